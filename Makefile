@@ -1,0 +1,37 @@
+# Quorum — see README.md. Every target installs what it needs.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+.PHONY: help deps npm test test-unit sim test-integration typecheck build clean
+
+help: ## list targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
+
+deps: ## install etcd, npm packages, build kube-apiserver + CAPI manager + clusterctl (cached by version)
+	@bash hack/deps.sh
+
+npm: ## npm ci only
+	@bash hack/deps.sh npm
+
+test: deps typecheck test-unit sim-ci test-integration ## everything CI runs: types, unit, 1,000 sim schedules, integration
+
+typecheck: npm ## tsc --noEmit over src, test, e2e
+	npx tsc --noEmit
+
+test-unit: npm ## unit and property tests of the pure core
+	bash hack/run-tests.sh test/unit
+
+sim-ci: npm
+	npm run --silent sim -- --schedules 1000 --seed 1
+
+sim: npm ## deterministic simulation: make sim SCHEDULES=10000 SEED=1
+	npm run --silent sim -- --schedules $${SCHEDULES:-10000} --seed $${SEED:-1}
+
+test-integration: deps ## integration tests on real etcd, kube-apiserver and CAPI core
+	bash hack/run-tests.sh test/integration
+
+build: npm ## compile to dist/
+	npm run --silent build
+
+clean: ## remove build outputs (keeps the binary cache in ~/.cache/quorum)
+	rm -rf dist out bin

@@ -1,0 +1,78 @@
+// Every label, annotation, finalizer, condition and API name Quorum reads or writes, in one place.
+
+export const GROUP = "controlplane.cluster.x-k8s.io";
+export const VERSION = "v1beta1";
+export const API_VERSION = `${GROUP}/${VERSION}`;
+export const KIND = "QuorumControlPlane";
+export const TEMPLATE_KIND = "QuorumControlPlaneTemplate";
+export const PLURAL = "quorumcontrolplanes";
+export const TEMPLATE_PLURAL = "quorumcontrolplanetemplates";
+export const SHORT_NAME = "qcp";
+
+/** CAPI core objects are read and written in the version CAPI stores (v1beta2 since CAPI 1.11). */
+export const CAPI_GROUP = "cluster.x-k8s.io";
+export const CAPI_VERSION = "v1beta2";
+export const CAPI_API_VERSION = `${CAPI_GROUP}/${CAPI_VERSION}`;
+
+/** CRD label telling CAPI which contract our API version implements. */
+export const CONTRACT_LABEL_V1BETA1 = "cluster.x-k8s.io/v1beta1";
+export const CONTRACT_LABEL_V1BETA2 = "cluster.x-k8s.io/v1beta2";
+
+export const LABEL_CLUSTER_NAME = "cluster.x-k8s.io/cluster-name";
+export const LABEL_CONTROL_PLANE = "cluster.x-k8s.io/control-plane";
+export const LABEL_CONTROL_PLANE_NAME = "cluster.x-k8s.io/control-plane-name";
+
+/** CAPI waits for every pre-terminate hook annotation to go before it deletes a Machine's infrastructure. */
+export const PRE_TERMINATE_HOOK = "pre-terminate.delete.hook.machine.cluster.x-k8s.io/quorum";
+/** Set by CAPI's MachineHealthCheck on a Machine it wants remediated (v1beta2 condition or legacy annotation). */
+export const REMEDIATE_ANNOTATION = "cluster.x-k8s.io/remediate-machine";
+export const PAUSED_ANNOTATION = "cluster.x-k8s.io/paused";
+/** Hash of the machine template a Machine was created from; a change means the Machine is outdated. */
+export const TEMPLATE_HASH_ANNOTATION = "controlplane.cluster.x-k8s.io/quorum-template-hash";
+/** The member name Quorum expects this Machine's etcd member to use (defaults to the Machine name). */
+export const MEMBER_NAME_ANNOTATION = "controlplane.cluster.x-k8s.io/quorum-etcd-member";
+/** A user asks for this Machine to be replaced, like KCP's remediation-in-progress / delete-machine. */
+export const DELETE_MACHINE_ANNOTATION = "cluster.x-k8s.io/delete-machine";
+
+export const FINALIZER = "controlplane.cluster.x-k8s.io/quorum";
+
+export const CONDITION = {
+  /** v1beta1-style summary condition. */
+  Ready: "Ready",
+  Available: "Available",
+  EtcdClusterHealthy: "EtcdClusterHealthy",
+  RollingOut: "RollingOut",
+  ScalingUp: "ScalingUp",
+  ScalingDown: "ScalingDown",
+  Remediating: "Remediating",
+  Paused: "Paused",
+  MachinesReady: "MachinesReady",
+  CertificatesAvailable: "CertificatesAvailable",
+  Reconciled: "Reconciled",
+} as const;
+export type ConditionType = (typeof CONDITION)[keyof typeof CONDITION];
+
+/** Secret names the CAPI contract expects for a cluster. */
+export const secretName = {
+  ca: (cluster: string) => `${cluster}-ca`,
+  etcd: (cluster: string) => `${cluster}-etcd`,
+  sa: (cluster: string) => `${cluster}-sa`,
+  proxy: (cluster: string) => `${cluster}-proxy`,
+  kubeconfig: (cluster: string) => `${cluster}-kubeconfig`,
+} as const;
+export const CLUSTER_SECRET_TYPE = "cluster.x-k8s.io/secret";
+
+export const DEFAULTS = {
+  etcdClientPort: 2379,
+  ghostMemberGracePeriodSeconds: 300,
+  learnerPromotionTimeoutSeconds: 600,
+  learnerStallSeconds: 300,
+  memberJoinGracePeriodSeconds: 600,
+  remediationMaxRetry: 3,
+  remediationRetryPeriodSeconds: 300,
+  remediationMinHealthyPeriodSeconds: 3600,
+  maxSurge: 1 as 0 | 1,
+  memberRemoval: "BeforeDelete" as MemberRemoval,
+} as const;
+
+export type MemberRemoval = "BeforeDelete" | "AfterDrain";

@@ -1,0 +1,160 @@
+// The QuorumControlPlane API (controlplane.cluster.x-k8s.io/v1beta1) as TypeScript types.
+// config/crd/ holds the matching OpenAPI schema; test/unit/api keeps the two in step.
+import type { MemberRemoval } from "./constants.ts";
+
+export interface ObjectMeta {
+  name: string;
+  namespace?: string;
+  uid?: string;
+  resourceVersion?: string;
+  generation?: number;
+  creationTimestamp?: string;
+  deletionTimestamp?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  ownerReferences?: OwnerReference[];
+  finalizers?: string[];
+}
+
+export interface OwnerReference {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  uid: string;
+  controller?: boolean;
+  blockOwnerDeletion?: boolean;
+}
+
+/** A reference to an object in the same namespace (v1beta2 contract: apiGroup/kind/name). */
+export interface ObjectRef {
+  apiVersion?: string;
+  apiGroup?: string;
+  kind: string;
+  name: string;
+  namespace?: string;
+}
+
+export interface MachineTemplateSpec {
+  metadata?: { labels?: Record<string, string>; annotations?: Record<string, string> };
+  infrastructureRef: ObjectRef;
+  /** A bootstrap config *template* cloned once per Machine (e.g. KubeadmConfigTemplate). */
+  bootstrapConfigTemplateRef: ObjectRef;
+  nodeDrainTimeout?: string;
+  nodeVolumeDetachTimeout?: string;
+  nodeDeletionTimeout?: string;
+}
+
+export interface RolloutStrategy {
+  type?: "RollingUpdate";
+  rollingUpdate?: {
+    /** 1: add a new Machine before removing an old one. 0: remove first (needs replicas >= 3). */
+    maxSurge?: 0 | 1;
+    /** BeforeDelete: remove the member, then delete the Machine. AfterDrain: delete, drain, remove in the hook. */
+    memberRemoval?: MemberRemoval;
+  };
+}
+
+export interface RemediationSpec {
+  maxRetry?: number;
+  retryPeriod?: string;
+  minHealthyPeriod?: string;
+}
+
+export interface EtcdSpec {
+  clientPort?: number;
+  /** How long a member that maps to no Machine is tolerated before it counts as a ghost to remove. */
+  ghostMemberGracePeriod?: string;
+  /** How long a learner may take to catch up before it is evicted and its Machine replaced. */
+  learnerPromotionTimeout?: string;
+  /** How long a learner may make no raft progress before it counts as stalled. */
+  learnerStallTimeout?: string;
+  /** How long a new Machine may take from creation until its member joins. */
+  memberJoinGracePeriod?: string;
+}
+
+export interface QuorumControlPlaneSpec {
+  replicas?: number;
+  version: string;
+  machineTemplate: MachineTemplateSpec;
+  rolloutStrategy?: RolloutStrategy;
+  rolloutAfter?: string;
+  remediation?: RemediationSpec;
+  etcd?: EtcdSpec;
+}
+
+export interface Condition {
+  type: string;
+  status: "True" | "False" | "Unknown";
+  reason: string;
+  message?: string;
+  lastTransitionTime: string;
+  observedGeneration?: number;
+  severity?: "Error" | "Warning" | "Info" | "";
+}
+
+export interface EtcdMemberStatus {
+  id: string;
+  name: string;
+  machine?: string;
+  node?: string;
+  learner: boolean;
+  healthy: boolean;
+  leader: boolean;
+  /** ghost, joining, deleting, unreachable, alarm text... */
+  state?: string;
+  error?: string;
+}
+
+export interface EtcdQuorumStatus {
+  voters: number;
+  healthyVoters: number;
+  quorumSize: number;
+  failuresTolerated: number;
+}
+
+export interface NextActionStatus {
+  kind: string;
+  /** One line a human reads: what Quorum will do next, and why. */
+  message: string;
+  /** What stops it now, when it waits. */
+  blockedBy?: string;
+  target?: string;
+}
+
+export interface QuorumControlPlaneStatus {
+  observedGeneration?: number;
+  selector?: string;
+  replicas?: number;
+  readyReplicas?: number;
+  availableReplicas?: number;
+  upToDateReplicas?: number;
+  updatedReplicas?: number;
+  unavailableReplicas?: number;
+  version?: string;
+  initialized?: boolean;
+  ready?: boolean;
+  initialization?: { controlPlaneInitialized?: boolean };
+  failureReason?: string;
+  failureMessage?: string;
+  conditions?: Condition[];
+  /** v1beta1 counters are kept beside the v1beta2 ones; deprecated.v1beta1 holds v1beta1-style conditions. */
+  deprecated?: { v1beta1?: { conditions?: Condition[]; readyReplicas?: number; updatedReplicas?: number; unavailableReplicas?: number } };
+  etcd?: { members?: EtcdMemberStatus[]; quorum?: EtcdQuorumStatus; lastObserved?: string };
+  nextAction?: NextActionStatus;
+  lastRemediation?: { machine: string; time: string; retryCount: number };
+}
+
+export interface QuorumControlPlane {
+  apiVersion: string;
+  kind: string;
+  metadata: ObjectMeta;
+  spec: QuorumControlPlaneSpec;
+  status?: QuorumControlPlaneStatus;
+}
+
+export interface QuorumControlPlaneTemplate {
+  apiVersion: string;
+  kind: string;
+  metadata: ObjectMeta;
+  spec: { template: { metadata?: ObjectMeta; spec: Omit<QuorumControlPlaneSpec, "replicas" | "version" | "machineTemplate"> & { machineTemplate?: Partial<MachineTemplateSpec> } } };
+}

@@ -1,0 +1,38 @@
+// The single next step the planner chose, as data. Executors in src/controller carry each out idempotently.
+
+export type Action =
+  | { kind: "CreateMachine"; failureDomain?: string; reason: string }
+  | { kind: "PromoteLearner"; memberId: string; memberName: string; reason: string }
+  | { kind: "ForwardLeadership"; fromMemberId: string; toMemberId: string; toMemberName: string; reason: string }
+  /** Remove the member of a Machine that is leaving (scale-down, rollout, remediation, deleted by a user). */
+  | { kind: "RemoveMember"; memberId: string; memberName: string; machine?: string; reason: string }
+  | { kind: "DeleteMachine"; machine: string; reason: string }
+  /** The Machine is deleting and its member is gone: let CAPI delete its infrastructure. */
+  | { kind: "ReleaseHook"; machine: string; reason: string }
+  /** Add the pre-terminate hook to an owned Machine that lacks it (adopted or created by an older version). */
+  | { kind: "AddHook"; machine: string; reason: string }
+  /** Remove a member that maps to no Machine, once its grace period passed and removing it is safe. */
+  | { kind: "RemoveGhost"; memberId: string; memberName: string; reason: string }
+  /** Delete a Machine a MachineHealthCheck asked to remediate (its member already removed). */
+  | { kind: "Remediate"; machine: string; reason: string }
+  | { kind: "Wait"; reason: string; blockedBy?: string; recheckAfterMs: number };
+
+export type ActionKind = Action["kind"];
+
+export const ACTION_KINDS: readonly ActionKind[] = [
+  "CreateMachine",
+  "PromoteLearner",
+  "ForwardLeadership",
+  "RemoveMember",
+  "DeleteMachine",
+  "ReleaseHook",
+  "AddHook",
+  "RemoveGhost",
+  "Remediate",
+  "Wait",
+] as const;
+
+/** Actions that change etcd membership or take a Machine away: at most one per reconcile, each with an Event. */
+export function isDisruptive(action: Action): boolean {
+  return action.kind === "RemoveMember" || action.kind === "RemoveGhost" || action.kind === "DeleteMachine" || action.kind === "Remediate" || action.kind === "ForwardLeadership";
+}

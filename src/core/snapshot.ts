@@ -1,0 +1,121 @@
+// Everything one reconcile knows, as plain serialisable data. Built by src/controller/observe from the
+// sources of truth (Machines, Nodes, the etcd member list); read by the pure planner. Times are epoch ms.
+import type { MemberRemoval } from "../api/constants.ts";
+
+export interface Snapshot {
+  now: number;
+  controlPlane: ControlPlaneView;
+  cluster: ClusterView;
+  machines: MachineView[];
+  /** Nodes of the workload cluster; empty when the workload API is not reachable yet. */
+  nodes: NodeView[];
+  etcd: EtcdView;
+}
+
+export interface ControlPlaneView {
+  namespace: string;
+  name: string;
+  generation: number;
+  replicas: number;
+  version: string;
+  /** Hash of spec.machineTemplate (infrastructure/bootstrap refs + metadata); Machines with another are outdated. */
+  templateHash: string;
+  /** spec.rolloutAfter: Machines created before it are outdated once now >= rolloutAfter. */
+  rolloutAfter?: number;
+  maxSurge: 0 | 1;
+  memberRemoval: MemberRemoval;
+  /** The QuorumControlPlane itself is being deleted. */
+  deleting: boolean;
+  /** The QuorumControlPlane carries the paused annotation. */
+  paused: boolean;
+  remediation: {
+    maxRetry: number;
+    retryPeriodMs: number;
+    minHealthyPeriodMs: number;
+    /** From status.lastRemediation: the last Machine Quorum remediated. */
+    last?: { machine: string; time: number; retryCount: number };
+  };
+  etcd: {
+    ghostGracePeriodMs: number;
+    learnerPromotionTimeoutMs: number;
+    learnerStallMs: number;
+    memberJoinGracePeriodMs: number;
+  };
+}
+
+export interface ClusterView {
+  name: string;
+  /** Cluster.spec.paused. */
+  paused: boolean;
+  /** Cluster.status.failureDomains that may hold control-plane Machines, sorted. */
+  failureDomains: string[];
+  infrastructureReady: boolean;
+  /** The workload control plane has been initialised (the first member and apiserver are up). */
+  controlPlaneInitialized: boolean;
+}
+
+export interface MachineView {
+  name: string;
+  /** Machine creation time. */
+  created: number;
+  /** Set when the Machine is being deleted (by Quorum, a user or a MachineHealthCheck). */
+  deleting?: number;
+  version: string;
+  templateHash?: string;
+  failureDomain?: string;
+  /** The etcd member name this Machine's member uses (node name once known, else the Machine name). */
+  memberName: string;
+  nodeName?: string;
+  providerID?: string;
+  /** Machine addresses (IPs or host names) from status.addresses. */
+  addresses: string[];
+  infrastructureReady: boolean;
+  bootstrapReady: boolean;
+  /** Carries Quorum's pre-terminate hook annotation. */
+  hasPreTerminateHook: boolean;
+  /** A MachineHealthCheck (or a user) asked for this Machine to be remediated. */
+  remediationRequested: boolean;
+  /** The Machine's infrastructure failed for good (failureReason/failureMessage or a terminal condition). */
+  failed: boolean;
+  /** A user marked the Machine to be preferred for deletion (cluster.x-k8s.io/delete-machine). */
+  markedForDeletion: boolean;
+}
+
+export interface NodeView {
+  name: string;
+  providerID?: string;
+  ready: boolean;
+  addresses: string[];
+}
+
+export interface EtcdView {
+  /** False when the member list could not be read at all (no endpoint answered); members is then empty. */
+  observed: boolean;
+  /** Why the member list could not be read, for the status and the Wait reason. */
+  error?: string;
+  members: MemberView[];
+  /** Cluster-wide alarms (NOSPACE, CORRUPT), with the member they were raised on. */
+  alarms: { memberId: string; alarm: string }[];
+}
+
+export interface MemberView {
+  /** etcd member ID as a decimal string. */
+  id: string;
+  /** Empty while an added member has not started yet (unstarted joiner). */
+  name: string;
+  peerURLs: string[];
+  clientURLs: string[];
+  learner: boolean;
+  /** A status call to this member answered within its deadline. */
+  reachable: boolean;
+  leader: boolean;
+  raftTerm?: number;
+  raftIndex?: number;
+  raftAppliedIndex?: number;
+  /** Errors the member reported in its status (e.g. "etcdserver: no leader"), or why it did not answer. */
+  errors: string[];
+  /** First time Quorum saw this member (from status; falls back to now). Drives grace periods. */
+  firstObserved: number;
+  /** Last time raftAppliedIndex was seen to move (learner stall detection). */
+  lastProgress: number;
+}
