@@ -1,0 +1,233 @@
+// Low-level certificate helpers shared by the controller (short-lived etcd client certificates signed by a
+// workload cluster's `<cluster>-etcd` CA) and the test harness (etcd and kube-apiserver PKI).
+// ECDSA P-256 keys via WebCrypto, certificates via @peculiar/x509; everything crosses module boundaries as PEM.
+import "reflect-metadata"; // @peculiar/x509 uses tsyringe, which needs the Reflect metadata polyfill first
+import * as x509 from "@peculiar/x509";
+import { createPrivateKey, randomBytes, webcrypto, X509Certificate as NodeX509Certificate } from "node:crypto";
+
+// Node has WebCrypto but no `self`, so @peculiar/x509 finds no default provider on its own.
+x509.cryptoProvider.set(webcrypto as unknown as Crypto);
+
+const keyAlgorithm: EcKeyGenParams = { name: "ECDSA", namedCurve: "P-256" };
+const signingAlgorithm: EcdsaParams = { name: "ECDSA", hash: "SHA-256" };
+
+/** When a certificate is valid. */
+export interface Validity {
+  notBefore: Date;
+  notAfter: Date;
+}
+
+/** What a leaf certificate may be used for: TLS server, TLS client, or both (etcd peers need both). */
+export type CertificateUsage = "server" | "client" | "both";
+
+/** A certificate with its PKCS#8 private key, both PEM. */
+export interface CertificateAndKey {
+  certPem: string;
+  keyPem: string;
+}
+
+/** A CA that can sign leaf certificates. */
+export interface CertificateAuthority extends CertificateAndKey {
+  commonName: string;
+  notAfter: Date;
+  certificate: x509.X509Certificate;
+  signingKey: CryptoKey;
+}
+
+export interface CertificateRequest {
+  commonName: string;
+  /** Subject O= values; Kubernetes reads them as groups (e.g. `system:masters`). */
+  organization?: string | string[];
+  dnsNames?: string[];
+  ipAddresses?: string[];
+  usages: CertificateUsage;
+  validity: Validity;
+}
+
+/** An issued leaf certificate and its key. */
+export interface IssuedCertificate extends CertificateAndKey {
+  notAfter: Date;
+}
+
+// Backdating covers clock skew between the machine that signs and the one that verifies.
+const clockSkewAllowanceMs = 5 * 60 * 1000;
+
+/** A validity window starting (slightly backdated) now and lasting `durationMs`. */
+export function validFor(durationMs: number, from: Date = new Date()): Validity {
+  return {
+    notBefore: new Date(from.getTime() - clockSkewAllowanceMs),
+    notAfter: new Date(from.getTime() + durationMs),
+  };
+}
+
+export const oneHour = 60 * 60 * 1000;
+export const oneDay = 24 * oneHour;
+
+/** Creates a self-signed CA with a fresh P-256 key. */
+export async function createCA(commonName: string, validity: Validity): Promise<CertificateAuthority> {
+  checkValidity(`CA ${commonName}`, validity);
+  const keys = await generateKeyPair();
+  const certificate = await x509.X509CertificateGenerator.createSelfSigned({
+    serialNumber: randomSerialNumber(),
+    name: [{ CN: [commonName] }],
+    notBefore: validity.notBefore,
+    notAfter: validity.notAfter,
+    signingAlgorithm,
+    keys,
+    extensions: [
+      new x509.BasicConstraintsExtension(true, undefined, true),
+      new x509.KeyUsagesExtension(
+        x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign | x509.KeyUsageFlags.digitalSignature,
+        true,
+      ),
+      await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
+    ],
+  });
+  return {
+    commonName,
+    notAfter: certificate.notAfter,
+    certificate,
+    signingKey: keys.privateKey,
+    certPem: certificate.toString("pem"),
+    keyPem: await encodePrivateKeyPem(keys.privateKey),
+  };
+}
+
+/** Rebuilds a CA from PEM (e.g. read back from a `<cluster>-etcd` Secret) so it can sign again. */
+export async function loadCA(certPem: string, keyPem: string): Promise<CertificateAuthority> {
+  const certificate = decodeCertificatePem(certPem);
+  const basicConstraints = certificate.getExtension(x509.BasicConstraintsExtension);
+  if (!basicConstraints?.ca) {
+    throw new Error(
+      `certificate ${certificate.subject} is not a CA (no basicConstraints CA:TRUE): pass the CA certificate, not a leaf`,
+    );
+  }
+  if (!certificateMatchesKey(certPem, keyPem)) {
+    throw new Error(
+      `CA ${certificate.subject}: the private key does not belong to the certificate: pass the key generated with this CA`,
+    );
+  }
+  return {
+    commonName: commonNameOf(certificate),
+    notAfter: certificate.notAfter,
+    certificate,
+    signingKey: await decodePrivateKeyPem(keyPem),
+    certPem: certificate.toString("pem"),
+    keyPem,
+  };
+}
+
+/** Issues a leaf certificate with a fresh P-256 key, signed by `ca`. */
+export async function issueCertificate(ca: CertificateAuthority, request: CertificateRequest): Promise<IssuedCertificate> {
+  checkValidity(`certificate ${request.commonName}`, request.validity);
+  if (request.validity.notAfter > ca.notAfter) {
+    throw new Error(
+      `certificate ${request.commonName}: notAfter ${request.validity.notAfter.toISOString()} is after its CA ` +
+        `${ca.commonName} expires (${ca.notAfter.toISOString()}): shorten the validity or rotate the CA`,
+    );
+  }
+  const keys = await generateKeyPair();
+  const organizations =
+    request.organization === undefined ? [] : Array.isArray(request.organization) ? request.organization : [request.organization];
+  const subject: x509.JsonName = [{ CN: [request.commonName] }];
+  if (organizations.length > 0) subject.push({ O: organizations });
+
+  const altNames: x509.JsonGeneralName[] = [
+    ...(request.dnsNames ?? []).map((value) => ({ type: "dns" as const, value })),
+    ...(request.ipAddresses ?? []).map((value) => ({ type: "ip" as const, value })),
+  ];
+  const extendedUsages: string[] = [];
+  if (request.usages === "server" || request.usages === "both") extendedUsages.push(x509.ExtendedKeyUsage.serverAuth);
+  if (request.usages === "client" || request.usages === "both") extendedUsages.push(x509.ExtendedKeyUsage.clientAuth);
+
+  const extensions: x509.Extension[] = [
+    new x509.BasicConstraintsExtension(false, undefined, true),
+    new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment, true),
+    new x509.ExtendedKeyUsageExtension(extendedUsages, false),
+    await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
+    await x509.AuthorityKeyIdentifierExtension.create(ca.certificate),
+  ];
+  if (altNames.length > 0) extensions.push(new x509.SubjectAlternativeNameExtension(altNames, false));
+
+  const certificate = await x509.X509CertificateGenerator.create({
+    serialNumber: randomSerialNumber(),
+    subject,
+    issuer: ca.certificate.subject,
+    notBefore: request.validity.notBefore,
+    notAfter: request.validity.notAfter,
+    signingAlgorithm,
+    publicKey: keys.publicKey,
+    signingKey: ca.signingKey,
+    extensions,
+  });
+  return {
+    certPem: certificate.toString("pem"),
+    keyPem: await encodePrivateKeyPem(keys.privateKey),
+    notAfter: certificate.notAfter,
+  };
+}
+
+/** Parses one PEM certificate (the first one of a bundle). */
+export function decodeCertificatePem(pem: string): x509.X509Certificate {
+  const block = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/.exec(pem);
+  if (!block) throw new Error("no PEM certificate found (expected a -----BEGIN CERTIFICATE----- block)");
+  return new x509.X509Certificate(block[0]);
+}
+
+export function encodeCertificatePem(certificate: x509.X509Certificate): string {
+  return certificate.toString("pem");
+}
+
+/** Encodes a private key as PKCS#8 PEM ("-----BEGIN PRIVATE KEY-----"). */
+export async function encodePrivateKeyPem(key: CryptoKey): Promise<string> {
+  const der = await webcrypto.subtle.exportKey("pkcs8", key);
+  return x509.PemConverter.encode(der, "PRIVATE KEY");
+}
+
+/** Imports a PKCS#8 (or SEC1 "EC PRIVATE KEY") P-256 private key as a signing key. */
+export async function decodePrivateKeyPem(pem: string): Promise<CryptoKey> {
+  let der: Buffer;
+  try {
+    // node:crypto reads both PKCS#8 and SEC1 (what openssl and kubeadm write); WebCrypto only takes PKCS#8.
+    der = createPrivateKey(pem).export({ format: "der", type: "pkcs8" });
+  } catch (error) {
+    throw new Error(`cannot read private key PEM: ${(error as Error).message}: pass a PKCS#8 or EC private key PEM`);
+  }
+  return webcrypto.subtle.importKey("pkcs8", der, keyAlgorithm, true, ["sign"]) as Promise<CryptoKey>;
+}
+
+/** Whether `keyPem` is the private key of the certificate in `certPem`. */
+export function certificateMatchesKey(certPem: string, keyPem: string): boolean {
+  const certificate = new NodeX509Certificate(decodeCertificatePem(certPem).toString("pem"));
+  return certificate.checkPrivateKey(createPrivateKey(keyPem));
+}
+
+/** When the certificate in `certPem` expires. */
+export function certificateExpiry(certPem: string): Date {
+  return decodeCertificatePem(certPem).notAfter;
+}
+
+function commonNameOf(certificate: x509.X509Certificate): string {
+  return new x509.Name(certificate.subject).getField("CN")[0] ?? certificate.subject;
+}
+
+function checkValidity(what: string, validity: Validity): void {
+  if (!(validity.notAfter.getTime() > validity.notBefore.getTime())) {
+    throw new Error(
+      `${what}: notAfter ${validity.notAfter.toISOString()} is not after notBefore ${validity.notBefore.toISOString()}: ` +
+        "pass a positive validity, e.g. validFor(oneDay)",
+    );
+  }
+}
+
+async function generateKeyPair(): Promise<CryptoKeyPair> {
+  return (await webcrypto.subtle.generateKey(keyAlgorithm, true, ["sign", "verify"])) as CryptoKeyPair;
+}
+
+// RFC 5280: positive and at most 20 octets. Top bit cleared keeps it positive; a non-zero first byte keeps
+// the DER encoding minimal (some verifiers reject a leading zero octet).
+function randomSerialNumber(): string {
+  const bytes = randomBytes(16);
+  bytes[0] = (bytes[0] & 0x7f) | 0x01;
+  return bytes.toString("hex");
+}
