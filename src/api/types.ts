@@ -103,6 +103,11 @@ export interface EtcdMemberStatus {
   /** ghost, joining, deleting, unreachable, alarm text... */
   state?: string;
   error?: string;
+  /** When Quorum first saw this member (RFC 3339); grace periods count from here across restarts. */
+  firstObserved?: string;
+  /** Last raft applied index seen, and when it last moved (learner stall detection). */
+  raftAppliedIndex?: number;
+  lastProgress?: string;
 }
 
 export interface EtcdQuorumStatus {

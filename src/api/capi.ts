@@ -1,0 +1,74 @@
+// The parts of CAPI's cluster.x-k8s.io/v1beta2 objects (and core/v1 Nodes) that Quorum reads or writes.
+// Only the fields we use; everything optional that the API server may omit.
+import type { ObjectMeta } from "./types.ts";
+
+/** v1beta2 reference: the API version is resolved from the CRD's contract label, so only the group is stored. */
+export interface ContractVersionedObjectReference {
+  apiGroup: string;
+  kind: string;
+  name: string;
+}
+
+export interface MetaV1Condition {
+  type: string;
+  status: "True" | "False" | "Unknown";
+  reason?: string;
+  message?: string;
+  lastTransitionTime?: string;
+  observedGeneration?: number;
+}
+
+export interface Machine {
+  apiVersion?: string;
+  kind?: string;
+  metadata: ObjectMeta;
+  spec: {
+    clusterName: string;
+    bootstrap: { configRef?: ContractVersionedObjectReference; dataSecretName?: string };
+    infrastructureRef: ContractVersionedObjectReference;
+    version?: string;
+    providerID?: string;
+    failureDomain?: string;
+    readinessGates?: { conditionType: string }[];
+    deletion?: { nodeDrainTimeoutSeconds?: number; nodeVolumeDetachTimeoutSeconds?: number; nodeDeletionTimeoutSeconds?: number };
+  };
+  status?: {
+    conditions?: MetaV1Condition[];
+    initialization?: { infrastructureProvisioned?: boolean; bootstrapDataSecretCreated?: boolean };
+    nodeRef?: { name?: string };
+    addresses?: { type?: string; address?: string }[];
+    failureDomain?: string;
+    phase?: string;
+    deprecated?: { v1beta1?: { failureReason?: string; failureMessage?: string } };
+  };
+}
+
+export interface Cluster {
+  apiVersion?: string;
+  kind?: string;
+  metadata: ObjectMeta;
+  spec?: {
+    paused?: boolean;
+    controlPlaneEndpoint?: { host?: string; port?: number };
+    controlPlaneRef?: ContractVersionedObjectReference;
+    infrastructureRef?: ContractVersionedObjectReference;
+  };
+  status?: {
+    initialization?: { infrastructureProvisioned?: boolean; controlPlaneInitialized?: boolean };
+    failureDomains?: { name: string; controlPlane?: boolean }[];
+    conditions?: MetaV1Condition[];
+  };
+}
+
+export interface Node {
+  metadata: ObjectMeta;
+  spec?: { providerID?: string };
+  status?: {
+    conditions?: { type: string; status: string }[];
+    addresses?: { type: string; address: string }[];
+  };
+}
+
+/** MachineHealthCheck marks a control-plane Machine for its owner's remediation with this condition False. */
+export const OWNER_REMEDIATED_CONDITION = "OwnerRemediated";
+export const HEALTH_CHECK_SUCCEEDED_CONDITION = "HealthCheckSucceeded";

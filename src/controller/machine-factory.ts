@@ -1,0 +1,138 @@
+// Builds the objects one new control-plane Machine needs: a clone of the infrastructure template, a clone of the
+// bootstrap config template, and the Machine pointing at both. Pure; the executor creates them in that order,
+// with deterministic names so that a crash between the three creates is finished, not duplicated, next time.
+import { createHash } from "node:crypto";
+import type { Machine } from "../api/capi.ts";
+import { CAPI_API_VERSION, LABEL_CLUSTER_NAME, LABEL_CONTROL_PLANE, LABEL_CONTROL_PLANE_NAME, PRE_TERMINATE_HOOK, TEMPLATE_HASH_ANNOTATION } from "../api/constants.ts";
+import { parseDuration } from "../api/duration.ts";
+import type { OwnerReference, QuorumControlPlane } from "../api/types.ts";
+
+/** An unstructured Kubernetes object (a template or its clone); only metadata and spec are touched. */
+export interface Unstructured {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string>; ownerReferences?: OwnerReference[]; uid?: string };
+  spec?: Record<string, unknown> & { template?: { metadata?: { labels?: Record<string, string>; annotations?: Record<string, string> }; spec?: Record<string, unknown> } };
+}
+
+export interface NewMachineObjects {
+  infrastructure: Unstructured;
+  bootstrap: Unstructured;
+  machine: Machine;
+}
+
+export interface MachineInputs {
+  controlPlane: QuorumControlPlane;
+  clusterName: string;
+  machineName: string;
+  failureDomain?: string;
+  templateHash: string;
+  infrastructureTemplate: Unstructured;
+  bootstrapConfigTemplate: Unstructured;
+}
+
+/**
+ * The name of the next Machine: stable for a given version, template and index, so a retry after a crash
+ * picks the same name and finds its half-created objects (AlreadyExists counts as success).
+ */
+export function nextMachineName(controlPlaneName: string, version: string, templateHash: string, takenNames: ReadonlySet<string>): string {
+  const flavour = createHash("sha256").update(`${version}/${templateHash}`).digest("hex").slice(0, 5);
+  for (let index = 0; ; index++) {
+    const candidate = `${controlPlaneName}-${flavour}-${index}`;
+    if (!takenNames.has(candidate)) return candidate;
+  }
+}
+
+export function buildMachineObjects(inputs: MachineInputs): NewMachineObjects {
+  const { controlPlane, clusterName, machineName } = inputs;
+  const namespace = controlPlane.metadata.namespace ?? "default";
+  const template = controlPlane.spec.machineTemplate;
+  const labels = {
+    ...(template.metadata?.labels ?? {}),
+    [LABEL_CLUSTER_NAME]: clusterName,
+    [LABEL_CONTROL_PLANE]: "",
+    [LABEL_CONTROL_PLANE_NAME]: controlPlane.metadata.name,
+  };
+  const owner = ownerReference(controlPlane);
+  const infrastructure = cloneTemplate(inputs.infrastructureTemplate, machineName, namespace, labels, owner);
+  const bootstrap = cloneTemplate(inputs.bootstrapConfigTemplate, machineName, namespace, labels, owner);
+  const deletion = deletionTimeouts(controlPlane);
+  const machine: Machine = {
+    apiVersion: CAPI_API_VERSION,
+    kind: "Machine",
+    metadata: {
+      name: machineName,
+      namespace,
+      labels,
+      annotations: {
+        ...(template.metadata?.annotations ?? {}),
+        [PRE_TERMINATE_HOOK]: "",
+        [TEMPLATE_HASH_ANNOTATION]: inputs.templateHash,
+      },
+      ownerReferences: [owner],
+    },
+    spec: {
+      clusterName,
+      version: controlPlane.spec.version,
+      bootstrap: { configRef: { apiGroup: groupOf(bootstrap.apiVersion), kind: bootstrap.kind, name: machineName } },
+      infrastructureRef: { apiGroup: groupOf(infrastructure.apiVersion), kind: infrastructure.kind, name: machineName },
+      ...(inputs.failureDomain ? { failureDomain: inputs.failureDomain } : {}),
+      ...(Object.keys(deletion).length > 0 ? { deletion } : {}),
+    },
+  };
+  return { infrastructure, bootstrap, machine };
+}
+
+function cloneTemplate(template: Unstructured, name: string, namespace: string, labels: Record<string, string>, owner: OwnerReference): Unstructured {
+  if (!template.kind.endsWith("Template")) {
+    throw new Error(`${template.kind} ${namespace}/${template.metadata.name} is not a template: spec.machineTemplate refs must name a *Template kind`);
+  }
+  const inner = template.spec?.template;
+  return {
+    apiVersion: template.apiVersion,
+    kind: template.kind.slice(0, -"Template".length),
+    metadata: {
+      name,
+      namespace,
+      labels: { ...(inner?.metadata?.labels ?? {}), ...labels },
+      annotations: {
+        ...(inner?.metadata?.annotations ?? {}),
+        "cluster.x-k8s.io/cloned-from-name": template.metadata.name,
+        "cluster.x-k8s.io/cloned-from-groupkind": `${template.kind}.${groupOf(template.apiVersion)}`,
+      },
+      ownerReferences: [owner],
+    },
+    spec: structuredClone(inner?.spec ?? {}),
+  };
+}
+
+function ownerReference(controlPlane: QuorumControlPlane): OwnerReference {
+  return {
+    apiVersion: controlPlane.apiVersion,
+    kind: controlPlane.kind,
+    name: controlPlane.metadata.name,
+    uid: controlPlane.metadata.uid ?? "",
+    controller: true,
+    blockOwnerDeletion: true,
+  };
+}
+
+function deletionTimeouts(controlPlane: QuorumControlPlane): NonNullable<Machine["spec"]["deletion"]> {
+  const template = controlPlane.spec.machineTemplate;
+  const seconds = (text: string | undefined) => {
+    const ms = text === undefined ? undefined : parseDuration(text);
+    return ms === undefined ? undefined : Math.round(ms / 1000);
+  };
+  const result: NonNullable<Machine["spec"]["deletion"]> = {};
+  const drain = seconds(template.nodeDrainTimeout);
+  const detach = seconds(template.nodeVolumeDetachTimeout);
+  const nodeDeletion = seconds(template.nodeDeletionTimeout);
+  if (drain !== undefined) result.nodeDrainTimeoutSeconds = drain;
+  if (detach !== undefined) result.nodeVolumeDetachTimeoutSeconds = detach;
+  if (nodeDeletion !== undefined) result.nodeDeletionTimeoutSeconds = nodeDeletion;
+  return result;
+}
+
+export function groupOf(apiVersion: string): string {
+  return apiVersion.includes("/") ? apiVersion.split("/")[0] : "";
+}

@@ -1,0 +1,162 @@
+// Turns the objects observe() read (QuorumControlPlane, Cluster, Machines, Nodes, the etcd member list) into
+// the plain Snapshot the planner decides on. Pure: every input is passed in, including the clock.
+import { createHash } from "node:crypto";
+import type { Cluster, Machine, Node } from "../api/capi.ts";
+import { OWNER_REMEDIATED_CONDITION } from "../api/capi.ts";
+import { DEFAULTS, DELETE_MACHINE_ANNOTATION, MEMBER_NAME_ANNOTATION, PAUSED_ANNOTATION, PRE_TERMINATE_HOOK, TEMPLATE_HASH_ANNOTATION } from "../api/constants.ts";
+import { durationOr } from "../api/duration.ts";
+import type { EtcdMemberStatus, QuorumControlPlane } from "../api/types.ts";
+import type { ClusterView, ControlPlaneView, MachineView, MemberView, NodeView, Snapshot } from "../core/snapshot.ts";
+
+/** A member as the etcd adapter reports it, before Quorum's own memory (first seen, last progress) is added. */
+export type ObservedMember = Omit<MemberView, "firstObserved" | "lastProgress">;
+
+export interface ObservedEtcd {
+  observed: boolean;
+  error?: string;
+  members: ObservedMember[];
+  alarms: { memberId: string; alarm: string }[];
+}
+
+export interface Observation {
+  now: number;
+  controlPlane: QuorumControlPlane;
+  cluster: Cluster;
+  machines: Machine[];
+  nodes: Node[];
+  etcd: ObservedEtcd;
+}
+
+export function buildSnapshot(observation: Observation): Snapshot {
+  const { now, controlPlane, cluster } = observation;
+  return {
+    now,
+    controlPlane: controlPlaneView(controlPlane),
+    cluster: clusterView(cluster),
+    machines: observation.machines.map(machineView).sort((a, b) => a.name.localeCompare(b.name)),
+    nodes: observation.nodes.map(nodeView).sort((a, b) => a.name.localeCompare(b.name)),
+    etcd: {
+      observed: observation.etcd.observed,
+      ...(observation.etcd.error ? { error: observation.etcd.error } : {}),
+      members: observation.etcd.members.map((member) => rememberMember(member, controlPlane.status?.etcd?.members ?? [], now)),
+      alarms: observation.etcd.alarms,
+    },
+  };
+}
+
+/**
+ * The hash of everything in spec.machineTemplate that a Machine is created from. A Machine carrying another hash
+ * is outdated and gets rolled out. Timeouts are left out: changing them must not replace every Machine.
+ */
+export function machineTemplateHash(qcp: QuorumControlPlane): string {
+  const template = qcp.spec.machineTemplate;
+  const material = JSON.stringify({
+    metadata: sortKeys(template.metadata ?? {}),
+    infrastructureRef: { kind: template.infrastructureRef.kind, name: template.infrastructureRef.name },
+    bootstrapConfigTemplateRef: { kind: template.bootstrapConfigTemplateRef.kind, name: template.bootstrapConfigTemplateRef.name },
+  });
+  return createHash("sha256").update(material).digest("hex").slice(0, 10);
+}
+
+function controlPlaneView(qcp: QuorumControlPlane): ControlPlaneView {
+  const key = `QuorumControlPlane ${qcp.metadata.namespace}/${qcp.metadata.name}`;
+  const spec = qcp.spec;
+  const rolling = spec.rolloutStrategy?.rollingUpdate;
+  const last = qcp.status?.lastRemediation;
+  const rolloutAfter = spec.rolloutAfter ? Date.parse(spec.rolloutAfter) : undefined;
+  return {
+    namespace: qcp.metadata.namespace ?? "default",
+    name: qcp.metadata.name,
+    generation: qcp.metadata.generation ?? 0,
+    replicas: spec.replicas ?? 1,
+    version: spec.version,
+    templateHash: machineTemplateHash(qcp),
+    ...(rolloutAfter !== undefined && !Number.isNaN(rolloutAfter) ? { rolloutAfter } : {}),
+    maxSurge: rolling?.maxSurge ?? DEFAULTS.maxSurge,
+    memberRemoval: rolling?.memberRemoval ?? DEFAULTS.memberRemoval,
+    deleting: Boolean(qcp.metadata.deletionTimestamp),
+    paused: qcp.metadata.annotations?.[PAUSED_ANNOTATION] !== undefined,
+    remediation: {
+      maxRetry: spec.remediation?.maxRetry ?? DEFAULTS.remediationMaxRetry,
+      retryPeriodMs: durationOr(`${key} spec.remediation.retryPeriod`, spec.remediation?.retryPeriod, DEFAULTS.remediationRetryPeriodSeconds * 1000),
+      minHealthyPeriodMs: durationOr(`${key} spec.remediation.minHealthyPeriod`, spec.remediation?.minHealthyPeriod, DEFAULTS.remediationMinHealthyPeriodSeconds * 1000),
+      ...(last ? { last: { machine: last.machine, time: Date.parse(last.time), retryCount: last.retryCount } } : {}),
+    },
+    etcd: {
+      ghostGracePeriodMs: durationOr(`${key} spec.etcd.ghostMemberGracePeriod`, spec.etcd?.ghostMemberGracePeriod, DEFAULTS.ghostMemberGracePeriodSeconds * 1000),
+      learnerPromotionTimeoutMs: durationOr(`${key} spec.etcd.learnerPromotionTimeout`, spec.etcd?.learnerPromotionTimeout, DEFAULTS.learnerPromotionTimeoutSeconds * 1000),
+      learnerStallMs: durationOr(`${key} spec.etcd.learnerStallTimeout`, spec.etcd?.learnerStallTimeout, DEFAULTS.learnerStallSeconds * 1000),
+      memberJoinGracePeriodMs: durationOr(`${key} spec.etcd.memberJoinGracePeriod`, spec.etcd?.memberJoinGracePeriod, DEFAULTS.memberJoinGracePeriodSeconds * 1000),
+    },
+  };
+}
+
+function clusterView(cluster: Cluster): ClusterView {
+  const failureDomains = (cluster.status?.failureDomains ?? [])
+    .filter((domain) => domain.controlPlane !== false)
+    .map((domain) => domain.name)
+    .sort();
+  return {
+    name: cluster.metadata.name,
+    paused: cluster.spec?.paused === true,
+    failureDomains,
+    infrastructureReady: cluster.status?.initialization?.infrastructureProvisioned === true,
+    controlPlaneInitialized: cluster.status?.initialization?.controlPlaneInitialized === true,
+  };
+}
+
+function machineView(machine: Machine): MachineView {
+  const annotations = machine.metadata.annotations ?? {};
+  const status = machine.status ?? {};
+  const nodeName = status.nodeRef?.name || undefined;
+  const ownerRemediated = status.conditions?.find((condition) => condition.type === OWNER_REMEDIATED_CONDITION);
+  const failure = status.deprecated?.v1beta1;
+  return {
+    name: machine.metadata.name,
+    created: Date.parse(machine.metadata.creationTimestamp ?? "") || 0,
+    ...(machine.metadata.deletionTimestamp ? { deleting: Date.parse(machine.metadata.deletionTimestamp) } : {}),
+    version: machine.spec.version ?? "",
+    ...(annotations[TEMPLATE_HASH_ANNOTATION] ? { templateHash: annotations[TEMPLATE_HASH_ANNOTATION] } : {}),
+    ...((machine.spec.failureDomain || status.failureDomain) ? { failureDomain: machine.spec.failureDomain || status.failureDomain } : {}),
+    memberName: annotations[MEMBER_NAME_ANNOTATION] || nodeName || machine.metadata.name,
+    ...(nodeName ? { nodeName } : {}),
+    ...(machine.spec.providerID ? { providerID: machine.spec.providerID } : {}),
+    addresses: (status.addresses ?? []).map((address) => address.address ?? "").filter((address) => address !== ""),
+    infrastructureReady: status.initialization?.infrastructureProvisioned === true,
+    bootstrapReady: status.initialization?.bootstrapDataSecretCreated === true || Boolean(machine.spec.bootstrap.dataSecretName),
+    hasPreTerminateHook: annotations[PRE_TERMINATE_HOOK] !== undefined,
+    remediationRequested: ownerRemediated?.status === "False",
+    failed: Boolean(failure?.failureReason || failure?.failureMessage) || status.phase === "Failed",
+    markedForDeletion: annotations[DELETE_MACHINE_ANNOTATION] !== undefined,
+  };
+}
+
+function nodeView(node: Node): NodeView {
+  return {
+    name: node.metadata.name,
+    ...(node.spec?.providerID ? { providerID: node.spec.providerID } : {}),
+    ready: node.status?.conditions?.some((condition) => condition.type === "Ready" && condition.status === "True") ?? false,
+    addresses: (node.status?.addresses ?? []).map((address) => address.address),
+  };
+}
+
+/**
+ * Adds what Quorum remembers about a member across reconciles and restarts. The memory lives in
+ * status.etcd.members, so a restarted controller keeps its grace periods; if status was lost the clock simply
+ * restarts, which only delays a removal, never hastens one.
+ */
+function rememberMember(member: ObservedMember, previous: EtcdMemberStatus[], now: number): MemberView {
+  const before = previous.find((entry) => entry.id === member.id);
+  const firstObserved = before?.firstObserved ? Date.parse(before.firstObserved) || now : now;
+  const progressed = member.raftAppliedIndex !== undefined && member.raftAppliedIndex !== before?.raftAppliedIndex;
+  const lastProgressBefore = before?.lastProgress ? Date.parse(before.lastProgress) || now : now;
+  return { ...member, firstObserved, lastProgress: progressed ? now : lastProgressBefore };
+}
+
+function sortKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortKeys);
+  if (value && typeof value === "object") {
+    return Object.fromEntries(Object.entries(value as Record<string, unknown>).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => [k, sortKeys(v)]));
+  }
+  return value;
+}

@@ -1,0 +1,58 @@
+// Realistic objects as the API server returns them, shared by the controller unit tests.
+import type { Cluster, Machine } from "../../../src/api/capi.ts";
+import { API_VERSION, KIND, PRE_TERMINATE_HOOK } from "../../../src/api/constants.ts";
+import type { QuorumControlPlane } from "../../../src/api/types.ts";
+
+export function controlPlane(overrides: Partial<QuorumControlPlane["spec"]> = {}): QuorumControlPlane {
+  return {
+    apiVersion: API_VERSION,
+    kind: KIND,
+    metadata: { name: "cp", namespace: "ns", uid: "uid-cp", generation: 2 },
+    spec: {
+      replicas: 3,
+      version: "v1.31.2",
+      machineTemplate: {
+        infrastructureRef: { apiVersion: "infrastructure.cluster.x-k8s.io/v1beta1", kind: "ProcessMachineTemplate", name: "cp-infra" },
+        bootstrapConfigTemplateRef: { apiVersion: "bootstrap.cluster.x-k8s.io/v1beta1", kind: "ProcessBootstrapConfigTemplate", name: "cp-boot" },
+        nodeDrainTimeout: "2m",
+      },
+      ...overrides,
+    },
+  };
+}
+
+export function cluster(): Cluster {
+  return {
+    metadata: { name: "c1", namespace: "ns" },
+    spec: { paused: false },
+    status: {
+      initialization: { infrastructureProvisioned: true, controlPlaneInitialized: true },
+      failureDomains: [{ name: "fd-b", controlPlane: true }, { name: "fd-a", controlPlane: true }, { name: "workers", controlPlane: false }],
+    },
+  };
+}
+
+export function machine(name: string, extra: { node?: string; deleting?: string; hash?: string; ownerRemediated?: "True" | "False" } = {}): Machine {
+  return {
+    metadata: {
+      name,
+      namespace: "ns",
+      creationTimestamp: "2026-11-29T10:00:00Z",
+      ...(extra.deleting ? { deletionTimestamp: extra.deleting } : {}),
+      annotations: { [PRE_TERMINATE_HOOK]: "", ...(extra.hash ? { "controlplane.cluster.x-k8s.io/quorum-template-hash": extra.hash } : {}) },
+    },
+    spec: {
+      clusterName: "c1",
+      version: "v1.31.2",
+      bootstrap: { dataSecretName: `${name}-boot` },
+      infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "ProcessMachine", name },
+      failureDomain: "fd-a",
+    },
+    status: {
+      initialization: { infrastructureProvisioned: true, bootstrapDataSecretCreated: true },
+      ...(extra.node ? { nodeRef: { name: extra.node } } : {}),
+      addresses: [{ type: "InternalIP", address: "127.0.1.5" }],
+      ...(extra.ownerRemediated ? { conditions: [{ type: "OwnerRemediated", status: extra.ownerRemediated, reason: "WaitingForRemediation" }] } : {}),
+    },
+  };
+}

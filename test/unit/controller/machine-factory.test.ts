@@ -1,0 +1,54 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { LABEL_CLUSTER_NAME, LABEL_CONTROL_PLANE_NAME, PRE_TERMINATE_HOOK } from "../../../src/api/constants.ts";
+import { buildMachineObjects, nextMachineName, type Unstructured } from "../../../src/controller/machine-factory.ts";
+import { controlPlane } from "./fixtures.ts";
+
+const infraTemplate: Unstructured = {
+  apiVersion: "infrastructure.cluster.x-k8s.io/v1beta1",
+  kind: "ProcessMachineTemplate",
+  metadata: { name: "cp-infra", namespace: "ns" },
+  spec: { template: { metadata: { labels: { tier: "gold" } }, spec: { image: "etcd-3.4" } } },
+};
+const bootTemplate: Unstructured = {
+  apiVersion: "bootstrap.cluster.x-k8s.io/v1beta1",
+  kind: "ProcessBootstrapConfigTemplate",
+  metadata: { name: "cp-boot", namespace: "ns" },
+  spec: { template: { spec: { joinAs: "learner" } } },
+};
+
+describe("machine factory", () => {
+  it("picks the same Machine name again after a crash and a new one only when it is taken", () => {
+    const first = nextMachineName("cp", "v1.31.2", "abc", new Set());
+    assert.equal(nextMachineName("cp", "v1.31.2", "abc", new Set()), first);
+    const second = nextMachineName("cp", "v1.31.2", "abc", new Set([first]));
+    assert.notEqual(second, first);
+    assert.notEqual(nextMachineName("cp", "v1.32.0", "abc", new Set()), first, "a new version gets new names");
+  });
+
+  it("clones both templates and points the Machine at the clones, with the hook, labels and owner", () => {
+    const objects = buildMachineObjects({ controlPlane: controlPlane(), clusterName: "c1", machineName: "cp-x-0", failureDomain: "fd-a", templateHash: "h1", infrastructureTemplate: infraTemplate, bootstrapConfigTemplate: bootTemplate });
+    assert.equal(objects.infrastructure.kind, "ProcessMachine");
+    assert.deepEqual(objects.infrastructure.spec, { image: "etcd-3.4" });
+    assert.equal(objects.infrastructure.metadata.labels?.tier, "gold");
+    assert.equal(objects.bootstrap.kind, "ProcessBootstrapConfig");
+    const machine = objects.machine;
+    assert.equal(machine.spec.infrastructureRef.name, "cp-x-0");
+    assert.equal(machine.spec.infrastructureRef.apiGroup, "infrastructure.cluster.x-k8s.io");
+    assert.equal(machine.spec.bootstrap.configRef?.kind, "ProcessBootstrapConfig");
+    assert.equal(machine.spec.version, "v1.31.2");
+    assert.equal(machine.spec.failureDomain, "fd-a");
+    assert.equal(machine.spec.deletion?.nodeDrainTimeoutSeconds, 120);
+    assert.equal(machine.metadata.annotations?.[PRE_TERMINATE_HOOK], "");
+    assert.equal(machine.metadata.labels?.[LABEL_CLUSTER_NAME], "c1");
+    assert.equal(machine.metadata.labels?.[LABEL_CONTROL_PLANE_NAME], "cp");
+    assert.equal(machine.metadata.ownerReferences?.[0].uid, "uid-cp");
+  });
+
+  it("refuses a reference that is not a template, naming it", () => {
+    assert.throws(
+      () => buildMachineObjects({ controlPlane: controlPlane(), clusterName: "c1", machineName: "m", templateHash: "h", infrastructureTemplate: { ...infraTemplate, kind: "ProcessMachine" }, bootstrapConfigTemplate: bootTemplate }),
+      /ProcessMachine ns\/cp-infra is not a template/,
+    );
+  });
+});

@@ -1,0 +1,58 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { buildSnapshot, machineTemplateHash, type Observation } from "../../../src/controller/snapshot-builder.ts";
+import { cluster, controlPlane, machine } from "./fixtures.ts";
+
+const NOW = Date.parse("2026-11-29T12:00:00Z");
+
+function observation(overrides: Partial<Observation> = {}): Observation {
+  return {
+    now: NOW,
+    controlPlane: controlPlane(),
+    cluster: cluster(),
+    machines: [machine("cp-b", { node: "node-b" }), machine("cp-a")],
+    nodes: [],
+    etcd: { observed: true, members: [], alarms: [] },
+    ...overrides,
+  };
+}
+
+describe("buildSnapshot", () => {
+  it("uses the node name as a Machine's member name once the node is known, else the Machine name", () => {
+    const snapshot = buildSnapshot(observation());
+    assert.deepEqual(snapshot.machines.map((m) => [m.name, m.memberName]), [["cp-a", "cp-a"], ["cp-b", "node-b"]]);
+  });
+
+  it("lists only failure domains that may hold control-plane Machines, sorted", () => {
+    assert.deepEqual(buildSnapshot(observation()).cluster.failureDomains, ["fd-a", "fd-b"]);
+  });
+
+  it("marks a Machine whose OwnerRemediated condition is False as asking for remediation", () => {
+    const snapshot = buildSnapshot(observation({ machines: [machine("cp-a", { ownerRemediated: "False" }), machine("cp-b", { ownerRemediated: "True" })] }));
+    assert.deepEqual(snapshot.machines.map((m) => m.remediationRequested), [true, false]);
+  });
+
+  it("keeps a member's first-seen time from status so grace periods survive a controller restart", () => {
+    const qcp = controlPlane();
+    qcp.status = { etcd: { members: [{ id: "7", name: "ghost", learner: false, healthy: true, leader: false, firstObserved: "2026-11-29T11:00:00Z", raftAppliedIndex: 40, lastProgress: "2026-11-29T11:30:00Z" }] } };
+    const member = { id: "7", name: "ghost", peerURLs: [], clientURLs: [], learner: false, reachable: true, leader: false, raftAppliedIndex: 40, errors: [] };
+    const snapshot = buildSnapshot(observation({ controlPlane: qcp, etcd: { observed: true, members: [member, { ...member, id: "8", name: "new" }], alarms: [] } }));
+    assert.equal(snapshot.etcd.members[0].firstObserved, Date.parse("2026-11-29T11:00:00Z"));
+    assert.equal(snapshot.etcd.members[0].lastProgress, Date.parse("2026-11-29T11:30:00Z"), "no raft progress keeps the old time");
+    assert.equal(snapshot.etcd.members[1].firstObserved, NOW, "a member never seen before starts its grace period now");
+  });
+
+  it("names the object and the field when a duration in the spec is invalid", () => {
+    assert.throws(() => buildSnapshot(observation({ controlPlane: controlPlane({ etcd: { ghostMemberGracePeriod: "five minutes" } }) })), /QuorumControlPlane ns\/cp spec\.etcd\.ghostMemberGracePeriod: "five minutes" is not a duration/);
+  });
+
+  it("changes the template hash when the infrastructure template changes but not when a drain timeout changes", () => {
+    const base = machineTemplateHash(controlPlane());
+    const otherInfra = controlPlane();
+    otherInfra.spec.machineTemplate.infrastructureRef.name = "cp-infra-v2";
+    const otherTimeout = controlPlane();
+    otherTimeout.spec.machineTemplate.nodeDrainTimeout = "10m";
+    assert.notEqual(machineTemplateHash(otherInfra), base);
+    assert.equal(machineTemplateHash(otherTimeout), base);
+  });
+});
