@@ -1,0 +1,285 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { WorkQueue, type ReconcileResult } from "../../../src/adapters/kube/queue.ts";
+import { ManualClock, settle } from "./manual-clock.ts";
+
+interface Call {
+  key: string;
+  signal: AbortSignal;
+  finish(result?: ReconcileResult): void;
+  fail(err: Error): void;
+}
+
+/** A worker whose every reconcile stays in flight until the test finishes or fails it. */
+function controlledWorker() {
+  const calls: Call[] = [];
+  let running = 0;
+  let maxRunningPerKey = 0;
+  const runningPerKey = new Map<string, number>();
+  const worker = (key: string, signal: AbortSignal) =>
+    new Promise<ReconcileResult | void>((resolve, reject) => {
+      running++;
+      const n = (runningPerKey.get(key) ?? 0) + 1;
+      runningPerKey.set(key, n);
+      maxRunningPerKey = Math.max(maxRunningPerKey, n);
+      const done = () => {
+        running--;
+        runningPerKey.set(key, (runningPerKey.get(key) ?? 1) - 1);
+      };
+      calls.push({
+        key,
+        signal,
+        finish: (result) => {
+          done();
+          resolve(result);
+        },
+        fail: (err) => {
+          done();
+          reject(err);
+        },
+      });
+    });
+  return {
+    worker,
+    calls,
+    keys: () => calls.map((c) => c.key),
+    get running() {
+      return running;
+    },
+    get maxRunningPerKey() {
+      return maxRunningPerKey;
+    },
+  };
+}
+
+function newQueue(clock: ManualClock, concurrency = 1) {
+  return new WorkQueue({ name: "test", concurrency, backoffBaseMs: 1_000, backoffMaxMs: 8_000, clock });
+}
+
+describe("WorkQueue", () => {
+  it("reconciles a key added many times while it waits only once", async () => {
+    const clock = new ManualClock();
+    const queue = newQueue(clock);
+    for (let i = 0; i < 5; i++) queue.add("ns/a");
+    queue.add("ns/b");
+    queue.add("ns/a");
+    assert.equal(queue.depth, 2);
+    const w = controlledWorker();
+    queue.start(w.worker);
+    await settle();
+    w.calls[0].finish();
+    await settle();
+    w.calls[1].finish();
+    await settle();
+    assert.deepEqual(w.keys(), ["ns/a", "ns/b"]);
+    assert.equal(queue.depth, 0);
+    await queue.shutdown();
+  });
+
+  it("waits for start before reconciling keys added during informer sync", async () => {
+    const clock = new ManualClock();
+    const queue = newQueue(clock);
+    const w = controlledWorker();
+    queue.add("ns/a");
+    await settle();
+    assert.equal(w.calls.length, 0);
+    queue.start(w.worker);
+    await settle();
+    assert.deepEqual(w.keys(), ["ns/a"]);
+    w.calls[0].finish();
+    await queue.shutdown();
+  });
+
+  it("runs a key added during its own reconcile once more afterwards, never two at a time", async () => {
+    const clock = new ManualClock();
+    const queue = newQueue(clock, 4);
+    const w = controlledWorker();
+    queue.start(w.worker);
+    queue.add("ns/a");
+    await settle();
+    queue.add("ns/a");
+    queue.add("ns/a");
+    await settle();
+    assert.equal(w.calls.length, 1, "the second add must wait for the first run");
+    assert.equal(queue.depth, 0, "a key in flight is not counted as waiting");
+    w.calls[0].finish();
+    await settle();
+    assert.equal(w.calls.length, 2);
+    w.calls[1].finish();
+    await settle();
+    assert.equal(w.calls.length, 2, "the adds during the first run collapse into one re-run");
+    assert.equal(w.maxRunningPerKey, 1);
+    await queue.shutdown();
+  });
+
+  it("reconciles different keys in parallel up to the concurrency limit", async () => {
+    const clock = new ManualClock();
+    const queue = newQueue(clock, 2);
+    const w = controlledWorker();
+    queue.start(w.worker);
+    for (const key of ["ns/a", "ns/b", "ns/c", "ns/d"]) queue.add(key);
+    await settle();
+    assert.equal(w.running, 2);
+    assert.equal(queue.depth, 2);
+    w.calls[0].finish();
+    await settle();
+    assert.equal(w.running, 2);
+    assert.deepEqual(w.keys(), ["ns/a", "ns/b", "ns/c"]);
+    for (const c of w.calls.slice(1)) c.finish();
+    await settle();
+    w.calls[3].finish();
+    await settle();
+    assert.deepEqual(w.keys(), ["ns/a", "ns/b", "ns/c", "ns/d"]);
+    await queue.shutdown();
+  });
+
+  it("retries a failing key after 1 s, 2 s, 4 s, then at the 8 s cap, and starts over at 1 s after a success", async () => {
+    const clock = new ManualClock();
+    const queue = newQueue(clock);
+    const w = controlledWorker();
+    queue.start(w.worker);
+    queue.add("ns/a");
+    await settle();
+
+    const observedDelays: number[] = [];
+    const failAndMeasure = async () => {
+      w.calls.at(-1)!.fail(new Error("etcd unreachable"));
+      await settle();
+      const before = w.calls.length;
+      let waited = 0;
+      while (w.calls.length === before) {
+        await clock.advance(250);
+        waited += 250;
+        assert.ok(waited <= 60_000, "the retry never came");
+      }
+      observedDelays.push(waited);
+    };
+    for (let i = 0; i < 5; i++) await failAndMeasure();
+    assert.deepEqual(observedDelays, [1_000, 2_000, 4_000, 8_000, 8_000]);
+    assert.equal(queue.failuresOf("ns/a"), 5);
+
+    w.calls.at(-1)!.finish();
+    await settle();
+    assert.equal(queue.failuresOf("ns/a"), 0);
+    assert.equal(queue.delayedCount, 0, "a success with no requeue schedules nothing");
+
+    queue.add("ns/a");
+    await settle();
+    observedDelays.length = 0;
+    await failAndMeasure();
+    assert.deepEqual(observedDelays, [1_000]);
+    w.calls.at(-1)!.finish();
+    await queue.shutdown();
+  });
+
+  it("runs a key given to addAfter once its delay has passed, and keeps the earlier of two delays", async () => {
+    const clock = new ManualClock();
+    const queue = newQueue(clock);
+    const w = controlledWorker();
+    queue.start(w.worker);
+    queue.addAfter("ns/a", 10_000);
+    queue.addAfter("ns/a", 3_000);
+    queue.addAfter("ns/a", 20_000);
+    assert.equal(queue.delayedCount, 1);
+    await clock.advance(2_999);
+    assert.equal(w.calls.length, 0);
+    await clock.advance(1);
+    assert.deepEqual(w.keys(), ["ns/a"]);
+    w.calls[0].finish();
+    await clock.advance(60_000);
+    assert.equal(w.calls.length, 1, "the later delays were superseded by the earlier one");
+    await queue.shutdown();
+  });
+
+  it("re-runs a key when its reconcile asks to be requeued after a wait", async () => {
+    const clock = new ManualClock();
+    const queue = newQueue(clock);
+    const w = controlledWorker();
+    queue.start(w.worker);
+    queue.add("ns/a");
+    await settle();
+    w.calls[0].finish({ requeueAfterMs: 15_000 });
+    await clock.advance(14_000);
+    assert.equal(w.calls.length, 1);
+    await clock.advance(1_000);
+    assert.equal(w.calls.length, 2);
+    w.calls[1].finish();
+    await queue.shutdown();
+  });
+
+  it("drops a pending delayed re-run when an event reconciles the key earlier", async () => {
+    const clock = new ManualClock();
+    const queue = newQueue(clock);
+    const w = controlledWorker();
+    queue.start(w.worker);
+    queue.addAfter("ns/a", 30_000);
+    queue.add("ns/a");
+    await settle();
+    assert.equal(queue.delayedCount, 0);
+    w.calls[0].finish();
+    await clock.advance(60_000);
+    assert.equal(w.calls.length, 1);
+    await queue.shutdown();
+  });
+
+  it("waits for reconciles in flight on shutdown and runs nothing after it", async () => {
+    const clock = new ManualClock();
+    const queue = newQueue(clock);
+    const w = controlledWorker();
+    queue.start(w.worker);
+    queue.add("ns/a");
+    queue.add("ns/b");
+    queue.addAfter("ns/c", 1_000);
+    await settle();
+    let shutDown = false;
+    const done = queue.shutdown().then(() => {
+      shutDown = true;
+    });
+    await settle();
+    assert.equal(shutDown, false, "shutdown must wait for ns/a");
+    assert.equal(w.calls[0].signal.aborted, false, "a graceful shutdown lets the reconcile finish");
+    queue.add("ns/d");
+    w.calls[0].finish({ requeueAfterMs: 1 });
+    await done;
+    assert.equal(shutDown, true);
+    await clock.advance(10_000);
+    assert.deepEqual(w.keys(), ["ns/a"]);
+    assert.equal(clock.pendingTimers, 0);
+  });
+
+  it("aborts the signal of reconciles in flight when shut down at once", async () => {
+    const clock = new ManualClock();
+    const queue = newQueue(clock);
+    queue.add("ns/a");
+    let sawAbort = false;
+    queue.start(
+      (_key, signal) =>
+        new Promise<void>((resolve) => {
+          signal.addEventListener("abort", () => {
+            sawAbort = true;
+            resolve();
+          });
+        }),
+    );
+    await settle();
+    await queue.shutdown({ abortInFlight: true });
+    assert.equal(sawAbort, true);
+  });
+
+  it("keeps working after a reconcile throws synchronously", async () => {
+    const clock = new ManualClock();
+    const queue = newQueue(clock);
+    const seen: string[] = [];
+    queue.start((key) => {
+      seen.push(key);
+      if (key === "ns/bad") throw new Error("boom");
+      return Promise.resolve();
+    });
+    queue.add("ns/bad");
+    queue.add("ns/good");
+    await settle();
+    assert.deepEqual(seen, ["ns/bad", "ns/good"]);
+    assert.equal(queue.failuresOf("ns/bad"), 1);
+    await queue.shutdown();
+  });
+});
