@@ -1,0 +1,145 @@
+// The management cluster as the reconciler sees it: QuorumControlPlanes, Clusters, Machines, templates and their
+// clones, Events. Thin and idempotent: AlreadyExists on create and NotFound on delete count as success.
+import { ApiException, CoreV1Api, CustomObjectsApi, KubernetesObjectApi, PatchStrategy, setHeaderOptions, type KubeConfig, type KubernetesObject } from "@kubernetes/client-node";
+import type { Cluster, Machine } from "../../api/capi.ts";
+import { API_VERSION, CAPI_API_VERSION, CONTRACT_LABEL_V1BETA2, GROUP, KIND, LABEL_CONTROL_PLANE_NAME, PLURAL, VERSION } from "../../api/constants.ts";
+import type { ObjectRef, QuorumControlPlane, QuorumControlPlaneStatus } from "../../api/types.ts";
+import type { Unstructured } from "../../controller/machine-factory.ts";
+
+export const FIELD_MANAGER = "quorum";
+
+/** A referenced object (template, Cluster) that does not exist: the user must create it or fix the reference. */
+export class ReferenceNotFoundError extends Error {
+  constructor(readonly kind: string, readonly namespace: string, readonly objectName: string, readonly referencedBy: string) {
+    super(`${kind} ${namespace}/${objectName} referenced by ${referencedBy} was not found: create it or correct the reference`);
+    this.name = "ReferenceNotFoundError";
+  }
+}
+
+export class ManagementClient {
+  private readonly objects: KubernetesObjectApi;
+  private readonly core: CoreV1Api;
+  private readonly custom: CustomObjectsApi;
+  /** group → served version of the CAPI contract, from each CRD's contract label; CRDs rarely change. */
+  private readonly contractVersions = new Map<string, string>();
+
+  constructor(kubeConfig: KubeConfig) {
+    this.objects = KubernetesObjectApi.makeApiClient(kubeConfig);
+    this.core = kubeConfig.makeApiClient(CoreV1Api);
+    this.custom = kubeConfig.makeApiClient(CustomObjectsApi);
+  }
+
+  async getControlPlane(namespace: string, name: string): Promise<QuorumControlPlane | undefined> {
+    return this.read<QuorumControlPlane>(API_VERSION, KIND, namespace, name);
+  }
+
+  async getCluster(namespace: string, name: string): Promise<Cluster | undefined> {
+    return this.read<Cluster>(CAPI_API_VERSION, "Cluster", namespace, name);
+  }
+
+  async listControlPlaneMachines(namespace: string, controlPlaneName: string): Promise<Machine[]> {
+    const list = await this.objects.list<KubernetesObject>(CAPI_API_VERSION, "Machine", namespace, undefined, undefined, undefined, undefined, `${LABEL_CONTROL_PLANE_NAME}=${controlPlaneName}`);
+    return list.items as unknown as Machine[];
+  }
+
+  /** Reads a referenced object, resolving its version from the CRD's contract label when the ref has only a group. */
+  async getReferenced(ref: ObjectRef, namespace: string, referencedBy: string): Promise<Unstructured> {
+    const apiVersion = await this.resolveApiVersion(ref);
+    const object = await this.read<Unstructured>(apiVersion, ref.kind, namespace, ref.name);
+    if (!object) throw new ReferenceNotFoundError(ref.kind, namespace, ref.name, referencedBy);
+    return object;
+  }
+
+  /** Creates the object; an object of that name that already exists is success (a retry after a crash). */
+  async createIfAbsent(object: { apiVersion?: string; kind?: string; metadata: { name: string; namespace?: string } }): Promise<"created" | "exists"> {
+    try {
+      await this.objects.create(object as KubernetesObject, undefined, undefined, FIELD_MANAGER);
+      return "created";
+    } catch (error) {
+      if (error instanceof ApiException && error.code === 409) return "exists";
+      throw error;
+    }
+  }
+
+  /** Deletes a Machine; one that is already gone is success. */
+  async deleteMachine(namespace: string, name: string): Promise<void> {
+    try {
+      await this.objects.delete({ apiVersion: CAPI_API_VERSION, kind: "Machine", metadata: { name, namespace } });
+    } catch (error) {
+      if (error instanceof ApiException && error.code === 404) return;
+      throw error;
+    }
+  }
+
+  /**
+   * Sets (string) or removes (null) annotations with a merge patch that carries the resourceVersion it was
+   * decided on, so a decision made on a stale Machine fails with a conflict instead of acting.
+   */
+  async patchAnnotations(apiVersion: string, kind: string, namespace: string, name: string, annotations: Record<string, string | null>, resourceVersion?: string): Promise<void> {
+    const patch = { apiVersion, kind, metadata: { name, namespace, annotations, ...(resourceVersion ? { resourceVersion } : {}) } };
+    await this.objects.patch(patch as KubernetesObject, undefined, undefined, FIELD_MANAGER, undefined, PatchStrategy.MergePatch);
+  }
+
+  /** Writes status through the /status subresource with a JSON merge patch (only the given fields change). */
+  async patchStatus(controlPlane: QuorumControlPlane, status: Partial<QuorumControlPlaneStatus> | Record<string, unknown>): Promise<QuorumControlPlane> {
+    const response: unknown = await this.custom.patchNamespacedCustomObjectStatus(
+      { group: GROUP, version: VERSION, namespace: controlPlane.metadata.namespace ?? "default", plural: PLURAL, name: controlPlane.metadata.name, body: { status }, fieldManager: FIELD_MANAGER },
+      setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+    );
+    return response as QuorumControlPlane;
+  }
+
+  async event(controlPlane: QuorumControlPlane, type: "Normal" | "Warning", reason: string, message: string, now: Date): Promise<void> {
+    const namespace = controlPlane.metadata.namespace ?? "default";
+    const timestamp = now.toISOString();
+    await this.core.createNamespacedEvent({
+      namespace,
+      body: {
+        metadata: { generateName: `${controlPlane.metadata.name}.`, namespace },
+        involvedObject: { apiVersion: controlPlane.apiVersion, kind: controlPlane.kind, name: controlPlane.metadata.name, namespace, uid: controlPlane.metadata.uid ?? "" },
+        type,
+        reason,
+        message: message.slice(0, 1000),
+        source: { component: "quorum-controller" },
+        firstTimestamp: new Date(timestamp),
+        lastTimestamp: new Date(timestamp),
+        count: 1,
+        reportingComponent: "quorum-controller",
+      },
+    });
+  }
+
+  async resolveApiVersion(ref: ObjectRef): Promise<string> {
+    if (ref.apiVersion) return ref.apiVersion;
+    const group = ref.apiGroup ?? "";
+    const crdName = `${pluralOf(ref.kind)}.${group}`;
+    const cached = this.contractVersions.get(crdName);
+    if (cached) return `${group}/${cached}`;
+    const crd = await this.read<KubernetesObject & { spec?: { versions?: { name: string; storage?: boolean }[] } }>("apiextensions.k8s.io/v1", "CustomResourceDefinition", undefined, crdName);
+    if (!crd) throw new ReferenceNotFoundError("CustomResourceDefinition", "", crdName, `a reference to ${ref.kind} ${ref.name}`);
+    // The contract label lists the versions that implement the contract ("v1alpha1_v1beta1"); the last is newest.
+    const fromLabel = crd.metadata?.labels?.[CONTRACT_LABEL_V1BETA2]?.split("_").pop();
+    const version = fromLabel ?? crd.spec?.versions?.find((v) => v.storage)?.name;
+    if (!version) throw new Error(`CustomResourceDefinition ${crdName} has no ${CONTRACT_LABEL_V1BETA2} label and no storage version: label it with the contract version`);
+    this.contractVersions.set(crdName, version);
+    return `${group}/${version}`;
+  }
+
+  private async read<T>(apiVersion: string, kind: string, namespace: string | undefined, name: string): Promise<T | undefined> {
+    try {
+      return (await this.objects.read({ apiVersion, kind, metadata: { name, ...(namespace ? { namespace } : {}) } })) as unknown as T;
+    } catch (error) {
+      if (error instanceof ApiException && error.code === 404) return undefined;
+      throw error;
+    }
+  }
+
+}
+
+/** Lowercase plural as CAPI computes CRD names: "ProcessMachineTemplate" → "processmachinetemplates". */
+export function pluralOf(kind: string): string {
+  const lower = kind.toLowerCase();
+  if (lower.endsWith("s")) return `${lower}es`;
+  if (lower.endsWith("y") && !/[aeiou]y$/.test(lower)) return `${lower.slice(0, -1)}ies`;
+  return `${lower}s`;
+}

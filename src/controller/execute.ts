@@ -1,0 +1,99 @@
+// Carries out the one Action the planner chose. Every branch is idempotent, because a crash can come between any
+// two calls and the next reconcile re-derives the same Action from the sources of truth: a create that finds its
+// object counts as done, removing a member that is gone counts as done, deleting a Machine that is gone too.
+import type { Machine } from "../api/capi.ts";
+import { CAPI_API_VERSION, PRE_TERMINATE_HOOK } from "../api/constants.ts";
+import type { QuorumControlPlane } from "../api/types.ts";
+import type { EtcdClusterClient } from "../adapters/etcd/types.ts";
+import type { Action } from "../core/actions.ts";
+import type { Snapshot } from "../core/snapshot.ts";
+import { buildMachineObjects, nextMachineName } from "./machine-factory.ts";
+import type { ManagementApi } from "./ports.ts";
+
+export interface ExecutionContext {
+  controlPlane: QuorumControlPlane;
+  clusterName: string;
+  machines: Machine[];
+  snapshot: Snapshot;
+  management: ManagementApi;
+  /** Opened lazily: only actions on etcd need it. */
+  etcd: () => Promise<EtcdClusterClient>;
+}
+
+export interface ExecutionResult {
+  /** What happened, for the Event and the log ("created Machine cp-1a2b3-0 in fd-a"). */
+  message: string;
+  /** Status fields the action itself must record (the remediation history). */
+  statusUpdate?: Record<string, unknown>;
+}
+
+export async function execute(action: Action, context: ExecutionContext): Promise<ExecutionResult> {
+  const namespace = context.controlPlane.metadata.namespace ?? "default";
+  switch (action.kind) {
+    case "Wait":
+      return { message: action.reason };
+    case "CreateMachine":
+      return { message: await createMachine(action.failureDomain, context) };
+    case "PromoteLearner": {
+      const result = await (await context.etcd()).promoteLearner(action.memberId);
+      return { message: result.promoted ? `promoted learner ${action.memberName} to voter` : `learner ${action.memberName} is not caught up yet; will retry` };
+    }
+    case "ForwardLeadership":
+      await (await context.etcd()).moveLeader(action.toMemberId);
+      return { message: `moved etcd leadership to ${action.toMemberName}` };
+    case "RemoveMember":
+    case "RemoveGhost": {
+      const { removed } = await (await context.etcd()).removeMember(action.memberId);
+      return { message: `${removed ? "removed" : "found already removed"} etcd member ${action.memberName} (${action.memberId})` };
+    }
+    case "DeleteMachine":
+      await context.management.deleteMachine(namespace, action.machine);
+      return { message: `deleted Machine ${action.machine}` };
+    case "Remediate": {
+      await context.management.deleteMachine(namespace, action.machine);
+      const last = context.snapshot.controlPlane.remediation.last;
+      const retryCount = last && last.machine !== action.machine && context.snapshot.now - last.time < context.snapshot.controlPlane.remediation.minHealthyPeriodMs ? last.retryCount + 1 : 0;
+      return {
+        message: `deleted unhealthy Machine ${action.machine} to replace it`,
+        statusUpdate: { lastRemediation: { machine: action.machine, time: new Date(context.snapshot.now).toISOString(), retryCount } },
+      };
+    }
+    case "ReleaseHook":
+    case "AddHook": {
+      const machine = context.machines.find((candidate) => candidate.metadata.name === action.machine);
+      const value = action.kind === "AddHook" ? "" : null;
+      await context.management.patchAnnotations(CAPI_API_VERSION, "Machine", namespace, action.machine, { [PRE_TERMINATE_HOOK]: value }, machine?.metadata.resourceVersion);
+      return { message: action.kind === "AddHook" ? `added the pre-terminate hook to Machine ${action.machine}` : `released the pre-terminate hook of Machine ${action.machine}: its etcd member is gone` };
+    }
+  }
+}
+
+async function createMachine(failureDomain: string | undefined, context: ExecutionContext): Promise<string> {
+  const { controlPlane, management, snapshot } = context;
+  const namespace = controlPlane.metadata.namespace ?? "default";
+  const key = `QuorumControlPlane ${namespace}/${controlPlane.metadata.name}`;
+  const template = controlPlane.spec.machineTemplate;
+  const [infrastructureTemplate, bootstrapConfigTemplate] = await Promise.all([
+    management.getReferenced(template.infrastructureRef, namespace, `${key} spec.machineTemplate.infrastructureRef`),
+    management.getReferenced(template.bootstrapConfigTemplateRef, namespace, `${key} spec.machineTemplate.bootstrapConfigTemplateRef`),
+  ]);
+  // Names still held by a Machine or an etcd member are taken: reusing a member's name would make a stale
+  // member look like the new Machine's.
+  const taken = new Set([...snapshot.machines.map((machine) => machine.name), ...snapshot.etcd.members.map((member) => member.name)]);
+  const machineName = nextMachineName(controlPlane.metadata.name, controlPlane.spec.version, snapshot.controlPlane.templateHash, taken);
+  const objects = buildMachineObjects({
+    controlPlane,
+    clusterName: context.clusterName,
+    machineName,
+    ...(failureDomain ? { failureDomain } : {}),
+    templateHash: snapshot.controlPlane.templateHash,
+    infrastructureTemplate,
+    bootstrapConfigTemplate,
+  });
+  // Clones first, the Machine last: CAPI only acts on the Machine, and a Machine whose clones are missing
+  // would fail instead of waiting.
+  await management.createIfAbsent(objects.infrastructure);
+  await management.createIfAbsent(objects.bootstrap);
+  await management.createIfAbsent(objects.machine);
+  return `created Machine ${machineName}${failureDomain ? ` in failure domain ${failureDomain}` : ""} at ${controlPlane.spec.version}`;
+}
