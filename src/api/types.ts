@@ -144,7 +144,13 @@ export interface QuorumControlPlaneStatus {
   conditions?: Condition[];
   /** v1beta1 counters are kept beside the v1beta2 ones; deprecated.v1beta1 holds v1beta1-style conditions. */
   deprecated?: { v1beta1?: { conditions?: Condition[]; readyReplicas?: number; updatedReplicas?: number; unavailableReplicas?: number } };
-  etcd?: { members?: EtcdMemberStatus[]; quorum?: EtcdQuorumStatus; lastObserved?: string };
+  etcd?: {
+    members?: EtcdMemberStatus[];
+    quorum?: EtcdQuorumStatus;
+    lastObserved?: string;
+    /** "<healthyVoters>/<voters>", e.g. "2/3": the Etcd printer column (JSONPath cannot compute it). */
+    summary?: string;
+  };
   nextAction?: NextActionStatus;
   lastRemediation?: { machine: string; time: string; retryCount: number };
 }
@@ -161,5 +167,5 @@ export interface QuorumControlPlaneTemplate {
   apiVersion: string;
   kind: string;
   metadata: ObjectMeta;
-  spec: { template: { metadata?: ObjectMeta; spec: Omit<QuorumControlPlaneSpec, "replicas" | "version" | "machineTemplate"> & { machineTemplate?: Partial<MachineTemplateSpec> } } };
+  spec: { template: { metadata?: { labels?: Record<string, string>; annotations?: Record<string, string> }; spec: Omit<QuorumControlPlaneSpec, "replicas" | "version" | "machineTemplate"> & { machineTemplate?: Partial<MachineTemplateSpec> } } };
 }
