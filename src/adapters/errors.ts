@@ -1,0 +1,162 @@
+// Typed failures of the adapters that reach the workload cluster (etcd, its certificates, its kubeconfig).
+// Each message names the object (Secret namespace/name or endpoint), the cause and the fix, because it ends
+// up verbatim in a condition or an Event a user reads. The controller decides what to do with them: none of
+// these is retried inside the adapters, and none is thrown past the reconcile.
+
+/** Where a Secret lives; messages print it as `namespace/name`. */
+export interface SecretRef {
+  namespace: string;
+  name: string;
+}
+
+export function secretKey(ref: SecretRef): string {
+  return `${ref.namespace}/${ref.name}`;
+}
+
+export abstract class AdapterError extends Error {
+  /** CamelCase reason for a condition or an Event (e.g. "SecretMissing"). */
+  abstract readonly reason: string;
+  /**
+   * True when only a user can fix it (bad Secret content); false when waiting may fix it (an endpoint that
+   * is still booting). Lets the controller back off long instead of hammering a Secret nobody will fix.
+   */
+  abstract readonly needsUser: boolean;
+
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** A Secret Quorum needs does not exist (and is not one Quorum creates at this point). */
+export class SecretMissingError extends AdapterError {
+  readonly reason = "SecretMissing";
+  readonly needsUser = false;
+  constructor(
+    readonly secret: SecretRef,
+    purpose: string,
+    fix: string,
+  ) {
+    super(`Secret ${secretKey(secret)} not found: Quorum needs it ${purpose}: ${fix}`);
+  }
+}
+
+/** A Secret exists but a data key is empty or does not hold what it must (PEM certificate, key, kubeconfig). */
+export class SecretGarbageError extends AdapterError {
+  readonly reason = "SecretInvalid";
+  readonly needsUser = true;
+  constructor(
+    readonly secret: SecretRef,
+    readonly dataKey: string,
+    problem: string,
+    fix: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`Secret ${secretKey(secret)}: data key "${dataKey}" ${problem}: ${fix}`, options);
+  }
+}
+
+/** A CA Secret whose tls.key is not the private key of its tls.crt. */
+export class CAKeyMismatchError extends AdapterError {
+  readonly reason = "CAKeyMismatch";
+  readonly needsUser = true;
+  constructor(
+    readonly secret: SecretRef,
+    subject: string,
+  ) {
+    super(
+      `Secret ${secretKey(secret)}: tls.key is not the private key of the certificate in tls.crt (${subject}): ` +
+        "put the key that was generated with this CA into tls.key, or replace tls.crt and tls.key with a matching pair",
+    );
+  }
+}
+
+/** A certificate in a Secret is past its notAfter (or before its notBefore). */
+export class CertificateExpiredError extends AdapterError {
+  readonly reason = "CertificateExpired";
+  readonly needsUser = true;
+  constructor(
+    readonly secret: SecretRef,
+    subject: string,
+    readonly notBefore: Date,
+    readonly notAfter: Date,
+    readonly now: Date,
+  ) {
+    const problem =
+      now < notBefore
+        ? `is not valid until ${notBefore.toISOString()} (now ${now.toISOString()}): check the clock of this host, or reissue it`
+        : `expired at ${notAfter.toISOString()} (now ${now.toISOString()}): rotate it, i.e. replace tls.crt and tls.key ` +
+          "with a valid CA pair and re-sign the certificates that chain to it";
+    super(`Secret ${secretKey(secret)}: certificate ${subject} ${problem}`);
+  }
+}
+
+/** No etcd endpoint (or one required endpoint) answered within its deadline. */
+export class EndpointUnreachableError extends AdapterError {
+  readonly reason = "EndpointUnreachable";
+  readonly needsUser = false;
+  constructor(
+    /** Who was asking, e.g. "etcd of cluster default/c1". */
+    context: string,
+    /** Endpoint -> why it did not answer. */
+    readonly failures: ReadonlyMap<string, string>,
+    deadlineMs: number,
+  ) {
+    const details = [...failures].map(([endpoint, cause]) => `${endpoint}: ${cause}`).join("; ");
+    super(
+      failures.size === 0
+        ? `${context}: no endpoint to ask: the control-plane Machines have no addresses yet and no member list is known; ` +
+            "wait for the infrastructure provider to report Machine addresses"
+        : `${context}: no endpoint answered within ${deadlineMs} ms (${details}): check that the control-plane ` +
+            "Machines are running and that Quorum can reach their etcd client port with the cluster's etcd client certificate",
+    );
+  }
+}
+
+/** etcd answered but refused an operation for a reason Quorum cannot treat as done (e.g. "unhealthy cluster"). */
+export class EtcdOperationError extends AdapterError {
+  readonly reason = "EtcdOperationFailed";
+  readonly needsUser = false;
+  constructor(
+    readonly operation: string,
+    readonly endpoint: string,
+    readonly etcdMessage: string,
+    hint: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`etcd ${operation} via ${endpoint} failed: ${etcdMessage}: ${hint}`, options);
+  }
+}
+
+/** The workload cluster's API server did not answer (listing Nodes). */
+export class WorkloadApiError extends AdapterError {
+  readonly reason = "WorkloadAPIUnavailable";
+  readonly needsUser = false;
+  constructor(
+    readonly server: string,
+    readonly kubeconfigSecret: SecretRef,
+    cause: string,
+    options?: { cause?: unknown },
+  ) {
+    super(
+      `workload API server ${server} (from Secret ${secretKey(kubeconfigSecret)}) ${cause}: check that the ` +
+        "control-plane endpoint is up and that the kubeconfig Secret's client certificate is signed by the cluster CA",
+      options,
+    );
+  }
+}
+
+export function isAdapterError(error: unknown): error is AdapterError {
+  return error instanceof AdapterError;
+}
+
+/** The message of anything thrown, for logs and conditions (etcd3 and client-node throw a mix of types). */
+export function messageOf(error: unknown): string {
+  if (error instanceof Error) return error.message;
+  if (typeof error === "string") return error;
+  try {
+    return JSON.stringify(error);
+  } catch {
+    return String(error);
+  }
+}

@@ -1,0 +1,318 @@
+// EtcdClusterClient on etcd3 1.1.2, shaped around that library's pitfalls (FACTS.md):
+// - `dialTimeout` is never read, so every call carries a gRPC deadline, plus a timer of our own in case a
+//   call never settles (a SIGSTOPped member accepts TCP but never finishes the TLS handshake);
+// - an Etcd3 client sends each call to a random host, so there is one client per endpoint and per-member
+//   calls go to that member's client;
+// - default fault handling retries 3 times and opens a per-host circuit breaker: both are replaced by a
+//   pass-through policy, so one dead member costs one deadline, not three, and is never skipped silently.
+import { Etcd3, type IOptions } from "etcd3";
+import { EndpointUnreachableError, EtcdOperationError, messageOf } from "../errors.ts";
+import { normalizeEndpoint } from "./endpoints.ts";
+import type {
+  AddMemberOptions,
+  EtcdAlarm,
+  EtcdClientOptions,
+  EtcdClusterClient,
+  EtcdMember,
+  EtcdMemberStatus,
+  PromoteResult,
+} from "./types.ts";
+
+type FaultPolicy = NonNullable<NonNullable<IOptions["faultHandling"]>["global"]>;
+
+// cockatiel's NoopPolicy, written out so that Quorum does not import a transitive dependency of etcd3.
+const passThroughPolicy = {
+  onSuccess: () => ({ dispose() {} }),
+  onFailure: () => ({ dispose() {} }),
+  execute: async <T>(fn: (context: { signal: AbortSignal }) => PromiseLike<T> | T) =>
+    fn({ signal: new AbortController().signal }),
+} as unknown as FaultPolicy;
+
+// etcd's own messages (etcdserver/api/v3rpc/rpctypes), matched by substring because gRPC prefixes a code.
+const ETCD_MEMBER_NOT_FOUND = "etcdserver: member not found";
+const ETCD_LEARNER_NOT_READY = "etcdserver: can only promote a learner member which is in sync with leader";
+const ETCD_MEMBER_NOT_LEARNER = "etcdserver: can only promote a learner member";
+const ETCD_PEER_URL_EXISTS = "etcdserver: Peer URLs already exists";
+
+class DeadlineError extends Error {}
+
+export function createEtcdClusterClient(options: EtcdClientOptions): EtcdClusterClient {
+  return new Etcd3ClusterClient(options);
+}
+
+class Etcd3ClusterClient implements EtcdClusterClient {
+  private readonly clients = new Map<string, Etcd3>();
+  private readonly seedEndpoints: string[];
+  private readonly context: string;
+  private closed = false;
+  /** Client URL of the member that last reported itself leader; writes prefer it. */
+  private leaderEndpoint?: string;
+
+  constructor(private readonly options: EtcdClientOptions) {
+    if (!(options.callDeadlineMs > 0)) {
+      throw new Error(`etcd client: callDeadlineMs must be positive (got ${options.callDeadlineMs})`);
+    }
+    this.seedEndpoints = unique(options.endpoints.map(normalizeEndpoint));
+    this.context = options.context ?? "etcd";
+  }
+
+  async listMembers(): Promise<EtcdMember[]> {
+    const { value } = await this.firstAnswer("member list", (client, deadline) =>
+      client.cluster.memberList({}, { deadline }),
+    );
+    return value.members.map(toMember);
+  }
+
+  async memberStatuses(members?: EtcdMember[]): Promise<EtcdMemberStatus[]> {
+    const listed = members ?? (await this.listMembers());
+    const statuses = await Promise.all(listed.map((member) => this.statusOf(member)));
+    const leader = statuses.find((status) => status.leader && status.endpoint);
+    this.leaderEndpoint = leader?.endpoint ?? this.leaderEndpoint;
+    return statuses;
+  }
+
+  async alarms(): Promise<EtcdAlarm[]> {
+    // An empty AlarmRequest is action GET, member 0, alarm NONE: every active alarm of the cluster.
+    const { value } = await this.firstAnswer("alarm list", (client, deadline) => client.maintenance.alarm({}, { deadline }));
+    return value.alarms.map((alarm) => ({ memberId: String(alarm.memberID), alarm: String(alarm.alarm).toUpperCase() }));
+  }
+
+  async addMember(peerURLs: string[], { learner }: AddMemberOptions): Promise<EtcdMember> {
+    const endpoint = await this.writeEndpoint();
+    try {
+      const response = await this.call(endpoint, (client, deadline) =>
+        client.cluster.memberAdd({ peerURLs, isLearner: learner }, { deadline }),
+      );
+      return toMember(response.member);
+    } catch (error) {
+      if (messageOf(error).includes(ETCD_PEER_URL_EXISTS)) {
+        const existing = (await this.listMembers()).find((member) => sameURLs(member.peerURLs, peerURLs));
+        if (existing) return existing;
+      }
+      throw this.operationError("member add", endpoint, error, addMemberHint(messageOf(error)));
+    }
+  }
+
+  async promoteLearner(memberId: string): Promise<PromoteResult> {
+    const endpoint = await this.writeEndpoint();
+    try {
+      await this.call(endpoint, (client, deadline) => client.cluster.memberPromote({ ID: memberId }, { deadline }));
+      return { promoted: true };
+    } catch (error) {
+      const message = messageOf(error);
+      // Longer message first: "not in sync" contains the "not a learner" text as a prefix.
+      if (message.includes(ETCD_LEARNER_NOT_READY)) return { promoted: false, reason: "not caught up" };
+      // A crash after a successful promote leaves a voter: the promotion is done.
+      if (message.includes(ETCD_MEMBER_NOT_LEARNER)) return { promoted: true };
+      throw this.operationError(
+        `member promote ${memberId}`,
+        endpoint,
+        error,
+        message.includes(ETCD_MEMBER_NOT_FOUND)
+          ? "the member was removed; observe the member list again before promoting"
+          : "retry on the next reconcile",
+      );
+    }
+  }
+
+  async removeMember(memberId: string): Promise<{ removed: boolean }> {
+    const endpoint = await this.writeEndpoint();
+    try {
+      await this.call(endpoint, (client, deadline) => client.cluster.memberRemove({ ID: memberId }, { deadline }));
+      return { removed: true };
+    } catch (error) {
+      // Also what a retry after a crash between "remove member" and "delete Machine" sees.
+      if (messageOf(error).includes(ETCD_MEMBER_NOT_FOUND)) return { removed: false };
+      throw this.operationError(
+        `member remove ${memberId}`,
+        endpoint,
+        error,
+        "etcd refuses removals that would leave too few started members; check the other members' health",
+      );
+    }
+  }
+
+  async moveLeader(toMemberId: string): Promise<void> {
+    const statuses = await this.memberStatuses();
+    const leader = statuses.find((status) => status.leader);
+    if (!leader?.endpoint) {
+      const seen = statuses.map((s) => `${s.memberId}: ${s.reachable ? "follower" : s.errors.join(", ")}`).join("; ");
+      throw new EtcdOperationError(
+        `move leader to ${toMemberId}`,
+        statuses.map((s) => s.endpoint ?? s.memberId).join(", "),
+        `no reachable member reports itself leader (${seen})`,
+        "etcd has no leader right now (election in progress or quorum lost); retry after it elects one",
+      );
+    }
+    if (leader.memberId === toMemberId) return;
+    try {
+      await this.call(leader.endpoint, (client, deadline) =>
+        client.maintenance.moveLeader({ targetID: toMemberId }, { deadline }),
+      );
+      this.leaderEndpoint = undefined;
+    } catch (error) {
+      throw this.operationError(
+        `move leader ${leader.memberId} -> ${toMemberId}`,
+        leader.endpoint,
+        error,
+        "the target must be a started, caught-up voter; retry after it is healthy",
+      );
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const client of this.clients.values()) client.close();
+    this.clients.clear();
+  }
+
+  private async statusOf(member: EtcdMember): Promise<EtcdMemberStatus> {
+    const endpoint = member.clientURLs.length > 0 ? normalizeEndpoint(member.clientURLs[0]) : undefined;
+    if (!endpoint) {
+      return {
+        memberId: member.id,
+        reachable: false,
+        leader: false,
+        errors: ["member has not started yet (no client URLs)"],
+      };
+    }
+    try {
+      const status = await this.call(endpoint, (client, deadline) => client.maintenance.status({ deadline }));
+      const answeredAs = String(status.header.member_id);
+      const errors = [...status.errors];
+      if (answeredAs !== member.id) {
+        errors.push(`client URL ${endpoint} answered as member ${answeredAs}, not ${member.id}`);
+      }
+      return {
+        memberId: member.id,
+        endpoint,
+        reachable: answeredAs === member.id,
+        leader: answeredAs === member.id && String(status.leader) === answeredAs,
+        leaderId: String(status.leader),
+        raftTerm: Number(status.raftTerm),
+        raftIndex: Number(status.raftIndex),
+        raftAppliedIndex: Number(status.raftAppliedIndex),
+        dbSize: Number(status.dbSize),
+        dbSizeInUse: Number(status.dbSizeInUse),
+        version: status.version,
+        learner: status.isLearner,
+        errors,
+      };
+    } catch (error) {
+      return { memberId: member.id, endpoint, reachable: false, leader: false, errors: [this.describe(error)] };
+    }
+  }
+
+  /** Where a write goes: the last known leader (saves etcd a forward), else the first member to answer. */
+  private async writeEndpoint(): Promise<string> {
+    if (this.leaderEndpoint) return this.leaderEndpoint;
+    const { endpoint } = await this.firstAnswer("member list", (client, deadline) =>
+      client.cluster.memberList({}, { deadline }),
+    );
+    return endpoint;
+  }
+
+  /**
+   * Asks every known endpoint at once and takes the first answer, so a dead endpoint costs nothing while a
+   * live one exists; the calls still running are cut off by their own deadlines.
+   */
+  private async firstAnswer<T>(
+    what: string,
+    fn: (client: Etcd3, deadline: Date) => Promise<T>,
+  ): Promise<{ endpoint: string; value: T }> {
+    const endpoints = this.seedEndpoints;
+    if (endpoints.length === 0) throw new EndpointUnreachableError(`${this.context} (${what})`, new Map(), this.options.callDeadlineMs);
+    const failures = new Map<string, string>();
+    try {
+      return await Promise.any(
+        endpoints.map(async (endpoint) => {
+          try {
+            return { endpoint, value: await this.call(endpoint, fn) };
+          } catch (error) {
+            failures.set(endpoint, this.describe(error));
+            throw error;
+          }
+        }),
+      );
+    } catch {
+      throw new EndpointUnreachableError(`${this.context} (${what})`, failures, this.options.callDeadlineMs);
+    }
+  }
+
+  /** One call to one endpoint, bounded by the per-call deadline whatever the transport does. */
+  private async call<T>(endpoint: string, fn: (client: Etcd3, deadline: Date) => Promise<T>): Promise<T> {
+    const deadlineMs = this.options.callDeadlineMs;
+    const deadline = new Date(Date.now() + deadlineMs);
+    let timer: NodeJS.Timeout | undefined;
+    const backstop = new Promise<never>((_, reject) => {
+      // gRPC enforces `deadline` itself; this only catches a call that never settles at all.
+      timer = setTimeout(() => reject(new DeadlineError(`no answer within ${deadlineMs} ms`)), deadlineMs + 50);
+    });
+    try {
+      return await Promise.race([fn(this.clientFor(endpoint), deadline), backstop]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private clientFor(endpoint: string): Etcd3 {
+    if (this.closed) throw new Error(`${this.context}: client is closed`);
+    let client = this.clients.get(endpoint);
+    if (!client) {
+      const credentials = this.options.credentials;
+      client = new Etcd3({
+        hosts: [endpoint],
+        credentials: credentials && {
+          rootCertificate: Buffer.from(credentials.caPem),
+          certChain: Buffer.from(credentials.certPem),
+          privateKey: Buffer.from(credentials.keyPem),
+        },
+        defaultCallOptions: () => ({ deadline: Date.now() + this.options.callDeadlineMs }),
+        faultHandling: { host: () => passThroughPolicy, global: passThroughPolicy },
+      });
+      this.clients.set(endpoint, client);
+    }
+    return client;
+  }
+
+  private describe(error: unknown): string {
+    if (error instanceof DeadlineError) return error.message;
+    const message = messageOf(error);
+    // gRPC's deadline text ("4 DEADLINE_EXCEEDED: Deadline exceeded after 1.002s,LB pick: ...") is noise to a user.
+    if (/DEADLINE_EXCEEDED|deadline exceeded/i.test(message)) return `no answer within ${this.options.callDeadlineMs} ms`;
+    return message.replace(/^\w*Error: /, "");
+  }
+
+  private operationError(operation: string, endpoint: string, error: unknown, hint: string): Error {
+    if (error instanceof EndpointUnreachableError) return error;
+    return new EtcdOperationError(operation, endpoint, this.describe(error), hint, { cause: error });
+  }
+}
+
+function addMemberHint(message: string): string {
+  if (message.includes("unhealthy cluster")) {
+    return "etcd refuses new members while a voter is unhealthy or right after the cluster started; retry once all voters are healthy";
+  }
+  if (message.includes("too many learner")) return "etcd allows one learner at a time; promote or remove the existing learner first";
+  return "retry on the next reconcile";
+}
+
+function toMember(member: { ID: string; name: string; peerURLs: string[]; clientURLs: string[]; isLearner: boolean }): EtcdMember {
+  return {
+    id: String(member.ID),
+    name: member.name,
+    peerURLs: [...member.peerURLs],
+    clientURLs: [...member.clientURLs],
+    learner: Boolean(member.isLearner),
+  };
+}
+
+function sameURLs(a: string[], b: string[]): boolean {
+  const left = unique(a.map(normalizeEndpoint)).sort();
+  const right = unique(b.map(normalizeEndpoint)).sort();
+  return left.length === right.length && left.every((url, i) => url === right[i]);
+}
+
+function unique<T>(values: T[]): T[] {
+  return [...new Set(values)];
+}

@@ -1,0 +1,68 @@
+// Turns what the etcd adapter observed into the Snapshot's EtcdView. Pure: the clock and the previous view
+// come in as arguments, because firstObserved/lastProgress (grace periods, learner stall detection) must
+// survive between reconciles and after a restart they are rebuilt from status (see controller/observe).
+import type { EtcdView, MemberView } from "../../core/snapshot.ts";
+import { isAdapterError, messageOf } from "../errors.ts";
+import type { EtcdAlarm, EtcdClusterClient, EtcdMember, EtcdMemberStatus } from "./types.ts";
+
+export interface EtcdObservation {
+  members: EtcdMember[];
+  statuses: EtcdMemberStatus[];
+  alarms: EtcdAlarm[];
+}
+
+export type EtcdObservationResult = { ok: true; observation: EtcdObservation } | { ok: false; error: string };
+
+/**
+ * One observation round: member list, then every member's status in parallel, plus alarms. Never throws:
+ * when no endpoint answers, the result says why, for EtcdView.error and the Wait reason.
+ */
+export async function observeEtcd(client: EtcdClusterClient): Promise<EtcdObservationResult> {
+  try {
+    const members = await client.listMembers();
+    const [statuses, alarms] = await Promise.all([
+      client.memberStatuses(members),
+      // A failed alarm read must not hide the member list, nor pass for "no alarm": an unknown alarm blocks
+      // disruptive actions like a real one until the next round reads them.
+      client.alarms().catch((error: unknown) => [{ memberId: "0", alarm: `UNKNOWN (${messageOf(error)})` }]),
+    ]);
+    return { ok: true, observation: { members, statuses, alarms } };
+  } catch (error) {
+    if (isAdapterError(error)) return { ok: false, error: error.message };
+    return { ok: false, error: `etcd observation failed: ${messageOf(error)}` };
+  }
+}
+
+/**
+ * firstObserved comes from `previous` when the member was seen before, else `now`; lastProgress moves to
+ * `now` whenever raftAppliedIndex moved (or the member is new).
+ */
+export function toEtcdView(result: EtcdObservationResult, now: number, previous?: EtcdView): EtcdView {
+  if (!result.ok) return { observed: false, error: result.error, members: [], alarms: [] };
+  const { members, statuses, alarms } = result.observation;
+  const statusById = new Map(statuses.map((status) => [status.memberId, status]));
+  const previousById = new Map((previous?.members ?? []).map((member) => [member.id, member]));
+  const views = members.map((member): MemberView => {
+    const status = statusById.get(member.id);
+    const before = previousById.get(member.id);
+    const applied = status?.raftAppliedIndex;
+    const progressed = before === undefined || (applied !== undefined && applied !== before.raftAppliedIndex);
+    const view: MemberView = {
+      id: member.id,
+      name: member.name,
+      peerURLs: member.peerURLs,
+      clientURLs: member.clientURLs,
+      learner: member.learner,
+      reachable: status?.reachable ?? false,
+      leader: status?.leader ?? false,
+      errors: status ? status.errors : ["no status asked"],
+      firstObserved: before?.firstObserved ?? now,
+      lastProgress: progressed ? now : before.lastProgress,
+    };
+    if (status?.raftTerm !== undefined) view.raftTerm = status.raftTerm;
+    if (status?.raftIndex !== undefined) view.raftIndex = status.raftIndex;
+    if (applied !== undefined) view.raftAppliedIndex = applied;
+    return view;
+  });
+  return { observed: true, members: views, alarms: alarms.map((alarm) => ({ ...alarm })) };
+}
