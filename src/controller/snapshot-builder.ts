@@ -6,17 +6,7 @@ import { OWNER_REMEDIATED_CONDITION } from "../api/capi.ts";
 import { DEFAULTS, DELETE_MACHINE_ANNOTATION, MEMBER_NAME_ANNOTATION, PAUSED_ANNOTATION, PRE_TERMINATE_HOOK, TEMPLATE_HASH_ANNOTATION } from "../api/constants.ts";
 import { durationOr } from "../api/duration.ts";
 import type { EtcdMemberStatus, QuorumControlPlane } from "../api/types.ts";
-import type { ClusterView, ControlPlaneView, MachineView, MemberView, NodeView, Snapshot } from "../core/snapshot.ts";
-
-/** A member as the etcd adapter reports it, before Quorum's own memory (first seen, last progress) is added. */
-export type ObservedMember = Omit<MemberView, "firstObserved" | "lastProgress">;
-
-export interface ObservedEtcd {
-  observed: boolean;
-  error?: string;
-  members: ObservedMember[];
-  alarms: { memberId: string; alarm: string }[];
-}
+import type { ClusterView, ControlPlaneView, EtcdView, MachineView, MemberView, NodeView, Snapshot } from "../core/snapshot.ts";
 
 export interface Observation {
   now: number;
@@ -24,7 +14,8 @@ export interface Observation {
   cluster: Cluster;
   machines: Machine[];
   nodes: Node[];
-  etcd: ObservedEtcd;
+  /** Built by the etcd adapter's toEtcdView, with firstObserved/lastProgress carried over from status. */
+  etcd: EtcdView;
 }
 
 export function buildSnapshot(observation: Observation): Snapshot {
@@ -35,12 +26,7 @@ export function buildSnapshot(observation: Observation): Snapshot {
     cluster: clusterView(cluster),
     machines: observation.machines.map(machineView).sort((a, b) => a.name.localeCompare(b.name)),
     nodes: observation.nodes.map(nodeView).sort((a, b) => a.name.localeCompare(b.name)),
-    etcd: {
-      observed: observation.etcd.observed,
-      ...(observation.etcd.error ? { error: observation.etcd.error } : {}),
-      members: observation.etcd.members.map((member) => rememberMember(member, controlPlane.status?.etcd?.members ?? [], now)),
-      alarms: observation.etcd.alarms,
-    },
+    etcd: observation.etcd,
   };
 }
 
@@ -141,16 +127,24 @@ function nodeView(node: Node): NodeView {
 }
 
 /**
- * Adds what Quorum remembers about a member across reconciles and restarts. The memory lives in
- * status.etcd.members, so a restarted controller keeps its grace periods; if status was lost the clock simply
- * restarts, which only delays a removal, never hastens one.
+ * What Quorum remembers about members across reconciles and restarts lives in status.etcd.members, so a restarted
+ * controller keeps its grace periods; if status was lost the clock restarts, which only delays a removal.
  */
-function rememberMember(member: ObservedMember, previous: EtcdMemberStatus[], now: number): MemberView {
-  const before = previous.find((entry) => entry.id === member.id);
-  const firstObserved = before?.firstObserved ? Date.parse(before.firstObserved) || now : now;
-  const progressed = member.raftAppliedIndex !== undefined && member.raftAppliedIndex !== before?.raftAppliedIndex;
-  const lastProgressBefore = before?.lastProgress ? Date.parse(before.lastProgress) || now : now;
-  return { ...member, firstObserved, lastProgress: progressed ? now : lastProgressBefore };
+export function previousEtcdView(status: QuorumControlPlane["status"], now: number): EtcdView {
+  const members = (status?.etcd?.members ?? []).map((entry: EtcdMemberStatus): MemberView => ({
+    id: entry.id,
+    name: entry.name,
+    peerURLs: [],
+    clientURLs: [],
+    learner: entry.learner,
+    reachable: entry.healthy,
+    leader: entry.leader,
+    errors: [],
+    firstObserved: (entry.firstObserved && Date.parse(entry.firstObserved)) || now,
+    lastProgress: (entry.lastProgress && Date.parse(entry.lastProgress)) || now,
+    ...(entry.raftAppliedIndex !== undefined ? { raftAppliedIndex: entry.raftAppliedIndex } : {}),
+  }));
+  return { observed: true, members, alarms: [] };
 }
 
 function sortKeys(value: unknown): unknown {

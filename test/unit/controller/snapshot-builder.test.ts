@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { buildSnapshot, machineTemplateHash, type Observation } from "../../../src/controller/snapshot-builder.ts";
+import { buildSnapshot, machineTemplateHash, previousEtcdView, type Observation } from "../../../src/controller/snapshot-builder.ts";
 import { cluster, controlPlane, machine } from "./fixtures.ts";
 
 const NOW = Date.parse("2026-11-29T12:00:00Z");
@@ -32,14 +32,12 @@ describe("buildSnapshot", () => {
     assert.deepEqual(snapshot.machines.map((m) => m.remediationRequested), [true, false]);
   });
 
-  it("keeps a member's first-seen time from status so grace periods survive a controller restart", () => {
-    const qcp = controlPlane();
-    qcp.status = { etcd: { members: [{ id: "7", name: "ghost", learner: false, healthy: true, leader: false, firstObserved: "2026-11-29T11:00:00Z", raftAppliedIndex: 40, lastProgress: "2026-11-29T11:30:00Z" }] } };
-    const member = { id: "7", name: "ghost", peerURLs: [], clientURLs: [], learner: false, reachable: true, leader: false, raftAppliedIndex: 40, errors: [] };
-    const snapshot = buildSnapshot(observation({ controlPlane: qcp, etcd: { observed: true, members: [member, { ...member, id: "8", name: "new" }], alarms: [] } }));
-    assert.equal(snapshot.etcd.members[0].firstObserved, Date.parse("2026-11-29T11:00:00Z"));
-    assert.equal(snapshot.etcd.members[0].lastProgress, Date.parse("2026-11-29T11:30:00Z"), "no raft progress keeps the old time");
-    assert.equal(snapshot.etcd.members[1].firstObserved, NOW, "a member never seen before starts its grace period now");
+  it("remembers a member's first-seen time and last raft progress from status so grace periods survive a restart", () => {
+    const previous = previousEtcdView({ etcd: { members: [{ id: "7", name: "ghost", learner: true, healthy: true, leader: false, firstObserved: "2026-11-29T11:00:00Z", raftAppliedIndex: 40, lastProgress: "2026-11-29T11:30:00Z" }] } }, NOW);
+    assert.equal(previous.members[0].firstObserved, Date.parse("2026-11-29T11:00:00Z"));
+    assert.equal(previous.members[0].lastProgress, Date.parse("2026-11-29T11:30:00Z"));
+    assert.equal(previous.members[0].raftAppliedIndex, 40);
+    assert.equal(previousEtcdView(undefined, NOW).members.length, 0);
   });
 
   it("names the object and the field when a duration in the spec is invalid", () => {
