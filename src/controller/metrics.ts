@@ -1,0 +1,31 @@
+// Prometheus metrics of the controller (prom-client), one registry per process so tests can read their own.
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+
+export interface ControllerMetrics {
+  registry: Registry;
+  reconcileDuration: Histogram<"result">;
+  actions: Counter<"kind">;
+  queueDepth: Gauge;
+  etcdVoters: Gauge<"cluster">;
+  etcdHealthyVoters: Gauge<"cluster">;
+  etcdFailuresTolerated: Gauge<"cluster">;
+  /** Time from a precondition becoming observable (e.g. the new member turned healthy) to the action that follows. */
+  stepLatency: Histogram<"kind">;
+  apiWrites: Counter<"verb">;
+}
+
+export function createMetrics(options: { defaultMetrics?: boolean } = {}): ControllerMetrics {
+  const registry = new Registry();
+  if (options.defaultMetrics !== false) collectDefaultMetrics({ register: registry, prefix: "quorum_process_" });
+  return {
+    registry,
+    reconcileDuration: new Histogram({ name: "quorum_reconcile_duration_seconds", help: "Duration of one reconcile of a QuorumControlPlane", labelNames: ["result"], buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], registers: [registry] }),
+    actions: new Counter({ name: "quorum_actions_total", help: "Actions executed, by kind", labelNames: ["kind"], registers: [registry] }),
+    queueDepth: new Gauge({ name: "quorum_workqueue_depth", help: "QuorumControlPlanes waiting to be reconciled", registers: [registry] }),
+    etcdVoters: new Gauge({ name: "quorum_etcd_voters", help: "etcd voting members per cluster", labelNames: ["cluster"], registers: [registry] }),
+    etcdHealthyVoters: new Gauge({ name: "quorum_etcd_healthy_voters", help: "Healthy etcd voting members per cluster", labelNames: ["cluster"], registers: [registry] }),
+    etcdFailuresTolerated: new Gauge({ name: "quorum_etcd_failures_tolerated", help: "Member failures each cluster's etcd tolerates now", labelNames: ["cluster"], registers: [registry] }),
+    stepLatency: new Histogram({ name: "quorum_step_latency_seconds", help: "Time from a step's precondition becoming observable to the action that follows", labelNames: ["kind"], buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30], registers: [registry] }),
+    apiWrites: new Counter({ name: "quorum_api_writes_total", help: "Writes the controller sent to the management API server", labelNames: ["verb"], registers: [registry] }),
+  };
+}

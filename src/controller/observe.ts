@@ -1,0 +1,71 @@
+// Reads every source of truth for one QuorumControlPlane — its Cluster, its Machines, the workload Nodes and the
+// etcd member list with per-member status — and returns them as an Observation. Never decides anything.
+import type { Cluster, Machine, Node } from "../api/capi.ts";
+import { DEFAULTS } from "../api/constants.ts";
+import type { QuorumControlPlane } from "../api/types.ts";
+import { etcdEndpoints } from "../adapters/etcd/endpoints.ts";
+import type { EtcdClusterClient } from "../adapters/etcd/types.ts";
+import { observeEtcd, toEtcdView } from "../adapters/etcd/view.ts";
+import type { EtcdView } from "../core/snapshot.ts";
+import type { WorkloadAccess } from "./ports.ts";
+import { previousEtcdView, type Observation } from "./snapshot-builder.ts";
+
+export interface ObservedWorld {
+  observation: Observation;
+  /** The etcd client opened for this reconcile (undefined when there was nothing to reach); the caller closes it. */
+  etcd?: EtcdClusterClient;
+  /** Why the workload Nodes could not be listed, when they could not (shown in status, never fatal). */
+  nodesError?: string;
+}
+
+export async function observe(controlPlane: QuorumControlPlane, cluster: Cluster, machines: Machine[], workload: WorkloadAccess, now: () => number): Promise<ObservedWorld> {
+  const clientPort = controlPlane.spec.etcd?.clientPort ?? DEFAULTS.etcdClientPort;
+  const live = machines.filter((machine) => (machine.status?.addresses ?? []).length > 0);
+  const endpoints = etcdEndpoints(live.map((machine) => ({ addresses: internalAddresses(machine) })), clientPort);
+  const [etcdResult, nodesResult] = await Promise.all([observeEtcdOf(controlPlane, cluster, machines, endpoints, workload), listNodes(controlPlane, cluster, workload)]);
+  const observation: Observation = {
+    now: now(),
+    controlPlane,
+    cluster,
+    machines,
+    nodes: nodesResult.nodes,
+    etcd: etcdResult.view(now()),
+  };
+  return { observation, ...(etcdResult.client ? { etcd: etcdResult.client } : {}), ...(nodesResult.error ? { nodesError: nodesResult.error } : {}) };
+}
+
+async function observeEtcdOf(controlPlane: QuorumControlPlane, cluster: Cluster, machines: Machine[], endpoints: string[], workload: WorkloadAccess): Promise<{ client?: EtcdClusterClient; view: (now: number) => EtcdView }> {
+  if (machines.length === 0) {
+    // Nothing runs yet, so there is no etcd to ask: an empty, observed membership lets the planner create the first Machine.
+    return { view: () => ({ observed: true, members: [], alarms: [] }) };
+  }
+  if (endpoints.length === 0) {
+    return { view: () => ({ observed: false, error: "no control-plane Machine reports an address yet, so etcd cannot be reached", members: [], alarms: [] }) };
+  }
+  let client: EtcdClusterClient;
+  try {
+    client = await workload.etcd(controlPlane, cluster, endpoints);
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    return { view: () => ({ observed: false, error: message, members: [], alarms: [] }) };
+  }
+  const result = await observeEtcd(client);
+  return { client, view: (now) => toEtcdView(result, now, previousEtcdView(controlPlane.status, now)) };
+}
+
+async function listNodes(controlPlane: QuorumControlPlane, cluster: Cluster, workload: WorkloadAccess): Promise<{ nodes: Node[]; error?: string }> {
+  if (!cluster.status?.initialization?.controlPlaneInitialized && !controlPlane.status?.initialization?.controlPlaneInitialized) return { nodes: [] };
+  try {
+    return { nodes: await workload.nodes(controlPlane, cluster) };
+  } catch (error) {
+    return { nodes: [], error: error instanceof Error ? error.message : String(error) };
+  }
+}
+
+/** Internal IPs first: etcd listens on the Machine's private address; other address kinds are a fallback. */
+function internalAddresses(machine: Machine): string[] {
+  const addresses = machine.status?.addresses ?? [];
+  const internal = addresses.filter((address) => address.type === "InternalIP").map((address) => address.address ?? "");
+  const rest = addresses.filter((address) => address.type !== "InternalIP").map((address) => address.address ?? "");
+  return [...internal, ...rest].filter((address) => address !== "");
+}

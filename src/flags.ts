@@ -1,0 +1,101 @@
+// Command-line flags of the controller, kubebuilder-style names, with sane defaults and errors that say the fix.
+import { parseArgs } from "node:util";
+import { parseDuration } from "./api/duration.ts";
+
+export interface Flags {
+  kubeconfig?: string;
+  namespace?: string;
+  watchFilter?: string;
+  leaderElect: boolean;
+  leaderElectionNamespace: string;
+  leaderElectionId: string;
+  concurrency: number;
+  etcdPollIntervalMs: number;
+  etcdCallTimeoutMs: number;
+  metricsBindAddress: string;
+  healthProbeBindAddress: string;
+  logLevel: "debug" | "info" | "warn" | "error";
+  logFormat: "json" | "text";
+  help: boolean;
+}
+
+export const USAGE = `quorum-controller — Cluster API control-plane provider for stacked etcd
+
+Usage: node dist/main.js [flags]
+
+  --kubeconfig FILE                    management cluster kubeconfig (default: in-cluster, then $KUBECONFIG)
+  --namespace NS                       only watch this namespace (default: all)
+  --watch-filter VALUE                 only reconcile objects labelled cluster.x-k8s.io/watch-filter=VALUE
+  --leader-elect                       elect a leader through a Lease before acting (default: false)
+  --leader-election-namespace NS       namespace of the Lease (default: the pod's namespace or "default")
+  --leader-election-id NAME            name of the Lease (default: quorum-controller-leader)
+  --concurrency N                      QuorumControlPlanes reconciled in parallel (default: 10)
+  --etcd-poll-interval DURATION        how often each cluster's etcd membership is re-read (default: 10s)
+  --etcd-call-timeout DURATION         hard deadline of each call to one etcd member (default: 2s)
+  --metrics-bind-address HOST:PORT     Prometheus /metrics (default: 127.0.0.1:8080; "0" disables)
+  --health-probe-bind-address HOST:PORT  /healthz and /readyz (default: 127.0.0.1:8081; "0" disables)
+  --log-level debug|info|warn|error    (default: info)
+  --log-format json|text               (default: json)
+  --help                               print this help
+`;
+
+export function parseFlags(argv: string[], env: NodeJS.ProcessEnv = process.env): Flags {
+  const { values } = parseArgs({
+    args: argv,
+    strict: true,
+    options: {
+      kubeconfig: { type: "string" },
+      namespace: { type: "string" },
+      "watch-filter": { type: "string" },
+      "leader-elect": { type: "boolean", default: false },
+      "leader-election-namespace": { type: "string" },
+      "leader-election-id": { type: "string", default: "quorum-controller-leader" },
+      concurrency: { type: "string", default: "10" },
+      "etcd-poll-interval": { type: "string", default: "10s" },
+      "etcd-call-timeout": { type: "string", default: "2s" },
+      "metrics-bind-address": { type: "string", default: "127.0.0.1:8080" },
+      "health-probe-bind-address": { type: "string", default: "127.0.0.1:8081" },
+      "log-level": { type: "string", default: "info" },
+      "log-format": { type: "string", default: "json" },
+      help: { type: "boolean", default: false },
+    },
+  });
+  const concurrency = Number(values.concurrency);
+  if (!Number.isInteger(concurrency) || concurrency < 1) throw new Error(`--concurrency must be a whole number >= 1 (got "${values.concurrency}")`);
+  const logLevel = values["log-level"];
+  if (!["debug", "info", "warn", "error"].includes(logLevel)) throw new Error(`--log-level must be debug, info, warn or error (got "${logLevel}")`);
+  const logFormat = values["log-format"];
+  if (logFormat !== "json" && logFormat !== "text") throw new Error(`--log-format must be json or text (got "${logFormat}")`);
+  return {
+    ...(values.kubeconfig ?? env.KUBECONFIG ? { kubeconfig: values.kubeconfig ?? env.KUBECONFIG } : {}),
+    ...(values.namespace ? { namespace: values.namespace } : {}),
+    ...(values["watch-filter"] ? { watchFilter: values["watch-filter"] } : {}),
+    leaderElect: values["leader-elect"],
+    leaderElectionNamespace: values["leader-election-namespace"] ?? env.POD_NAMESPACE ?? "default",
+    leaderElectionId: values["leader-election-id"],
+    concurrency,
+    etcdPollIntervalMs: durationFlag("--etcd-poll-interval", values["etcd-poll-interval"]),
+    etcdCallTimeoutMs: durationFlag("--etcd-call-timeout", values["etcd-call-timeout"]),
+    metricsBindAddress: values["metrics-bind-address"],
+    healthProbeBindAddress: values["health-probe-bind-address"],
+    logLevel: logLevel as Flags["logLevel"],
+    logFormat,
+    help: values.help,
+  };
+}
+
+function durationFlag(name: string, text: string): number {
+  const ms = parseDuration(text);
+  if (ms === undefined || ms <= 0) throw new Error(`${name} must be a positive duration such as 500ms, 10s or 1m (got "${text}")`);
+  return ms;
+}
+
+/** "127.0.0.1:8080" → host and port; "0" means disabled. */
+export function parseBindAddress(flag: string, value: string): { host: string; port: number } | undefined {
+  if (value === "0") return undefined;
+  const separator = value.lastIndexOf(":");
+  const host = separator <= 0 ? "0.0.0.0" : value.slice(0, separator).replace(/^\[|\]$/g, "");
+  const port = Number(value.slice(separator + 1));
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`${flag} must be HOST:PORT or "0" to disable (got "${value}")`);
+  return { host, port };
+}

@@ -1,0 +1,36 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { parseBindAddress, parseFlags } from "../../../src/flags.ts";
+
+describe("controller flags", () => {
+  it("defaults to no leader election, 10 workers, a 10 s etcd poll and JSON logs", () => {
+    const flags = parseFlags([], {});
+    assert.equal(flags.leaderElect, false);
+    assert.equal(flags.concurrency, 10);
+    assert.equal(flags.etcdPollIntervalMs, 10_000);
+    assert.equal(flags.logFormat, "json");
+    assert.equal(flags.kubeconfig, undefined);
+  });
+
+  it("takes the kubeconfig from $KUBECONFIG when the flag is absent, and the flag wins over it", () => {
+    assert.equal(parseFlags([], { KUBECONFIG: "/env" }).kubeconfig, "/env");
+    assert.equal(parseFlags(["--kubeconfig", "/flag"], { KUBECONFIG: "/env" }).kubeconfig, "/flag");
+  });
+
+  it("rejects a bad value with the flag's name and an example of a good one", () => {
+    assert.throws(() => parseFlags(["--etcd-poll-interval", "often"], {}), /--etcd-poll-interval must be a positive duration such as 500ms, 10s or 1m \(got "often"\)/);
+    assert.throws(() => parseFlags(["--concurrency", "0"], {}), /--concurrency must be a whole number >= 1/);
+    assert.throws(() => parseFlags(["--log-format", "xml"], {}), /--log-format must be json or text/);
+  });
+
+  it("rejects an unknown flag", () => {
+    assert.throws(() => parseFlags(["--replicas", "3"], {}), /Unknown option '--replicas'/);
+  });
+
+  it("reads bind addresses and treats 0 as disabled", () => {
+    assert.deepEqual(parseBindAddress("--metrics-bind-address", "127.0.0.1:8080"), { host: "127.0.0.1", port: 8080 });
+    assert.deepEqual(parseBindAddress("--metrics-bind-address", ":9090"), { host: "0.0.0.0", port: 9090 });
+    assert.equal(parseBindAddress("--metrics-bind-address", "0"), undefined);
+    assert.throws(() => parseBindAddress("--metrics-bind-address", "localhost:http"), /must be HOST:PORT/);
+  });
+});
