@@ -1,0 +1,6 @@
+// The real-process test harness: etcd clusters, kube-apiserver, CRDs and the CAPI core manager on loopback.
+// See test/env/README.md.
+export * from "./processes.ts";
+export * from "./net.ts";
+export * from "./tools.ts";
+export * from "./etcd.ts";

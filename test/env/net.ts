@@ -1,0 +1,128 @@
+// Free ports and free loopback subnets. Several test files and engineers run at once on one machine, so
+// nothing here assumes a fixed address: a subnet is picked at random, locked with a file, and its ports probed.
+import { createServer } from "node:net";
+import { mkdirSync, openSync, readFileSync, rmSync, writeSync, closeSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { randomInt } from "node:crypto";
+import { isProcessAlive, removeOnExit } from "./processes.ts";
+
+const portsHandedOut = new Set<string>();
+
+/** Whether `host:port` can be bound right now. */
+export function isPortFree(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once("error", () => resolve(false));
+    server.listen({ host, port, exclusive: true }, () => server.close(() => resolve(true)));
+  });
+}
+
+/** A port on `host` that is free now and was not handed out before by this process. */
+export async function freePort(host = "127.0.0.1"): Promise<number> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const port = await new Promise<number>((resolve, reject) => {
+      const server = createServer();
+      server.once("error", reject);
+      server.listen({ host, port: 0, exclusive: true }, () => {
+        const address = server.address();
+        const chosen = typeof address === "object" && address ? address.port : 0;
+        server.close(() => resolve(chosen));
+      });
+    });
+    const key = `${host}:${port}`;
+    if (!portsHandedOut.has(key)) {
+      portsHandedOut.add(key);
+      return port;
+    }
+  }
+  throw new Error(`no free port on ${host} after 50 attempts: the machine is short of ephemeral ports`);
+}
+
+/** A /24 of the loopback network reserved for one test object (e.g. one etcd cluster). */
+export interface LoopbackSubnet {
+  /** "127.a.b" */
+  readonly prefix: string;
+  /** The address ending in `hostNumber` (1..254). */
+  address(hostNumber: number): string;
+  release(): void;
+}
+
+const lockDir = join(tmpdir(), "quorum-loopback-locks");
+
+/**
+ * Reserves a random 127.a.b.0/24 (a ≠ 0, so 127.0.0.x stays free for everything else) whose addresses
+ * .1 to .`hosts` have every port in `ports` free. A lock file holding this process's PID keeps other test
+ * processes away; a lock whose PID is dead is stale and taken over.
+ */
+export async function reserveLoopbackSubnet(options: { hosts: number; ports: number[] }): Promise<LoopbackSubnet> {
+  mkdirSync(lockDir, { recursive: true });
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const prefix = `127.${randomInt(1, 255)}.${randomInt(0, 256)}`;
+    const lockFile = join(lockDir, `${prefix}.lock`);
+    if (!takeLock(lockFile)) continue;
+    const release = () => releaseLock(lockFile);
+    const address = (hostNumber: number) => {
+      if (!Number.isInteger(hostNumber) || hostNumber < 1 || hostNumber > 254) {
+        throw new Error(`loopback host number ${hostNumber} is outside 1..254`);
+      }
+      return `${prefix}.${hostNumber}`;
+    };
+    let allFree = true;
+    for (let host = 1; host <= options.hosts && allFree; host++) {
+      for (const port of options.ports) {
+        if (!(await isPortFree(address(host), port))) {
+          allFree = false;
+          break;
+        }
+      }
+    }
+    if (!allFree) {
+      release();
+      continue;
+    }
+    const unregister = removeOnExit(lockFile);
+    return {
+      prefix,
+      address,
+      release: () => {
+        unregister();
+        release();
+      },
+    };
+  }
+  throw new Error(
+    `could not reserve a loopback /24 with ports ${options.ports.join(",")} free after 100 random tries: ` +
+      `remove stale locks in ${lockDir} or stop leftover etcd processes (pgrep -a etcd)`,
+  );
+}
+
+function takeLock(lockFile: string): boolean {
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const fd = openSync(lockFile, "wx");
+      writeSync(fd, String(process.pid));
+      closeSync(fd);
+      return true;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+      let owner = NaN;
+      try {
+        owner = Number(readFileSync(lockFile, "utf8"));
+      } catch {
+        // Removed between our open and read: try again.
+      }
+      if (Number.isInteger(owner) && owner > 0 && isProcessAlive(owner)) return false;
+      rmSync(lockFile, { force: true });
+    }
+  }
+  return false;
+}
+
+function releaseLock(lockFile: string): void {
+  try {
+    if (Number(readFileSync(lockFile, "utf8")) === process.pid) rmSync(lockFile, { force: true });
+  } catch {
+    // Already gone.
+  }
+}
