@@ -1,0 +1,201 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { LeaderElector, type Lease, type LeaseClient, type LeaseSpec } from "../../../src/adapters/kube/leader.ts";
+import { KubeApiError } from "../../../src/adapters/kube/rest.ts";
+import { ManualClock, settle } from "./manual-clock.ts";
+
+/** One Lease in memory with the API server's optimistic concurrency. */
+class LeaseStore {
+  lease: Lease | undefined;
+  private version = 0;
+  writes: LeaseSpec[] = [];
+
+  clientFor(): LeaseClient & { partitioned: boolean } {
+    const store = this;
+    const client = {
+      description: "Lease ns/test",
+      partitioned: false,
+      async get(signal: AbortSignal) {
+        await client.reachable(signal);
+        return store.lease && structuredClone(store.lease);
+      },
+      async create(spec: LeaseSpec, signal: AbortSignal) {
+        await client.reachable(signal);
+        if (store.lease) throw new KubeApiError("POST", "leases", 409, { reason: "AlreadyExists" }, "");
+        store.lease = { metadata: { name: "test", namespace: "ns", resourceVersion: String(++store.version) }, spec };
+        store.writes.push(spec);
+        return structuredClone(store.lease);
+      },
+      async replace(lease: Lease, signal: AbortSignal) {
+        await client.reachable(signal);
+        if (!store.lease || lease.metadata.resourceVersion !== store.lease.metadata.resourceVersion) {
+          throw new KubeApiError("PUT", "leases", 409, { reason: "Conflict" }, "");
+        }
+        store.lease = { ...lease, metadata: { ...lease.metadata, resourceVersion: String(++store.version) } };
+        store.writes.push(lease.spec ?? {});
+        return structuredClone(store.lease);
+      },
+      /** A partitioned client's calls hang until their deadline, like requests to an unreachable server. */
+      reachable(signal: AbortSignal): Promise<void> {
+        if (!client.partitioned) return Promise.resolve();
+        return new Promise((_resolve, reject) => signal.addEventListener("abort", () => reject(signal.reason)));
+      },
+    };
+    return client;
+  }
+
+  /** What `kubectl edit lease` would do: a write that bumps the resourceVersion. */
+  setHolder(holderIdentity: string): void {
+    assert.ok(this.lease);
+    this.lease = {
+      ...this.lease,
+      metadata: { ...this.lease.metadata, resourceVersion: String(++this.version) },
+      spec: { ...this.lease.spec, holderIdentity },
+    };
+  }
+}
+
+const timings = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 };
+
+function candidate(store: LeaseStore, clock: ManualClock, identity: string, log: string[]) {
+  const client = store.clientFor();
+  let leadingSignal: AbortSignal | undefined;
+  const elector = new LeaderElector({
+    ...timings,
+    lease: client,
+    identity,
+    clock,
+    onStartedLeading: (signal) => {
+      leadingSignal = signal;
+      log.push(`${clock.now() - start}ms ${identity} started`);
+    },
+    onStoppedLeading: () => {
+      log.push(`${clock.now() - start}ms ${identity} stopped`);
+    },
+  });
+  const start = startOf(clock);
+  return { elector, client, signal: () => leadingSignal };
+}
+
+const origins = new WeakMap<ManualClock, number>();
+function startOf(clock: ManualClock): number {
+  if (!origins.has(clock)) origins.set(clock, clock.now());
+  return origins.get(clock) as number;
+}
+
+describe("LeaderElector", () => {
+  it("lets only one of two candidates lead while the holder keeps renewing", async () => {
+    const clock = new ManualClock();
+    const store = new LeaseStore();
+    const log: string[] = [];
+    const a = candidate(store, clock, "a", log);
+    const b = candidate(store, clock, "b", log);
+    a.elector.start();
+    await settle();
+    b.elector.start();
+    await clock.advance(60_000);
+    assert.deepEqual(log, ["0ms a started"]);
+    assert.equal(a.elector.isLeader(), true);
+    assert.equal(b.elector.isLeader(), false);
+    assert.equal(store.lease?.spec?.holderIdentity, "a");
+    assert.match(store.lease?.spec?.renewTime ?? "", /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
+    await a.elector.stop();
+    await b.elector.stop();
+  });
+
+  it("lets the standby take over a killed holder's lease only after it expires", async () => {
+    const clock = new ManualClock();
+    const store = new LeaseStore();
+    const log: string[] = [];
+    const a = candidate(store, clock, "a", log);
+    const b = candidate(store, clock, "b", log);
+    a.elector.start();
+    await settle();
+    b.elector.start();
+    await clock.advance(4_000);
+    // A killed process neither renews nor releases: model it by cutting it off from the API server.
+    a.client.partitioned = true;
+    await clock.advance(30_000);
+    // a last renewed at 4 s; it gives up at 14 s (renew deadline), b saw that renewal at 4 s and may
+    // take over from 19 s, on its first retry at or after that: 20 s.
+    assert.deepEqual(log, ["0ms a started", "14000ms a stopped", "20000ms b started"]);
+    await a.elector.stop();
+    await b.elector.stop();
+  });
+
+  it("stops leading, aborting the leader's signal, when the lease shows another holder", async () => {
+    const clock = new ManualClock();
+    const store = new LeaseStore();
+    const log: string[] = [];
+    const a = candidate(store, clock, "a", log);
+    const b = candidate(store, clock, "b", log);
+    a.elector.start();
+    await settle();
+    b.elector.start();
+    await clock.advance(3_000);
+    store.setHolder("b");
+    await clock.advance(2_000);
+    assert.equal(a.signal()?.aborted, true);
+    assert.equal(a.elector.isLeader(), false);
+    assert.equal(b.elector.isLeader(), true);
+    // Both poll at 4 s; which of the two runs first at that instant is not specified.
+    assert.deepEqual([...log].sort(), ["0ms a started", "4000ms a stopped", "4000ms b started"]);
+    await clock.advance(30_000);
+    assert.equal(a.elector.isLeader(), false, "the old holder stays a standby while b renews");
+    await a.elector.stop();
+    await b.elector.stop();
+  });
+
+  it("hands the lease over within one retry period after a graceful release", async () => {
+    const clock = new ManualClock();
+    const store = new LeaseStore();
+    const log: string[] = [];
+    const a = candidate(store, clock, "a", log);
+    const b = candidate(store, clock, "b", log);
+    a.elector.start();
+    await settle();
+    b.elector.start();
+    await clock.advance(5_000);
+    await a.elector.stop();
+    assert.equal(store.lease?.spec?.holderIdentity, undefined);
+    await clock.advance(2_000);
+    assert.deepEqual(log, ["0ms a started", "5000ms a stopped", "6000ms b started"]);
+    await b.elector.stop();
+  });
+
+  it("does not release the lease until onStoppedLeading has finished stopping the workers", async () => {
+    const clock = new ManualClock();
+    const store = new LeaseStore();
+    let finishStopping: () => void = () => undefined;
+    const elector = new LeaderElector({
+      ...timings,
+      lease: store.clientFor(),
+      identity: "a",
+      clock,
+      onStartedLeading: () => undefined,
+      onStoppedLeading: () => new Promise<void>((resolve) => (finishStopping = resolve)),
+    });
+    elector.start();
+    await settle();
+    const stopped = elector.stop();
+    await settle();
+    assert.equal(store.lease?.spec?.holderIdentity, "a", "workers still stopping: the lease stays held");
+    finishStopping();
+    await stopped;
+    assert.equal(store.lease?.spec?.holderIdentity, undefined);
+  });
+
+  it("refuses timings where a stalled leader could outlive its lease", () => {
+    const store = new LeaseStore();
+    const make = (t: { leaseDurationMs: number; renewDeadlineMs: number; retryPeriodMs: number }) =>
+      new LeaderElector({
+        ...t,
+        lease: store.clientFor(),
+        identity: "a",
+        onStartedLeading: () => undefined,
+        onStoppedLeading: () => undefined,
+      });
+    assert.throws(() => make({ leaseDurationMs: 10_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 }), /renew deadline/);
+    assert.throws(() => make({ leaseDurationMs: 15_000, renewDeadlineMs: 2_000, retryPeriodMs: 2_000 }), /retry period/);
+  });
+});
