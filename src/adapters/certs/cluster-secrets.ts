@@ -1,0 +1,113 @@
+// The CA Secrets the CAPI contract expects a control-plane provider to provide for its cluster:
+// `<cluster>-ca` (cluster CA), `<cluster>-etcd` (etcd CA), `<cluster>-proxy` (front-proxy CA) and
+// `<cluster>-sa` (service-account signing key pair), in the layout CAPI and kubeadm's bootstrap provider read.
+// They are created only when absent and never touched afterwards: users bring their own CAs, and replacing a
+// CA under a running cluster would lock every component out of it.
+import { generateKeyPairSync } from "node:crypto";
+import { API_VERSION, CLUSTER_SECRET_TYPE, KIND, LABEL_CLUSTER_NAME, secretName } from "../../api/constants.ts";
+import type { OwnerReference } from "../../api/types.ts";
+import { createCA, validFor } from "./pki.ts";
+import { encodeData, type SecretObject, type SecretStore } from "./secret-store.ts";
+import { TLS_CRT, TLS_KEY } from "./ca-secret.ts";
+
+export type ClusterCertificatePurpose = "ca" | "etcd" | "proxy" | "sa";
+export const CLUSTER_CERTIFICATE_PURPOSES: readonly ClusterCertificatePurpose[] = ["ca", "etcd", "proxy", "sa"];
+
+// Same subjects as kubeadm, so tools that inspect a cluster's PKI find what they expect.
+const CA_COMMON_NAME: Record<Exclude<ClusterCertificatePurpose, "sa">, string> = {
+  ca: "kubernetes",
+  etcd: "etcd-ca",
+  proxy: "front-proxy-ca",
+};
+
+/** CAPI and kubeadm give CAs ten years. */
+export const CA_LIFETIME_MS = 10 * 365 * 24 * 60 * 60 * 1000;
+
+/** The QuorumControlPlane that owns the Secrets it creates (garbage-collected with it). */
+export interface ControlPlaneOwner {
+  namespace: string;
+  name: string;
+  uid: string;
+}
+
+export function ownerReference(owner: ControlPlaneOwner): OwnerReference {
+  return { apiVersion: API_VERSION, kind: KIND, name: owner.name, uid: owner.uid, controller: true, blockOwnerDeletion: true };
+}
+
+/** Whether a QuorumControlPlane (any) is the controller owner of `secret`: only then may Quorum rewrite it. */
+export function ownedByControlPlane(secret: SecretObject, owner?: ControlPlaneOwner): boolean {
+  return (secret.metadata.ownerReferences ?? []).some(
+    (reference) =>
+      reference.kind === KIND &&
+      reference.apiVersion.startsWith(`${API_VERSION.split("/")[0]}/`) &&
+      (owner === undefined || reference.uid === owner.uid),
+  );
+}
+
+/** A CAPI cluster Secret: type cluster.x-k8s.io/secret, the cluster-name label, owned by the control plane. */
+export function clusterSecret(
+  cluster: string,
+  name: string,
+  owner: ControlPlaneOwner,
+  data: Record<string, string>,
+): SecretObject {
+  return {
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: {
+      name,
+      namespace: owner.namespace,
+      labels: { [LABEL_CLUSTER_NAME]: cluster },
+      ownerReferences: [ownerReference(owner)],
+    },
+    type: CLUSTER_SECRET_TYPE,
+    data: encodeData(data),
+  };
+}
+
+/** Fresh key material for one purpose: a CA pair, or the service-account key pair. */
+export async function generateSecretData(purpose: ClusterCertificatePurpose, now: Date): Promise<Record<string, string>> {
+  if (purpose === "sa") {
+    // kube-apiserver/kube-controller-manager read tls.key as the signing key and tls.crt as the public key
+    // (CAPI's layout); RSA because that is what kubeadm and CAPI generate and every verifier accepts.
+    const { publicKey, privateKey } = generateKeyPairSync("rsa", {
+      modulusLength: 2048,
+      publicKeyEncoding: { type: "spki", format: "pem" },
+      privateKeyEncoding: { type: "pkcs1", format: "pem" },
+    });
+    return { [TLS_CRT]: publicKey, [TLS_KEY]: privateKey };
+  }
+  const ca = await createCA(CA_COMMON_NAME[purpose], validFor(CA_LIFETIME_MS, now));
+  return { [TLS_CRT]: ca.certPem, [TLS_KEY]: ca.keyPem };
+}
+
+export interface EnsureCertificatesResult {
+  created: string[];
+  /** Already present (user-provided or created earlier): left byte-for-byte as they were. */
+  existing: string[];
+}
+
+/**
+ * Creates each of `<cluster>-ca`, `-etcd`, `-proxy`, `-sa` that does not exist yet. A Secret that exists is
+ * not read, validated or changed here (the adapters that use a CA validate it when they need it); one created
+ * concurrently by someone else (AlreadyExists) counts as existing.
+ */
+export async function ensureClusterCertificates(
+  store: SecretStore,
+  cluster: string,
+  owner: ControlPlaneOwner,
+  now: Date,
+): Promise<EnsureCertificatesResult> {
+  const result: EnsureCertificatesResult = { created: [], existing: [] };
+  for (const purpose of CLUSTER_CERTIFICATE_PURPOSES) {
+    const name = secretName[purpose](cluster);
+    if (await store.get({ namespace: owner.namespace, name })) {
+      result.existing.push(name);
+      continue;
+    }
+    const secret = clusterSecret(cluster, name, owner, await generateSecretData(purpose, now));
+    const outcome = await store.create(secret);
+    (outcome === "created" ? result.created : result.existing).push(name);
+  }
+  return result;
+}

@@ -1,0 +1,186 @@
+// The `<cluster>-kubeconfig` Secret CAPI expects of a control-plane provider (data key `value`): an admin
+// kubeconfig for the workload cluster's control-plane endpoint, with a client certificate signed by the
+// cluster CA (O=system:masters), rotated at half its lifetime like KCP does. CAPI itself (its cluster cache)
+// and users (clusterctl get kubeconfig) read it, so it must always be valid.
+import { X509Certificate } from "node:crypto";
+import { parse, stringify } from "yaml";
+import { secretName } from "../../api/constants.ts";
+import { messageOf, SecretGarbageError, type SecretRef } from "../errors.ts";
+import { readCASecret } from "./ca-secret.ts";
+import { clusterSecret, ownedByControlPlane, type ControlPlaneOwner } from "./cluster-secrets.ts";
+import { decodeCertificatePem, issueCertificate, validFor } from "./pki.ts";
+import { dataText, type SecretObject, type SecretStore } from "./secret-store.ts";
+
+export const KUBECONFIG_KEY = "value";
+/** KCP's default: a year, renewed when half of it is gone. */
+export const KUBECONFIG_CERT_LIFETIME_MS = 365 * 24 * 60 * 60 * 1000;
+export const ADMIN_COMMON_NAME = "kubernetes-admin";
+export const ADMIN_GROUP = "system:masters";
+
+export interface KubeconfigContents {
+  cluster: string;
+  server: string;
+  caPem: string;
+  certPem: string;
+  keyPem: string;
+}
+
+/** Kubeconfig YAML with the names CAPI uses (`<cluster>-admin@<cluster>`). */
+export function buildKubeconfig(contents: KubeconfigContents): string {
+  const user = `${contents.cluster}-admin`;
+  const context = `${user}@${contents.cluster}`;
+  const b64 = (text: string) => Buffer.from(text, "utf8").toString("base64");
+  return stringify({
+    apiVersion: "v1",
+    kind: "Config",
+    clusters: [{ name: contents.cluster, cluster: { server: contents.server, "certificate-authority-data": b64(contents.caPem) } }],
+    contexts: [{ name: context, context: { cluster: contents.cluster, user } }],
+    "current-context": context,
+    users: [{ name: user, user: { "client-certificate-data": b64(contents.certPem), "client-key-data": b64(contents.keyPem) } }],
+    preferences: {},
+  });
+}
+
+/** The current context's server, CA and client credentials; throws a plain Error saying what is wrong. */
+export function parseKubeconfig(text: string): KubeconfigContents {
+  let document: unknown;
+  try {
+    document = parse(text);
+  } catch (error) {
+    throw new Error(`is not YAML (${messageOf(error)})`);
+  }
+  if (typeof document !== "object" || document === null) throw new Error("is not a kubeconfig (no YAML mapping)");
+  const config = document as {
+    "current-context"?: string;
+    contexts?: { name?: string; context?: { cluster?: string; user?: string } }[];
+    clusters?: { name?: string; cluster?: { server?: string; "certificate-authority-data"?: string } }[];
+    users?: { name?: string; user?: { "client-certificate-data"?: string; "client-key-data"?: string } }[];
+  };
+  const contextName = config["current-context"];
+  const context = (config.contexts ?? []).find((entry) => entry?.name === contextName)?.context;
+  if (!context) throw new Error(`has no context named by current-context ${JSON.stringify(contextName ?? null)}`);
+  const cluster = (config.clusters ?? []).find((entry) => entry?.name === context.cluster);
+  if (!cluster?.cluster?.server) throw new Error(`has no cluster ${JSON.stringify(context.cluster ?? null)} with a server`);
+  const user = (config.users ?? []).find((entry) => entry?.name === context.user)?.user;
+  const fromB64 = (value: string | undefined) => (value ? Buffer.from(value, "base64").toString("utf8") : "");
+  return {
+    cluster: cluster.name ?? "",
+    server: cluster.cluster.server,
+    caPem: fromB64(cluster.cluster["certificate-authority-data"]),
+    certPem: fromB64(user?.["client-certificate-data"]),
+    keyPem: fromB64(user?.["client-key-data"]),
+  };
+}
+
+export type KubeconfigDecision = { rotate: false } | { rotate: true; reason: string };
+
+/**
+ * Whether a kubeconfig (current text, or undefined when absent) must be (re)written to point at `server`
+ * with a client certificate from the CA `caPem`. Pure: the clock comes in as `now`.
+ */
+export function kubeconfigDecision(current: string | undefined, wanted: { server: string; caPem: string }, now: Date): KubeconfigDecision {
+  if (current === undefined) return { rotate: true, reason: "absent" };
+  let contents: KubeconfigContents;
+  try {
+    contents = parseKubeconfig(current);
+  } catch (error) {
+    return { rotate: true, reason: `unreadable: ${messageOf(error)}` };
+  }
+  if (contents.server !== wanted.server) return { rotate: true, reason: `server ${contents.server} is not the control-plane endpoint ${wanted.server}` };
+  if (normalizePem(contents.caPem) !== normalizePem(wanted.caPem)) return { rotate: true, reason: "its CA is not the cluster CA" };
+  let client: X509Certificate;
+  let ca: X509Certificate;
+  try {
+    client = new X509Certificate(decodeCertificatePem(contents.certPem).toString("pem"));
+    ca = new X509Certificate(decodeCertificatePem(wanted.caPem).toString("pem"));
+  } catch (error) {
+    return { rotate: true, reason: `client certificate unreadable: ${messageOf(error)}` };
+  }
+  if (!client.checkIssued(ca) || !client.verify(ca.publicKey)) return { rotate: true, reason: "client certificate is not signed by the cluster CA" };
+  const notBefore = new Date(client.validFrom).getTime();
+  const notAfter = new Date(client.validTo).getTime();
+  const halfLife = notBefore + (notAfter - notBefore) / 2;
+  if (now.getTime() >= halfLife) {
+    return { rotate: true, reason: `client certificate is past half its lifetime (expires ${new Date(notAfter).toISOString()})` };
+  }
+  return { rotate: false };
+}
+
+export interface EnsureKubeconfigOptions {
+  cluster: string;
+  owner: ControlPlaneOwner;
+  /** Cluster.spec.controlPlaneEndpoint. */
+  endpoint: { host: string; port: number };
+  now: Date;
+  /** Client certificate lifetime; defaults to a year (capped by the CA's own expiry). */
+  lifetimeMs?: number;
+}
+
+export type EnsureKubeconfigResult =
+  | { action: "created" | "rotated"; reason: string }
+  | { action: "unchanged" }
+  /** The Secret exists but no QuorumControlPlane owns it: someone else manages it. */
+  | { action: "not-owned" };
+
+/**
+ * Creates or rotates `<cluster>-kubeconfig`. Throws the typed errors of readCASecret when `<cluster>-ca`
+ * is missing or unusable. A Secret not owned by a QuorumControlPlane is left alone (user-managed, as KCP does).
+ */
+export async function ensureKubeconfig(store: SecretStore, options: EnsureKubeconfigOptions): Promise<EnsureKubeconfigResult> {
+  const { cluster, owner, now } = options;
+  const namespace = owner.namespace;
+  const caRef = { namespace, name: secretName.ca(cluster) };
+  const ca = await readCASecret(caRef, await store.get(caRef), now, "to sign the client certificate of the cluster's kubeconfig");
+  const server = serverURL(options.endpoint);
+  const ref = { namespace, name: secretName.kubeconfig(cluster) };
+  const existing = await store.get(ref);
+  if (existing && !ownedByControlPlane(existing)) return { action: "not-owned" };
+  const decision = kubeconfigDecision(existing && dataText(existing, KUBECONFIG_KEY), { server, caPem: ca.certPem }, now);
+  if (!decision.rotate) return { action: "unchanged" };
+
+  const lifetimeMs = Math.min(options.lifetimeMs ?? KUBECONFIG_CERT_LIFETIME_MS, ca.notAfter.getTime() - now.getTime());
+  const client = await issueCertificate(ca, {
+    commonName: ADMIN_COMMON_NAME,
+    organization: ADMIN_GROUP,
+    usages: "client",
+    validity: validFor(lifetimeMs, now),
+  });
+  const value = buildKubeconfig({ cluster, server, caPem: ca.certPem, certPem: client.certPem, keyPem: client.keyPem });
+  const desired = clusterSecret(cluster, ref.name, owner, { [KUBECONFIG_KEY]: value });
+  if (!existing) {
+    const outcome = await store.create(desired);
+    // Someone else created it between our read and create: the next reconcile looks at theirs.
+    return outcome === "created" ? { action: "created", reason: decision.reason } : { action: "unchanged" };
+  }
+  await store.replace({
+    ...existing,
+    metadata: {
+      ...existing.metadata,
+      labels: { ...existing.metadata.labels, ...desired.metadata.labels },
+    },
+    type: existing.type ?? desired.type,
+    data: { ...existing.data, ...desired.data },
+  });
+  return { action: "rotated", reason: decision.reason };
+}
+
+/** Reads the kubeconfig of a Secret, or a SecretGarbageError naming it. */
+export function kubeconfigFromSecret(ref: SecretRef, secret: SecretObject): { text: string; contents: KubeconfigContents } {
+  const text = dataText(secret, KUBECONFIG_KEY);
+  const fix = `delete the Secret to let Quorum regenerate it, or put a kubeconfig for the cluster in data key "${KUBECONFIG_KEY}"`;
+  if (text === undefined) throw new SecretGarbageError(ref, KUBECONFIG_KEY, "is missing or empty", fix);
+  try {
+    return { text, contents: parseKubeconfig(text) };
+  } catch (error) {
+    throw new SecretGarbageError(ref, KUBECONFIG_KEY, messageOf(error), fix, { cause: error });
+  }
+}
+
+export function serverURL(endpoint: { host: string; port: number }): string {
+  const host = endpoint.host.includes(":") && !endpoint.host.startsWith("[") ? `[${endpoint.host}]` : endpoint.host;
+  return `https://${host}:${endpoint.port}`;
+}
+
+function normalizePem(pem: string): string {
+  return pem.replace(/\r/g, "").trim();
+}

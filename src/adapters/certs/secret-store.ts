@@ -1,0 +1,132 @@
+// The few Secret operations the certificate and workload adapters need, behind an interface so their logic
+// is tested against an in-memory store and runs against client-node's CoreV1Api (or an informer cache for
+// reads) in production.
+import { ApiException, type CoreV1Api, type V1Secret } from "@kubernetes/client-node";
+import type { OwnerReference } from "../../api/types.ts";
+import { messageOf, secretKey, type SecretRef } from "../errors.ts";
+
+/** A Secret as plain JSON. `data` values are base64, as the API serves them. */
+export interface SecretObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata: {
+    name: string;
+    namespace: string;
+    uid?: string;
+    resourceVersion?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    ownerReferences?: OwnerReference[];
+  };
+  type?: string;
+  data?: Record<string, string>;
+}
+
+export interface SecretStore {
+  /** undefined when the Secret does not exist. */
+  get(ref: SecretRef): Promise<SecretObject | undefined>;
+  /** "exists" when a Secret of that name is already there; it is then left untouched. */
+  create(secret: SecretObject): Promise<"created" | "exists">;
+  /** Replaces a Secret; metadata.resourceVersion, when set, makes it fail if someone changed it meanwhile. */
+  replace(secret: SecretObject): Promise<SecretObject>;
+}
+
+/** SecretStore on client-node's CoreV1Api. */
+export function coreV1SecretStore(core: CoreV1Api): SecretStore {
+  return {
+    async get(ref) {
+      try {
+        return fromV1(await core.readNamespacedSecret({ name: ref.name, namespace: ref.namespace }));
+      } catch (error) {
+        if (error instanceof ApiException && error.code === 404) return undefined;
+        throw apiError("read", ref, error);
+      }
+    },
+    async create(secret) {
+      const ref = refOf(secret);
+      try {
+        await core.createNamespacedSecret({ namespace: ref.namespace, body: toV1(secret) });
+        return "created";
+      } catch (error) {
+        if (error instanceof ApiException && error.code === 409) return "exists";
+        throw apiError("create", ref, error);
+      }
+    },
+    async replace(secret) {
+      const ref = refOf(secret);
+      try {
+        return fromV1(await core.replaceNamespacedSecret({ name: ref.name, namespace: ref.namespace, body: toV1(secret) }));
+      } catch (error) {
+        throw apiError("replace", ref, error);
+      }
+    },
+  };
+}
+
+export function refOf(secret: SecretObject): SecretRef {
+  return { namespace: secret.metadata.namespace, name: secret.metadata.name };
+}
+
+/** Text of a data key, or undefined when the key is absent or empty. */
+export function dataText(secret: SecretObject, key: string): string | undefined {
+  const encoded = secret.data?.[key];
+  if (encoded === undefined || encoded === "") return undefined;
+  const text = Buffer.from(encoded, "base64").toString("utf8");
+  return text.trim() === "" ? undefined : text;
+}
+
+export function encodeData(data: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(data).map(([key, text]) => [key, Buffer.from(text, "utf8").toString("base64")]));
+}
+
+function fromV1(secret: V1Secret): SecretObject {
+  const metadata = secret.metadata ?? {};
+  const result: SecretObject = {
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: {
+      name: metadata.name ?? "",
+      namespace: metadata.namespace ?? "",
+    },
+  };
+  if (metadata.uid) result.metadata.uid = metadata.uid;
+  if (metadata.resourceVersion) result.metadata.resourceVersion = metadata.resourceVersion;
+  if (metadata.labels) result.metadata.labels = { ...metadata.labels };
+  if (metadata.annotations) result.metadata.annotations = { ...metadata.annotations };
+  if (metadata.ownerReferences) {
+    result.metadata.ownerReferences = metadata.ownerReferences.map((owner) => {
+      const reference: OwnerReference = { apiVersion: owner.apiVersion, kind: owner.kind, name: owner.name, uid: owner.uid };
+      if (owner.controller !== undefined) reference.controller = owner.controller;
+      if (owner.blockOwnerDeletion !== undefined) reference.blockOwnerDeletion = owner.blockOwnerDeletion;
+      return reference;
+    });
+  }
+  if (secret.type) result.type = secret.type;
+  if (secret.data) result.data = { ...secret.data };
+  return result;
+}
+
+function toV1(secret: SecretObject): V1Secret {
+  return { apiVersion: "v1", kind: "Secret", ...secret } as V1Secret;
+}
+
+function apiError(verb: string, ref: SecretRef, error: unknown): Error {
+  if (error instanceof ApiException) {
+    // client-node 1.x keeps the response body as a JSON string (a metav1.Status).
+    let detail = String(error.body ?? "");
+    try {
+      const status = JSON.parse(detail) as { message?: string };
+      if (status.message) detail = status.message;
+    } catch {
+      // not JSON: keep the raw body
+    }
+    const fix =
+      error.code === 403
+        ? "grant Quorum's ServiceAccount get/create/update on secrets in this namespace"
+        : error.code === 409
+          ? "it changed meanwhile; the next reconcile reads it again"
+          : "retry on the next reconcile";
+    return new Error(`Secret ${secretKey(ref)}: ${verb} failed with HTTP ${error.code}: ${detail}: ${fix}`, { cause: error });
+  }
+  return new Error(`Secret ${secretKey(ref)}: ${verb} failed: ${messageOf(error)}: retry on the next reconcile`, { cause: error });
+}

@@ -1,0 +1,107 @@
+// The controller's WorkloadAccess port, assembled from the certificate, etcd and workload-API adapters.
+// Holds the per-cluster caches (etcd client certificates, workload API clients); etcd clients themselves
+// are opened per reconcile and closed by the caller, so a dead member's connection never outlives it.
+import type { Cluster, Node } from "../../api/capi.ts";
+import type { QuorumControlPlane } from "../../api/types.ts";
+import type { WorkloadAccess } from "../../controller/ports.ts";
+import { ensureClusterCertificates, type ControlPlaneOwner, type EnsureCertificatesResult } from "../certs/cluster-secrets.ts";
+import { ensureKubeconfig, type EnsureKubeconfigResult } from "../certs/kubeconfig.ts";
+import type { SecretStore } from "../certs/secret-store.ts";
+import { createEtcdClusterClient } from "../etcd/client.ts";
+import { EtcdClientCertificates, type EtcdCredentialsOptions } from "../etcd/credentials.ts";
+import type { EtcdClusterClient, EtcdClusterClientFactory } from "../etcd/types.ts";
+import { WorkloadClients } from "./client.ts";
+
+export interface WorkloadAccessOptions {
+  secrets: SecretStore;
+  /** Deadline of each etcd call to one member; a status round takes about this long when a member is frozen. */
+  etcdCallDeadlineMs?: number;
+  etcdCredentials?: EtcdCredentialsOptions;
+  /** Deadline of each workload API call. */
+  workloadTimeoutMs?: number;
+  /** Lifetime of the kubeconfig Secret's client certificate. */
+  kubeconfigLifetimeMs?: number;
+  /** Replaced by tests and the simulator; defaults to the etcd3-backed client. */
+  etcdClientFactory?: EtcdClusterClientFactory;
+  clock?: () => Date;
+}
+
+export const DEFAULT_ETCD_CALL_DEADLINE_MS = 5_000;
+
+export interface CertificatesOutcome {
+  secrets: EnsureCertificatesResult;
+  /** Absent when Cluster.spec.controlPlaneEndpoint is not set yet (nothing to point a kubeconfig at). */
+  kubeconfig?: EnsureKubeconfigResult;
+}
+
+export class ClusterWorkloadAccess implements WorkloadAccess {
+  private readonly etcdCertificates: EtcdClientCertificates;
+  private readonly workloadClients: WorkloadClients;
+  private readonly clock: () => Date;
+  private readonly etcdCallDeadlineMs: number;
+  private readonly etcdClientFactory: EtcdClusterClientFactory;
+
+  constructor(private readonly options: WorkloadAccessOptions) {
+    this.etcdCertificates = new EtcdClientCertificates(options.secrets, options.etcdCredentials);
+    this.workloadClients = new WorkloadClients(options.secrets, { timeoutMs: options.workloadTimeoutMs });
+    this.clock = options.clock ?? (() => new Date());
+    this.etcdCallDeadlineMs = options.etcdCallDeadlineMs ?? DEFAULT_ETCD_CALL_DEADLINE_MS;
+    this.etcdClientFactory = options.etcdClientFactory ?? createEtcdClusterClient;
+  }
+
+  async ensureCertificates(controlPlane: QuorumControlPlane, cluster: Cluster): Promise<void> {
+    await this.reconcileCertificates(controlPlane, cluster);
+  }
+
+  /** ensureCertificates, telling what it did (for an Event when a Secret was created or rotated). */
+  async reconcileCertificates(controlPlane: QuorumControlPlane, cluster: Cluster): Promise<CertificatesOutcome> {
+    const owner = ownerOf(controlPlane);
+    const now = this.clock();
+    const secrets = await ensureClusterCertificates(this.options.secrets, cluster.metadata.name, owner, now);
+    const endpoint = cluster.spec?.controlPlaneEndpoint;
+    if (!endpoint?.host || !endpoint.port) return { secrets };
+    const kubeconfig = await ensureKubeconfig(this.options.secrets, {
+      cluster: cluster.metadata.name,
+      owner,
+      endpoint: { host: endpoint.host, port: endpoint.port },
+      now,
+      ...(this.options.kubeconfigLifetimeMs ? { lifetimeMs: this.options.kubeconfigLifetimeMs } : {}),
+    });
+    return { secrets, kubeconfig };
+  }
+
+  async etcd(controlPlane: QuorumControlPlane, cluster: Cluster, endpoints: string[]): Promise<EtcdClusterClient> {
+    const namespace = namespaceOf(controlPlane);
+    const credentials = await this.etcdCertificates.get(namespace, cluster.metadata.name, this.clock());
+    return this.etcdClientFactory({
+      endpoints,
+      credentials,
+      callDeadlineMs: this.etcdCallDeadlineMs,
+      context: `etcd of cluster ${namespace}/${cluster.metadata.name}`,
+    });
+  }
+
+  async nodes(controlPlane: QuorumControlPlane, cluster: Cluster): Promise<Node[]> {
+    return this.workloadClients.listNodes(namespaceOf(controlPlane), cluster.metadata.name);
+  }
+
+  async forget(namespace: string, clusterName: string): Promise<void> {
+    this.etcdCertificates.forget(namespace, clusterName);
+    this.workloadClients.forget(namespace, clusterName);
+  }
+}
+
+function namespaceOf(controlPlane: QuorumControlPlane): string {
+  return controlPlane.metadata.namespace ?? "default";
+}
+
+function ownerOf(controlPlane: QuorumControlPlane): ControlPlaneOwner {
+  const uid = controlPlane.metadata.uid;
+  if (!uid) {
+    throw new Error(
+      `QuorumControlPlane ${namespaceOf(controlPlane)}/${controlPlane.metadata.name} has no metadata.uid: ` +
+        "pass the object as read from the API server, so the Secrets it owns get a valid ownerReference",
+    );
+  }
+  return { namespace: namespaceOf(controlPlane), name: controlPlane.metadata.name, uid };
+}
