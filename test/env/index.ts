@@ -4,3 +4,4 @@ export * from "./processes.ts";
 export * from "./net.ts";
 export * from "./tools.ts";
 export * from "./etcd.ts";
+export * from "./apiserver.ts";
