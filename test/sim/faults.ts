@@ -1,0 +1,193 @@
+// Everything that goes wrong in a schedule, while faults are on: members that die and recover, Machines that die,
+// ghost members, users deleting Machines, spec changes mid-flight, pauses, boot failures. Faults that are for
+// good (a dead Machine, a dead ghost) are only injected while the cluster could still regain quorum once the
+// temporary ones end, so a world whose faults stopped can always be finished by a correct controller.
+import { survivesLosing } from "./evolve.ts";
+import type { Prng } from "./prng.ts";
+import { electLeader, liveMachines, newMemberId, type BootFault, type World } from "./world.ts";
+
+export interface FaultProfile {
+  /** Probability that a step brings one fault. */
+  rate: number;
+  /** Probability that a reconcile crashes somewhere between its API calls. */
+  crashRate: number;
+  /** Probability that a crash also loses what the controller kept in status (grace-period clocks). */
+  memoryLossRate: number;
+  /** Probability that a Machine created while faults are on fails to boot in some way. */
+  bootFaultRate: number;
+}
+
+type FaultKind =
+  | "member-outage"
+  | "machine-dies"
+  | "ghost-stray"
+  | "ghost-vanish"
+  | "user-deletes-machine"
+  | "user-marks-machine"
+  | "version-bump"
+  | "template-change"
+  | "replicas-change"
+  | "strategy-change"
+  | "pause";
+
+const FAULT_WEIGHTS: readonly (readonly [FaultKind, number])[] = [
+  ["member-outage", 3],
+  ["machine-dies", 1.5],
+  ["ghost-stray", 1],
+  ["ghost-vanish", 1],
+  ["user-deletes-machine", 1],
+  ["user-marks-machine", 0.5],
+  ["version-bump", 1],
+  ["template-change", 0.5],
+  ["replicas-change", 1.5],
+  ["strategy-change", 0.5],
+  ["pause", 0.5],
+];
+
+/** Injects at most one fault this step; returns what happened, for the trace. */
+export function injectFault(world: World, rng: Prng, profile: FaultProfile): string | undefined {
+  if (!rng.chance(profile.rate)) return undefined;
+  const kind = rng.weighted(FAULT_WEIGHTS);
+  const outcome = FAULTS[kind](world, rng);
+  electLeader(world);
+  return outcome;
+}
+
+const FAULTS: Record<FaultKind, (world: World, rng: Prng) => string | undefined> = {
+  "member-outage": (world, rng) => {
+    const candidates = world.members.filter((member) => member.up);
+    if (candidates.length === 0) return undefined;
+    const member = rng.pick(candidates);
+    member.up = false;
+    member.downUntil = world.step + rng.int(1, 8);
+    return `member ${label(member.name, member.id)} down until step ${member.downUntil}`;
+  },
+  "machine-dies": (world, rng) => {
+    const candidates = liveMachines(world).filter((machine) => machine.phase === "running");
+    if (candidates.length === 0) return undefined;
+    const machine = rng.pick(candidates);
+    const member = machine.memberId === undefined ? undefined : world.members.find((candidate) => candidate.id === machine.memberId);
+    const losesVoter = member !== undefined && !member.learner && !member.lostForGood;
+    if (!survivesLosing(world, losesVoter ? 1 : 0)) return undefined;
+    machine.phase = "broken";
+    machine.failed = rng.chance(0.4);
+    if (member) {
+      member.up = false;
+      member.downUntil = undefined;
+      member.lostForGood = true;
+    }
+    return `machine ${machine.name} dies${machine.failed ? " (CAPI reports it failed)" : ""}`;
+  },
+  "ghost-stray": (world, rng) => {
+    // member add is a raft proposal: only possible while there is a leader.
+    if (world.leaderId === undefined) return undefined;
+    const alive = rng.chance(0.4);
+    if (!alive && !survivesLosing(world, 0, 1)) return undefined;
+    const n = world.nextStray++;
+    const started = alive || rng.chance(0.5);
+    world.members.push({
+      id: newMemberId(world),
+      name: started ? `stray-${n}` : "",
+      peerHost: `10.99.0.${n + 2}`,
+      learner: false,
+      started,
+      up: alive,
+      lostForGood: !alive,
+      appliedIndex: alive ? world.leaderIndex : 0,
+      catchUpRate: 1,
+    });
+    return `ghost member stray-${n} ${alive ? "(alive)" : started ? "(dead)" : "(added, never started)"}`;
+  },
+  "ghost-vanish": (world, rng) => {
+    const candidates = liveMachines(world).filter((machine) => machine.memberId !== undefined);
+    if (candidates.length === 0) return undefined;
+    const machine = rng.pick(candidates);
+    const member = world.members.find((candidate) => candidate.id === machine.memberId);
+    if (member && !member.learner && !member.lostForGood && !survivesLosing(world, 1)) return undefined;
+    world.machines = world.machines.filter((candidate) => candidate !== machine);
+    if (member) {
+      member.up = false;
+      member.downUntil = undefined;
+      member.lostForGood = true;
+    }
+    if (machine.nodeRegistered && machine.address) world.staleNodes.push({ name: machine.hostName, address: machine.address });
+    return `machine ${machine.name} vanished out of band; its member stays`;
+  },
+  "user-deletes-machine": (world, rng) => {
+    const candidates = liveMachines(world);
+    if (candidates.length === 0) return undefined;
+    const machine = rng.pick(candidates);
+    machine.deleting = world.now;
+    return `user deletes machine ${machine.name}`;
+  },
+  "user-marks-machine": (world, rng) => {
+    const candidates = liveMachines(world).filter((machine) => !machine.markedForDeletion);
+    if (candidates.length === 0) return undefined;
+    const machine = rng.pick(candidates);
+    machine.markedForDeletion = true;
+    return `user marks machine ${machine.name} for deletion`;
+  },
+  "version-bump": (world) => {
+    const match = /^v(\d+)\.(\d+)\.(\d+)$/.exec(world.spec.version);
+    if (!match) return undefined;
+    world.spec.version = `v${match[1]}.${Number(match[2]) + 1}.0`;
+    world.spec.generation++;
+    return `spec.version -> ${world.spec.version}`;
+  },
+  "template-change": (world) => {
+    world.spec.templateHash = `tpl-${world.spec.generation + 1}`;
+    world.spec.generation++;
+    return `spec.machineTemplate changed (hash ${world.spec.templateHash})`;
+  },
+  "replicas-change": (world, rng) => {
+    const replicas = rng.pick([1, 3, 5].filter((count) => count !== world.spec.replicas));
+    world.spec.replicas = replicas;
+    // The CRD rejects maxSurge 0 with one replica: a user scaling to 1 changes both.
+    if (replicas === 1) world.spec.maxSurge = 1;
+    world.spec.generation++;
+    return `spec.replicas -> ${replicas}`;
+  },
+  "strategy-change": (world, rng) => {
+    if (world.spec.replicas >= 3 && rng.chance(0.5)) {
+      world.spec.maxSurge = world.spec.maxSurge === 1 ? 0 : 1;
+    } else {
+      world.spec.memberRemoval = world.spec.memberRemoval === "BeforeDelete" ? "AfterDrain" : "BeforeDelete";
+    }
+    world.spec.generation++;
+    return `spec.rolloutStrategy -> maxSurge ${world.spec.maxSurge}, memberRemoval ${world.spec.memberRemoval}`;
+  },
+  pause: (world, rng) => {
+    if (rng.chance(0.5)) {
+      world.spec.paused = !world.spec.paused;
+      return `QuorumControlPlane ${world.spec.paused ? "paused" : "unpaused"}`;
+    }
+    world.spec.clusterPaused = !world.spec.clusterPaused;
+    return `Cluster ${world.spec.clusterPaused ? "paused" : "unpaused"}`;
+  },
+};
+
+/** The boot fault of a Machine created now, if any (never for the Machine that initialises the cluster). */
+export function bootFaultFor(world: World, rng: Prng, profile: FaultProfile): BootFault | undefined {
+  if (world.step >= world.faultsUntil || !world.initialized || !rng.chance(profile.bootFaultRate)) return undefined;
+  const kinds: BootFault[] = ["infrastructure", "bootstrap", "after-member-add"];
+  if (world.joinMode !== "voter") kinds.push("stalled-learner");
+  return rng.pick(kinds);
+}
+
+/** Faults stop: temporary outages end and pauses are lifted; what broke for good stays broken for the controller to fix. */
+export function endFaults(world: World): string {
+  for (const member of world.members) {
+    if (member.downUntil !== undefined) {
+      member.downUntil = undefined;
+      member.up = true;
+    }
+  }
+  world.spec.paused = false;
+  world.spec.clusterPaused = false;
+  electLeader(world);
+  return "faults stop: temporary outages end, pauses lifted";
+}
+
+function label(name: string, id: string): string {
+  return name === "" ? `(unstarted ${id})` : name;
+}

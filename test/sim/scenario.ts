@@ -1,0 +1,96 @@
+// A schedule's starting point, all drawn from its seed: the spec, how kubeadm joins, how Nodes are named, the
+// failure domains, whether the control plane starts converged or from nothing, and how hard faults hit.
+import { nextMachineName } from "../../src/controller/machine-factory.ts";
+import type { FaultProfile } from "./faults.ts";
+import { Prng } from "./prng.ts";
+import { CONTROL_PLANE, hostNameFor, newAddress, newMemberId, STEP_MS, type JoinMode, type NodeNaming, type World } from "./world.ts";
+
+/** Faults stop by this step at the latest. */
+export const MAX_FAULT_STEPS = 40;
+const EPOCH = Date.UTC(2026, 0, 1);
+
+export interface Scenario {
+  world: World;
+  profile: FaultProfile;
+  /** Separate streams, so that drawing more for one concern does not change another's draws. */
+  rngs: { faults: Prng; crashes: Prng; planner: Prng };
+}
+
+export function createScenario(seed: number): Scenario {
+  const rng = new Prng(seed);
+  const setup = rng.fork();
+  const replicas = setup.weighted([[1, 2], [3, 5], [5, 3]] as const);
+  const maxSurge: 0 | 1 = replicas >= 3 && setup.chance(0.3) ? 0 : 1;
+  const world: World = {
+    step: 0,
+    now: EPOCH,
+    spec: {
+      replicas,
+      version: "v1.30.2",
+      templateHash: "tpl-0",
+      maxSurge,
+      memberRemoval: setup.chance(0.7) ? "BeforeDelete" : "AfterDrain",
+      paused: false,
+      clusterPaused: false,
+      generation: 1,
+    },
+    joinMode: setup.weighted([["learner", 4], ["learner-self-promote", 3], ["voter", 3]] as const) as JoinMode,
+    nodeNaming: (setup.chance(0.6) ? "machine" : "hostname") as NodeNaming,
+    failureDomains: setup.chance(0.3) ? [] : ["fd-a", "fd-b", "fd-c"],
+    machines: [],
+    members: [],
+    staleNodes: [],
+    leaderIndex: 1000 + setup.int(0, 100_000),
+    initialized: false,
+    memory: { members: new Map() },
+    faultsUntil: setup.int(0, MAX_FAULT_STEPS),
+    nextAddress: 0,
+    nextStray: 0,
+    rng: rng.fork(),
+  };
+  if (setup.chance(0.75)) startConverged(world);
+  const profile: FaultProfile = {
+    rate: 0.05 + setup.next() * 0.35,
+    crashRate: 0.05 + setup.next() * 0.35,
+    memoryLossRate: 0.3,
+    bootFaultRate: 0.1 + setup.next() * 0.3,
+  };
+  return { world, profile, rngs: { faults: rng.fork(), crashes: rng.fork(), planner: rng.fork() } };
+}
+
+/** A healthy control plane at the spec: one running Machine, Node and voter per replica. */
+function startConverged(world: World): void {
+  const taken = new Set<string>();
+  for (let index = 0; index < world.spec.replicas; index++) {
+    const name = nextMachineName(CONTROL_PLANE, world.spec.version, world.spec.templateHash, taken);
+    taken.add(name);
+    const address = newAddress(world);
+    const id = newMemberId(world);
+    const created = world.now - (world.spec.replicas - index) * 3600_000;
+    world.machines.push({
+      name,
+      created,
+      createdStep: Math.floor((created - world.now) / STEP_MS),
+      version: world.spec.version,
+      templateHash: world.spec.templateHash,
+      ...(world.failureDomains.length > 0 ? { failureDomain: world.failureDomains[index % world.failureDomains.length] } : {}),
+      address,
+      hostName: hostNameFor(world, name, address),
+      phase: "running",
+      phaseUntil: 0,
+      infrastructureReady: true,
+      bootstrapReady: true,
+      hook: true,
+      remediationRequested: false,
+      failed: false,
+      markedForDeletion: false,
+      memberId: id,
+      nodeRegistered: true,
+      voterRemoved: false,
+    });
+    world.members.push({ id, name: hostNameFor(world, name, address), peerHost: address, learner: false, started: true, up: true, lostForGood: false, appliedIndex: world.leaderIndex, catchUpRate: 1, machine: name });
+    world.memory.members.set(id, { firstObserved: created, appliedIndex: world.leaderIndex, lastProgress: world.now });
+  }
+  world.leaderId = world.members[0].id;
+  world.initialized = true;
+}

@@ -1,0 +1,65 @@
+// One line per step for --trace: what broke, what the planner decided and why, which calls ran (and where the
+// controller crashed), and the world afterwards, compact enough to read a whole schedule.
+import type { Action } from "../../src/core/actions.ts";
+import { findMember, type SimMachine, type SimMember, type World } from "./world.ts";
+
+export function describeSetup(seed: number, world: World): string {
+  const spec = world.spec;
+  return [
+    `schedule seed ${seed}: replicas ${spec.replicas}, ${spec.version}, maxSurge ${spec.maxSurge}, memberRemoval ${spec.memberRemoval}`,
+    `join ${world.joinMode}, node names ${world.nodeNaming}, failure domains [${world.failureDomains.join(",")}], faults until step ${world.faultsUntil}`,
+    `start: ${describeWorld(world)}`,
+  ].join("\n");
+}
+
+export function describeAction(action: Action): string {
+  const { kind, reason } = action;
+  switch (action.kind) {
+    case "CreateMachine":
+      return `${kind}(${action.failureDomain ?? "-"}): ${reason}`;
+    case "PromoteLearner":
+    case "RemoveMember":
+    case "RemoveGhost":
+      return `${kind}(${action.memberName || "(unstarted)"} ${action.memberId}): ${reason}`;
+    case "ForwardLeadership":
+      return `${kind}(${action.fromMemberId} -> ${action.toMemberName}): ${reason}`;
+    case "DeleteMachine":
+    case "ReleaseHook":
+    case "AddHook":
+    case "Remediate":
+      return `${kind}(${action.machine}): ${reason}`;
+    case "Wait":
+      return `Wait: ${reason}${action.blockedBy ? ` [blocked by ${action.blockedBy}]` : ""}`;
+  }
+}
+
+export function describeWorld(world: World): string {
+  const machines = world.machines.map((machine) => describeMachine(world, machine)).join(" ");
+  const members = world.members.map((member) => describeMember(world, member)).join(" ");
+  const spec = world.spec;
+  const paused = spec.paused || spec.clusterPaused ? " PAUSED" : "";
+  return `spec ${spec.replicas}x${spec.version}/${spec.templateHash} surge${spec.maxSurge} ${spec.memberRemoval}${paused} | machines ${machines || "-"} | members ${members || "-"}`;
+}
+
+function describeMachine(world: World, machine: SimMachine): string {
+  const flags = [
+    machine.phase,
+    machine.version !== world.spec.version || machine.templateHash !== world.spec.templateHash ? "outdated" : "",
+    machine.nodeRegistered ? "node" : "",
+    machine.deleting !== undefined ? "DELETING" : "",
+    machine.hook ? "" : "no-hook",
+    machine.remediationRequested ? "MHC" : "",
+    machine.failed ? "failed" : "",
+    machine.markedForDeletion ? "marked" : "",
+    machine.memberId !== undefined && !findMember(world, machine.memberId) ? "member-gone" : "",
+  ].filter((flag) => flag !== "");
+  return `${machine.name}[${flags.join(",")}]`;
+}
+
+function describeMember(world: World, member: SimMember): string {
+  const role = member.learner ? "learner" : "voter";
+  const state = member.up ? "up" : member.downUntil !== undefined ? `down<${member.downUntil}` : member.started ? "dead" : "unstarted";
+  const leader = world.leaderId === member.id ? ",LEADER" : "";
+  const owner = member.machine === undefined ? ",stray" : member.name === member.machine ? "" : `,of ${member.machine}`;
+  return `${member.name || "?"}:${member.id.slice(-4)}(${role},${state}${leader}${owner})`;
+}

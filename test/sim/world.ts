@@ -1,0 +1,205 @@
+// The simulated world: the truth the controller can only observe. Machines (CAPI), their infrastructure and
+// kubeadm bootstrap, the workload Nodes, and the etcd cluster (members, processes, leader, raft indices).
+// Everything here is plain mutable data plus small helpers; evolve.ts moves it forward in time, faults.ts breaks
+// it, execute.ts applies the controller's API calls to it.
+import type { MemberRemoval } from "../../src/api/constants.ts";
+import type { Prng } from "./prng.ts";
+
+/** One reconcile per step; grace periods in the simulated spec are set in steps of this size. */
+export const STEP_MS = 10_000;
+export const CONTROL_PLANE = "qcp";
+export const NAMESPACE = "default";
+
+/**
+ * How kubeadm join adds the member: as a learner that Quorum promotes, as a learner kubeadm promotes itself
+ * once in sync (EtcdLearnerMode), or straight as a voter (older kubeadm: the dangerous unstarted-voter window).
+ */
+export type JoinMode = "learner" | "learner-self-promote" | "voter";
+/** The Node (and etcd member) name: the Machine name, or a host name derived from the address (AWS-style). */
+export type NodeNaming = "machine" | "hostname";
+/** A boot fault decided when the Machine is created (only while faults are on). */
+export type BootFault = "infrastructure" | "bootstrap" | "after-member-add" | "stalled-learner";
+
+export type MachinePhase =
+  | "provisioning" // infrastructure not ready
+  | "booting" // infrastructure ready, bootstrap (kubeadm) running
+  | "member-added" // kubeadm added the member, etcd not started yet
+  | "running" // etcd process started (it may be down now)
+  | "broken"; // will never run etcd again (failed boot, died, or its member was removed)
+
+export interface SimMachine {
+  name: string;
+  created: number;
+  createdStep: number;
+  deleting?: number;
+  version: string;
+  templateHash: string;
+  failureDomain?: string;
+  /** Assigned when the infrastructure is ready. */
+  address?: string;
+  /** The name its Node and etcd member get (known to the world from the start, to the controller once the Node exists). */
+  hostName: string;
+  phase: MachinePhase;
+  /** Step at which the current phase moves on. */
+  phaseUntil: number;
+  infrastructureReady: boolean;
+  bootstrapReady: boolean;
+  hook: boolean;
+  remediationRequested: boolean;
+  /** CAPI reports a terminal failure (failureReason). */
+  failed: boolean;
+  markedForDeletion: boolean;
+  bootFault?: BootFault;
+  /** The member this Machine's kubeadm added (world truth; the controller has to map it). */
+  memberId?: string;
+  /** Step at which the kubelet registers the Node. */
+  nodeAt?: number;
+  nodeRegistered: boolean;
+  /** First step the MachineHealthCheck saw it unhealthy. */
+  unhealthySince?: number;
+  /** A voter member of this Machine was removed by the controller: a removal in flight until the Machine is gone. */
+  voterRemoved: boolean;
+}
+
+export interface SimMember {
+  id: string;
+  /** "" until the process first starts (an unstarted member, as etcd lists it). */
+  name: string;
+  peerHost: string;
+  learner: boolean;
+  started: boolean;
+  /** The process runs and answers. */
+  up: boolean;
+  /** A temporary outage ends at this step. */
+  downUntil?: number;
+  /** Will never answer again (its Machine died or vanished): the fault injector counts it as lost for good. */
+  lostForGood: boolean;
+  appliedIndex: number;
+  /** Fraction of the leader's index a learner catches up per step; 0 for a stalled learner. */
+  catchUpRate: number;
+  /** World truth: the Machine whose kubeadm added it; undefined for stray members. */
+  machine?: string;
+}
+
+/** A Node object left behind in the workload cluster by a Machine that vanished out of band. */
+export interface StaleNode {
+  name: string;
+  address: string;
+}
+
+export interface SimSpec {
+  replicas: number;
+  version: string;
+  templateHash: string;
+  maxSurge: 0 | 1;
+  memberRemoval: MemberRemoval;
+  paused: boolean;
+  clusterPaused: boolean;
+  generation: number;
+}
+
+/** What the real controller keeps in QuorumControlPlane status between reconciles (and may lose). */
+export interface ControllerMemory {
+  members: Map<string, { firstObserved: number; appliedIndex?: number; lastProgress: number }>;
+  lastRemediation?: { machine: string; time: number; retryCount: number };
+}
+
+export interface World {
+  step: number;
+  now: number;
+  spec: SimSpec;
+  joinMode: JoinMode;
+  nodeNaming: NodeNaming;
+  failureDomains: string[];
+  machines: SimMachine[];
+  members: SimMember[];
+  staleNodes: StaleNode[];
+  leaderId?: string;
+  leaderIndex: number;
+  initialized: boolean;
+  memory: ControllerMemory;
+  /** Faults (including crashes and spec changes) happen only before this step. */
+  faultsUntil: number;
+  nextAddress: number;
+  nextStray: number;
+  rng: Prng;
+}
+
+export function quorumSize(voters: number): number {
+  return Math.floor(voters / 2) + 1;
+}
+
+export function voters(world: World): SimMember[] {
+  return world.members.filter((member) => !member.learner);
+}
+
+/** A Machine deleting without hooks loses its infrastructure at the next step: count its process as gone already. */
+export function doomed(world: World, member: SimMember): boolean {
+  const machine = member.machine === undefined ? undefined : findMachine(world, member.machine);
+  return machine !== undefined && machine.deleting !== undefined && !machine.hook && machine.memberId === member.id;
+}
+
+export function healthy(world: World, member: SimMember): boolean {
+  return member.up && !doomed(world, member);
+}
+
+export function healthyVoterCount(world: World): number {
+  return voters(world).filter((member) => healthy(world, member)).length;
+}
+
+/** Healthy voters ≥ ⌊voters/2⌋+1, counting ghosts and unstarted voters as voters. An empty cluster has none. */
+export function hasQuorum(world: World): boolean {
+  const count = voters(world).length;
+  return count > 0 && healthyVoterCount(world) >= quorumSize(count);
+}
+
+export function findMachine(world: World, name: string): SimMachine | undefined {
+  return world.machines.find((machine) => machine.name === name);
+}
+
+export function findMember(world: World, id: string): SimMember | undefined {
+  return world.members.find((member) => member.id === id);
+}
+
+/** etcd elects a leader among the started, answering voters when they are a quorum; otherwise there is none. */
+export function electLeader(world: World): void {
+  const voterList = voters(world);
+  const answering = voterList.filter((member) => member.up);
+  if (voterList.length === 0 || answering.length < quorumSize(voterList.length)) {
+    world.leaderId = undefined;
+    return;
+  }
+  const current = world.leaderId === undefined ? undefined : findMember(world, world.leaderId);
+  if (current && current.up && !current.learner) return;
+  const next = answering.reduce((lowest, member) => (member.id < lowest.id ? member : lowest));
+  world.leaderId = next.id;
+  next.appliedIndex = world.leaderIndex;
+}
+
+export function newMemberId(world: World): string {
+  for (;;) {
+    // etcd member IDs are 64-bit; a 16-digit decimal string is enough to look real and stay unique.
+    const id = `${world.rng.int(1, 9)}${String(world.rng.int(0, 999_999_999)).padStart(9, "0")}${String(world.rng.int(0, 999_999)).padStart(6, "0")}`;
+    if (!findMember(world, id)) return id;
+  }
+}
+
+export function newAddress(world: World): string {
+  const n = world.nextAddress++;
+  return `10.0.${Math.floor(n / 250)}.${(n % 250) + 2}`;
+}
+
+export function hostNameFor(world: World, machineName: string, address: string): string {
+  return world.nodeNaming === "machine" ? machineName : `ip-${address.replaceAll(".", "-")}`;
+}
+
+/** Removes a member from the cluster; a removed etcd process shuts itself down. */
+export function dropMember(world: World, id: string): void {
+  world.members = world.members.filter((member) => member.id !== id);
+  if (world.leaderId === id) world.leaderId = undefined;
+  electLeader(world);
+}
+
+export function liveMachines(world: World): SimMachine[] {
+  return world.machines.filter((machine) => machine.deleting === undefined);
+}
