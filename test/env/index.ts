@@ -5,3 +5,5 @@ export * from "./net.ts";
 export * from "./tools.ts";
 export * from "./etcd.ts";
 export * from "./apiserver.ts";
+export * from "./kube.ts";
+export * from "./crds.ts";
