@@ -1,0 +1,79 @@
+import assert from "node:assert/strict";
+import { before, describe, it } from "node:test";
+import { readCASecret } from "../../../../src/adapters/certs/ca-secret.ts";
+import { createCA, issueCertificate, oneDay, validFor, type CertificateAuthority } from "../../../../src/adapters/certs/pki.ts";
+import {
+  AdapterError,
+  CAKeyMismatchError,
+  CertificateExpiredError,
+  SecretGarbageError,
+  SecretMissingError,
+} from "../../../../src/adapters/errors.ts";
+import { MemorySecretStore } from "../memory-secret-store.ts";
+
+const ref = { namespace: "team-a", name: "prod-etcd" };
+const now = new Date("2030-01-01T00:00:00Z");
+
+describe("reading a CA Secret", () => {
+  let ca: CertificateAuthority;
+  let otherCA: CertificateAuthority;
+  let expiredCA: CertificateAuthority;
+  let leaf: { certPem: string; keyPem: string };
+
+  before(async () => {
+    ca = await createCA("etcd-ca", validFor(365 * oneDay, now));
+    otherCA = await createCA("other-ca", validFor(365 * oneDay, now));
+    expiredCA = await createCA("old-ca", { notBefore: new Date(now.getTime() - 10 * oneDay), notAfter: new Date(now.getTime() - oneDay) });
+    leaf = await issueCertificate(ca, { commonName: "leaf", usages: "client", validity: validFor(oneDay, now) });
+  });
+
+  it("returns a CA that can sign when the Secret holds a valid CA and its key", async () => {
+    const store = new MemorySecretStore();
+    const secret = store.seed(ref.namespace, ref.name, { "tls.crt": ca.certPem, "tls.key": ca.keyPem });
+    const loaded = await readCASecret(ref, secret, now, "to test");
+    assert.equal(loaded.certPem.trim(), ca.certPem.trim());
+    await issueCertificate(loaded, { commonName: "client", usages: "client", validity: validFor(oneDay, now) });
+  });
+
+  const cases: {
+    name: string;
+    data?: () => Record<string, string>;
+    type: new (...args: never[]) => AdapterError;
+    message: RegExp;
+    at?: Date;
+  }[] = [
+    { name: "the Secret does not exist", type: SecretMissingError, message: /Secret team-a\/prod-etcd not found: .*to test.*create it with tls\.crt and tls\.key/ },
+    { name: "tls.crt is empty", data: () => ({ "tls.crt": "", "tls.key": ca.keyPem }), type: SecretGarbageError, message: /Secret team-a\/prod-etcd: data key "tls\.crt" is missing or empty: put a PEM CA certificate/ },
+    { name: "tls.crt is garbage", data: () => ({ "tls.crt": "hello world", "tls.key": ca.keyPem }), type: SecretGarbageError, message: /Secret team-a\/prod-etcd: data key "tls\.crt" does not hold a PEM certificate/ },
+    {
+      name: "tls.crt has a PEM block with garbage inside",
+      data: () => ({ "tls.crt": "-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydA==\n-----END CERTIFICATE-----\n", "tls.key": ca.keyPem }),
+      type: SecretGarbageError,
+      message: /team-a\/prod-etcd: data key "tls\.crt" does not hold a PEM certificate/,
+    },
+    { name: "tls.key is missing", data: () => ({ "tls.crt": ca.certPem }), type: SecretGarbageError, message: /team-a\/prod-etcd: data key "tls\.key" is missing or empty/ },
+    { name: "tls.key is garbage", data: () => ({ "tls.crt": ca.certPem, "tls.key": "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n" }), type: SecretGarbageError, message: /team-a\/prod-etcd: data key "tls\.key" does not hold a PEM private key/ },
+    { name: "tls.key belongs to another CA", data: () => ({ "tls.crt": ca.certPem, "tls.key": otherCA.keyPem }), type: CAKeyMismatchError, message: /Secret team-a\/prod-etcd: tls\.key is not the private key of the certificate in tls\.crt \(CN=etcd-ca\): put the key that was generated with this CA/ },
+    { name: "the CA has expired", data: () => ({ "tls.crt": expiredCA.certPem, "tls.key": expiredCA.keyPem }), type: CertificateExpiredError, message: /Secret team-a\/prod-etcd: certificate CN=old-ca expired at .* \(now 2030-01-01T00:00:00\.000Z\): rotate it/ },
+    {
+      name: "the CA is not valid yet",
+      data: () => ({ "tls.crt": ca.certPem, "tls.key": ca.keyPem }),
+      at: new Date(now.getTime() - oneDay),
+      type: CertificateExpiredError,
+      message: /Secret team-a\/prod-etcd: certificate CN=etcd-ca is not valid until .*: check the clock of this host/,
+    },
+    { name: "tls.crt is a leaf certificate, not a CA", data: () => ({ "tls.crt": leaf.certPem, "tls.key": leaf.keyPem }), type: SecretGarbageError, message: /team-a\/prod-etcd: data key "tls\.crt" cannot be used as a signing CA \(.*not a CA/ },
+  ];
+
+  for (const testCase of cases) {
+    it(`fails with ${testCase.type.name} naming the Secret and the fix when ${testCase.name}`, async () => {
+      const store = new MemorySecretStore();
+      const secret = testCase.data ? store.seed(ref.namespace, ref.name, testCase.data()) : undefined;
+      await assert.rejects(readCASecret(ref, secret, testCase.at ?? now, "to test"), (error: unknown) => {
+        assert.ok(error instanceof testCase.type, `expected ${testCase.type.name}, got ${String(error)}`);
+        assert.match((error as Error).message, testCase.message);
+        return true;
+      });
+    });
+  }
+});

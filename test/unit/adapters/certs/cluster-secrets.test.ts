@@ -1,0 +1,81 @@
+import assert from "node:assert/strict";
+import { createPublicKey, createPrivateKey, sign, verify, X509Certificate } from "node:crypto";
+import { describe, it } from "node:test";
+import { readCASecret } from "../../../../src/adapters/certs/ca-secret.ts";
+import { ensureClusterCertificates } from "../../../../src/adapters/certs/cluster-secrets.ts";
+import { dataText } from "../../../../src/adapters/certs/secret-store.ts";
+import { MemorySecretStore } from "../memory-secret-store.ts";
+
+const owner = { namespace: "team-a", name: "prod-cp", uid: "6d1c1c1e-0000-4000-8000-000000000001" };
+const now = new Date("2030-01-01T00:00:00Z");
+
+describe("cluster certificate Secrets", () => {
+  it("creates the ca, etcd, proxy and sa Secrets in CAPI's layout, owned by the QuorumControlPlane", async () => {
+    const store = new MemorySecretStore();
+    const result = await ensureClusterCertificates(store, "prod", owner, now);
+    assert.deepEqual(result.created.sort(), ["prod-ca", "prod-etcd", "prod-proxy", "prod-sa"]);
+    for (const name of result.created) {
+      const secret = store.secrets.get(`team-a/${name}`);
+      assert.ok(secret);
+      assert.equal(secret.type, "cluster.x-k8s.io/secret");
+      assert.equal(secret.metadata.labels?.["cluster.x-k8s.io/cluster-name"], "prod");
+      assert.deepEqual(secret.metadata.ownerReferences, [
+        { apiVersion: "controlplane.cluster.x-k8s.io/v1beta1", kind: "QuorumControlPlane", name: "prod-cp", uid: owner.uid, controller: true, blockOwnerDeletion: true },
+      ]);
+    }
+    for (const [name, commonName] of [["prod-ca", "kubernetes"], ["prod-etcd", "etcd-ca"], ["prod-proxy", "front-proxy-ca"]]) {
+      const ca = await readCASecret({ namespace: "team-a", name }, store.secrets.get(`team-a/${name}`), now, "to test");
+      assert.equal(ca.commonName, commonName);
+      assert.ok(new X509Certificate(ca.certPem).ca);
+    }
+  });
+
+  it("writes the service-account Secret as a public key in tls.crt and its private key in tls.key", async () => {
+    const store = new MemorySecretStore();
+    await ensureClusterCertificates(store, "prod", owner, now);
+    const secret = store.secrets.get("team-a/prod-sa");
+    assert.ok(secret);
+    const publicPem = dataText(secret, "tls.crt") ?? "";
+    const privatePem = dataText(secret, "tls.key") ?? "";
+    assert.match(publicPem, /^-----BEGIN PUBLIC KEY-----/);
+    assert.match(privatePem, /^-----BEGIN RSA PRIVATE KEY-----/);
+    const signature = sign("sha256", Buffer.from("token"), createPrivateKey(privatePem));
+    assert.ok(verify("sha256", Buffer.from("token"), createPublicKey(publicPem), signature));
+  });
+
+  it("leaves Secrets that already exist byte-for-byte unchanged and creates only the missing ones", async () => {
+    const store = new MemorySecretStore();
+    const userCA = store.seed("team-a", "prod-ca", { "tls.crt": "user cert", "tls.key": "user key" }, { type: "Opaque" });
+    const userEtcd = store.seed("team-a", "prod-etcd", { "tls.crt": "their etcd cert", "tls.key": "their etcd key" });
+    const result = await ensureClusterCertificates(store, "prod", owner, now);
+    assert.deepEqual(result.existing.sort(), ["prod-ca", "prod-etcd"]);
+    assert.deepEqual(result.created.sort(), ["prod-proxy", "prod-sa"]);
+    assert.deepEqual(store.secrets.get("team-a/prod-ca"), userCA);
+    assert.deepEqual(store.secrets.get("team-a/prod-etcd"), userEtcd);
+  });
+
+  it("does nothing on a second run", async () => {
+    const store = new MemorySecretStore();
+    await ensureClusterCertificates(store, "prod", owner, now);
+    const before = structuredClone([...store.secrets]);
+    const writes = store.writes.length;
+    const again = await ensureClusterCertificates(store, "prod", owner, now);
+    assert.deepEqual(again.created, []);
+    assert.equal(store.writes.length, writes);
+    assert.deepEqual([...store.secrets], before);
+  });
+
+  it("counts a Secret someone else created between the read and the create as existing, without overwriting it", async () => {
+    const store = new MemorySecretStore();
+    const racing = Object.create(store) as MemorySecretStore;
+    racing.get = async (ref) => {
+      const found = await store.get(ref);
+      // Another writer creates prod-etcd right after Quorum saw it absent.
+      if (ref.name === "prod-etcd" && !found) store.seed("team-a", "prod-etcd", { "tls.crt": "theirs", "tls.key": "theirs" });
+      return found;
+    };
+    const result = await ensureClusterCertificates(racing, "prod", owner, now);
+    assert.ok(result.existing.includes("prod-etcd"));
+    assert.equal(dataText(store.secrets.get("team-a/prod-etcd")!, "tls.crt"), "theirs");
+  });
+});

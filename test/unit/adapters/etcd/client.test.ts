@@ -1,0 +1,77 @@
+// The etcd client's failure paths against loopback sockets that are not etcd: a port nobody listens on and
+// a server that accepts connections but never answers (what a frozen member looks like).
+import assert from "node:assert/strict";
+import { createServer, type Server, type Socket } from "node:net";
+import { after, before, describe, it } from "node:test";
+import { createEtcdClusterClient } from "../../../../src/adapters/etcd/client.ts";
+import { EndpointUnreachableError } from "../../../../src/adapters/errors.ts";
+
+async function listen(server: Server): Promise<number> {
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const address = server.address();
+  if (!address || typeof address === "string") throw new Error("no port");
+  return address.port;
+}
+
+describe("etcd client without a live member", () => {
+  const sockets = new Set<Socket>();
+  const silent = createServer((socket) => {
+    sockets.add(socket);
+    socket.on("close", () => sockets.delete(socket));
+  });
+  let silentPort = 0;
+  let deadPort = 0;
+
+  before(async () => {
+    silentPort = await listen(silent);
+    const closed = createServer();
+    deadPort = await listen(closed);
+    await new Promise((resolve) => closed.close(resolve));
+  });
+  after(async () => {
+    for (const socket of sockets) socket.destroy();
+    await new Promise((resolve) => silent.close(resolve));
+  });
+
+  it("fails listing members with EndpointUnreachableError naming every endpoint and its cause", async () => {
+    const client = createEtcdClusterClient({
+      endpoints: [`http://127.0.0.1:${deadPort}`, `http://127.0.0.1:${silentPort}`],
+      callDeadlineMs: 300,
+      context: "etcd of cluster team-a/prod",
+    });
+    try {
+      await assert.rejects(client.listMembers(), (error: unknown) => {
+        assert.ok(error instanceof EndpointUnreachableError);
+        assert.match(error.message, /^etcd of cluster team-a\/prod \(member list\): no endpoint answered within 300 ms/);
+        assert.match(error.message, new RegExp(`http://127\\.0\\.0\\.1:${deadPort}: .*(ECONNREFUSED|No connection established)`));
+        assert.match(error.message, new RegExp(`http://127\\.0\\.0\\.1:${silentPort}: no answer within 300 ms`));
+        assert.match(error.message, /check that the control-plane Machines are running/);
+        return true;
+      });
+    } finally {
+      await client.close();
+    }
+  });
+
+  it("reports a member that accepts connections but never answers as unreachable instead of waiting for it", async () => {
+    const client = createEtcdClusterClient({ endpoints: [], callDeadlineMs: 300 });
+    try {
+      const statuses = await client.memberStatuses([
+        { id: "1", name: "frozen", peerURLs: [], clientURLs: [`http://127.0.0.1:${silentPort}`], learner: false },
+        { id: "2", name: "", peerURLs: ["http://127.0.0.1:1"], clientURLs: [], learner: true },
+      ]);
+      assert.deepEqual(statuses, [
+        { memberId: "1", endpoint: `http://127.0.0.1:${silentPort}`, reachable: false, leader: false, errors: ["no answer within 300 ms"] },
+        { memberId: "2", reachable: false, leader: false, errors: ["member has not started yet (no client URLs)"] },
+      ]);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it("says there is no endpoint to ask when it was given none", async () => {
+    const client = createEtcdClusterClient({ endpoints: [], callDeadlineMs: 300, context: "etcd of cluster team-a/prod" });
+    await assert.rejects(client.listMembers(), /etcd of cluster team-a\/prod \(member list\): no endpoint to ask/);
+    await client.close();
+  });
+});

@@ -1,0 +1,88 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { EndpointUnreachableError } from "../../../../src/adapters/errors.ts";
+import type { EtcdClusterClient, EtcdMember, EtcdMemberStatus } from "../../../../src/adapters/etcd/types.ts";
+import { observeEtcd, toEtcdView, type EtcdObservation } from "../../../../src/adapters/etcd/view.ts";
+
+const members: EtcdMember[] = [
+  { id: "11", name: "cp-a", peerURLs: ["https://10.0.0.1:2380"], clientURLs: ["https://10.0.0.1:2379"], learner: false },
+  { id: "22", name: "cp-b", peerURLs: ["https://10.0.0.2:2380"], clientURLs: ["https://10.0.0.2:2379"], learner: false },
+  { id: "33", name: "", peerURLs: ["https://10.0.0.3:2380"], clientURLs: [], learner: true },
+];
+const statuses: EtcdMemberStatus[] = [
+  { memberId: "11", endpoint: "https://10.0.0.1:2379", reachable: true, leader: true, leaderId: "11", raftTerm: 3, raftIndex: 100, raftAppliedIndex: 100, dbSize: 20480, errors: [] },
+  { memberId: "22", endpoint: "https://10.0.0.2:2379", reachable: false, leader: false, errors: ["no answer within 1000 ms"] },
+  { memberId: "33", reachable: false, leader: false, errors: ["member has not started yet (no client URLs)"] },
+];
+const observation: EtcdObservation = { members, statuses, alarms: [{ memberId: "11", alarm: "NOSPACE" }] };
+
+function fakeClient(overrides: Partial<EtcdClusterClient>): EtcdClusterClient {
+  const unused = async () => {
+    throw new Error("not used");
+  };
+  return {
+    listMembers: async () => members,
+    memberStatuses: async () => statuses,
+    alarms: async () => [],
+    addMember: unused,
+    promoteLearner: unused,
+    removeMember: unused,
+    moveLeader: unused,
+    close: async () => {},
+    ...overrides,
+  };
+}
+
+describe("etcd view", () => {
+  it("shows every member with its status, including unreachable and unstarted ones, and the alarms", () => {
+    const view = toEtcdView({ ok: true, observation }, 5000);
+    assert.equal(view.observed, true);
+    assert.deepEqual(view.alarms, [{ memberId: "11", alarm: "NOSPACE" }]);
+    assert.deepEqual(
+      view.members.map((member) => [member.id, member.name, member.learner, member.reachable, member.leader, member.raftAppliedIndex, member.errors]),
+      [
+        ["11", "cp-a", false, true, true, 100, []],
+        ["22", "cp-b", false, false, false, undefined, ["no answer within 1000 ms"]],
+        ["33", "", true, false, false, undefined, ["member has not started yet (no client URLs)"]],
+      ],
+    );
+  });
+
+  it("keeps when a member was first seen across rounds, and moves lastProgress only when its applied index moves", () => {
+    const first = toEtcdView({ ok: true, observation }, 1000);
+    const stalled = toEtcdView({ ok: true, observation }, 2000, first);
+    assert.equal(stalled.members[0].firstObserved, 1000);
+    assert.equal(stalled.members[0].lastProgress, 1000);
+    const moved = toEtcdView(
+      { ok: true, observation: { ...observation, statuses: [{ ...statuses[0], raftAppliedIndex: 150 }, statuses[1], statuses[2]] } },
+      3000,
+      stalled,
+    );
+    assert.equal(moved.members[0].firstObserved, 1000);
+    assert.equal(moved.members[0].lastProgress, 3000);
+  });
+
+  it("reports an unobserved membership with the reason when no endpoint answered", async () => {
+    const failing = fakeClient({
+      listMembers: async () => {
+        throw new EndpointUnreachableError("etcd of cluster team-a/prod", new Map([["https://10.0.0.1:2379", "connection refused"]]), 1000);
+      },
+    });
+    const view = toEtcdView(await observeEtcd(failing), 1000);
+    assert.equal(view.observed, false);
+    assert.deepEqual(view.members, []);
+    assert.match(view.error ?? "", /etcd of cluster team-a\/prod: no endpoint answered within 1000 ms \(https:\/\/10\.0\.0\.1:2379: connection refused\)/);
+  });
+
+  it("treats alarms it could not read as an unknown alarm rather than as no alarm", async () => {
+    const client = fakeClient({
+      alarms: async () => {
+        throw new Error("deadline exceeded");
+      },
+    });
+    const result = await observeEtcd(client);
+    assert.ok(result.ok);
+    assert.equal(result.observation.members.length, 3);
+    assert.deepEqual(result.observation.alarms, [{ memberId: "0", alarm: "UNKNOWN (deadline exceeded)" }]);
+  });
+});
