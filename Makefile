@@ -35,3 +35,7 @@ build: npm ## compile to dist/
 
 clean: ## remove build outputs (keeps the binary cache in ~/.cache/quorum)
 	rm -rf dist out bin
+
+.PHONY: release-manifests
+release-manifests: npm ## clusterctl artefacts: out/control-plane-components.yaml and out/metadata.yaml
+	bash hack/release-manifests.sh
