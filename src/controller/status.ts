@@ -1,0 +1,167 @@
+// The QuorumControlPlane status a reconcile wants: the CAPI contract counters (v1beta2 and v1beta1), conditions,
+// the etcd member list and quorum margin, and the single next action. Pure: the same inputs give the same status,
+// so an idle control plane produces an unchanged status and no write.
+import { CONDITION, LABEL_CONTROL_PLANE_NAME } from "../api/constants.ts";
+import type { Condition, EtcdMemberStatus, QuorumControlPlane, QuorumControlPlaneStatus } from "../api/types.ts";
+import type { Action } from "../core/actions.ts";
+import { describeBlockers, memberStatuses, quorumStatus, type Verdict } from "../core/assess.ts";
+import { isUpToDate } from "../core/selection.ts";
+import type { Snapshot } from "../core/snapshot.ts";
+import { setConditions, type ConditionInput } from "./conditions.ts";
+
+export interface StatusInputs {
+  controlPlane: QuorumControlPlane;
+  snapshot: Snapshot;
+  action: Action;
+  verdict: Verdict;
+  /** Why the workload Nodes could not be listed, if they could not. */
+  nodesError?: string;
+  /** Fields the executed action asked to record (remediation history). */
+  actionStatus?: Record<string, unknown>;
+}
+
+export function computeStatus(inputs: StatusInputs): QuorumControlPlaneStatus {
+  const { controlPlane, snapshot, action, verdict } = inputs;
+  const previous = controlPlane.status ?? {};
+  const now = new Date(snapshot.now).toISOString();
+  const machines = snapshot.machines;
+  const healthyMemberMachines = new Set(verdict.members.filter((member) => member.class === "healthy-voter" && member.machine !== undefined).map((member) => member.machine as string));
+  const nodesKnown = inputs.nodesError === undefined && snapshot.nodes.length > 0;
+  const ready = machines.filter((machine) => {
+    if (machine.deleting !== undefined || !healthyMemberMachines.has(machine.name)) return false;
+    if (!nodesKnown) return true;
+    return snapshot.nodes.some((node) => node.name === (machine.nodeName ?? machine.memberName) && node.ready);
+  }).length;
+  const upToDate = machines.filter((machine) => machine.deleting === undefined && isUpToDate(snapshot, machine)).length;
+  const replicas = machines.length;
+  const initialized = previous.initialization?.controlPlaneInitialized === true || healthyMemberMachines.size > 0;
+  const versions = machines.map((machine) => machine.version).filter((version) => version !== "").sort(compareVersions);
+  const quorum = quorumStatus(verdict);
+
+  const conditions = setConditions(previous.conditions, conditionInputs(inputs, { ready, upToDate, replicas }), now, snapshot.controlPlane.generation);
+  const v1beta1Conditions = setConditions(previous.deprecated?.v1beta1?.conditions, [readyCondition(verdict, ready, snapshot)], now, snapshot.controlPlane.generation);
+
+  return {
+    observedGeneration: snapshot.controlPlane.generation,
+    selector: `${LABEL_CONTROL_PLANE_NAME}=${controlPlane.metadata.name}`,
+    replicas,
+    readyReplicas: ready,
+    availableReplicas: ready,
+    upToDateReplicas: upToDate,
+    updatedReplicas: upToDate,
+    unavailableReplicas: replicas - ready,
+    ...(versions.length > 0 ? { version: versions[0] } : {}),
+    initialized,
+    ready: ready > 0,
+    initialization: { controlPlaneInitialized: initialized },
+    conditions,
+    deprecated: { v1beta1: { conditions: v1beta1Conditions, readyReplicas: ready, updatedReplicas: upToDate, unavailableReplicas: replicas - ready } },
+    etcd: {
+      members: withMemory(memberStatuses(verdict), snapshot),
+      quorum,
+      summary: verdict.observed ? `${quorum.healthyVoters}/${quorum.voters}` : "unknown",
+    },
+    nextAction: nextAction(action),
+    ...((inputs.actionStatus?.lastRemediation ?? previous.lastRemediation) ? { lastRemediation: (inputs.actionStatus?.lastRemediation ?? previous.lastRemediation) as QuorumControlPlaneStatus["lastRemediation"] } : {}),
+  };
+}
+
+function conditionInputs(inputs: StatusInputs, counts: { ready: number; upToDate: number; replicas: number }): ConditionInput[] {
+  const { snapshot, verdict, action } = inputs;
+  const desired = snapshot.controlPlane.replicas;
+  const active = snapshot.machines.filter((machine) => machine.deleting === undefined).length;
+  const paused = snapshot.cluster.paused || snapshot.controlPlane.paused;
+  const etcdProblems = verdict.blockers.length > 0 ? describeBlockers(verdict.blockers) : "";
+  const allVotersHealthy = verdict.observed && verdict.quorum.voters > 0 && verdict.quorum.healthyVoters === verdict.quorum.voters;
+  const remediating = snapshot.machines.filter((machine) => machine.remediationRequested).map((machine) => machine.name);
+  const outdated = snapshot.machines.filter((machine) => machine.deleting === undefined && !isUpToDate(snapshot, machine)).map((machine) => machine.name);
+  return [
+    {
+      type: CONDITION.Available,
+      status: verdict.hasQuorum && counts.ready > 0 ? "True" : "False",
+      reason: verdict.hasQuorum && counts.ready > 0 ? "Available" : verdict.observed ? "NoQuorum" : "EtcdNotObserved",
+      message: verdict.observed ? `${verdict.quorum.healthyVoters} of ${verdict.quorum.voters} etcd voters healthy (quorum ${verdict.quorum.quorumSize}), ${counts.ready} of ${counts.replicas} Machines ready` : `etcd could not be read: ${snapshot.etcd.error ?? "unknown error"}`,
+    },
+    {
+      type: CONDITION.EtcdClusterHealthy,
+      status: !verdict.observed ? "Unknown" : allVotersHealthy && verdict.members.every((member) => member.class !== "ghost") && snapshot.etcd.alarms.length === 0 ? "True" : "False",
+      reason: !verdict.observed ? "EtcdNotObserved" : allVotersHealthy ? "Healthy" : "MembersUnhealthy",
+      message: !verdict.observed ? (snapshot.etcd.error ?? "") : unhealthySummary(verdict) || etcdProblems || `all ${verdict.quorum.voters} voters healthy, tolerates ${verdict.quorum.failuresTolerated} failure(s)`,
+    },
+    {
+      type: CONDITION.RollingOut,
+      status: outdated.length > 0 ? "True" : "False",
+      reason: outdated.length > 0 ? "RollingOut" : "NotRollingOut",
+      message: outdated.length > 0 ? `${outdated.length} Machine(s) to replace: ${outdated.join(", ")}` : "",
+    },
+    { type: CONDITION.ScalingUp, status: active < desired ? "True" : "False", reason: active < desired ? "ScalingUp" : "NotScalingUp", message: active < desired ? `scaling up from ${active} to ${desired} replicas` : "" },
+    { type: CONDITION.ScalingDown, status: active > desired ? "True" : "False", reason: active > desired ? "ScalingDown" : "NotScalingDown", message: active > desired ? `scaling down from ${active} to ${desired} replicas` : "" },
+    {
+      type: CONDITION.Remediating,
+      status: remediating.length > 0 ? "True" : "False",
+      reason: remediating.length > 0 ? "Remediating" : "NotRemediating",
+      message: remediating.length > 0 ? `Machine(s) marked unhealthy by a MachineHealthCheck: ${remediating.join(", ")}` : "",
+    },
+    { type: CONDITION.Paused, status: paused ? "True" : "False", reason: paused ? "Paused" : "NotPaused", message: paused ? (snapshot.cluster.paused ? "Cluster.spec.paused is true" : "the QuorumControlPlane has the cluster.x-k8s.io/paused annotation") : "" },
+    {
+      type: CONDITION.MachinesReady,
+      status: counts.ready === counts.replicas && counts.replicas > 0 ? "True" : "False",
+      reason: counts.ready === counts.replicas && counts.replicas > 0 ? "Ready" : "NotReady",
+      message: `${counts.ready} of ${counts.replicas} Machines ready${inputs.nodesError ? ` (workload Nodes not readable: ${inputs.nodesError})` : ""}`,
+    },
+    {
+      type: CONDITION.Reconciled,
+      status: "True",
+      reason: action.kind === "Wait" ? "Waiting" : "Acting",
+      message: "",
+    },
+  ];
+}
+
+function readyCondition(verdict: Verdict, ready: number, snapshot: Snapshot): ConditionInput {
+  const ok = verdict.hasQuorum && ready > 0;
+  return { type: CONDITION.Ready, status: ok ? "True" : "False", reason: ok ? "Ready" : "NotReady", message: ok ? "" : snapshot.etcd.error ?? "no etcd quorum of healthy voters yet" };
+}
+
+function unhealthySummary(verdict: Verdict): string {
+  return verdict.members
+    .filter((member) => member.class === "unhealthy-voter" || member.class === "ghost")
+    .map((member) => `${member.label} is ${member.class === "ghost" ? "a ghost (maps to no Machine)" : `unhealthy${member.error ? ` (${member.error})` : ""}`}`)
+    .join("; ");
+}
+
+function nextAction(action: Action): NonNullable<QuorumControlPlaneStatus["nextAction"]> {
+  const target = "machine" in action ? action.machine : "memberName" in action ? action.memberName : undefined;
+  return {
+    kind: action.kind,
+    message: action.reason,
+    ...(action.kind === "Wait" && action.blockedBy ? { blockedBy: action.blockedBy } : {}),
+    ...(target ? { target } : {}),
+  };
+}
+
+/**
+ * Adds what Quorum must remember across restarts: when it first saw each member (grace periods) and, for learners
+ * only, their applied index and when it last moved (stall detection). Voters' indices move all the time; keeping
+ * them out of status is what lets an idle cluster cost no writes.
+ */
+function withMemory(members: EtcdMemberStatus[], snapshot: Snapshot): EtcdMemberStatus[] {
+  return members.map((entry) => {
+    const member = snapshot.etcd.members.find((candidate) => candidate.id === entry.id);
+    if (!member) return entry;
+    return {
+      ...entry,
+      firstObserved: new Date(member.firstObserved).toISOString(),
+      ...(member.learner && member.raftAppliedIndex !== undefined ? { raftAppliedIndex: member.raftAppliedIndex, lastProgress: new Date(member.lastProgress).toISOString() } : {}),
+    };
+  });
+}
+
+function compareVersions(a: string, b: string): number {
+  const parse = (version: string) => version.replace(/^v/, "").split(/[.+-]/).slice(0, 3).map((part) => Number(part) || 0);
+  const [x, y] = [parse(a), parse(b)];
+  for (let i = 0; i < 3; i++) if (x[i] !== y[i]) return x[i] - y[i];
+  return 0;
+}
+
+export type { Condition };
