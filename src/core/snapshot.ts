@@ -79,6 +79,12 @@ export interface MachineView {
   failed: boolean;
   /** A user marked the Machine to be preferred for deletion (cluster.x-k8s.io/delete-machine). */
   markedForDeletion: boolean;
+  /**
+   * For a deleting Machine: false while CAPI still drains it; true once it waits only on pre-terminate hooks
+   * (v1beta2 condition Deleting, reason WaitingForPreTerminateHook). memberRemoval AfterDrain removes the member
+   * only then. Unset when unknown: treated as finished, so a missing signal cannot wedge a deletion.
+   */
+  drainFinished?: boolean;
 }
 
 export interface NodeView {

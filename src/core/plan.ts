@@ -1,0 +1,451 @@
+// The decision: one Action per reconcile, derived only from the snapshot. Nothing is remembered between calls,
+// so a controller that crashed between any two API calls re-derives the same next step from the sources of
+// truth (KCP's stuck-after-crash bug came from a check that could not be re-derived mid-operation).
+//
+// Order of concerns, each a small step below:
+//   pause -> missing hooks -> etcd unreadable -> finishing work (hooks of gone members, Machines whose member is
+//   already gone, ghosts, Machines being deleted) -> repairs (stalled joiners, remediation, learner promotion)
+//   -> converging to the spec (joiners, scale down, scale up, rollout) -> nothing to do.
+// Every health question goes to `assess` and every "which Machine" question to `selectForScaleDown`, so the
+// simulator can swap either for a known-bad variant and prove it notices.
+import type { Action } from "./actions.ts";
+import { assess, describeBlockers, type Blocker, type MachineAssessment, type MemberAssessment, type PlannedOp, type Verdict } from "./assess.ts";
+import { formatDuration } from "./format.ts";
+import { activeMachines, chooseFailureDomain, isUpToDate, outdatedReasons, selectMachineForScaleDown, type ScaleDownChoice } from "./selection.ts";
+import type { MachineView, Snapshot } from "./snapshot.ts";
+
+export interface PlannerParts {
+  assess: typeof assess;
+  selectForScaleDown: typeof selectMachineForScaleDown;
+}
+
+export interface Decision {
+  action: Action;
+  /** etcd as it is (no operation planned): status.etcd.members and status.etcd.quorum come from here. */
+  assessment: Verdict;
+  /** The check that allowed or blocked the chosen step, when the step needed one. */
+  check?: Verdict;
+}
+
+/** How soon to look again. Short while something converges on its own; KCP's 15 s after a failed preflight. */
+export const RECHECK_MS = {
+  converging: 5_000,
+  blocked: 15_000,
+  idle: 60_000,
+} as const;
+
+type WaitAction = Extract<Action, { kind: "Wait" }>;
+
+interface Step {
+  action: Action;
+  check?: Verdict;
+}
+
+function waitFor(reason: string, recheckAfterMs: number, blockedBy?: string): WaitAction {
+  return { kind: "Wait", reason, recheckAfterMs: Math.max(1_000, Math.round(recheckAfterMs)), ...(blockedBy ? { blockedBy } : {}) };
+}
+
+function subjects(blockers: Blocker[]): string {
+  return [...new Set(blockers.map((blocker) => blocker.subject))].join(", ");
+}
+
+function byName<T extends { name: string }>(items: T[]): T[] {
+  return [...items].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
+function byDeletion(machines: MachineView[]): MachineView[] {
+  return [...machines].sort((a, b) => (a.deleting ?? 0) - (b.deleting ?? 0) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
+export function makePlanner(parts?: Partial<PlannerParts>): (s: Snapshot) => Decision {
+  const used: PlannerParts = { assess, selectForScaleDown: selectMachineForScaleDown, ...parts };
+  return (snapshot: Snapshot) => decide(snapshot, used);
+}
+
+export const plan = makePlanner();
+
+function decide(snapshot: Snapshot, parts: PlannerParts): Decision {
+  const spec = snapshot.controlPlane;
+  const key = `QuorumControlPlane ${spec.namespace}/${spec.name}`;
+  const check = (op: PlannedOp): Verdict => parts.assess(snapshot, op);
+  const base = check({ kind: "Observe" });
+  const decided = (step: Step): Decision => ({ action: step.action, assessment: base, ...(step.check ? { check: step.check } : {}) });
+
+  if (snapshot.cluster.paused || spec.paused) {
+    const who = snapshot.cluster.paused ? `Cluster ${spec.namespace}/${snapshot.cluster.name} has spec.paused set` : `${key} carries the cluster.x-k8s.io/paused annotation`;
+    return decided({ action: waitFor(`paused: ${who}; Quorum changes nothing until it is removed`, RECHECK_MS.idle, snapshot.cluster.paused ? `Cluster ${snapshot.cluster.name}` : key) });
+  }
+
+  if (spec.deleting && snapshot.machines.length === 0) {
+    return decided({ action: waitFor(`${key} is being deleted and all its Machines are gone`, RECHECK_MS.idle) });
+  }
+
+  // The hook is what makes a deletion by anyone (user, MachineHealthCheck) wait for the member removal, so it goes
+  // on before Quorum does anything that could lead to a deletion.
+  const unhooked = byName(activeMachines(snapshot).filter((machine) => !machine.hasPreTerminateHook))[0];
+  if (unhooked) {
+    return decided({ action: { kind: "AddHook", machine: unhooked.name, reason: `add Quorum's pre-terminate hook to machine ${unhooked.name} so that a deletion by anyone waits for its etcd member to be removed` } });
+  }
+
+  const ctx = new Context(snapshot, parts, base, check);
+
+  if (!base.observed) {
+    if (snapshot.machines.length === 0 && !spec.deleting) {
+      if (spec.replicas < 1) return decided({ action: waitFor(`${key} asks for 0 replicas: nothing to create`, RECHECK_MS.idle) });
+      return decided(ctx.create(`initial creation: no Machines yet for ${spec.replicas} replica${spec.replicas === 1 ? "" : "s"}`));
+    }
+    const cause = snapshot.etcd.error ?? "no etcd endpoint answered";
+    // Without the member list no removal, deletion or promotion can be judged; waiting is the only safe step.
+    return decided({ action: waitFor(`etcd is not observed: ${cause}; nothing disruptive happens until the member list can be read`, RECHECK_MS.converging, "etcd") });
+  }
+
+  return decided(ctx.decide());
+}
+
+class Context {
+  readonly spec: Snapshot["controlPlane"];
+  readonly active: MachineView[];
+  readonly desired: number;
+  readonly outdated: MachineView[];
+  /** maxSurge 0 needs three or more replicas (a removal first must leave a quorum); below that Quorum surges. */
+  readonly surge: boolean;
+  readonly scaleDownWanted: boolean;
+  readonly waits: { action: WaitAction; check?: Verdict }[] = [];
+  private choiceCache: { value: ScaleDownChoice | undefined } | undefined;
+
+  constructor(
+    readonly snapshot: Snapshot,
+    readonly parts: PlannerParts,
+    readonly base: Verdict,
+    readonly check: (op: PlannedOp) => Verdict,
+  ) {
+    this.spec = snapshot.controlPlane;
+    this.active = activeMachines(snapshot);
+    this.desired = this.spec.deleting ? 0 : this.spec.replicas;
+    this.outdated = this.active.filter((machine) => !isUpToDate(snapshot, machine));
+    this.surge = this.spec.maxSurge === 1 || this.spec.replicas < 3;
+    this.scaleDownWanted = this.active.length > this.desired || (!this.spec.deleting && this.outdated.length > 0 && !this.surge && this.active.length >= this.desired);
+  }
+
+  get choice(): ScaleDownChoice | undefined {
+    if (!this.choiceCache) this.choiceCache = { value: this.scaleDownWanted ? this.parts.selectForScaleDown(this.snapshot, this.base) : undefined };
+    return this.choiceCache.value;
+  }
+
+  info(machine: string): MachineAssessment | undefined {
+    return this.base.machines.find((candidate) => candidate.name === machine);
+  }
+
+  memberOf(machine: string): MemberAssessment | undefined {
+    const id = this.info(machine)?.memberId;
+    return id === undefined ? undefined : this.base.members.find((member) => member.id === id);
+  }
+
+  machine(name: string): MachineView | undefined {
+    return this.snapshot.machines.find((candidate) => candidate.name === name);
+  }
+
+  blocked(reason: string, verdict: Verdict, recheckAfterMs: number = RECHECK_MS.blocked): { action: WaitAction; check: Verdict } {
+    return { action: waitFor(`${reason}: ${describeBlockers(verdict.blockers)}`, recheckAfterMs, subjects(verdict.blockers)), check: verdict };
+  }
+
+  decide(): Step {
+    const steps = [
+      () => this.releaseHooksOfGoneMembers(),
+      () => this.finishMachineWhoseMemberIsGone(),
+      () => this.removeGhosts(),
+      () => this.finishDeletingMachines(),
+      () => this.evictStalledJoiners(),
+      () => this.remediate(),
+      () => this.promoteLearners(),
+    ];
+    for (const step of steps) {
+      const result = step();
+      if (result) return result;
+    }
+    if (this.waits.length > 0) {
+      // Anything blocked above (a ghost, a member that cannot be removed yet) also holds back scaling and
+      // rollout: one thing at a time, and never a new disruption next to an unresolved one.
+      const [first, ...rest] = this.waits;
+      const reason = [first.action.reason, ...rest.map((wait) => wait.action.reason)].join("; also: ");
+      const blockedBy = [...new Set(this.waits.map((wait) => wait.action.blockedBy).filter((subject): subject is string => Boolean(subject)))].join(", ");
+      return { action: waitFor(reason, Math.min(...this.waits.map((wait) => wait.action.recheckAfterMs)), blockedBy || undefined), ...(first.check ? { check: first.check } : {}) };
+    }
+    return this.waitForJoiners() ?? this.scaleDown() ?? this.scaleUp() ?? this.rollOut() ?? this.idle();
+  }
+
+  // --- finishing work -------------------------------------------------------------------------------------------
+
+  releaseHooksOfGoneMembers(): Step | undefined {
+    for (const machine of byDeletion(this.snapshot.machines.filter((candidate) => candidate.deleting !== undefined && candidate.hasPreTerminateHook))) {
+      if (this.info(machine.name)?.class !== "deleting-member-gone") continue;
+      const verdict = this.check({ kind: "ReleaseHook", machine: machine.name });
+      if (verdict.allowed) {
+        return { action: { kind: "ReleaseHook", machine: machine.name, reason: `release the pre-terminate hook of machine ${machine.name}: its etcd member is gone, so CAPI may delete its infrastructure` }, check: verdict };
+      }
+      this.waits.push(this.blocked(`machine ${machine.name} is being deleted but its hook cannot be released yet`, verdict));
+    }
+    return undefined;
+  }
+
+  /** After a crash between removing a member and deleting its Machine, this is the step that finishes the job. */
+  finishMachineWhoseMemberIsGone(): Step | undefined {
+    const choice = this.choice;
+    if (!choice || this.memberOf(choice.machine)) return undefined;
+    const verdict = this.check({ kind: "DeleteMachine", machine: choice.machine });
+    if (verdict.allowed) {
+      return { action: { kind: "DeleteMachine", machine: choice.machine, reason: `delete machine ${choice.machine} (${this.scaleDownContext()}): ${choice.why}` }, check: verdict };
+    }
+    this.waits.push(this.blocked(`machine ${choice.machine} should be deleted (${choice.why}) but`, verdict));
+    return undefined;
+  }
+
+  removeGhosts(): Step | undefined {
+    const ghosts = [...this.base.members.filter((member) => member.class === "ghost")].sort((a, b) => Number(a.healthy) - Number(b.healthy) || (a.id < b.id ? -1 : 1));
+    if (ghosts.length === 0) return undefined;
+    const refusals: Verdict[] = [];
+    for (const ghost of ghosts) {
+      const verdict = this.check({ kind: "RemoveGhost", memberId: ghost.id });
+      if (verdict.allowed) {
+        return { action: { kind: "RemoveGhost", memberId: ghost.id, memberName: ghost.name, reason: `remove ghost ${ghost.label}: ${ghost.state.replace(/^ghost: /, "it ")}; ${verdict.summary}` }, check: verdict };
+      }
+      refusals.push(verdict);
+    }
+    const names = ghosts.map((ghost) => ghost.label).join(", ");
+    const why = describeBlockers(refusals.flatMap((verdict) => verdict.blockers));
+    this.waits.push({
+      action: waitFor(`ghost ${names} maps to no Machine and blocks every disruptive step; removing it is not safe yet: ${why}`, RECHECK_MS.blocked, [names, subjects(refusals.flatMap((verdict) => verdict.blockers))].filter(Boolean).join(", ")),
+      check: refusals[0],
+    });
+    return undefined;
+  }
+
+  finishDeletingMachines(): Step | undefined {
+    for (const machine of byDeletion(this.snapshot.machines.filter((candidate) => candidate.deleting !== undefined))) {
+      const member = this.memberOf(machine.name);
+      if (!member) continue;
+      const why = `machine ${machine.name} is being deleted`;
+      if (this.spec.deleting && this.snapshot.etcd.members.length === 1) {
+        if (!machine.hasPreTerminateHook) {
+          this.waits.push({ action: waitFor(`${why}; it holds the last etcd member, which goes with it`, RECHECK_MS.converging, `machine ${machine.name}`) });
+          continue;
+        }
+        const verdict = this.check({ kind: "ReleaseHook", machine: machine.name });
+        if (verdict.allowed) return { action: { kind: "ReleaseHook", machine: machine.name, reason: `release the pre-terminate hook of machine ${machine.name}: the control plane is being deleted and ${member.label} is the last member` }, check: verdict };
+        this.waits.push(this.blocked(`${why} but its hook cannot be released`, verdict));
+        continue;
+      }
+      // AfterDrain: removing the member before the drain would cut off kubelets that talk to their local
+      // apiserver, so the member waits until CAPI reports the drain done.
+      if (this.spec.memberRemoval === "AfterDrain" && machine.drainFinished === false && machine.hasPreTerminateHook) {
+        this.waits.push({ action: waitFor(`${why} and CAPI is draining it; ${member.label} is removed once the drain ends (memberRemoval AfterDrain)`, RECHECK_MS.converging, `machine ${machine.name}`) });
+        continue;
+      }
+      const step = this.removeMember(member, machine.name, why, `then release its pre-terminate hook`);
+      if (step.action.kind !== "Wait") return step;
+      this.waits.push({ action: step.action, ...(step.check ? { check: step.check } : {}) });
+    }
+    return undefined;
+  }
+
+  // --- repairs ----------------------------------------------------------------------------------------------------
+
+  /** A learner that stopped catching up, or a member that never started, is evicted: its Machine gets replaced. */
+  evictStalledJoiners(): Step | undefined {
+    for (const member of this.base.members) {
+      if (!member.stalled || member.machine === undefined || member.class === "ghost") continue;
+      const machine = this.machine(member.machine);
+      if (!machine || machine.deleting !== undefined) continue;
+      const raw = this.snapshot.etcd.members.find((candidate) => candidate.id === member.id);
+      const settings = this.spec.etcd;
+      let why: string;
+      if (member.name === "") why = `it was added ${formatDuration(this.snapshot.now - (raw?.firstObserved ?? this.snapshot.now))} ago and never started (memberJoinGracePeriod ${formatDuration(settings.memberJoinGracePeriodMs)})`;
+      else if (raw && this.snapshot.now - raw.lastProgress > settings.learnerStallMs) why = `it made no raft progress for ${formatDuration(this.snapshot.now - raw.lastProgress)} (learnerStallTimeout ${formatDuration(settings.learnerStallMs)})`;
+      else why = `it is still a learner after ${formatDuration(this.snapshot.now - (raw?.firstObserved ?? this.snapshot.now))} (learnerPromotionTimeout ${formatDuration(settings.learnerPromotionTimeoutMs)})`;
+      const verdict = this.check({ kind: "RemoveMember", memberId: member.id });
+      if (verdict.allowed) {
+        return {
+          action: { kind: "RemoveMember", memberId: member.id, memberName: member.name, machine: machine.name, reason: `evict ${member.label}: ${why}; machine ${machine.name} is replaced once its member is gone` },
+          check: verdict,
+        };
+      }
+      this.waits.push(this.blocked(`${member.label} should be evicted (${why}) but`, verdict));
+    }
+    return undefined;
+  }
+
+  remediate(): Step | undefined {
+    if (this.spec.deleting) return undefined;
+    const targets = this.active
+      .filter((machine) => machine.remediationRequested || machine.failed || this.info(machine.name)?.class === "member-lost")
+      .map((machine) => ({ machine, member: this.memberOf(machine.name) }))
+      .sort((a, b) => Number(a.member !== undefined) - Number(b.member !== undefined) || (a.machine.name < b.machine.name ? -1 : 1));
+    if (targets.length === 0) return undefined;
+    const { machine, member } = targets[0];
+    const why = machine.remediationRequested ? "remediation was requested for it" : machine.failed ? "its infrastructure failed for good" : `it ${this.info(machine.name)?.detail ?? "has no etcd member"}`;
+
+    const gate = this.remediationGate(machine.name);
+    if (gate) {
+      this.waits.push({ action: gate });
+      return undefined;
+    }
+    if (member && (this.spec.memberRemoval === "BeforeDelete" || member.learner)) {
+      const step = this.removeMember(member, machine.name, `machine ${machine.name} is remediated: ${why}`, "then replace the Machine");
+      if (step.action.kind !== "Wait") return step;
+      this.waits.push({ action: step.action, ...(step.check ? { check: step.check } : {}) });
+      return undefined;
+    }
+    const verdict = this.check({ kind: "DeleteMachine", machine: machine.name });
+    if (verdict.allowed) {
+      const then = member ? `; ${member.label} is removed after the drain (memberRemoval AfterDrain)` : "";
+      return { action: { kind: "Remediate", machine: machine.name, reason: `remediate machine ${machine.name}: ${why}; delete it and create a replacement${then}` }, check: verdict };
+    }
+    this.waits.push(this.blocked(`machine ${machine.name} needs remediation (${why}) but`, verdict));
+    return undefined;
+  }
+
+  /** KCP's limits: one remediation per retryPeriod, and at most maxRetry in a row within minHealthyPeriod. */
+  remediationGate(machine: string): WaitAction | undefined {
+    const { last, retryPeriodMs, minHealthyPeriodMs, maxRetry } = this.spec.remediation;
+    if (!last || last.machine === machine) return undefined;
+    const since = this.snapshot.now - last.time;
+    if (since < retryPeriodMs) {
+      return waitFor(`machine ${machine} needs remediation, but machine ${last.machine} was remediated ${formatDuration(since)} ago (retryPeriod ${formatDuration(retryPeriodMs)})`, retryPeriodMs - since, `machine ${machine}`);
+    }
+    if (maxRetry >= 0 && since < minHealthyPeriodMs && last.retryCount >= maxRetry) {
+      return waitFor(
+        `machine ${machine} needs remediation, but ${last.retryCount} remediations in a row failed within minHealthyPeriod ${formatDuration(minHealthyPeriodMs)} (maxRetry ${maxRetry}): find why replacements fail, then delete machine ${machine} by hand or wait ${formatDuration(minHealthyPeriodMs - since)}`,
+        Math.min(RECHECK_MS.idle, minHealthyPeriodMs - since),
+        `machine ${machine}`,
+      );
+    }
+    return undefined;
+  }
+
+  promoteLearners(): Step | undefined {
+    for (const member of this.base.members) {
+      if (member.class !== "joining-learner" || member.stalled || member.machine === undefined) continue;
+      const machine = this.machine(member.machine);
+      if (!machine || machine.deleting !== undefined) continue;
+      const verdict = this.check({ kind: "PromoteLearner", memberId: member.id });
+      if (verdict.allowed) {
+        return { action: { kind: "PromoteLearner", memberId: member.id, memberName: member.name, reason: `promote ${member.label} to voter: it has caught up with the leader; ${verdict.summary}` }, check: verdict };
+      }
+      this.waits.push(this.blocked(`new ${member.label} is joining`, verdict, RECHECK_MS.converging));
+    }
+    return undefined;
+  }
+
+  // --- converging to the spec -------------------------------------------------------------------------------------
+
+  waitForJoiners(): Step | undefined {
+    const joining = byName(this.active).filter((machine) => this.info(machine.name)?.class === "provisioning");
+    if (joining.length === 0) return undefined;
+    const parts = joining.map((machine) => {
+      const member = this.memberOf(machine.name);
+      if (member) return `machine ${machine.name} is joining: ${member.label} is ${member.state}`;
+      const grace = this.spec.etcd.memberJoinGracePeriodMs - (this.snapshot.now - machine.created);
+      return `machine ${machine.name} is ${this.info(machine.name)?.detail ?? "provisioning"}; it is replaced if no member joins within ${formatDuration(grace)}`;
+    });
+    return { action: waitFor(`${parts.join("; ")}; the next step waits until it has joined`, RECHECK_MS.converging, joining.map((machine) => `machine ${machine.name}`).join(", ")) };
+  }
+
+  scaleDownContext(): string {
+    if (this.spec.deleting) return `${this.spec.namespace}/${this.spec.name} is being deleted: ${this.active.length} Machines left`;
+    if (this.active.length > this.desired) return `scale down: ${this.active.length} Machines for ${this.desired} replica${this.desired === 1 ? "" : "s"}`;
+    return `rollout with maxSurge 0: an outdated Machine leaves before its replacement is created`;
+  }
+
+  scaleDown(): Step | undefined {
+    const choice = this.choice;
+    if (!choice) return undefined;
+    const member = this.memberOf(choice.machine);
+    const why = `${this.scaleDownContext()}; machine ${choice.machine} goes because ${choice.why}`;
+    const lastMember = this.spec.deleting && this.snapshot.etcd.members.length === 1 && member !== undefined;
+    if (!member || lastMember || (this.spec.memberRemoval === "AfterDrain" && !member.learner)) {
+      const verdict = this.check({ kind: "DeleteMachine", machine: choice.machine });
+      if (!verdict.allowed) return this.blocked(`${why}, but deleting it is blocked`, verdict);
+      const then = !member ? "" : lastMember ? `; ${member.label} is the last member and goes with it` : `; ${member.label} is removed after the drain (memberRemoval AfterDrain)`;
+      return { action: { kind: "DeleteMachine", machine: choice.machine, reason: `delete machine ${choice.machine} (${why})${then}; ${verdict.summary}` }, check: verdict };
+    }
+    return this.removeMember(member, choice.machine, why, "then delete the Machine");
+  }
+
+  scaleUp(): Step | undefined {
+    if (this.active.length >= this.desired) return undefined;
+    return this.create(`scale up: ${this.active.length} of ${this.desired} Machines`);
+  }
+
+  rollOut(): Step | undefined {
+    if (this.spec.deleting || this.outdated.length === 0 || !this.surge) return undefined;
+    const sample = this.outdated[0];
+    const note = this.spec.maxSurge === 0 ? " (maxSurge 0 needs 3 or more replicas, so Quorum surges by one)" : "";
+    return this.create(`rollout: ${this.outdated.length} of ${this.active.length} Machines outdated (${byName(this.outdated).map((machine) => machine.name).join(", ")}: ${outdatedReasons(this.snapshot, sample).join(", ")}); an up-to-date Machine joins before an outdated one leaves${note}`);
+  }
+
+  idle(): Step {
+    const { voters, healthyVoters, quorumSize, failuresTolerated } = this.base.quorum;
+    return {
+      action: waitFor(
+        `nothing to do: ${this.active.length} of ${this.desired} Machines up to date; etcd ${healthyVoters} of ${voters} voters healthy (quorum ${quorumSize}, tolerates ${failuresTolerated} failure${failuresTolerated === 1 ? "" : "s"})`,
+        RECHECK_MS.idle,
+      ),
+    };
+  }
+
+  // --- shared steps -------------------------------------------------------------------------------------------
+
+  create(context: string): Step {
+    const cluster = this.snapshot.cluster;
+    if (!cluster.infrastructureReady) {
+      return { action: waitFor(`${context}, but the infrastructure of Cluster ${this.spec.namespace}/${cluster.name} is not ready yet`, RECHECK_MS.converging, `Cluster ${cluster.name}`) };
+    }
+    const verdict = this.check({ kind: "CreateMachine" });
+    if (!verdict.allowed) return this.blocked(`${context}, but adding a member is not safe yet`, verdict);
+    const failureDomain = chooseFailureDomain(this.snapshot);
+    return {
+      action: { kind: "CreateMachine", ...(failureDomain !== undefined ? { failureDomain } : {}), reason: `${context}: create a Machine${failureDomain !== undefined ? ` in failure domain ${failureDomain}` : ""}; ${verdict.summary}` },
+      check: verdict,
+    };
+  }
+
+  /** Preflight, leadership off the member, then the removal itself (executors treat an absent member as done). */
+  removeMember(member: MemberAssessment, machine: string, why: string, then: string): Step {
+    const verdict = this.check({ kind: "RemoveMember", memberId: member.id });
+    if (!verdict.allowed) return this.blocked(`${why}, but removing ${member.label} is blocked`, verdict);
+    if (member.leader && !member.learner) {
+      const target = this.leadershipTarget(member.id);
+      if (target) {
+        return {
+          action: { kind: "ForwardLeadership", fromMemberId: member.id, toMemberId: target.id, toMemberName: target.name, reason: `move etcd leadership from ${member.label} to ${target.label} before removing it (${why})` },
+          check: verdict,
+        };
+      }
+    }
+    return { action: { kind: "RemoveMember", memberId: member.id, memberName: member.name, machine, reason: `remove etcd ${member.label} (machine ${machine}), ${then} (${why}); ${verdict.summary}` }, check: verdict };
+  }
+
+  /** The healthy voter most ready to lead: on a Machine that stays and is up to date, furthest in the log. */
+  leadershipTarget(except: string): MemberAssessment | undefined {
+    const applied = (id: string) => this.snapshot.etcd.members.find((member) => member.id === id)?.raftAppliedIndex ?? 0;
+    const stays = (member: MemberAssessment) => {
+      const machine = member.machine === undefined ? undefined : this.machine(member.machine);
+      return machine !== undefined && machine.deleting === undefined && this.choice?.machine !== machine.name;
+    };
+    const fresh = (member: MemberAssessment) => {
+      const machine = member.machine === undefined ? undefined : this.machine(member.machine);
+      return machine !== undefined && isUpToDate(this.snapshot, machine);
+    };
+    const candidates = this.base.members.filter((member) => member.id !== except && !member.learner && member.healthy && member.class !== "ghost");
+    const key = (member: MemberAssessment): (number | string)[] => [stays(member) ? 0 : 1, fresh(member) ? 0 : 1, -applied(member.id), member.name, member.id];
+    return candidates.sort((a, b) => {
+      const ka = key(a);
+      const kb = key(b);
+      for (let i = 0; i < ka.length; i++) {
+        if (ka[i] < kb[i]) return -1;
+        if (ka[i] > kb[i]) return 1;
+      }
+      return 0;
+    })[0];
+  }
+}

@@ -1,0 +1,103 @@
+// Which Machine leaves on a scale-down, where a new one goes, and which Machines are outdated. Deterministic, so
+// after a crash the next reconcile picks the same Machine again and finishes the removal it started.
+import type { MachineView, Snapshot } from "./snapshot.ts";
+import type { Verdict } from "./assess.ts";
+
+/** Why a Machine no longer matches the spec; empty when it is up to date. */
+export function outdatedReasons(snapshot: Snapshot, machine: MachineView): string[] {
+  const spec = snapshot.controlPlane;
+  const reasons: string[] = [];
+  if (machine.version !== spec.version) reasons.push(`version ${machine.version || "(none)"} → ${spec.version}`);
+  // A Machine without a recorded hash (adopted, or made by a release that did not record one) is not rolled
+  // out just for that: an unexplained rollout of a whole control plane is worse than a stale template.
+  if (machine.templateHash !== undefined && machine.templateHash !== spec.templateHash) reasons.push("machine template changed");
+  if (spec.rolloutAfter !== undefined && snapshot.now >= spec.rolloutAfter && machine.created < spec.rolloutAfter) reasons.push("created before spec.rolloutAfter");
+  return reasons;
+}
+
+export function isUpToDate(snapshot: Snapshot, machine: MachineView): boolean {
+  return outdatedReasons(snapshot, machine).length === 0;
+}
+
+/** Machines not being deleted: the ones that count towards spec.replicas. */
+export function activeMachines(snapshot: Snapshot): MachineView[] {
+  return snapshot.machines.filter((machine) => machine.deleting === undefined);
+}
+
+function machinesPerDomain(machines: MachineView[]): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const machine of machines) counts.set(machine.failureDomain ?? "", (counts.get(machine.failureDomain ?? "") ?? 0) + 1);
+  return counts;
+}
+
+/** The failure domain for a new Machine: the one with the fewest active Machines, then by name. */
+export function chooseFailureDomain(snapshot: Snapshot): string | undefined {
+  const domains = [...snapshot.cluster.failureDomains].sort();
+  if (domains.length === 0) return undefined;
+  const counts = machinesPerDomain(activeMachines(snapshot));
+  return domains.reduce((best, domain) => ((counts.get(domain) ?? 0) < (counts.get(best) ?? 0) ? domain : best));
+}
+
+export interface ScaleDownChoice {
+  machine: string;
+  /** Why this one, for the reason: "its etcd member is already gone", "outdated (version v1.30.1 → v1.31.0)". */
+  why: string;
+}
+
+/**
+ * A Machine with no member counts as "member already gone" unless it is the new Machine a rollout is waiting
+ * for: up to date, still inside its join grace period, and wanted because outdated Machines remain to replace.
+ */
+export function memberAlreadyGone(snapshot: Snapshot, verdict: Verdict, machine: MachineView): boolean {
+  const info = verdict.machines.find((candidate) => candidate.name === machine.name);
+  if (!info || info.memberId !== undefined) return false;
+  if (snapshot.controlPlane.deleting || info.class === "member-lost") return true;
+  if (machine.markedForDeletion || machine.remediationRequested || machine.failed) return true;
+  if (!isUpToDate(snapshot, machine)) return true;
+  const rolloutPending = activeMachines(snapshot).some((other) => !isUpToDate(snapshot, other));
+  return !rolloutPending;
+}
+
+function unhealthy(verdict: Verdict, machine: MachineView): boolean {
+  if (machine.failed) return true;
+  const info = verdict.machines.find((candidate) => candidate.name === machine.name);
+  if (!info || info.class === "member-lost") return true;
+  const member = info.memberId === undefined ? undefined : verdict.members.find((candidate) => candidate.id === info.memberId);
+  return member !== undefined && !member.healthy;
+}
+
+/**
+ * The Machine to remove next, preferring to finish work: its member already gone, then marked for deletion or
+ * remediation, then unhealthy and outdated, then outdated, then in the failure domain with the most Machines,
+ * then the oldest; ties by name.
+ */
+export function selectMachineForScaleDown(snapshot: Snapshot, verdict: Verdict): ScaleDownChoice | undefined {
+  const candidates = activeMachines(snapshot);
+  if (candidates.length === 0) return undefined;
+  const perDomain = machinesPerDomain(candidates);
+  const ranked = candidates.map((machine) => {
+    const outdated = outdatedReasons(snapshot, machine);
+    const gone = memberAlreadyGone(snapshot, verdict, machine);
+    const marked = machine.markedForDeletion || machine.remediationRequested;
+    const sick = unhealthy(verdict, machine);
+    const domainCount = perDomain.get(machine.failureDomain ?? "") ?? 0;
+    const key: (number | string)[] = [gone ? 0 : 1, marked ? 0 : 1, sick && outdated.length > 0 ? 0 : 1, outdated.length > 0 ? 0 : 1, -domainCount, machine.created, machine.name];
+    let why: string;
+    if (gone) why = "its etcd member is already gone";
+    else if (machine.markedForDeletion) why = "it is marked for deletion";
+    else if (machine.remediationRequested) why = "remediation was requested for it";
+    else if (sick && outdated.length > 0) why = `it is unhealthy and outdated (${outdated.join(", ")})`;
+    else if (outdated.length > 0) why = `it is outdated (${outdated.join(", ")})`;
+    else if (domainCount > 1 && snapshot.cluster.failureDomains.length > 0) why = `failure domain ${machine.failureDomain ?? "(none)"} has the most Machines (${domainCount}) and it is the oldest there`;
+    else why = "it is the oldest";
+    return { machine, key, why };
+  });
+  ranked.sort((a, b) => {
+    for (let i = 0; i < a.key.length; i++) {
+      if (a.key[i] < b.key[i]) return -1;
+      if (a.key[i] > b.key[i]) return 1;
+    }
+    return 0;
+  });
+  return { machine: ranked[0].machine.name, why: ranked[0].why };
+}
