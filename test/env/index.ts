@@ -7,3 +7,4 @@ export * from "./etcd.ts";
 export * from "./apiserver.ts";
 export * from "./kube.ts";
 export * from "./crds.ts";
+export * from "./capi.ts";
