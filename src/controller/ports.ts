@@ -13,6 +13,8 @@ export interface ManagementApi {
   createIfAbsent(object: { apiVersion?: string; kind?: string; metadata: { name: string; namespace?: string } }): Promise<"created" | "exists">;
   deleteMachine(namespace: string, name: string): Promise<void>;
   patchAnnotations(apiVersion: string, kind: string, namespace: string, name: string, annotations: Record<string, string | null>, resourceVersion?: string): Promise<void>;
+  /** Sets metadata.finalizers with the resourceVersion precondition of the object passed in. */
+  setFinalizers(controlPlane: QuorumControlPlane, finalizers: string[]): Promise<void>;
   patchStatus(controlPlane: QuorumControlPlane, status: Record<string, unknown>): Promise<QuorumControlPlane>;
   event(controlPlane: QuorumControlPlane, type: "Normal" | "Warning", reason: string, message: string, now: Date): Promise<void>;
 }

@@ -80,6 +80,11 @@ export class ManagementClient {
     await this.objects.patch(patch as KubernetesObject, undefined, undefined, FIELD_MANAGER, undefined, PatchStrategy.MergePatch);
   }
 
+  async setFinalizers(controlPlane: QuorumControlPlane, finalizers: string[]): Promise<void> {
+    const patch = { apiVersion: API_VERSION, kind: KIND, metadata: { name: controlPlane.metadata.name, namespace: controlPlane.metadata.namespace, finalizers, resourceVersion: controlPlane.metadata.resourceVersion } };
+    await this.objects.patch(patch as KubernetesObject, undefined, undefined, FIELD_MANAGER, undefined, PatchStrategy.MergePatch);
+  }
+
   /** Writes status through the /status subresource with a JSON merge patch (only the given fields change). */
   async patchStatus(controlPlane: QuorumControlPlane, status: Partial<QuorumControlPlaneStatus> | Record<string, unknown>): Promise<QuorumControlPlane> {
     const response: unknown = await this.custom.patchNamespacedCustomObjectStatus(
