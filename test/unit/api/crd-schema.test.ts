@@ -3,7 +3,8 @@
 // test/integration; here they are checked for messages, cost guards and the regular expressions they use.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { parseAllDocuments } from "yaml";
 import { fileURLToPath } from "node:url";
 import {
   CONTRACT_LABEL_V1BETA1,
@@ -148,6 +149,22 @@ test("valid sample objects typed with src/api/types.ts pass the CRD's OpenAPI sc
   assert.deepEqual(structuralErrors(qcpSchema, minimalControlPlane), []);
   assert.deepEqual(structuralErrors(templateSchema, completeTemplate), []);
   assert.deepEqual(structuralErrors(templateSchema, minimalTemplate), []);
+});
+
+test("the QuorumControlPlanes and templates shipped in config/samples pass the CRD's OpenAPI schema", () => {
+  const samplesDir = fileURLToPath(new URL("../../../config/samples/", import.meta.url));
+  const schemaByKind: Record<string, Schema> = { [KIND]: qcpSchema, [TEMPLATE_KIND]: templateSchema };
+  let checked = 0;
+  for (const file of readdirSync(samplesDir).filter((name) => name.endsWith(".yaml"))) {
+    for (const document of parseAllDocuments(readFileSync(samplesDir + file, "utf8"))) {
+      const object = document.toJS() as { kind?: string; metadata?: { name?: string } } | null;
+      const schema = object?.kind ? schemaByKind[object.kind] : undefined;
+      if (!schema) continue;
+      assert.deepEqual(structuralErrors(schema, object), [], `config/samples/${file}: ${object!.kind} ${object!.metadata?.name}`);
+      checked++;
+    }
+  }
+  assert.ok(checked > 0, "config/samples holds no QuorumControlPlane to check");
 });
 
 test("the OpenAPI schema rejects objects with a missing, misspelt or mistyped field", () => {
