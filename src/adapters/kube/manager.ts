@@ -1,0 +1,323 @@
+// Runs controllers: informers feed work queues, workers reconcile keys, all under one leader-election term.
+//
+// The order inside a term is the point of this file (DESIGN.md, lesson 3: k3s registered handlers after its
+// informers had started on one lease path and ran controllers that never received an event):
+//   1. register every handler on fresh informers, 2. start the informers, 3. wait until all caches synced,
+//   4. start the workers.
+// Losing the lease stops the workers at once (their signal aborts), then the informers. A graceful stop
+// drains the workers while the lease is still held and renewed, then releases it.
+import { errorMessage, silentLogger, type Logger } from "./log.ts";
+import { describeTarget, Informer, kubeListerWatcher, objectKey, type InformerOptions, type ListerWatcher, type WatchTarget } from "./informer.ts";
+import { CLIENT_GO_TIMINGS, defaultIdentity, kubeLeaseClient, LeaderElector, type LeaderElectionTimings, type LeaseClient } from "./leader.ts";
+import { WorkQueue, type ReconcileResult, type WorkQueueOptions } from "./queue.ts";
+import type { KubeObject, KubeRest } from "./rest.ts";
+
+/** Read access to the caches of the current term, for reconcilers and key mappers. */
+export interface CacheReader {
+  /** The synced informer of a watched target (throws if no controller watches it). */
+  informer<T extends KubeObject>(target: WatchTarget): Informer<T>;
+}
+
+export interface WatchSpec {
+  target: WatchTarget;
+  /**
+   * The queue keys an event on this object should reconcile (e.g. a Machine maps to its owning control
+   * plane). Default: the object's own key. Called for add, update and delete.
+   */
+  keysFor?(obj: KubeObject, caches: CacheReader): string[];
+}
+
+export interface ReconcileContext extends CacheReader {
+  /** Aborts when this process stops leading or shuts down: stop acting as soon as it does. */
+  signal: AbortSignal;
+}
+
+export interface Controller {
+  /** Names the controller's queue in logs and metrics. */
+  name: string;
+  watches: WatchSpec[];
+  /** Throw to retry with backoff; return requeueAfterMs to be called again after a wait. */
+  reconcile(key: string, ctx: ReconcileContext): Promise<ReconcileResult | void>;
+}
+
+export type ManagerEventType =
+  | "campaigning"
+  | "started-leading"
+  | "handlers-registered"
+  | "informers-started"
+  | "caches-synced"
+  | "workers-started"
+  | "stopped-leading"
+  | "workers-stopped"
+  | "informers-stopped"
+  | "stopped";
+
+export interface ManagerEvent {
+  type: ManagerEventType;
+  /** Leadership term, counted from 1 in this process (0 before the first). */
+  term: number;
+  detail?: string;
+}
+
+export interface LeaderElectionConfig extends Partial<LeaderElectionTimings> {
+  namespace: string;
+  name: string;
+  /** Default: "<hostname>_<uuid>". */
+  identity?: string;
+  /** Replaces the API-server-backed Lease (tests). */
+  client?: LeaseClient;
+}
+
+export interface ManagerOptions {
+  controllers: Controller[];
+  /** Talks to the API server; needed unless `listerWatcherFor` and a Lease client are given. */
+  rest?: KubeRest;
+  /** Builds each informer's list/watch source (default: the API server through `rest`). */
+  listerWatcherFor?: (target: WatchTarget) => ListerWatcher<KubeObject>;
+  /** Omit to run without leader election (a single replica, or tests). */
+  leaderElection?: LeaderElectionConfig;
+  informer?: InformerOptions;
+  /** Concurrency and backoff of every controller's queue (`--concurrency`). */
+  queue?: Omit<WorkQueueOptions, "name" | "logger" | "clock">;
+  logger?: Logger;
+  /** Sees every lifecycle step in order; for logs, probes and the tests that assert the order. */
+  onEvent?: (event: ManagerEvent) => void;
+}
+
+interface Term {
+  number: number;
+  signal: AbortSignal;
+  informers: Map<string, Informer<KubeObject>>;
+  queues: Map<string, WorkQueue>;
+  synced: boolean;
+  ending: Promise<void> | undefined;
+}
+
+/** Identifies a watch target: controllers watching the same target share one informer. */
+export function targetKey(target: WatchTarget): string {
+  const r = target.resource;
+  return [r.group, r.version, r.plural, target.namespace ?? "", target.labelSelector ?? "", target.fieldSelector ?? ""].join("|");
+}
+
+export class Manager {
+  private readonly options: ManagerOptions;
+  private readonly logger: Logger;
+  private readonly elector: LeaderElector | undefined;
+  private termCount = 0;
+  private term: Term | undefined;
+  private termStarting: Promise<void> | undefined;
+  private started = false;
+  private stopping: Promise<void> | undefined;
+  /** Without leader election, the one term runs until stop() aborts this. */
+  private readonly soloTerm = new AbortController();
+
+  constructor(options: ManagerOptions) {
+    this.options = options;
+    this.logger = options.logger ?? silentLogger;
+    const names = new Set<string>();
+    for (const controller of options.controllers) {
+      if (names.has(controller.name)) throw new Error(`two controllers are named ${controller.name}: names must be unique`);
+      names.add(controller.name);
+    }
+    if (!options.rest && !options.listerWatcherFor) {
+      throw new Error("manager: pass `rest` (an API server client) or `listerWatcherFor`");
+    }
+    const le = options.leaderElection;
+    if (le) {
+      const client = le.client ?? (options.rest ? kubeLeaseClient(options.rest, le.namespace, le.name) : undefined);
+      if (!client) throw new Error("manager: leader election needs `rest` or a Lease client");
+      this.elector = new LeaderElector({
+        lease: client,
+        identity: le.identity ?? defaultIdentity(),
+        leaseDurationMs: le.leaseDurationMs ?? CLIENT_GO_TIMINGS.leaseDurationMs,
+        renewDeadlineMs: le.renewDeadlineMs ?? CLIENT_GO_TIMINGS.renewDeadlineMs,
+        retryPeriodMs: le.retryPeriodMs ?? CLIENT_GO_TIMINGS.retryPeriodMs,
+        logger: this.logger,
+        onStartedLeading: (signal) => this.beginTerm(signal),
+        onStoppedLeading: (reason) => this.endTerm(reason),
+      });
+    }
+  }
+
+  /** This process's leader-election identity (undefined without leader election). */
+  get identity(): string | undefined {
+    return this.elector?.identity;
+  }
+
+  /** True while this process holds the lease (always true without leader election once started). */
+  isLeader(): boolean {
+    return this.elector ? this.elector.isLeader() : this.started && !this.stopping;
+  }
+
+  /** For /readyz: leading with every cache synced, or a healthy standby. */
+  isReady(): boolean {
+    if (!this.started || this.stopping) return false;
+    if (this.elector && !this.elector.isLeader()) return true;
+    return this.term?.synced ?? false;
+  }
+
+  /** Keys waiting per controller queue (0 when not leading), for the queue-depth metric. */
+  queueDepths(): Record<string, number> {
+    const depths: Record<string, number> = {};
+    for (const controller of this.options.controllers) depths[controller.name] = this.term?.queues.get(controller.name)?.depth ?? 0;
+    return depths;
+  }
+
+  start(): void {
+    if (this.started) throw new Error("manager already started");
+    this.started = true;
+    if (this.elector) {
+      this.emit({ type: "campaigning", term: this.termCount, detail: this.elector.identity });
+      this.elector.start();
+    } else {
+      this.beginTerm(this.soloTerm.signal);
+    }
+  }
+
+  /**
+   * Graceful shutdown: stops the workers (letting in-flight reconciles see their signal abort) and the
+   * informers while still holding the lease, then releases it so a standby takes over at once.
+   */
+  stop(): Promise<void> {
+    this.stopping ??= (async () => {
+      if (!this.elector) this.soloTerm.abort();
+      await this.endTerm("shutting down");
+      if (this.elector) await this.elector.stop({ release: true });
+      this.options.rest?.close();
+      this.emit({ type: "stopped", term: this.termCount });
+    })();
+    return this.stopping;
+  }
+
+  /** SIGTERM/SIGINT → graceful stop → exit(0). Returns a function that removes the handlers. */
+  stopOnSignals(signals: NodeJS.Signals[] = ["SIGTERM", "SIGINT"], exit: (code: number) => void = process.exit): () => void {
+    const handler = (signal: NodeJS.Signals) => {
+      this.logger.info("received signal; shutting down gracefully", { signal });
+      this.stop().then(
+        () => exit(0),
+        (err: unknown) => {
+          this.logger.error("graceful shutdown failed", { error: errorMessage(err) });
+          exit(1);
+        },
+      );
+    };
+    for (const signal of signals) process.on(signal, handler);
+    return () => {
+      for (const signal of signals) process.off(signal, handler);
+    };
+  }
+
+  private beginTerm(signal: AbortSignal): void {
+    this.termStarting = this.runTerm(signal).catch((err: unknown) => {
+      this.logger.error("controller manager could not start its controllers", { error: errorMessage(err) });
+    });
+  }
+
+  private async runTerm(signal: AbortSignal): Promise<void> {
+    // A previous term must be fully down before a new one builds informers and queues.
+    await this.term?.ending;
+    const term: Term = {
+      number: ++this.termCount,
+      signal,
+      informers: new Map(),
+      queues: new Map(),
+      synced: false,
+      ending: undefined,
+    };
+    this.term = term;
+    this.emit({ type: "started-leading", term: term.number });
+    // Stop the workers the instant leadership ends, not after the elector's callback chain gets to it.
+    if (signal.aborted) {
+      await this.endTerm("stopped leading while starting");
+      return;
+    }
+    signal.addEventListener("abort", () => void this.endTerm("stopped leading"), { once: true });
+    const caches = this.cacheReader(term);
+
+    // 1. Every handler, on fresh informers, before anything is listed.
+    for (const controller of this.options.controllers) {
+      const queue = new WorkQueue({ ...this.options.queue, name: controller.name, logger: this.logger });
+      term.queues.set(controller.name, queue);
+      for (const watch of controller.watches) {
+        const informer = this.informerFor(term, watch.target);
+        const enqueue = (obj: KubeObject) => {
+          const keys = watch.keysFor ? watch.keysFor(obj, caches) : [objectKey(obj)];
+          for (const key of keys) queue.add(key);
+        };
+        informer.addHandlers({ add: enqueue, update: enqueue, delete: enqueue });
+      }
+    }
+    this.emit({ type: "handlers-registered", term: term.number, detail: `${term.queues.size} controllers` });
+    if (signal.aborted) return;
+
+    // 2. Informers.
+    for (const informer of term.informers.values()) informer.start();
+    this.emit({ type: "informers-started", term: term.number, detail: [...term.informers.values()].map((i) => i.description).join("; ") });
+
+    // 3. Every cache synced, so the first reconcile sees the whole world, not a partial list.
+    try {
+      await Promise.all([...term.informers.values()].map((informer) => informer.waitForSync(signal)));
+    } catch (err) {
+      if (signal.aborted || term.ending) return;
+      throw err;
+    }
+    if (signal.aborted || term.ending) return;
+    term.synced = true;
+    this.emit({ type: "caches-synced", term: term.number });
+
+    // 4. Workers.
+    for (const controller of this.options.controllers) {
+      const queue = term.queues.get(controller.name) as WorkQueue;
+      queue.start((key, queueSignal) => controller.reconcile(key, { ...caches, signal: queueSignal }));
+    }
+    this.emit({ type: "workers-started", term: term.number });
+  }
+
+  /** Stops the current term's workers at once, then its informers. Safe to call repeatedly. */
+  private endTerm(reason: string): Promise<void> {
+    const term = this.term;
+    if (!term) return Promise.resolve();
+    term.ending ??= (async () => {
+      this.emit({ type: "stopped-leading", term: term.number, detail: reason });
+      await Promise.all([...term.queues.values()].map((queue) => queue.shutdown({ abortInFlight: true })));
+      this.emit({ type: "workers-stopped", term: term.number });
+      await Promise.all([...term.informers.values()].map((informer) => informer.stop()));
+      this.emit({ type: "informers-stopped", term: term.number });
+    })();
+    return term.ending;
+  }
+
+  private informerFor(term: Term, target: WatchTarget): Informer<KubeObject> {
+    const key = targetKey(target);
+    let informer = term.informers.get(key);
+    if (!informer) {
+      const source = this.options.listerWatcherFor
+        ? this.options.listerWatcherFor(target)
+        : kubeListerWatcher<KubeObject>(this.options.rest as KubeRest, target);
+      informer = new Informer(source, { ...this.options.informer, logger: this.options.informer?.logger ?? this.logger });
+      term.informers.set(key, informer);
+    }
+    return informer;
+  }
+
+  private cacheReader(term: Term): CacheReader {
+    return {
+      informer: <T extends KubeObject>(target: WatchTarget): Informer<T> => {
+        const informer = term.informers.get(targetKey(target));
+        if (!informer) {
+          throw new Error(`no controller watches ${describeTarget(target)}: add it to a controller's watches to read it from the cache`);
+        }
+        return informer as unknown as Informer<T>;
+      },
+    };
+  }
+
+  private emit(event: ManagerEvent): void {
+    this.logger.info(`manager: ${event.type}`, { term: event.term, ...(event.detail ? { detail: event.detail } : {}) });
+    try {
+      this.options.onEvent?.(event);
+    } catch (err) {
+      this.logger.error("manager event hook failed", { event: event.type, error: errorMessage(err) });
+    }
+  }
+}
