@@ -8,6 +8,7 @@ import type { Logger } from "../adapters/kube/log.ts";
 import type { EtcdClusterClient } from "../adapters/etcd/types.ts";
 import { isDisruptive, type Action } from "../core/actions.ts";
 import type { Verdict } from "../core/assess.ts";
+import type { Decision } from "../core/plan.ts";
 import type { Snapshot } from "../core/snapshot.ts";
 import { setConditions, type ConditionInput } from "./conditions.ts";
 import type { CrashInjector } from "./crash.ts";
@@ -19,7 +20,7 @@ import type { ManagementApi, WorkloadAccess } from "./ports.ts";
 import { buildSnapshot } from "./snapshot-builder.ts";
 import { computeStatus } from "./status.ts";
 
-export type Planner = (snapshot: Snapshot) => { action: Action; verdict: Verdict };
+export type Planner = (snapshot: Snapshot) => Decision;
 
 export interface ReconcilerDeps {
   management: ManagementApi;
@@ -104,7 +105,7 @@ export async function reconcile(namespace: string, name: string, deps: Reconcile
       await writeProblem(controlPlane, deps, "InvalidSpec", errorText(error));
       throw new ReconcileError(errorText(error), "InvalidSpec", { cause: error });
     }
-    const { action, verdict } = deps.planner(snapshot);
+    const { action, assessment: verdict } = deps.planner(snapshot);
     log(action.kind === "Wait" ? "debug" : "info", `next action: ${action.kind}: ${action.reason}`, { action: action.kind });
 
     let actionStatus: Record<string, unknown> | undefined;
@@ -126,6 +127,12 @@ export async function reconcile(namespace: string, name: string, deps: Reconcile
           .event(controlPlane, "Normal", action.kind, `${result.message} — ${action.reason}`, new Date(deps.clock()))
           .catch((error: unknown) => log("warn", `could not record an Event: ${errorText(error)}`));
       } catch (error) {
+        // A conflict means the decision was made on an object that changed meanwhile (a stale cache): look
+        // again soon rather than report a failure; the next plan sees the change.
+        if (isConflict(error)) {
+          log("debug", `${action.kind} hit a conflict; re-planning`, { action: action.kind });
+          return { requeueAfterMs: AFTER_ACTION_MS, action };
+        }
         const message = `${action.kind} failed: ${errorText(error)}`;
         await writeProblem(controlPlane, deps, `${action.kind}Failed`, message);
         if (isDisruptive(action)) {
@@ -187,6 +194,10 @@ function recordEtcdMetrics(metrics: ControllerMetrics | undefined, cluster: stri
   metrics.etcdVoters.set({ cluster }, verdict.quorum.voters);
   metrics.etcdHealthyVoters.set({ cluster }, verdict.quorum.healthyVoters);
   metrics.etcdFailuresTolerated.set({ cluster }, verdict.quorum.failuresTolerated);
+}
+
+function isConflict(error: unknown): boolean {
+  return typeof error === "object" && error !== null && "code" in error && (error as { code: unknown }).code === 409;
 }
 
 export function errorText(error: unknown): string {

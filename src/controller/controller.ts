@@ -1,0 +1,48 @@
+// The QuorumControlPlane controller as the runtime's Manager runs it: what it watches, how an event on a Machine
+// or a Cluster maps to the QuorumControlPlane it concerns, and the reconcile call with the per-key etcd poll.
+import { CAPI_GROUP, CAPI_VERSION, GROUP, KIND, LABEL_CONTROL_PLANE_NAME, PLURAL, VERSION } from "../api/constants.ts";
+import type { Controller, WatchSpec } from "../adapters/kube/manager.ts";
+import type { KubeObject } from "../adapters/kube/rest.ts";
+import { reconcile, type ReconcilerDeps } from "./reconcile.ts";
+
+export interface ControllerOptions {
+  namespace?: string;
+  /** --watch-filter value: only objects labelled cluster.x-k8s.io/watch-filter=<value>. */
+  watchFilter?: string;
+  deps: ReconcilerDeps;
+}
+
+export const CONTROLLER_NAME = "quorumcontrolplane";
+
+export function quorumController(options: ControllerOptions): Controller {
+  const labelSelector = options.watchFilter ? `cluster.x-k8s.io/watch-filter=${options.watchFilter}` : undefined;
+  const scope = { ...(options.namespace ? { namespace: options.namespace } : {}), ...(labelSelector ? { labelSelector } : {}) };
+  const watches: WatchSpec[] = [
+    { target: { resource: { group: GROUP, version: VERSION, plural: PLURAL, namespaced: true }, ...scope } },
+    {
+      // A Machine event concerns the QuorumControlPlane named in its control-plane-name label.
+      target: { resource: { group: CAPI_GROUP, version: CAPI_VERSION, plural: "machines", namespaced: true }, ...(options.namespace ? { namespace: options.namespace } : {}), labelSelector: labelSelector ? `${LABEL_CONTROL_PLANE_NAME},${labelSelector}` : LABEL_CONTROL_PLANE_NAME },
+      keysFor: (machine: KubeObject) => {
+        const owner = machine.metadata.labels?.[LABEL_CONTROL_PLANE_NAME];
+        return owner ? [`${machine.metadata.namespace}/${owner}`] : [];
+      },
+    },
+    {
+      // A Cluster event (pause, endpoint, failure domains, initialization) concerns its control plane.
+      target: { resource: { group: CAPI_GROUP, version: CAPI_VERSION, plural: "clusters", namespaced: true }, ...scope },
+      keysFor: (cluster: KubeObject) => {
+        const ref = (cluster as KubeObject & { spec?: { controlPlaneRef?: { kind?: string; name?: string } } }).spec?.controlPlaneRef;
+        return ref?.kind === KIND && ref.name ? [`${cluster.metadata.namespace}/${ref.name}`] : [];
+      },
+    },
+  ];
+  return {
+    name: CONTROLLER_NAME,
+    watches,
+    async reconcile(key) {
+      const [namespace, name] = key.split("/");
+      const result = await reconcile(namespace, name, options.deps);
+      return result.requeueAfterMs !== undefined ? { requeueAfterMs: result.requeueAfterMs } : undefined;
+    },
+  };
+}

@@ -1,0 +1,91 @@
+// The controller process: flags → logger → management API clients → workload access → the Manager (leader
+// election, informers, queue, workers) → /metrics, /healthz, /readyz. Stops gracefully on SIGTERM.
+import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
+import type { Server } from "node:http";
+import winston from "winston";
+import { ManagementClient } from "./adapters/capi/management.ts";
+import { coreV1SecretStore } from "./adapters/certs/secret-store.ts";
+import { Manager } from "./adapters/kube/manager.ts";
+import { KubeRest } from "./adapters/kube/rest.ts";
+import { ClusterWorkloadAccess } from "./adapters/workload/access.ts";
+import { plan } from "./core/plan.ts";
+import { quorumController } from "./controller/controller.ts";
+import { crashInjectorFromEnv } from "./controller/crash.ts";
+import { createMetrics } from "./controller/metrics.ts";
+import { parseBindAddress, parseFlags, USAGE, type Flags } from "./flags.ts";
+import { startHttpServer } from "./probes.ts";
+
+function createLogger(flags: Flags): winston.Logger {
+  const format =
+    flags.logFormat === "json"
+      ? winston.format.combine(winston.format.timestamp(), winston.format.json())
+      : winston.format.combine(
+          winston.format.timestamp(),
+          winston.format.printf(({ timestamp, level, message, ...meta }) => `${String(timestamp)} ${level.toUpperCase().padEnd(5)} ${String(message)}${Object.keys(meta).length ? ` ${JSON.stringify(meta)}` : ""}`),
+        );
+  return winston.createLogger({ level: flags.logLevel, format, transports: [new winston.transports.Console({ stderrLevels: ["error", "warn", "info", "debug"] })] });
+}
+
+function loadKubeConfig(flags: Flags): KubeConfig {
+  const kubeConfig = new KubeConfig();
+  if (flags.kubeconfig) kubeConfig.loadFromFile(flags.kubeconfig);
+  else kubeConfig.loadFromDefault();
+  if (!kubeConfig.getCurrentCluster()) throw new Error("no management cluster: pass --kubeconfig FILE, set KUBECONFIG, or run in a pod with a service account");
+  return kubeConfig;
+}
+
+async function main(argv: string[]): Promise<void> {
+  const flags = parseFlags(argv);
+  if (flags.help) {
+    process.stdout.write(USAGE);
+    return;
+  }
+  const log = createLogger(flags);
+  const kubeConfig = loadKubeConfig(flags);
+  const metrics = createMetrics();
+  const management = new ManagementClient(kubeConfig);
+  const workload = new ClusterWorkloadAccess({ secrets: coreV1SecretStore(kubeConfig.makeApiClient(CoreV1Api)), etcdCallDeadlineMs: flags.etcdCallTimeoutMs });
+  const controller = quorumController({
+    ...(flags.namespace ? { namespace: flags.namespace } : {}),
+    ...(flags.watchFilter ? { watchFilter: flags.watchFilter } : {}),
+    deps: {
+      management,
+      workload,
+      planner: plan,
+      clock: Date.now,
+      log,
+      crash: crashInjectorFromEnv(process.env.QUORUM_CRASH_AFTER),
+      metrics,
+      etcdPollIntervalMs: flags.etcdPollIntervalMs,
+    },
+  });
+  const manager = new Manager({
+    controllers: [controller],
+    rest: new KubeRest(kubeConfig),
+    ...(flags.leaderElect ? { leaderElection: { namespace: flags.leaderElectionNamespace, name: flags.leaderElectionId } } : {}),
+    queue: { concurrency: flags.concurrency },
+    logger: log,
+    onEvent: (event) => log.info(`manager: ${event.type}`, { term: event.term, ...(event.detail ? { detail: event.detail } : {}) }),
+  });
+
+  const servers: Server[] = [];
+  const metricsAddress = parseBindAddress("--metrics-bind-address", flags.metricsBindAddress);
+  if (metricsAddress) servers.push(await startHttpServer(metricsAddress.host, metricsAddress.port, { registry: metrics.registry }));
+  const probeAddress = parseBindAddress("--health-probe-bind-address", flags.healthProbeBindAddress);
+  if (probeAddress) servers.push(await startHttpServer(probeAddress.host, probeAddress.port, { probes: { healthy: () => true, ready: () => !flags.leaderElect || manager.isReady() || !manager.isLeader() } }));
+  const depthTimer = setInterval(() => metrics.queueDepth.set(Object.values(manager.queueDepths()).reduce((sum, depth) => sum + depth, 0)), 1000);
+  depthTimer.unref();
+
+  manager.stopOnSignals(["SIGTERM", "SIGINT"], (code) => {
+    for (const server of servers) server.close();
+    log.info("stopped", { code });
+    process.exit(code);
+  });
+  log.info("quorum controller starting", { leaderElect: flags.leaderElect, namespace: flags.namespace ?? "(all)", concurrency: flags.concurrency });
+  manager.start();
+}
+
+main(process.argv.slice(2)).catch((error: unknown) => {
+  process.stderr.write(`quorum: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(2);
+});
