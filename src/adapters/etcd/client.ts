@@ -33,6 +33,9 @@ const ETCD_MEMBER_NOT_FOUND = "etcdserver: member not found";
 const ETCD_LEARNER_NOT_READY = "etcdserver: can only promote a learner member which is in sync with leader";
 const ETCD_MEMBER_NOT_LEARNER = "etcdserver: can only promote a learner member";
 const ETCD_PEER_URL_EXISTS = "etcdserver: Peer URLs already exists";
+// etcd derives a new member's ID from its peer URLs and the add time in whole seconds, so a retried add
+// within the same second collides on the ID instead of the peer URLs.
+const ETCD_MEMBER_ID_EXISTS = "etcdserver: member ID already exist";
 
 class DeadlineError extends Error {}
 
@@ -85,11 +88,12 @@ class Etcd3ClusterClient implements EtcdClusterClient {
       );
       return toMember(response.member);
     } catch (error) {
-      if (messageOf(error).includes(ETCD_PEER_URL_EXISTS)) {
+      const message = messageOf(error);
+      if (message.includes(ETCD_PEER_URL_EXISTS) || message.includes(ETCD_MEMBER_ID_EXISTS)) {
         const existing = (await this.listMembers()).find((member) => sameURLs(member.peerURLs, peerURLs));
         if (existing) return existing;
       }
-      throw this.operationError("member add", endpoint, error, addMemberHint(messageOf(error)));
+      throw this.operationError("member add", endpoint, error, addMemberHint(message));
     }
   }
 

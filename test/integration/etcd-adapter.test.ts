@@ -1,0 +1,208 @@
+// The etcd adapter against a real 3-member TLS etcd on loopback, authenticating with a client certificate
+// Quorum issues itself from the cluster's `<cluster>-etcd` CA Secret (here the harness's CA, brought by the
+// "user"). Covers what the controller relies on: correct members and statuses, a status round bounded by one
+// deadline however a member fails, idempotent add/remove, leadership transfer and learner promotion.
+import assert from "node:assert/strict";
+import { setTimeout as sleep } from "node:timers/promises";
+import { after, before, describe, it } from "node:test";
+import { createEtcdClusterClient } from "../../src/adapters/etcd/client.ts";
+import { EtcdClientCertificates } from "../../src/adapters/etcd/credentials.ts";
+import type { EtcdClientCredentials, EtcdClusterClient, EtcdMember } from "../../src/adapters/etcd/types.ts";
+import { observeEtcd } from "../../src/adapters/etcd/view.ts";
+import { startEtcdCluster, type EtcdCluster } from "../env/index.ts";
+import { MemorySecretStore } from "../unit/adapters/memory-secret-store.ts";
+
+// Long enough for a healthy member on a loaded 2-core machine, short enough to keep the suite quick.
+const deadlineMs = 2000;
+
+let cluster: EtcdCluster;
+let credentials: EtcdClientCredentials;
+const openClients: EtcdClusterClient[] = [];
+
+function client(): EtcdClusterClient {
+  const opened = createEtcdClusterClient({
+    endpoints: cluster.endpoints(),
+    credentials,
+    callDeadlineMs: deadlineMs,
+    context: "etcd of cluster default/wl",
+  });
+  openClients.push(opened);
+  return opened;
+}
+
+async function eventually<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value !== undefined) return value;
+    } catch (error) {
+      last = error;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ""}`);
+    await sleep(250);
+  }
+}
+
+// The harness unrefs its children, so awaiting a SIGKILLed member's exit with no other handle open lets the
+// event loop run dry; a timer keeps it alive until the exit is seen.
+async function holdingEventLoop<T>(promise: Promise<T>): Promise<T> {
+  const hold = setInterval(() => {}, 1000);
+  try {
+    return await promise;
+  } finally {
+    clearInterval(hold);
+  }
+}
+
+/** The harness member behind an etcd member (by peer URL). */
+function harnessMember(member: EtcdMember) {
+  const found = cluster.members.find((candidate) => member.peerURLs.includes(candidate.peerURL));
+  assert.ok(found, `no harness member for ${member.peerURLs.join(",")}`);
+  return found;
+}
+
+before(async () => {
+  cluster = await startEtcdCluster({ members: 3, tls: true });
+  const ca = cluster.ca;
+  assert.ok(ca);
+  const store = new MemorySecretStore();
+  store.seed("default", "wl-etcd", { "tls.crt": ca.certPem, "tls.key": ca.keyPem });
+  credentials = await new EtcdClientCertificates(store).get("default", "wl", new Date());
+});
+
+after(async () => {
+  for (const opened of openClients) await opened.close();
+  await cluster?.stop();
+});
+
+describe("etcd adapter on a real 3-member TLS cluster", () => {
+  it("lists every member and reports each reachable, with one leader everyone agrees on", async () => {
+    const etcd = client();
+    const members = await etcd.listMembers();
+    assert.deepEqual(members.map((member) => member.name).sort(), ["m1", "m2", "m3"]);
+    assert.deepEqual(members.flatMap((member) => member.clientURLs).sort(), [...cluster.endpoints()].sort());
+    assert.ok(members.every((member) => !member.learner && /^\d+$/.test(member.id)));
+
+    const statuses = await etcd.memberStatuses(members);
+    assert.deepEqual(statuses.map((status) => status.memberId), members.map((member) => member.id));
+    for (const status of statuses) {
+      assert.equal(status.reachable, true, `${status.memberId}: ${status.errors.join(", ")}`);
+      assert.deepEqual(status.errors, []);
+      assert.ok((status.raftTerm ?? 0) > 0 && (status.raftIndex ?? 0) > 0 && (status.raftAppliedIndex ?? 0) > 0);
+      assert.ok((status.dbSize ?? 0) > 0);
+      assert.match(status.version ?? "", /^3\.\d+\.\d+/);
+    }
+    const leaders = statuses.filter((status) => status.leader);
+    assert.equal(leaders.length, 1);
+    assert.ok(statuses.every((status) => status.leaderId === leaders[0].memberId));
+    assert.deepEqual(await etcd.alarms(), []);
+  });
+
+  it("treats removing a member that is not in the cluster as success", async () => {
+    assert.deepEqual(await client().removeMember("1234567890123"), { removed: false });
+  });
+
+  it("adds a member (idempotently, by peer URL) and removes it again", async () => {
+    const etcd = client();
+    const peerURL = `https://${cluster.subnet.address(200)}:2380`;
+    // etcd answers "unhealthy cluster" to adds for a few seconds after it starts: a normal, retried refusal.
+    const added = await eventually("member add", async () => etcd.addMember([peerURL], { learner: true }));
+    assert.equal(added.learner, true);
+    assert.deepEqual(added.peerURLs, [peerURL]);
+    assert.equal(added.name, "");
+    const again = await etcd.addMember([peerURL], { learner: true });
+    assert.equal(again.id, added.id);
+
+    const statuses = await etcd.memberStatuses();
+    const unstarted = statuses.find((status) => status.memberId === added.id);
+    assert.deepEqual(unstarted, { memberId: added.id, reachable: false, leader: false, errors: ["member has not started yet (no client URLs)"] });
+
+    assert.deepEqual(await etcd.removeMember(added.id), { removed: true });
+    assert.ok(!(await etcd.listMembers()).some((member) => member.id === added.id));
+    assert.deepEqual(await etcd.removeMember(added.id), { removed: false });
+  });
+
+  it("moves leadership to the member it is asked to", async () => {
+    const etcd = client();
+    const before = await etcd.memberStatuses();
+    const target = before.find((status) => !status.leader && status.reachable);
+    assert.ok(target);
+    await etcd.moveLeader(target.memberId);
+    const after = await eventually("every member to follow the new leader", async () => {
+      const statuses = await etcd.memberStatuses();
+      const voters = statuses.filter((status) => status.reachable);
+      return voters.length >= 3 && voters.every((status) => status.leaderId === target.memberId) ? statuses : undefined;
+    });
+    assert.deepEqual(after.filter((status) => status.leader).map((status) => status.memberId), [target.memberId]);
+    // Asking again for the member that already leads changes nothing.
+    await etcd.moveLeader(target.memberId);
+    assert.equal((await etcd.memberStatuses()).find((status) => status.leader)?.memberId, target.memberId);
+  });
+
+  for (const failure of ["killed (SIGKILL)", "paused (SIGSTOP: TCP connects, nothing answers)"] as const) {
+    it(`with one member ${failure}, a status round takes at most 1.2 x the call deadline and marks exactly that member unreachable`, async () => {
+      const etcd = client();
+      const members = await etcd.listMembers();
+      const statuses = await etcd.memberStatuses(members);
+      const victimId = statuses.find((status) => !status.leader)?.memberId;
+      const victim = harnessMember(members.find((member) => member.id === victimId)!);
+      if (failure.startsWith("killed")) await holdingEventLoop(victim.kill());
+      else victim.pause();
+      try {
+        const started = performance.now();
+        const round = await etcd.memberStatuses(members);
+        const elapsedMs = performance.now() - started;
+        assert.ok(elapsedMs <= 1.2 * deadlineMs, `status round took ${Math.round(elapsedMs)} ms (deadline ${deadlineMs} ms)`);
+        assert.deepEqual(
+          round.filter((status) => !status.reachable).map((status) => status.memberId),
+          [victimId],
+        );
+        const down = round.find((status) => status.memberId === victimId)!;
+        assert.equal(down.errors.length, 1);
+        assert.ok(round.filter((status) => status.reachable).every((status) => status.errors.length === 0));
+
+        // A whole observation round (member list from whoever answers first, statuses, alarms) also completes.
+        const observation = await observeEtcd(client());
+        assert.ok(observation.ok);
+        assert.equal(observation.observation.members.length, 3);
+        assert.deepEqual(observation.observation.statuses.filter((status) => !status.reachable).map((status) => status.memberId), [victimId]);
+      } finally {
+        if (failure.startsWith("killed")) await victim.start();
+        else victim.resume();
+      }
+      await eventually("the member to answer again", async () => {
+        const statuses = await client().memberStatuses();
+        return statuses.every((status) => status.reachable) ? true : undefined;
+      });
+    });
+  }
+
+  it("promotes a learner once it has caught up, answering 'not caught up' before that", async () => {
+    const etcd = client();
+    const learner = await cluster.addMember({ learner: true });
+    const member = (await etcd.listMembers()).find((candidate) => candidate.peerURLs.includes(learner.peerURL));
+    assert.ok(member?.learner);
+    // Not started: it holds none of the log, so etcd refuses to promote it.
+    assert.deepEqual(await etcd.promoteLearner(member.id), { promoted: false, reason: "not caught up" });
+
+    await learner.start({ learner: true });
+    const attempts: string[] = [];
+    await eventually("the learner to be promoted", async () => {
+      const result = await etcd.promoteLearner(member.id);
+      attempts.push(result.promoted ? "promoted" : result.reason);
+      return result.promoted ? true : undefined;
+    }, 60_000);
+    const promoted = (await etcd.listMembers()).find((candidate) => candidate.id === member.id);
+    assert.equal(promoted?.learner, false);
+    assert.equal(promoted?.name, learner.name);
+    // Promoting a voter again (a retry after a crash) is success too.
+    assert.deepEqual(await etcd.promoteLearner(member.id), { promoted: true });
+    const statuses = await eventually("the new voter to report status", async () => {
+      const round = await etcd.memberStatuses();
+      return round.find((status) => status.memberId === member.id)?.reachable ? round : undefined;
+    });
+    assert.equal(statuses.length, 4);
+  });
+});
