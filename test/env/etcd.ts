@@ -29,6 +29,10 @@ export interface EtcdClusterOptions {
   readyTimeoutMs?: number;
   /** Extra etcd flags for every member, e.g. ["--election-timeout=2000"]. */
   extraArgs?: string[];
+  /** Sign member certificates with this CA (e.g. the one in a cluster's `<cluster>-etcd` Secret). */
+  ca?: CertificateAuthority;
+  /** Loopback addresses to reserve, for members added later (default members + 2). */
+  capacity?: number;
 }
 
 /** What a client needs to talk to the cluster: PEM strings (empty when the cluster runs without TLS). */
@@ -83,7 +87,7 @@ export interface EtcdCluster {
    * Adds a member to the membership (as a learner unless `learner: false`) without starting it; call
    * `member.start()` next. Retries the "unhealthy cluster" refusal etcd gives right after a cluster starts.
    */
-  addMember(options?: { learner?: boolean; timeoutMs?: number }): Promise<EtcdMember>;
+  addMember(options?: { learner?: boolean; timeoutMs?: number; name?: string }): Promise<EtcdMember>;
   /** Promotes a learner, retrying while etcd says it is not yet in sync with the leader. */
   promoteMember(member: EtcdMember, options?: { timeoutMs?: number }): Promise<void>;
   /** Removes a member from the membership, then stops its process. */
@@ -111,12 +115,12 @@ export async function startEtcdCluster(options: EtcdClusterOptions = {}): Promis
   }
   const binary = etcdBinary();
   // Room for members added later (learners, replacements) in the same /24.
-  const subnet = await reserveLoopbackSubnet({ hosts: memberCount + 2, ports: [etcdClientPort, etcdPeerPort] });
+  const subnet = await reserveLoopbackSubnet({ hosts: Math.max(options.capacity ?? 0, memberCount + 2), ports: [etcdClientPort, etcdPeerPort] });
   const rootDir = makeTempDir(`etcd-${subnet.prefix}`);
   const scheme = tls ? "https" : "http";
   const clusterToken = `quorum-test-${randomBytes(6).toString("hex")}`;
 
-  const ca = tls ? await createCA(`etcd-ca ${subnet.prefix}.0/24`, validFor(7 * oneDay)) : undefined;
+  const ca = !tls ? undefined : (options.ca ?? (await createCA(`etcd-ca ${subnet.prefix}.0/24`, validFor(7 * oneDay))));
   const credentials: EtcdClientCredentials = { caPem: "", certPem: "", keyPem: "", serverName: etcdTlsServerName };
   if (ca) {
     const client = await issueCertificate(ca, { commonName: "quorum-test-client", usages: "client", validity: validFor(oneDay) });
@@ -280,7 +284,7 @@ export async function startEtcdCluster(options: EtcdClusterOptions = {}): Promis
     },
     async addMember(addOptions = {}) {
       const learner = addOptions.learner ?? true;
-      const spec: MemberSpec = { name: `${namePrefix}${nextHostNumber}`, hostNumber: nextHostNumber++ };
+      const spec: MemberSpec = { name: addOptions.name ?? `${namePrefix}${nextHostNumber}`, hostNumber: nextHostNumber++ };
       const peerURL = `${scheme}://${subnet.address(spec.hostNumber)}:${etcdPeerPort}`;
       const response = await retryUntil(
         `add etcd member ${spec.name} (${peerURL})${learner ? " as learner" : ""}`,
