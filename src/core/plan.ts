@@ -276,8 +276,11 @@ class Context {
 
   remediate(): Step | undefined {
     if (this.spec.deleting) return undefined;
+    // A Machine that lost (or never got) its member is replaced only when it is needed; with Machines to spare
+    // the scale-down selection decides, and it prefers exactly such a Machine.
+    const lostAndNeeded = (machine: MachineView) => !this.scaleDownWanted && this.info(machine.name)?.class === "member-lost";
     const targets = this.active
-      .filter((machine) => machine.remediationRequested || machine.failed || this.info(machine.name)?.class === "member-lost")
+      .filter((machine) => machine.remediationRequested || machine.failed || lostAndNeeded(machine))
       .map((machine) => ({ machine, member: this.memberOf(machine.name) }))
       .sort((a, b) => Number(a.member !== undefined) - Number(b.member !== undefined) || (a.machine.name < b.machine.name ? -1 : 1));
     if (targets.length === 0) return undefined;
@@ -351,8 +354,12 @@ class Context {
   }
 
   scaleDownContext(): string {
-    if (this.spec.deleting) return `${this.spec.namespace}/${this.spec.name} is being deleted: ${this.active.length} Machines left`;
-    if (this.active.length > this.desired) return `scale down: ${this.active.length} Machines for ${this.desired} replica${this.desired === 1 ? "" : "s"}`;
+    const machines = (n: number) => `${n} Machine${n === 1 ? "" : "s"}`;
+    if (this.spec.deleting) return `${this.spec.namespace}/${this.spec.name} is being deleted: ${machines(this.active.length)} left`;
+    if (this.active.length > this.desired && this.outdated.length > 0 && this.active.length - this.desired === 1 && this.spec.replicas === this.desired) {
+      return `rollout: ${machines(this.active.length)} for ${this.desired} replica${this.desired === 1 ? "" : "s"}, so an outdated Machine leaves`;
+    }
+    if (this.active.length > this.desired) return `scale down: ${machines(this.active.length)} for ${this.desired} replica${this.desired === 1 ? "" : "s"}`;
     return `rollout with maxSurge 0: an outdated Machine leaves before its replacement is created`;
   }
 

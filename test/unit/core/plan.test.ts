@@ -1,0 +1,507 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { isDisruptive, type Action } from "../../../src/core/actions.ts";
+import { assess, type PlannedOp, type Verdict } from "../../../src/core/assess.ts";
+import { makePlanner, plan, type Decision } from "../../../src/core/plan.ts";
+import type { Snapshot } from "../../../src/core/snapshot.ts";
+import { applyIdeal, dead, healthyMachines, idOf, machine, member, MINUTE, NOW, OLD_VERSION, SECOND, snapshot, withLeader } from "./fixtures.ts";
+
+interface Expectation {
+  kind: Action["kind"];
+  /** Fields the action must carry with exactly these values. */
+  fields?: Record<string, unknown>;
+  /** Words the reason must contain (names of what blocks, the cause). */
+  reason?: string[];
+  blockedBy?: string[];
+  /** A Wait must come back within this many ms. */
+  recheckAtMost?: number;
+}
+
+interface Case {
+  name: string;
+  snapshot: () => Snapshot;
+  expect: Expectation;
+}
+
+function check(decision: Decision, expectation: Expectation): void {
+  const { action } = decision;
+  assert.equal(action.kind, expectation.kind, `expected ${expectation.kind}, got ${action.kind}: ${action.reason}`);
+  for (const [field, value] of Object.entries(expectation.fields ?? {})) {
+    assert.deepEqual((action as Record<string, unknown>)[field], value, `${field} of ${JSON.stringify(action)}`);
+  }
+  for (const word of expectation.reason ?? []) assert.ok(action.reason.includes(word), `reason should mention "${word}": ${action.reason}`);
+  if (action.kind === "Wait") {
+    assert.ok(action.recheckAfterMs > 0, "a Wait says when to look again");
+    if (expectation.recheckAtMost !== undefined) assert.ok(action.recheckAfterMs <= expectation.recheckAtMost, `recheck ${action.recheckAfterMs} ms > ${expectation.recheckAtMost}`);
+    for (const word of expectation.blockedBy ?? []) assert.ok(action.blockedBy?.includes(word), `blockedBy should name "${word}": ${action.blockedBy}`);
+  }
+}
+
+const outdatedThree = () => healthyMachines(3, "m", { version: OLD_VERSION });
+
+/** Three outdated Machines (m-1 leads) plus the surge Machine n-1, joined and healthy. */
+function surgeJoined() {
+  const old = outdatedThree();
+  const fresh = machine("n-1", { failureDomain: "fd-a", created: NOW - 5 * MINUTE });
+  return { machines: [...old.machines, fresh], members: [...old.members, member("n-1")] };
+}
+
+const cases: Case[] = [
+  {
+    name: "with no Machines yet the first Machine is created, even though etcd cannot be reached",
+    snapshot: () => snapshot({ observed: false, error: "no control-plane Machine has an address yet" }),
+    expect: { kind: "CreateMachine", fields: { failureDomain: "fd-a" }, reason: ["initial creation"] },
+  },
+  {
+    name: "the first Machine waits for the Cluster's infrastructure",
+    snapshot: () => snapshot({ observed: false, cluster: { infrastructureReady: false } }),
+    expect: { kind: "Wait", reason: ["infrastructure", "demo"], blockedBy: ["Cluster demo"] },
+  },
+  {
+    name: "when etcd cannot be read and Machines exist, Quorum waits and names the error instead of acting",
+    snapshot: () => {
+      const h = outdatedThree();
+      h.machines[2].remediationRequested = true;
+      return snapshot({ machines: h.machines, observed: false, error: "dial tcp 10.0.0.2:2379: connection refused" });
+    },
+    expect: { kind: "Wait", reason: ["connection refused"], blockedBy: ["etcd"], recheckAtMost: 5 * SECOND },
+  },
+  {
+    name: "a paused Cluster makes Quorum wait even with a rollout pending",
+    snapshot: () => snapshot({ ...outdatedThree(), cluster: { paused: true } }),
+    expect: { kind: "Wait", reason: ["paused", "spec.paused"] },
+  },
+  {
+    name: "a paused QuorumControlPlane makes Quorum wait even with a dead member to remediate",
+    snapshot: () => {
+      const h = healthyMachines(3);
+      h.members[2] = dead("m-3");
+      h.machines[2].remediationRequested = true;
+      return snapshot({ ...h, controlPlane: { paused: true } });
+    },
+    expect: { kind: "Wait", reason: ["paused"] },
+  },
+  {
+    name: "an owned Machine without the pre-terminate hook gets it before any removal",
+    snapshot: () => {
+      const h = surgeJoined();
+      h.machines[1].hasPreTerminateHook = false;
+      return snapshot(h);
+    },
+    expect: { kind: "AddHook", fields: { machine: "m-2" } },
+  },
+  {
+    name: "a surge rollout (maxSurge 1) starts by creating an up-to-date Machine",
+    snapshot: () => snapshot(outdatedThree()),
+    expect: { kind: "CreateMachine", fields: { failureDomain: "fd-a" }, reason: ["rollout", "3 of 3 Machines outdated", OLD_VERSION] },
+  },
+  {
+    name: "when the leader is on the Machine leaving, leadership moves to the new Machine first",
+    snapshot: () => snapshot(surgeJoined()),
+    expect: { kind: "ForwardLeadership", fields: { fromMemberId: idOf("m-1"), toMemberId: idOf("n-1"), toMemberName: "n-1" }, reason: ["m-1", "n-1"] },
+  },
+  {
+    name: "when the leader is elsewhere, the outdated Machine's member is removed",
+    snapshot: () => {
+      const h = surgeJoined();
+      return snapshot({ machines: h.machines, members: withLeader(h.members, "n-1") });
+    },
+    expect: { kind: "RemoveMember", fields: { memberId: idOf("m-1"), machine: "m-1" }, reason: ["outdated", "leaves 3 of 3 voters healthy"] },
+  },
+  {
+    name: "a Machine whose member is already gone is deleted, not waited on and not called unhealthy (crash between RemoveMember and DeleteMachine)",
+    snapshot: () => {
+      const h = surgeJoined();
+      return snapshot({ machines: h.machines, members: withLeader(h.members.filter((candidate) => candidate.name !== "m-1"), "n-1") });
+    },
+    expect: { kind: "DeleteMachine", fields: { machine: "m-1" }, reason: ["already gone"] },
+  },
+  {
+    name: "a joining learner whose Machine has no Node yet is waited on with its progress, never treated as a ghost",
+    snapshot: () => {
+      const h = healthyMachines(3, "m", { version: OLD_VERSION });
+      // kubeadm names the member after the host; the Machine only knows its address until the Node shows up.
+      const joining = machine("n-1", { created: NOW - 2 * MINUTE, nodeName: undefined, memberName: "n-1", addresses: ["10.9.0.1"] });
+      const learner = member("ip-10-9-0-1", { learner: true, peerURLs: ["https://10.9.0.1:2380"], raftAppliedIndex: 2500, firstObserved: NOW - 90 * MINUTE, lastProgress: NOW - 10 * SECOND });
+      return snapshot({ machines: [...h.machines, joining], members: [...h.members, learner], controlPlane: { etcd: { ghostGracePeriodMs: MINUTE, learnerPromotionTimeoutMs: 120 * MINUTE, learnerStallMs: 5 * MINUTE, memberJoinGracePeriodMs: 10 * MINUTE } } });
+    },
+    expect: { kind: "Wait", reason: ["ip-10-9-0-1", "learner", "50% caught up"], blockedBy: ["ip-10-9-0-1"], recheckAtMost: 5 * SECOND },
+  },
+  {
+    name: "a learner that has caught up with the leader is promoted",
+    snapshot: () => {
+      const h = healthyMachines(3, "m", { version: OLD_VERSION });
+      const joining = machine("n-1", { created: NOW - 2 * MINUTE, nodeName: undefined });
+      return snapshot({ machines: [...h.machines, joining], members: [...h.members, member("n-1", { learner: true, raftAppliedIndex: 4950, firstObserved: NOW - MINUTE })] });
+    },
+    expect: { kind: "PromoteLearner", fields: { memberId: idOf("n-1"), memberName: "n-1" } },
+  },
+  {
+    name: "a ghost past its grace period blocks the rollout and is named when removing it is not safe",
+    snapshot: () => {
+      const h = outdatedThree();
+      h.members[2] = dead("m-3");
+      // A ghost that still answers: removing it while m-3 is down would cost the only spare.
+      const ghost = member("old-7", { peerURLs: ["https://10.9.9.9:2380"], firstObserved: NOW - 30 * MINUTE });
+      return snapshot({ machines: h.machines, members: [...h.members, ghost] });
+    },
+    expect: { kind: "Wait", reason: ["ghost", "old-7", "m-3"], blockedBy: ["old-7"] },
+  },
+  {
+    name: "a dead ghost past its grace period is removed when that keeps quorum",
+    snapshot: () => {
+      const h = outdatedThree();
+      return snapshot({ machines: h.machines, members: [...h.members, dead("old-7", { peerURLs: ["https://10.9.9.9:2380"], firstObserved: NOW - 30 * MINUTE })] });
+    },
+    expect: { kind: "RemoveGhost", fields: { memberId: idOf("old-7"), memberName: "old-7" }, reason: ["leaves 3 of 3 voters healthy"] },
+  },
+  {
+    name: "a member that maps to no Machine is not a ghost within its grace period, so the rollout goes on",
+    snapshot: () => {
+      const h = outdatedThree();
+      return snapshot({ machines: h.machines, members: [...h.members, member("stray", { peerURLs: ["https://10.9.9.8:2380"], firstObserved: NOW - MINUTE })] });
+    },
+    expect: { kind: "CreateMachine" },
+  },
+  {
+    name: "one dead voter that is not the one leaving stops a rollout from removing any member, and is named",
+    snapshot: () => {
+      const old = healthyMachines(2, "m", { version: OLD_VERSION });
+      const fresh = healthyMachines(2, "n");
+      const members = [...old.members, member("n-1"), dead("n-2")];
+      return snapshot({ machines: [...old.machines, ...fresh.machines], members });
+    },
+    expect: { kind: "Wait", reason: ["n-2", "unhealthy voter"], blockedBy: ["n-2"], recheckAtMost: 15 * SECOND },
+  },
+  {
+    name: "a dead voter with remediation requested loses its member before a replacement is added (1 dead of 3 leaves 2 of 2)",
+    snapshot: () => {
+      const h = healthyMachines(3);
+      h.members[2] = dead("m-3");
+      h.machines[2].remediationRequested = true;
+      return snapshot(h);
+    },
+    expect: { kind: "RemoveMember", fields: { memberId: idOf("m-3"), machine: "m-3" }, reason: ["remediat", "leaves 2 of 2 voters healthy"] },
+  },
+  {
+    name: "after the dead member is removed, the remediated Machine is deleted",
+    snapshot: () => {
+      const h = healthyMachines(3);
+      h.machines[2].remediationRequested = true;
+      return snapshot({ machines: h.machines, members: h.members.slice(0, 2) });
+    },
+    expect: { kind: "Remediate", fields: { machine: "m-3" } },
+  },
+  {
+    name: "remediation waits out the retry period after the last one",
+    snapshot: () => {
+      const h = healthyMachines(3);
+      h.members[2] = dead("m-3");
+      h.machines[2].remediationRequested = true;
+      return snapshot({ ...h, controlPlane: { remediation: { maxRetry: 3, retryPeriodMs: 5 * MINUTE, minHealthyPeriodMs: 60 * MINUTE, last: { machine: "m-0", time: NOW - 2 * MINUTE, retryCount: 0 } } } });
+    },
+    expect: { kind: "Wait", reason: ["m-3", "retryPeriod"], blockedBy: ["m-3"], recheckAtMost: 3 * MINUTE },
+  },
+  {
+    name: "remediation stops after maxRetry failed replacements and tells the user what to do",
+    snapshot: () => {
+      const h = healthyMachines(3);
+      h.members[2] = dead("m-3");
+      h.machines[2].remediationRequested = true;
+      return snapshot({ ...h, controlPlane: { remediation: { maxRetry: 2, retryPeriodMs: 5 * MINUTE, minHealthyPeriodMs: 60 * MINUTE, last: { machine: "m-0", time: NOW - 20 * MINUTE, retryCount: 2 } } } });
+    },
+    expect: { kind: "Wait", reason: ["maxRetry 2", "by hand"], blockedBy: ["m-3"] },
+  },
+  {
+    name: "the only member of a one-replica control plane is never removed for remediation",
+    snapshot: () => {
+      const h = healthyMachines(1);
+      h.machines[0].remediationRequested = true;
+      return snapshot({ ...h, controlPlane: { replicas: 1 } });
+    },
+    expect: { kind: "Wait", reason: ["last voter"], blockedBy: ["m-1"] },
+  },
+  {
+    name: "a learner with no raft progress past learnerStallTimeout is evicted",
+    snapshot: () => {
+      const h = healthyMachines(3, "m", { version: OLD_VERSION });
+      const joining = machine("n-1", { created: NOW - 8 * MINUTE });
+      return snapshot({ machines: [...h.machines, joining], members: [...h.members, member("n-1", { learner: true, raftAppliedIndex: 100, firstObserved: NOW - 7 * MINUTE, lastProgress: NOW - 6 * MINUTE })] });
+    },
+    expect: { kind: "RemoveMember", fields: { memberId: idOf("n-1"), machine: "n-1" }, reason: ["evict", "no raft progress for 6m"] },
+  },
+  {
+    name: "a learner still not promoted after learnerPromotionTimeout is evicted even while it progresses",
+    snapshot: () => {
+      const h = healthyMachines(3, "m", { version: OLD_VERSION });
+      const joining = machine("n-1", { created: NOW - 12 * MINUTE });
+      return snapshot({ machines: [...h.machines, joining], members: [...h.members, member("n-1", { learner: true, raftAppliedIndex: 100, firstObserved: NOW - 11 * MINUTE, lastProgress: NOW - 5 * SECOND })] });
+    },
+    expect: { kind: "RemoveMember", fields: { memberId: idOf("n-1") }, reason: ["still a learner after 11m"] },
+  },
+  {
+    name: "the Machine of an evicted learner is deleted once its join grace period is over",
+    snapshot: () => {
+      const h = healthyMachines(3, "m", { version: OLD_VERSION });
+      return snapshot({ machines: [...h.machines, machine("n-1", { created: NOW - 11 * MINUTE })], members: h.members });
+    },
+    expect: { kind: "DeleteMachine", fields: { machine: "n-1" }, reason: ["already gone"] },
+  },
+  {
+    name: "a Machine that never got a member within its join grace period is replaced",
+    snapshot: () => {
+      const h = healthyMachines(2);
+      return snapshot({ machines: [...h.machines, machine("m-3", { created: NOW - 11 * MINUTE, nodeName: undefined })], members: h.members });
+    },
+    expect: { kind: "Remediate", fields: { machine: "m-3" }, reason: ["no etcd member for 11m"] },
+  },
+  {
+    name: "maxSurge 0 removes an outdated member first when replicas >= 3 and it keeps quorum",
+    snapshot: () => {
+      const h = outdatedThree();
+      return snapshot({ machines: h.machines, members: withLeader(h.members, "m-3"), controlPlane: { maxSurge: 0 } });
+    },
+    expect: { kind: "RemoveMember", fields: { memberId: idOf("m-1") }, reason: ["maxSurge 0"] },
+  },
+  {
+    name: "maxSurge 0 with a dead voter removes nothing healthy and names the dead one",
+    snapshot: () => {
+      const h = healthyMachines(3, "m", { version: OLD_VERSION });
+      const fresh = machine("n-1", { failureDomain: "fd-a" });
+      // m-2..m-3 outdated and healthy, n-1 up to date but dead: removing an outdated voter would leave 1 of 2.
+      return snapshot({ machines: [h.machines[1], h.machines[2], fresh], members: withLeader([h.members[1], h.members[2], dead("n-1")], "m-3"), controlPlane: { maxSurge: 0 } });
+    },
+    expect: { kind: "Wait", reason: ["n-1"], blockedBy: ["n-1"] },
+  },
+  {
+    name: "maxSurge 0 with one replica surges instead, because removing the only member is impossible",
+    snapshot: () => snapshot({ ...healthyMachines(1, "m", { version: OLD_VERSION }), controlPlane: { maxSurge: 0, replicas: 1 } }),
+    expect: { kind: "CreateMachine", reason: ["maxSurge 0 needs 3 or more replicas"] },
+  },
+  {
+    name: "a Machine deleted by a user has its member removed while the hook holds its infrastructure",
+    snapshot: () => {
+      const h = healthyMachines(3);
+      h.machines[1].deleting = NOW - 30 * SECOND;
+      return snapshot(h);
+    },
+    expect: { kind: "RemoveMember", fields: { memberId: idOf("m-2"), machine: "m-2" }, reason: ["being deleted", "release its pre-terminate hook"] },
+  },
+  {
+    name: "a Machine deleted by a user gets its hook released once its member is gone",
+    snapshot: () => {
+      const h = healthyMachines(3);
+      h.machines[1].deleting = NOW - 30 * SECOND;
+      return snapshot({ machines: h.machines, members: [h.members[0], h.members[2]] });
+    },
+    expect: { kind: "ReleaseHook", fields: { machine: "m-2" } },
+  },
+  {
+    name: "with memberRemoval AfterDrain the outdated Machine is deleted first and keeps its member",
+    snapshot: () => {
+      const h = surgeJoined();
+      return snapshot({ machines: h.machines, members: withLeader(h.members, "n-1"), controlPlane: { memberRemoval: "AfterDrain" } });
+    },
+    expect: { kind: "DeleteMachine", fields: { machine: "m-1" }, reason: ["after the drain"] },
+  },
+  {
+    name: "with memberRemoval AfterDrain the member waits while CAPI drains the Machine",
+    snapshot: () => {
+      const h = surgeJoined();
+      h.machines[0].deleting = NOW - 20 * SECOND;
+      h.machines[0].drainFinished = false;
+      return snapshot({ machines: h.machines, members: withLeader(h.members, "n-1"), controlPlane: { memberRemoval: "AfterDrain" } });
+    },
+    expect: { kind: "Wait", reason: ["draining"], blockedBy: ["m-1"], recheckAtMost: 5 * SECOND },
+  },
+  {
+    name: "with memberRemoval AfterDrain the member is removed in the hook phase once the drain is done",
+    snapshot: () => {
+      const h = surgeJoined();
+      h.machines[0].deleting = NOW - 60 * SECOND;
+      h.machines[0].drainFinished = true;
+      return snapshot({ machines: h.machines, members: withLeader(h.members, "n-1"), controlPlane: { memberRemoval: "AfterDrain" } });
+    },
+    expect: { kind: "RemoveMember", fields: { memberId: idOf("m-1") } },
+  },
+  {
+    name: "an etcd alarm stops every disruptive step and is named",
+    snapshot: () => {
+      const h = surgeJoined();
+      return snapshot({ machines: h.machines, members: withLeader(h.members, "n-1"), alarms: [{ memberId: idOf("m-2"), alarm: "NOSPACE" }] });
+    },
+    expect: { kind: "Wait", reason: ["NOSPACE", "m-2"], blockedBy: ["alarm NOSPACE"] },
+  },
+  {
+    name: "with quorum lost Quorum removes nothing and says how many voters are healthy",
+    snapshot: () => {
+      const h = healthyMachines(3);
+      h.members[1] = dead("m-2");
+      h.members[2] = dead("m-3");
+      h.machines[2].remediationRequested = true;
+      return snapshot(h);
+    },
+    expect: { kind: "Wait", reason: ["1 of 3 voters are healthy"], blockedBy: ["etcd quorum"] },
+  },
+  {
+    name: "a scale-up waits for the joining Machine before creating the next one",
+    snapshot: () => {
+      const h = healthyMachines(1);
+      return snapshot({ machines: [...h.machines, machine("m-2", { created: NOW - MINUTE, nodeName: undefined, infrastructureReady: false })], members: h.members });
+    },
+    expect: { kind: "Wait", reason: ["m-2", "infrastructure not ready"], blockedBy: ["m-2"], recheckAtMost: 5 * SECOND },
+  },
+  {
+    name: "a control plane that matches its spec waits with the etcd numbers in the reason",
+    snapshot: () => snapshot(healthyMachines(3)),
+    expect: { kind: "Wait", reason: ["nothing to do", "3 of 3 voters healthy", "tolerates 1 failure"] },
+  },
+  {
+    name: "a control plane being deleted removes members one by one, oldest first",
+    snapshot: () => snapshot({ ...healthyMachines(3), members: withLeader(healthyMachines(3).members, "m-3"), controlPlane: { deleting: true } }),
+    expect: { kind: "RemoveMember", fields: { memberId: idOf("m-1") }, reason: ["being deleted"] },
+  },
+];
+
+describe("plan: table of situations", () => {
+  for (const testCase of cases) {
+    it(testCase.name, () => {
+      const decision = plan(testCase.snapshot());
+      check(decision, testCase.expect);
+      // One action, with a reason a human can read; the assessment for status always comes along.
+      assert.ok(decision.action.reason.length > 10);
+      assert.ok(decision.assessment.op.kind === "Observe");
+    });
+  }
+});
+
+/** Runs the planner against the idealised world until it waits; returns the actions it took. */
+function converge(start: Snapshot, limit = 40): { actions: Action[]; end: Snapshot; final: Action } {
+  let current = start;
+  const actions: Action[] = [];
+  for (let i = 0; i < limit; i++) {
+    const { action } = plan(current);
+    if (action.kind === "Wait") return { actions, end: current, final: action };
+    actions.push(action);
+    current = applyIdeal(current, action);
+  }
+  throw new Error(`no convergence after ${limit} steps: ${actions.map((action) => action.kind).join(", ")}`);
+}
+
+function kinds(actions: Action[]): string {
+  return actions.map((action) => action.kind).join(" ");
+}
+
+describe("plan: walks", () => {
+  it("scales 1 -> 3 -> 1 one Machine at a time, moving leadership and removing each member before its Machine", () => {
+    const up = converge(snapshot({ ...healthyMachines(1), controlPlane: { replicas: 3 } }));
+    assert.equal(kinds(up.actions), "CreateMachine CreateMachine");
+    assert.deepEqual(up.actions.map((action) => (action.kind === "CreateMachine" ? action.failureDomain : "")), ["fd-b", "fd-c"]);
+    assert.equal(up.end.etcd.members.length, 3);
+
+    const downStart = structuredClone(up.end);
+    downStart.controlPlane.replicas = 1;
+    const down = converge(downStart);
+    assert.equal(kinds(down.actions), "ForwardLeadership RemoveMember DeleteMachine ReleaseHook ForwardLeadership RemoveMember DeleteMachine ReleaseHook");
+    assert.equal(down.end.machines.length, 1);
+    assert.equal(down.end.etcd.members.length, 1);
+    assert.match(down.final.reason, /nothing to do/);
+  });
+
+  it("rolls out three outdated Machines with a surge of one and ends with three up-to-date members", () => {
+    const walk = converge(snapshot(outdatedThree()));
+    assert.equal(walk.end.machines.length, 3);
+    assert.ok(walk.end.machines.every((candidate) => candidate.version === walk.end.controlPlane.version));
+    assert.equal(walk.end.etcd.members.length, 3);
+    // Never more than replicas + 1 Machines, and every member removal came before its Machine's deletion.
+    const removed = new Set<string>();
+    for (const action of walk.actions) {
+      if (action.kind === "RemoveMember" && action.machine) removed.add(action.machine);
+      if (action.kind === "DeleteMachine") assert.ok(removed.has(action.machine), `${action.machine} deleted before its member was removed`);
+    }
+  });
+
+  it("rolls out with maxSurge 0 by removing first and never running more than replicas Machines", () => {
+    let current = snapshot({ ...outdatedThree(), controlPlane: { maxSurge: 0 } });
+    for (let i = 0; i < 40; i++) {
+      const { action } = plan(current);
+      if (action.kind === "Wait") break;
+      current = applyIdeal(current, action);
+      assert.ok(current.machines.filter((candidate) => candidate.deleting === undefined).length <= 3);
+    }
+    assert.ok(current.machines.every((candidate) => candidate.version === current.controlPlane.version));
+    assert.equal(current.etcd.members.length, 3);
+  });
+
+  it("deletes a control plane down to zero, deleting the last Machine last and only then letting its member go", () => {
+    const start = snapshot({ ...healthyMachines(3), controlPlane: { deleting: true } });
+    const walk = converge(start);
+    assert.equal(walk.end.machines.length, 0);
+    assert.match(walk.final.reason, /all its Machines are gone/);
+    const last = walk.actions.filter((action) => action.kind === "DeleteMachine").at(-1);
+    assert.ok(last && last.kind === "DeleteMachine");
+    assert.equal(last.machine, "m-3");
+    assert.equal(walk.actions.filter((action) => action.kind === "RemoveMember").length, 2, "the last member is never removed: etcd goes with its Machine");
+  });
+
+  it("after a crash between RemoveMember and DeleteMachine the next plan deletes the same Machine", () => {
+    const start = snapshot({ ...surgeJoined(), members: withLeader(surgeJoined().members, "n-1") });
+    const first = plan(start).action;
+    assert.equal(first.kind, "RemoveMember");
+    // The crash: the member is gone, nothing else remembers that a removal was in flight.
+    const afterCrash = applyIdeal(start, first);
+    const next = plan(afterCrash).action;
+    assert.equal(next.kind, "DeleteMachine");
+    assert.equal(next.kind === "DeleteMachine" && next.machine, first.kind === "RemoveMember" && first.machine);
+  });
+});
+
+describe("plan: the planner's seams are real", () => {
+  const crashed = () => {
+    const h = surgeJoined();
+    return snapshot({ machines: h.machines, members: withLeader(h.members.filter((candidate) => candidate.name !== "m-1"), "n-1") });
+  };
+
+  it("a health check that demands as many members as Machines wedges after a crash, the real one does not", () => {
+    // The KCP bug as a seed: 4 Machines and 3 members is refused whatever the planned operation.
+    const oneToOne = (s: Snapshot, op: PlannedOp): Verdict => {
+      const verdict = assess(s, op);
+      const machines = s.machines.filter((candidate) => candidate.deleting === undefined).length;
+      if (machines === s.etcd.members.length) return verdict;
+      return { ...verdict, allowed: false, blockers: [{ subject: "etcd", why: `${machines} Machines but ${s.etcd.members.length} members` }] };
+    };
+    assert.equal(makePlanner({ assess: oneToOne })(crashed()).action.kind, "Wait");
+    assert.equal(plan(crashed()).action.kind, "DeleteMachine");
+  });
+
+  it("a selection that ignores the Machine whose member is gone removes a healthy member instead", () => {
+    const newest = () => ({ machine: "m-3", why: "picked by a broken selection" });
+    const action = makePlanner({ selectForScaleDown: newest })(crashed()).action;
+    assert.equal(action.kind, "RemoveMember");
+    assert.equal(action.kind === "RemoveMember" && action.machine, "m-3");
+  });
+
+  it("a health check blind to ghosts goes on with the rollout, the real one removes the ghost first", () => {
+    const h = surgeJoined();
+    const ghost = dead("old-7", { peerURLs: ["https://10.9.9.9:2380"], firstObserved: NOW - 30 * MINUTE });
+    const withGhost = snapshot({ machines: h.machines, members: [...withLeader(h.members, "n-1"), ghost] });
+    const ghostBlind = (s: Snapshot, op: PlannedOp): Verdict => {
+      const blind = structuredClone(s);
+      const mapped = new Set(assess(s, { kind: "Observe" }).members.filter((candidate) => candidate.machine !== undefined).map((candidate) => candidate.id));
+      blind.etcd.members = blind.etcd.members.filter((candidate) => mapped.has(candidate.id));
+      return assess(blind, op);
+    };
+    assert.equal(plan(withGhost).action.kind, "RemoveGhost");
+    assert.equal(makePlanner({ assess: ghostBlind })(withGhost).action.kind, "RemoveMember");
+  });
+});
+
+describe("plan: one step at a time", () => {
+  it("never returns more than one disruptive action and always says why", () => {
+    for (const testCase of cases) {
+      const { action } = plan(testCase.snapshot());
+      assert.ok(!Array.isArray(action));
+      if (isDisruptive(action)) assert.ok(action.reason.length > 0);
+    }
+  });
+});
