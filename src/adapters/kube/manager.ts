@@ -265,12 +265,12 @@ export class Manager {
     term.synced = true;
     this.emit({ type: "caches-synced", term: term.number });
 
-    // 4. Workers.
+    // 4. Workers. Announced first: a worker may call reconcile synchronously inside start().
+    this.emit({ type: "workers-started", term: term.number });
     for (const controller of this.options.controllers) {
       const queue = term.queues.get(controller.name) as WorkQueue;
       queue.start((key, queueSignal) => controller.reconcile(key, { ...caches, signal: queueSignal }));
     }
-    this.emit({ type: "workers-started", term: term.number });
   }
 
   /** Stops the current term's workers at once, then its informers. Safe to call repeatedly. */
