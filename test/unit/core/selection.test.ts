@@ -3,7 +3,7 @@ import { describe, it } from "node:test";
 import { assess } from "../../../src/core/assess.ts";
 import { chooseFailureDomain, isUpToDate, outdatedReasons, selectMachineForScaleDown } from "../../../src/core/selection.ts";
 import type { MachineView, MemberView, Snapshot } from "../../../src/core/snapshot.ts";
-import { dead, HASH, machine, member, MINUTE, NOW, OLD_VERSION, snapshot, VERSION } from "./fixtures.ts";
+import { dead, HASH, machine, member, MINUTE, NOW, OLD_VERSION, snapshot, VERSION, type SnapshotParts } from "./fixtures.ts";
 
 function pick(s: Snapshot): string | undefined {
   return selectMachineForScaleDown(s, assess(s, { kind: "Observe" }))?.machine;
@@ -13,12 +13,12 @@ function joined(name: string, overrides: Partial<MachineView> = {}, memberOverri
   return { machine: machine(name, overrides), member: member(name, memberOverrides) };
 }
 
-function build(entries: { machine: MachineView; member?: MemberView }[], controlPlane: Parameters<typeof snapshot>[0]["controlPlane"] = { replicas: entries.length - 1 }): Snapshot {
+function build(entries: { machine: MachineView; member?: MemberView }[], controlPlane: SnapshotParts["controlPlane"] = { replicas: entries.length - 1 }): Snapshot {
   return snapshot({ machines: entries.map((entry) => entry.machine), members: entries.flatMap((entry) => (entry.member ? [entry.member] : [])), controlPlane });
 }
 
 describe("scale-down selection", () => {
-  const table: { name: string; entries: () => { machine: MachineView; member?: MemberView }[]; controlPlane?: Parameters<typeof snapshot>[0]["controlPlane"]; expect: string }[] = [
+  const table: { name: string; entries: () => { machine: MachineView; member?: MemberView }[]; controlPlane?: SnapshotParts["controlPlane"]; expect: string }[] = [
     {
       name: "a Machine whose member is already gone goes first, before a marked or outdated one",
       entries: () => [joined("a", { version: OLD_VERSION, created: NOW - 90 * MINUTE }), joined("b", { markedForDeletion: true }), { machine: machine("c", { version: OLD_VERSION, created: NOW - 80 * MINUTE }) }, joined("d")],
