@@ -32,7 +32,10 @@ export interface ManagedProcess {
   readonly name: string;
   readonly pid: number;
   readonly logFile: string;
-  /** Resolves when the process has exited (never rejects). */
+  /**
+   * Resolves when the process has exited (never rejects). The child does not keep the event loop alive by
+   * itself: await stop()/kill(), or keep something else pending, rather than awaiting this alone.
+   */
   readonly exited: Promise<ProcessExit>;
   /** Undefined while running. */
   exitStatus(): ProcessExit | undefined;
@@ -144,6 +147,8 @@ export function startProcess(options: StartProcessOptions): ManagedProcess {
     isRunning: () => exitStatus === undefined,
     async stop(graceMs = 10_000) {
       if (exitStatus) return exitStatus;
+      // Waiting for the exit must keep the event loop alive; the child is unref'd otherwise.
+      child.ref();
       // A paused group would ignore SIGTERM until resumed.
       signalGroup("SIGCONT");
       signalGroup("SIGTERM");
@@ -157,6 +162,8 @@ export function startProcess(options: StartProcessOptions): ManagedProcess {
       }
     },
     async kill() {
+      if (exitStatus) return exitStatus;
+      child.ref();
       signalGroup("SIGKILL");
       return exited;
     },

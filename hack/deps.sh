@@ -1,0 +1,256 @@
+#!/usr/bin/env bash
+# Installs and builds everything Quorum's tests need, pinned by hack/versions.env. Idempotent: a second run
+# only checks stamps and takes seconds.
+#
+#   hack/deps.sh            everything: etcd, npm ci, kube-apiserver, CAPI manager + clusterctl, bin/ links
+#   hack/deps.sh npm        npm ci only (skipped when node_modules matches package-lock.json)
+#   hack/deps.sh etcd       Debian's etcd-server only
+#   hack/deps.sh tools      the Go builds and bin/ links only
+#   hack/deps.sh wrappers   rewrite hack/tools/*/go.mod and go.sum for the versions in hack/versions.env
+#
+# Binaries are cached in ${QUORUM_CACHE:-~/.cache/quorum}/k8s-<version>/ and capi-<version>/, each with a
+# stamp (version + hash of its wrapper go.mod/go.sum), and symlinked into bin/ (ignored by git).
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$repo"
+# shellcheck source=versions.env
+source hack/versions.env
+: "${KUBERNETES_VERSION:?hack/versions.env must set KUBERNETES_VERSION}"
+: "${CAPI_VERSION:?hack/versions.env must set CAPI_VERSION}"
+: "${ETCD_DEBIAN_PACKAGE:=etcd-server}"
+
+cache=${QUORUM_CACHE:-$HOME/.cache/quorum}
+k8s_dir=$cache/k8s-$KUBERNETES_VERSION
+capi_dir=$cache/capi-$CAPI_VERSION
+mkdir -p "$cache" "$repo/.cache"
+
+step_number=0
+step() {
+  step_number=$((step_number + 1))
+  printf '==> [deps %d] %s\n' "$step_number" "$*"
+}
+note() { printf '    %s\n' "$*"; }
+die() {
+  printf 'deps: %s\n' "$*" >&2
+  exit 1
+}
+
+sha() { cat "$@" | sha256sum | cut -c1-16; }
+
+# Builds by several shells at once (parallel `make test` runs) must not write the same file twice.
+with_lock() {
+  local lock=$1
+  shift
+  (
+    flock 9
+    "$@"
+  ) 9>"$lock"
+}
+
+as_root() {
+  if [ "$(id -u)" = 0 ]; then
+    "$@"
+  elif command -v sudo >/dev/null 2>&1; then
+    sudo "$@"
+  else
+    die "need root to run '$*': run it yourself or install sudo"
+  fi
+}
+
+install_etcd() {
+  step "etcd ($ETCD_DEBIAN_PACKAGE)"
+  if command -v etcd >/dev/null 2>&1; then
+    note "found $(command -v etcd): $(etcd --version | head -n1)"
+    return
+  fi
+  command -v apt-get >/dev/null 2>&1 ||
+    die "etcd is not on PATH and this is not a Debian/Ubuntu machine: install etcd 3.4+ and put it on PATH (or set QUORUM_ETCD)"
+  note "etcd not on PATH: installing Debian's $ETCD_DEBIAN_PACKAGE with apt-get"
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$ETCD_DEBIAN_PACKAGE" >/dev/null
+  command -v etcd >/dev/null 2>&1 || die "apt-get installed $ETCD_DEBIAN_PACKAGE but etcd is still not on PATH"
+  note "installed $(command -v etcd): $(etcd --version | head -n1)"
+}
+
+npm_ci() {
+  step "npm packages"
+  command -v npm >/dev/null 2>&1 || die "npm is not on PATH: install Node.js 20+"
+  local stamp=node_modules/.quorum-deps-stamp
+  local want
+  want="$(sha package-lock.json) node $(node --version)"
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+    note "node_modules matches package-lock.json (stamp $stamp)"
+    return
+  fi
+  # A tree installed before stamps existed is adopted if npm itself says it matches the lock file, so a
+  # shared checkout does not get its node_modules deleted under running tests.
+  if [ ! -f "$stamp" ] && [ -d node_modules ] && npm ls --all >/dev/null 2>&1; then
+    echo "$want" >"$stamp"
+    note "node_modules already matches package-lock.json (npm ls); stamped"
+    return
+  fi
+  note "running npm ci"
+  npm ci --no-audit --no-fund --loglevel=error
+  echo "$want" >"$stamp"
+}
+
+need_go() {
+  command -v go >/dev/null 2>&1 ||
+    die "go is not on PATH: install Go $(sed -n 's/^go //p' hack/tools/kube-apiserver/go.mod) or newer to build kube-apiserver and CAPI"
+}
+
+# -mod=readonly when the committed go.sum covers the build; otherwise -mod=mod (and say so: commit go.sum).
+mod_flag() {
+  local module_dir=$1
+  shift
+  if (cd "$module_dir" && go list -mod=readonly -buildvcs=false -deps "$@" >/dev/null 2>&1); then
+    echo "-mod=readonly"
+  else
+    note "warning: $module_dir/go.sum is incomplete; building with -mod=mod (commit the updated go.sum)" >&2
+    echo "-mod=mod"
+  fi
+}
+
+require_pin() {
+  local gomod=$1 module=$2 version=$3
+  grep -qE "^(require )?[[:space:]]*$module $version( |$)" "$gomod" ||
+    die "$gomod does not require $module $version (pinned in hack/versions.env): run hack/deps.sh wrappers"
+}
+
+build_kube_apiserver() {
+  local module=hack/tools/kube-apiserver out=$k8s_dir/kube-apiserver
+  local key
+  key="kube-apiserver $KUBERNETES_VERSION $(sha $module/go.mod $module/go.sum)"
+  if [ -x "$out" ] && [ "$(cat "$out.stamp" 2>/dev/null)" = "$key" ]; then
+    note "cached: $out"
+    return
+  fi
+  if [ -x "$out" ] && [ ! -f "$out.stamp" ] && [ "$("$out" --version 2>/dev/null)" = "Kubernetes $KUBERNETES_VERSION" ]; then
+    echo "$key" >"$out.stamp"
+    note "cached (adopted, --version matches): $out"
+    return
+  fi
+  need_go
+  require_pin $module/go.mod k8s.io/kubernetes "$KUBERNETES_VERSION"
+  mkdir -p "$k8s_dir"
+  local minor=${KUBERNETES_VERSION#v*.}
+  minor=${minor%%.*}
+  local major=${KUBERNETES_VERSION#v}
+  major=${major%%.*}
+  local pkg=k8s.io/kubernetes/cmd/kube-apiserver flag
+  flag=$(mod_flag $module $pkg)
+  note "go build $pkg ($KUBERNETES_VERSION; first build takes ~10 min on 2 cores)"
+  (cd $module && go build "$flag" -buildvcs=false -trimpath -ldflags "-s -w \
+    -X k8s.io/component-base/version.gitVersion=$KUBERNETES_VERSION \
+    -X k8s.io/component-base/version.gitMajor=$major \
+    -X k8s.io/component-base/version.gitMinor=$minor \
+    -X k8s.io/component-base/version.gitTreeState=clean" -o "$out.tmp.$$" $pkg)
+  mv -f "$out.tmp.$$" "$out"
+  [ "$("$out" --version)" = "Kubernetes $KUBERNETES_VERSION" ] ||
+    die "$out --version prints '$("$out" --version)', not 'Kubernetes $KUBERNETES_VERSION'"
+  echo "$key" >"$out.stamp"
+}
+
+build_capi() {
+  local module=hack/tools/capi
+  local key
+  key="capi $CAPI_VERSION $(sha $module/go.mod $module/go.sum)"
+  if [ -x "$capi_dir/capi-manager" ] && [ -x "$capi_dir/clusterctl" ] && [ "$(cat "$capi_dir/.stamp" 2>/dev/null)" = "$key" ]; then
+    note "cached: $capi_dir/{capi-manager,clusterctl}"
+    return
+  fi
+  need_go
+  require_pin $module/go.mod sigs.k8s.io/cluster-api "$CAPI_VERSION"
+  mkdir -p "$capi_dir"
+  local minor=${CAPI_VERSION#v*.}
+  minor=${minor%%.*}
+  local major=${CAPI_VERSION#v}
+  major=${major%%.*}
+  local ldflags="-s -w -X sigs.k8s.io/cluster-api/version.gitVersion=$CAPI_VERSION \
+    -X sigs.k8s.io/cluster-api/version.gitMajor=$major -X sigs.k8s.io/cluster-api/version.gitMinor=$minor \
+    -X sigs.k8s.io/cluster-api/version.gitTreeState=clean"
+  local flag
+  flag=$(mod_flag $module sigs.k8s.io/cluster-api/core sigs.k8s.io/cluster-api/cmd/clusterctl)
+  note "go build sigs.k8s.io/cluster-api/core and cmd/clusterctl ($CAPI_VERSION; first build takes ~6 min on 2 cores)"
+  (cd $module && go build "$flag" -buildvcs=false -trimpath -ldflags "$ldflags" -o "$capi_dir/capi-manager.tmp.$$" sigs.k8s.io/cluster-api/core)
+  (cd $module && go build "$flag" -buildvcs=false -trimpath -ldflags "$ldflags" -o "$capi_dir/clusterctl.tmp.$$" sigs.k8s.io/cluster-api/cmd/clusterctl)
+  mv -f "$capi_dir/capi-manager.tmp.$$" "$capi_dir/capi-manager"
+  mv -f "$capi_dir/clusterctl.tmp.$$" "$capi_dir/clusterctl"
+  echo "$key" >"$capi_dir/.stamp"
+}
+
+link_bin() {
+  mkdir -p bin
+  ln -sfn "$k8s_dir/kube-apiserver" bin/kube-apiserver
+  ln -sfn "$capi_dir/capi-manager" bin/capi-manager
+  ln -sfn "$capi_dir/clusterctl" bin/clusterctl
+}
+
+build_tools() {
+  step "kube-apiserver $KUBERNETES_VERSION (from k8s.io/kubernetes via hack/tools/kube-apiserver)"
+  with_lock "$cache/.k8s-$KUBERNETES_VERSION.lock" build_kube_apiserver
+  step "CAPI core manager and clusterctl $CAPI_VERSION (from sigs.k8s.io/cluster-api via hack/tools/capi)"
+  with_lock "$cache/.capi-$CAPI_VERSION.lock" build_capi
+  step "links in bin/"
+  link_bin
+  note "bin/kube-apiserver -> $(readlink bin/kube-apiserver)"
+  note "bin/capi-manager   -> $(readlink bin/capi-manager)"
+  note "bin/clusterctl     -> $(readlink bin/clusterctl)"
+}
+
+print_versions() {
+  step "versions"
+  note "etcd            $(etcd --version 2>/dev/null | sed -n 's/^etcd Version: //p') ($(command -v etcd))"
+  note "node            $(node --version)"
+  note "kube-apiserver  $(bin/kube-apiserver --version)"
+  note "CAPI            $CAPI_VERSION (clusterctl $(bin/clusterctl version -o short 2>/dev/null || echo '?'))"
+  if command -v go >/dev/null 2>&1; then note "go              $(go env GOVERSION)"; fi
+}
+
+# Rewrites the wrapper modules for the pinned versions. k8s.io/kubernetes requires its staging modules at
+# v0.0.0 with ./staging replaces that a dependent module ignores, so every staging module gets a replace to
+# the matching v0.<minor>.<patch>. Needs the module proxy (network).
+regenerate_wrappers() {
+  need_go
+  step "hack/tools/kube-apiserver for k8s.io/kubernetes $KUBERNETES_VERSION"
+  local module=hack/tools/kube-apiserver staging_version="v0.${KUBERNETES_VERSION#v1.}"
+  local kubernetes_gomod
+  kubernetes_gomod=$(cd $module && go mod download -json "k8s.io/kubernetes@$KUBERNETES_VERSION" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')
+  [ -f "$kubernetes_gomod" ] || die "could not download k8s.io/kubernetes@$KUBERNETES_VERSION's go.mod"
+  (
+    cd $module
+    # A tool directive (not a tools.go import: main packages cannot be imported) makes `go mod tidy` keep
+    # every module the binary needs, so builds work with -mod=readonly from the committed go.sum.
+    go mod edit -require="k8s.io/kubernetes@$KUBERNETES_VERSION" -tool=k8s.io/kubernetes/cmd/kube-apiserver
+    sed -n 's|^[[:space:]]*\(k8s.io/[a-z0-9-]*\) => ./staging/.*|\1|p' "$kubernetes_gomod" | while read -r staging; do
+      go mod edit -replace="$staging=$staging@$staging_version"
+    done
+    go mod tidy
+  )
+  note "$(grep -c '=> k8s.io/' $module/go.mod) staging replaces at $staging_version"
+  step "hack/tools/capi for sigs.k8s.io/cluster-api $CAPI_VERSION"
+  (
+    cd hack/tools/capi
+    go mod edit -require="sigs.k8s.io/cluster-api@$CAPI_VERSION" -replace="sigs.k8s.io/cluster-api/api=sigs.k8s.io/cluster-api/api@$CAPI_VERSION" \
+      -tool=sigs.k8s.io/cluster-api/core -tool=sigs.k8s.io/cluster-api/cmd/clusterctl
+    go mod tidy
+  )
+  note "done: review and commit hack/tools/*/go.mod and go.sum"
+}
+
+started=$(date +%s)
+case "${1:-all}" in
+  all)
+    install_etcd
+    npm_ci
+    build_tools
+    print_versions
+    ;;
+  npm) npm_ci ;;
+  etcd) install_etcd ;;
+  tools) build_tools ;;
+  wrappers) regenerate_wrappers ;;
+  *) die "unknown step '$1': use all, npm, etcd, tools or wrappers" ;;
+esac
+printf '==> deps done in %d s\n' "$(($(date +%s) - started))"
