@@ -302,12 +302,13 @@ export function assess(snapshot: Snapshot, op: PlannedOp): Verdict {
   };
   const current: ProjectedVoter[] = voters.map((member) => ({ id: member.id, label: member.label, healthy: member.healthy }));
 
+  // The very first Machine is created before etcd exists, whether observe() reports that as "not observed" or
+  // as an empty member list (it does the latter when there is no Machine to ask): nothing else is safe then.
+  if (op.kind === "CreateMachine" && snapshot.machines.length === 0 && snapshot.etcd.members.length === 0) {
+    return finish([], true, true, true, "no Machines and no etcd yet: the first Machine starts the cluster");
+  }
   if (!observed) {
     const cause = snapshot.etcd.error ?? "no etcd endpoint answered";
-    // The very first Machine is created before etcd exists; nothing else is safe without the member list.
-    if (op.kind === "CreateMachine" && snapshot.machines.length === 0 && snapshot.etcd.members.length === 0) {
-      return finish([], true, true, true, "no Machines and no etcd yet: the first Machine starts the cluster");
-    }
     blockers.push({ subject: "etcd", why: `the member list could not be read: ${cause}` });
     return finish(current, false, false, false, `etcd not observed: ${cause}`);
   }
