@@ -52,12 +52,16 @@ export interface IssuedCertificate extends CertificateAndKey {
 // Backdating covers clock skew between the machine that signs and the one that verifies.
 const clockSkewAllowanceMs = 5 * 60 * 1000;
 
-/** A validity window starting (slightly backdated) now and lasting `durationMs`. */
+/** A validity window starting (slightly backdated) now and lasting `durationMs`, in whole seconds. */
 export function validFor(durationMs: number, from: Date = new Date()): Validity {
   return {
-    notBefore: new Date(from.getTime() - clockSkewAllowanceMs),
-    notAfter: new Date(from.getTime() + durationMs),
+    notBefore: new Date(wholeSeconds(new Date(from.getTime() - clockSkewAllowanceMs))),
+    notAfter: new Date(wholeSeconds(new Date(from.getTime() + durationMs))),
   };
+}
+
+function wholeSeconds(date: Date): number {
+  return Math.floor(date.getTime() / 1000) * 1000;
 }
 
 export const oneHour = 60 * 60 * 1000;
@@ -120,7 +124,8 @@ export async function loadCA(certPem: string, keyPem: string): Promise<Certifica
 /** Issues a leaf certificate with a fresh P-256 key, signed by `ca`. */
 export async function issueCertificate(ca: CertificateAuthority, request: CertificateRequest): Promise<IssuedCertificate> {
   checkValidity(`certificate ${request.commonName}`, request.validity);
-  if (request.validity.notAfter > ca.notAfter) {
+  // X.509 times have whole seconds; compare at that precision.
+  if (wholeSeconds(request.validity.notAfter) > ca.notAfter.getTime()) {
     throw new Error(
       `certificate ${request.commonName}: notAfter ${request.validity.notAfter.toISOString()} is after its CA ` +
         `${ca.commonName} expires (${ca.notAfter.toISOString()}): shorten the validity or rotate the CA`,

@@ -111,6 +111,13 @@ test("a certificate outliving its CA, or with an empty validity, is refused", as
   await assert.rejects(createCA("ca", { notBefore: now, notAfter: now }), /is not after notBefore/);
 });
 
+test("a leaf may expire in the same second as its CA, since X.509 times have whole seconds", async () => {
+  const validity = { notBefore: new Date("2025-01-01T00:00:00.000Z"), notAfter: new Date("2035-01-01T00:00:00.750Z") };
+  const ca = await createCA("ca", validity);
+  const leaf = await issueCertificate(ca, { commonName: "leaf", usages: "client", validity });
+  assert.equal(leaf.notAfter.toISOString(), "2035-01-01T00:00:00.000Z");
+});
+
 test("text without a PEM certificate is rejected with a message naming the expected block", () => {
   assert.throws(() => decodeCertificatePem("not a certificate"), /BEGIN CERTIFICATE/);
 });
