@@ -18,13 +18,18 @@ OUT_DIR="${OUT_DIR:-out}"
 VERSION="${VERSION:-v$(node -p 'require("./package.json").version')}"
 IMAGE="${IMAGE:-ghcr.io/quorum-capi/quorum-controller:${VERSION}}"
 
-if ! command -v kubectl >/dev/null; then
-  echo "release-manifests: kubectl is not on PATH; it renders config/default with its built-in kustomize" >&2
+# kubectl's built-in kustomize renders config/; `make deps` may provide one in bin/, else PATH's is used.
+KUBECTL="${KUBECTL:-}"
+if [ -z "$KUBECTL" ]; then
+  if [ -x bin/kubectl ]; then KUBECTL=bin/kubectl; else KUBECTL="$(command -v kubectl || true)"; fi
+fi
+if [ -z "$KUBECTL" ]; then
+  echo "release-manifests: no kubectl in bin/ or on PATH (set KUBECTL=/path/to/kubectl); it renders config/default with its built-in kustomize" >&2
   exit 1
 fi
 
 mkdir -p "$OUT_DIR"
-rendered="$(kubectl kustomize config/default)"
+rendered="$("$KUBECTL" kustomize config/default)"
 
 # Each substitution must hit exactly one line: a silent miss would ship a components file without the variable.
 substitute() {

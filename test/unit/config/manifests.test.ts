@@ -1,0 +1,263 @@
+// The install manifests as a user gets them: `kubectl kustomize config/default`, the clusterctl components file
+// and the samples. RBAC is checked against the list of calls the controller makes, so a new call without a
+// rule, or a rule nothing calls, fails here before it fails in a cluster.
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { parse } from "yaml";
+import { parseBindAddress, parseFlags } from "../../../src/flags.ts";
+import { kustomize, kubectlBinary, parseManifests, repoRoot, type ManifestObject } from "./kustomize.ts";
+
+interface PolicyRule {
+  apiGroups?: string[];
+  resources?: string[];
+  verbs: string[];
+  resourceNames?: string[];
+}
+interface ClusterRole extends ManifestObject {
+  rules?: PolicyRule[];
+  aggregationRule?: { clusterRoleSelectors: { matchLabels: Record<string, string> }[] };
+}
+
+/** group / resource: verbs. What the controller calls (see the brief of config/rbac/role.yaml). */
+const CONTROLLER_CALLS: Record<string, string[]> = {
+  "controlplane.cluster.x-k8s.io/quorumcontrolplanes": ["get", "list", "watch", "patch"],
+  "controlplane.cluster.x-k8s.io/quorumcontrolplanes/status": ["get", "patch"],
+  "controlplane.cluster.x-k8s.io/quorumcontrolplanes/finalizers": ["update"],
+  "controlplane.cluster.x-k8s.io/quorumcontrolplanetemplates": ["get", "list", "watch"],
+  "cluster.x-k8s.io/clusters": ["get", "list", "watch"],
+  "cluster.x-k8s.io/machines": ["get", "list", "watch", "create", "patch", "delete"],
+  "bootstrap.cluster.x-k8s.io/kubeadmconfigtemplates": ["get", "list", "watch"],
+  "bootstrap.cluster.x-k8s.io/kubeadmconfigs": ["get", "create", "patch", "delete"],
+  "/secrets": ["get", "list", "watch", "create", "patch", "update"],
+  "/events": ["create", "patch"],
+  "events.k8s.io/events": ["create", "patch"],
+  "coordination.k8s.io/leases": ["get", "create", "update"],
+  "apiextensions.k8s.io/customresourcedefinitions": ["get", "list", "watch"],
+};
+
+/** What the process provider's sample ClusterRole adds for the templates Quorum clones. */
+const PROCESS_PROVIDER_CALLS: Record<string, string[]> = {
+  "infrastructure.cluster.x-k8s.io/processmachinetemplates": ["get", "list", "watch"],
+  "infrastructure.cluster.x-k8s.io/processmachines": ["get", "create", "patch", "delete"],
+  "bootstrap.cluster.x-k8s.io/processbootstrapconfigtemplates": ["get", "list", "watch"],
+  "bootstrap.cluster.x-k8s.io/processbootstrapconfigs": ["get", "create", "patch", "delete"],
+};
+
+/** Every (group/resource, verb) a set of rules grants, as "group/resource verb" strings. */
+function grants(rules: PolicyRule[]): Set<string> {
+  const granted = new Set<string>();
+  for (const rule of rules) {
+    for (const group of rule.apiGroups ?? []) for (const resource of rule.resources ?? []) for (const verb of rule.verbs) granted.add(`${group}/${resource} ${verb}`);
+  }
+  return granted;
+}
+
+function expected(calls: Record<string, string[]>): Set<string> {
+  return new Set(Object.entries(calls).flatMap(([resource, verbs]) => verbs.map((verb) => `${resource} ${verb}`)));
+}
+
+function labelsMatch(labels: Record<string, string> | undefined, selector: Record<string, string>): boolean {
+  return Object.entries(selector).every(([key, value]) => labels?.[key] === value);
+}
+
+/** The rules a ServiceAccount gets from ClusterRoleBindings, with aggregation resolved as the API server does. */
+function effectiveRules(objects: ManifestObject[], namespace: string, serviceAccount: string): PolicyRule[] {
+  const roles = objects.filter((o): o is ClusterRole => o.kind === "ClusterRole");
+  const bindings = objects.filter((o) => o.kind === "ClusterRoleBinding") as (ManifestObject & { roleRef: { name: string }; subjects: { kind: string; name: string; namespace?: string }[] })[];
+  const bound = bindings.filter((b) => b.subjects.some((s) => s.kind === "ServiceAccount" && s.name === serviceAccount && s.namespace === namespace));
+  return bound.flatMap((binding) => {
+    const role = roles.find((r) => r.metadata.name === binding.roleRef.name);
+    assert.ok(role, `ClusterRoleBinding ${binding.metadata.name} refers to missing ClusterRole ${binding.roleRef.name}`);
+    if (!role.aggregationRule) return role.rules ?? [];
+    const selectors = role.aggregationRule.clusterRoleSelectors.map((s) => s.matchLabels);
+    return roles.filter((r) => r !== role && selectors.some((selector) => labelsMatch(r.metadata.labels, selector))).flatMap((r) => r.rules ?? []);
+  });
+}
+
+function byKind<T extends ManifestObject = ManifestObject>(objects: ManifestObject[], kind: string): T[] {
+  return objects.filter((o) => o.kind === kind) as T[];
+}
+
+interface Container {
+  name: string;
+  command?: string[];
+  args?: string[];
+  ports?: { name: string; containerPort: number }[];
+  livenessProbe?: { httpGet?: { path: string; port: string | number } };
+  readinessProbe?: { httpGet?: { path: string; port: string | number } };
+  resources?: { requests?: Record<string, string> };
+  securityContext?: { runAsNonRoot?: boolean; runAsUser?: number; readOnlyRootFilesystem?: boolean; allowPrivilegeEscalation?: boolean; privileged?: boolean; capabilities?: { drop?: string[] } };
+}
+interface Deployment extends ManifestObject {
+  spec: { template: { spec: { serviceAccountName: string; securityContext?: { runAsNonRoot?: boolean; runAsUser?: number }; containers: Container[] } } };
+}
+
+describe("install manifests", () => {
+  let installed: ManifestObject[];
+  let samples: ManifestObject[];
+  before(() => {
+    installed = kustomize("config/default");
+    samples = kustomize("config/samples");
+  });
+
+  const manager = () => {
+    const deployments = byKind<Deployment>(installed, "Deployment");
+    assert.equal(deployments.length, 1, "config/default installs exactly one Deployment");
+    const container = deployments[0].spec.template.spec.containers.find((c) => c.name === "manager");
+    assert.ok(container, "the Deployment has a container named manager");
+    return { deployment: deployments[0], container };
+  };
+
+  test("no ClusterRole in config/default or config/samples uses a wildcard API group, resource or verb", () => {
+    const roles = [...byKind<ClusterRole>(installed, "ClusterRole"), ...byKind<ClusterRole>(samples, "ClusterRole")];
+    assert.ok(roles.length >= 4);
+    for (const role of roles) {
+      for (const rule of role.rules ?? []) {
+        for (const field of ["apiGroups", "resources", "verbs", "resourceNames"] as const) {
+          assert.ok(!(rule[field] ?? []).some((value) => value.includes("*")), `ClusterRole ${role.metadata.name} has "*" in ${field}: ${JSON.stringify(rule)}`);
+        }
+      }
+    }
+  });
+
+  test("the controller's ServiceAccount is granted exactly the calls the controller makes, nothing more", () => {
+    const { deployment } = manager();
+    const account = deployment.spec.template.spec.serviceAccountName;
+    assert.ok(byKind(installed, "ServiceAccount").some((sa) => sa.metadata.name === account && sa.metadata.namespace === "quorum-system"), `ServiceAccount ${account} is installed`);
+    const granted = grants(effectiveRules(installed, "quorum-system", account));
+    const wanted = expected(CONTROLLER_CALLS);
+    assert.deepEqual([...wanted].filter((g) => !granted.has(g)), [], "missing grants");
+    assert.deepEqual([...granted].filter((g) => !wanted.has(g)), [], "grants the controller does not use");
+  });
+
+  test("the process provider's sample ClusterRole extends the controller's role through the aggregation label", () => {
+    const { deployment } = manager();
+    const granted = grants(effectiveRules([...installed, ...samples], "quorum-system", deployment.spec.template.spec.serviceAccountName));
+    const wanted = new Set([...expected(CONTROLLER_CALLS), ...expected(PROCESS_PROVIDER_CALLS)]);
+    assert.deepEqual([...wanted].filter((g) => !granted.has(g)), [], "missing grants");
+    assert.deepEqual([...granted].filter((g) => !wanted.has(g)), [], "extra grants");
+  });
+
+  test("CAPI's core manager gets QuorumControlPlanes through the cluster.x-k8s.io/aggregate-to-manager label", () => {
+    const forCapi = byKind<ClusterRole>(installed, "ClusterRole").filter((r) => r.metadata.labels?.["cluster.x-k8s.io/aggregate-to-manager"] === "true");
+    assert.equal(forCapi.length, 1);
+    const granted = grants(forCapi[0].rules ?? []);
+    for (const verb of ["get", "list", "watch", "patch", "update"]) {
+      assert.ok(granted.has(`controlplane.cluster.x-k8s.io/quorumcontrolplanes ${verb}`), `CAPI may ${verb} quorumcontrolplanes`);
+    }
+    assert.ok(granted.has("controlplane.cluster.x-k8s.io/quorumcontrolplanetemplates get"));
+  });
+
+  test("every installed object carries the clusterctl provider label, a quorum- name and the quorum-system namespace when namespaced", () => {
+    const clusterScoped = new Set(["Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding"]);
+    for (const object of installed) {
+      const id = `${object.kind} ${object.metadata.name}`;
+      assert.equal(object.metadata.labels?.["cluster.x-k8s.io/provider"], "control-plane-quorum", `${id} has the provider label`);
+      if (clusterScoped.has(object.kind)) assert.equal(object.metadata.namespace, undefined, `${id} is cluster-scoped`);
+      else assert.equal(object.metadata.namespace, "quorum-system", `${id} is in quorum-system`);
+      if (object.kind !== "CustomResourceDefinition") assert.match(object.metadata.name, /^quorum-/, `${id} has the quorum- prefix`);
+    }
+    assert.deepEqual(byKind(installed, "Namespace").map((n) => n.metadata.name), ["quorum-system"]);
+    assert.deepEqual(byKind(installed, "CustomResourceDefinition").map((c) => c.metadata.name).sort(), ["quorumcontrolplanes.controlplane.cluster.x-k8s.io", "quorumcontrolplanetemplates.controlplane.cluster.x-k8s.io"]);
+  });
+
+  test("the manager runs as a non-root user with a read-only root filesystem, no privilege escalation and no capabilities", () => {
+    const { deployment, container } = manager();
+    const pod = deployment.spec.template.spec.securityContext ?? {};
+    const security = container.securityContext ?? {};
+    assert.equal(pod.runAsNonRoot, true);
+    assert.ok((security.runAsUser ?? pod.runAsUser ?? 0) > 0, "a non-zero uid");
+    assert.equal(security.readOnlyRootFilesystem, true);
+    assert.equal(security.allowPrivilegeEscalation, false);
+    assert.notEqual(security.privileged, true);
+    assert.deepEqual(security.capabilities?.drop, ["ALL"]);
+  });
+
+  test("the manager's probes ask /healthz and /readyz on the port its flags bind, and the metrics port is the metrics flag's", () => {
+    const { container } = manager();
+    assert.deepEqual(container.command, ["node", "dist/main.js"]);
+    const flags = parseFlags(container.args ?? [], {});
+    const portNamed = (name: string | number) => (typeof name === "number" ? name : container.ports?.find((p) => p.name === name)?.containerPort);
+    const health = parseBindAddress("--health-probe-bind-address", flags.healthProbeBindAddress);
+    const metrics = parseBindAddress("--metrics-bind-address", flags.metricsBindAddress);
+    assert.ok(health && metrics);
+    assert.equal(health.host, "0.0.0.0", "a kubelet reaches the probes on the pod IP, not loopback");
+    assert.equal(container.livenessProbe?.httpGet?.path, "/healthz");
+    assert.equal(container.readinessProbe?.httpGet?.path, "/readyz");
+    assert.equal(portNamed(container.livenessProbe!.httpGet!.port), health.port);
+    assert.equal(portNamed(container.readinessProbe!.httpGet!.port), health.port);
+    assert.equal(portNamed("metrics"), metrics.port);
+  });
+
+  test("the manager elects a leader and requests CPU and memory", () => {
+    const { container } = manager();
+    const flags = parseFlags(container.args ?? [], {});
+    assert.equal(flags.leaderElect, true);
+    assert.ok(container.resources?.requests?.cpu, "a CPU request");
+    assert.ok(container.resources?.requests?.memory, "a memory request");
+  });
+
+  test("the samples reference objects that exist in the samples, in CAPI v1beta2 and kubeadm's v1beta2", () => {
+    const clusters = byKind<ManifestObject & { spec: { controlPlaneRef: { apiGroup: string; kind: string; name: string }; infrastructureRef: { apiGroup: string; kind: string; name: string } } }>(samples, "Cluster");
+    assert.equal(clusters.length, 2);
+    const find = (namespace: string | undefined, apiGroup: string, kind: string, name: string) =>
+      samples.find((o) => o.kind === kind && o.metadata.name === name && o.metadata.namespace === namespace && o.apiVersion.startsWith(`${apiGroup}/`));
+    for (const cluster of clusters) {
+      assert.equal(cluster.apiVersion, "cluster.x-k8s.io/v1beta2");
+      const { controlPlaneRef, infrastructureRef } = cluster.spec;
+      const controlPlane = find(cluster.metadata.namespace, controlPlaneRef.apiGroup, controlPlaneRef.kind, controlPlaneRef.name) as ManifestObject & { spec: { machineTemplate: Record<string, { apiGroup: string; kind: string; name: string }> } };
+      assert.ok(controlPlane, `Cluster ${cluster.metadata.name}'s controlPlaneRef resolves`);
+      assert.equal(controlPlane.kind, "QuorumControlPlane");
+      assert.ok(find(cluster.metadata.namespace, infrastructureRef.apiGroup, infrastructureRef.kind, infrastructureRef.name), `Cluster ${cluster.metadata.name}'s infrastructureRef resolves`);
+      for (const field of ["infrastructureRef", "bootstrapConfigTemplateRef"]) {
+        const ref = controlPlane.spec.machineTemplate[field];
+        assert.ok(find(cluster.metadata.namespace, ref.apiGroup, ref.kind, ref.name), `${controlPlane.metadata.name} ${field} resolves`);
+      }
+    }
+    const kinds = samples.map((o) => `${o.apiVersion} ${o.kind}`);
+    assert.ok(kinds.includes("bootstrap.cluster.x-k8s.io/v1beta2 KubeadmConfigTemplate"));
+    for (const kind of ["infrastructure.cluster.x-k8s.io/v1alpha1 ProcessCluster", "infrastructure.cluster.x-k8s.io/v1alpha1 ProcessMachineTemplate", "bootstrap.cluster.x-k8s.io/v1alpha1 ProcessBootstrapConfigTemplate"]) {
+      assert.ok(kinds.includes(kind), kind);
+    }
+  });
+});
+
+describe("clusterctl release artefacts", () => {
+  let outDir: string;
+  let components: string;
+  before(() => {
+    outDir = mkdtempSync(join(tmpdir(), "quorum-release-"));
+    execFileSync("bash", [join(repoRoot, "hack/release-manifests.sh")], { env: { ...process.env, OUT_DIR: outDir, KUBECTL: kubectlBinary() }, stdio: "pipe" });
+    components = readFileSync(join(outDir, "control-plane-components.yaml"), "utf8");
+  });
+  after(() => rmSync(outDir, { recursive: true, force: true }));
+
+  test("every object in the components file carries cluster.x-k8s.io/provider: control-plane-quorum", () => {
+    const objects = parseManifests(components, "control-plane-components.yaml");
+    assert.ok(objects.length >= 9);
+    for (const object of objects) assert.equal(object.metadata.labels?.["cluster.x-k8s.io/provider"], "control-plane-quorum", `${object.kind} ${object.metadata.name}`);
+  });
+
+  test("the components file has a clusterctl variable with a default for the image and each tunable flag", () => {
+    const variables = [...components.matchAll(/\$\{([A-Z0-9_]+):=([^}]*)\}/g)].map((match) => match[1]).sort();
+    assert.deepEqual(variables, ["QUORUM_CONCURRENCY", "QUORUM_ETCD_POLL_INTERVAL", "QUORUM_IMAGE", "QUORUM_LOG_FORMAT", "QUORUM_LOG_LEVEL"]);
+    assert.doesNotMatch(components.replace(/\$\{[A-Z0-9_]+:=[^}]*\}/g, ""), /\$\{/, "no variable without a default (clusterctl would demand it)");
+  });
+
+  test("with every variable at its default the components file is exactly config/default", () => {
+    const defaults = components.replace(/\$\{[A-Z0-9_]+:=([^}]*)\}/g, "$1");
+    assert.deepEqual(parseManifests(defaults, "components with defaults"), kustomize("config/default"));
+  });
+
+  test("metadata.yaml maps this release's major.minor to the v1beta2 contract", () => {
+    const metadata = parse(readFileSync(join(outDir, "metadata.yaml"), "utf8")) as { apiVersion: string; kind: string; releaseSeries: { major: number; minor: number; contract: string }[] };
+    const [major, minor] = (JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { version: string }).version.split(".").map(Number);
+    assert.equal(metadata.apiVersion, "clusterctl.cluster.x-k8s.io/v1alpha3");
+    assert.equal(metadata.kind, "Metadata");
+    assert.deepEqual(metadata.releaseSeries.find((series) => series.major === major && series.minor === minor), { major, minor, contract: "v1beta2" });
+  });
+});
