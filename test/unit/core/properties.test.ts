@@ -1,0 +1,221 @@
+// Properties of plan() over random snapshots. The oracles below recompute quorum and membership from the raw
+// snapshot on purpose, without assess(), so a bug in assess cannot hide itself.
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import fc from "fast-check";
+import { isDisruptive, type Action } from "../../../src/core/actions.ts";
+import { plan } from "../../../src/core/plan.ts";
+import type { MachineView, MemberView, Snapshot } from "../../../src/core/snapshot.ts";
+import { clusterView, controlPlane, MINUTE, NOW, OLD_VERSION, VERSION } from "./fixtures.ts";
+
+const RUNS = 400;
+
+type MemberKind = "none" | "voter" | "learner" | "unstarted";
+
+const machineArb = fc.record({
+  kind: fc.constantFrom<MemberKind>("none", "voter", "voter", "voter", "voter", "learner", "unstarted"),
+  old: fc.boolean(),
+  domain: fc.constantFrom<string | undefined>("fd-a", "fd-b", "fd-c", undefined),
+  ageMin: fc.integer({ min: 0, max: 120 }),
+  deleting: fc.integer({ min: 0, max: 9 }).map((n) => n === 0),
+  hook: fc.integer({ min: 0, max: 29 }).map((n) => n !== 0),
+  remediationRequested: fc.integer({ min: 0, max: 9 }).map((n) => n === 0),
+  failed: fc.integer({ min: 0, max: 19 }).map((n) => n === 0),
+  marked: fc.integer({ min: 0, max: 19 }).map((n) => n === 0),
+  hasNode: fc.integer({ min: 0, max: 4 }).map((n) => n !== 0),
+  drainFinished: fc.constantFrom<boolean | undefined>(true, false, undefined),
+  reachable: fc.integer({ min: 0, max: 4 }).map((n) => n !== 0),
+  erroring: fc.integer({ min: 0, max: 9 }).map((n) => n === 0),
+  applied: fc.integer({ min: 0, max: 5000 }),
+  firstSeenMin: fc.integer({ min: 0, max: 120 }),
+  progressMin: fc.integer({ min: 0, max: 20 }),
+});
+
+const strayArb = fc.record({
+  learner: fc.boolean(),
+  reachable: fc.boolean(),
+  firstSeenMin: fc.integer({ min: 0, max: 30 }),
+});
+
+const snapshotArb = fc
+  .record({
+    machines: fc.array(machineArb, { maxLength: 6 }),
+    strays: fc.array(strayArb, { maxLength: 2 }),
+    leaderPick: fc.nat(),
+    replicas: fc.constantFrom(1, 3, 3, 5),
+    maxSurge: fc.constantFrom<0 | 1>(0, 1),
+    memberRemoval: fc.constantFrom<"BeforeDelete" | "AfterDrain">("BeforeDelete", "AfterDrain"),
+    cpDeleting: fc.integer({ min: 0, max: 9 }).map((n) => n === 0),
+    paused: fc.integer({ min: 0, max: 19 }).map((n) => n === 0),
+    clusterPaused: fc.integer({ min: 0, max: 19 }).map((n) => n === 0),
+    infraReady: fc.integer({ min: 0, max: 19 }).map((n) => n !== 0),
+    observed: fc.integer({ min: 0, max: 19 }).map((n) => n !== 0),
+    alarm: fc.integer({ min: 0, max: 19 }).map((n) => n === 0),
+    lastRemediationMin: fc.option(fc.integer({ min: 0, max: 90 })),
+    retryCount: fc.integer({ min: 0, max: 4 }),
+  })
+  .map((world): Snapshot => {
+    const machines: MachineView[] = [];
+    const members: MemberView[] = [];
+    world.machines.forEach((spec, index) => {
+      const name = `m-${index}`;
+      const address = `10.0.0.${index + 2}`;
+      machines.push({
+        name,
+        created: NOW - spec.ageMin * MINUTE,
+        ...(spec.deleting ? { deleting: NOW - MINUTE } : {}),
+        version: spec.old ? OLD_VERSION : VERSION,
+        templateHash: "tmpl-1",
+        ...(spec.domain ? { failureDomain: spec.domain } : {}),
+        memberName: name,
+        ...(spec.hasNode ? { nodeName: name } : {}),
+        addresses: [address],
+        infrastructureReady: true,
+        bootstrapReady: true,
+        hasPreTerminateHook: spec.hook,
+        remediationRequested: spec.remediationRequested,
+        failed: spec.failed,
+        markedForDeletion: spec.marked,
+        ...(spec.drainFinished !== undefined ? { drainFinished: spec.drainFinished } : {}),
+      });
+      if (spec.kind === "none") return;
+      members.push({
+        id: String(1000 + index),
+        name: spec.kind === "unstarted" ? "" : name,
+        peerURLs: [`https://${address}:2380`],
+        clientURLs: [`https://${address}:2379`],
+        learner: spec.kind === "learner",
+        reachable: spec.kind !== "unstarted" && spec.reachable,
+        leader: false,
+        raftAppliedIndex: spec.applied,
+        errors: spec.erroring ? ["etcdserver: request timed out"] : [],
+        firstObserved: NOW - spec.firstSeenMin * MINUTE,
+        lastProgress: NOW - spec.progressMin * MINUTE,
+      });
+    });
+    world.strays.forEach((stray, index) => {
+      members.push({
+        id: String(9000 + index),
+        name: `stray-${index}`,
+        peerURLs: [`https://10.9.9.${index + 2}:2380`],
+        clientURLs: [],
+        learner: stray.learner,
+        reachable: stray.reachable,
+        leader: false,
+        errors: [],
+        firstObserved: NOW - stray.firstSeenMin * MINUTE,
+        lastProgress: NOW,
+      });
+    });
+    const candidates = members.filter((candidate) => !candidate.learner && candidate.reachable && candidate.name !== "");
+    if (candidates.length > 0) {
+      const leader = candidates[world.leaderPick % candidates.length];
+      leader.leader = true;
+      leader.raftAppliedIndex = 5000;
+    }
+    const base = controlPlane();
+    return {
+      now: NOW,
+      controlPlane: {
+        ...base,
+        replicas: world.replicas,
+        maxSurge: world.maxSurge,
+        memberRemoval: world.memberRemoval,
+        deleting: world.cpDeleting,
+        paused: world.paused,
+        remediation: {
+          ...base.remediation,
+          ...(world.lastRemediationMin !== null ? { last: { machine: "m-gone", time: NOW - world.lastRemediationMin * MINUTE, retryCount: world.retryCount } } : {}),
+        },
+      },
+      cluster: clusterView({ paused: world.clusterPaused, infrastructureReady: world.infraReady }),
+      machines,
+      nodes: machines.filter((candidate) => candidate.nodeName).map((candidate) => ({ name: candidate.name, ready: true, addresses: candidate.addresses })),
+      etcd: world.observed
+        ? { observed: true, members, alarms: world.alarm && members.length > 0 ? [{ memberId: members[0].id, alarm: "NOSPACE" }] : [] }
+        : { observed: false, error: "dial tcp: connection refused", members: [], alarms: [] },
+    };
+  });
+
+function healthyByOracle(member: MemberView): boolean {
+  return member.name !== "" && member.reachable && member.errors.length === 0;
+}
+
+/** The member a Machine owns, by name only: the generator never lets names and addresses disagree. */
+function memberOfMachine(s: Snapshot, machine: MachineView): MemberView | undefined {
+  return s.etcd.members.find((candidate) => candidate.name !== "" && (candidate.name === machine.memberName || candidate.name === machine.nodeName || candidate.name === machine.name));
+}
+
+describe("plan: properties over random snapshots", () => {
+  it("is deterministic and leaves its input untouched: the same snapshot gives the same decision", () => {
+    fc.assert(
+      fc.property(snapshotArb, (s) => {
+        const before = JSON.stringify(s);
+        const first = plan(s);
+        assert.equal(JSON.stringify(s), before, "plan must not mutate the snapshot");
+        assert.deepEqual(plan(structuredClone(s)).action, first.action);
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it("never removes a member when the voters left behind would lack a healthy quorum", () => {
+    fc.assert(
+      fc.property(snapshotArb, (s) => {
+        const { action } = plan(s);
+        if (action.kind !== "RemoveMember" && action.kind !== "RemoveGhost") return;
+        const projected = s.etcd.members.filter((candidate) => !candidate.learner && candidate.id !== action.memberId);
+        const healthy = projected.filter(healthyByOracle).length;
+        assert.ok(projected.length > 0 && healthy >= Math.floor(projected.length / 2) + 1, `${action.kind} ${action.memberName} leaves ${healthy} healthy of ${projected.length}: ${action.reason}`);
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it("never deletes a Machine whose member is a healthy voter when members are removed before deletion", () => {
+    fc.assert(
+      fc.property(snapshotArb, (s) => {
+        const { action } = plan(s);
+        if ((action.kind !== "DeleteMachine" && action.kind !== "Remediate") || s.controlPlane.memberRemoval !== "BeforeDelete") return;
+        const target = s.machines.find((candidate) => candidate.name === action.machine);
+        assert.ok(target, `${action.kind} names an existing Machine`);
+        const owned = memberOfMachine(s, target);
+        // The only exception: the last member of a control plane being deleted goes with its Machine.
+        const lastOfDeletedControlPlane = s.controlPlane.deleting && s.etcd.members.length === 1;
+        assert.ok(!owned || owned.learner || !healthyByOracle(owned) || lastOfDeletedControlPlane, `${action.kind} ${action.machine} while ${owned?.name} is a healthy voter: ${action.reason}`);
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it("never acts disruptively while paused or while etcd cannot be read, and always says when to look again", () => {
+    fc.assert(
+      fc.property(snapshotArb, (s) => {
+        const { action } = plan(s);
+        assert.ok(action.reason.length > 0);
+        if (action.kind === "Wait") assert.ok(action.recheckAfterMs >= 1000);
+        if (s.controlPlane.paused || s.cluster.paused) assert.equal(action.kind, "Wait");
+        if (!s.etcd.observed) assert.ok(!isDisruptive(action), `${action.kind} without the member list`);
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it("only names Machines and members that exist", () => {
+    fc.assert(
+      fc.property(snapshotArb, (s) => {
+        const { action } = plan(s);
+        const machineNames = new Set(s.machines.map((candidate) => candidate.name));
+        const memberIds = new Set(s.etcd.members.map((candidate) => candidate.id));
+        const named = action as Action & { machine?: string; memberId?: string; fromMemberId?: string; toMemberId?: string };
+        if (named.machine !== undefined) assert.ok(machineNames.has(named.machine), named.machine);
+        for (const id of [named.memberId, named.fromMemberId, named.toMemberId]) if (id !== undefined) assert.ok(memberIds.has(id), id);
+        if (action.kind === "ForwardLeadership") {
+          const target = s.etcd.members.find((candidate) => candidate.id === action.toMemberId);
+          assert.ok(target && !target.learner && healthyByOracle(target), "leadership only goes to a healthy voter");
+        }
+      }),
+      { numRuns: RUNS },
+    );
+  });
+});
