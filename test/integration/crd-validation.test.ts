@@ -1,0 +1,168 @@
+// QuorumControlPlane validation lives in the CRD (OpenAPI + CEL), so the real kube-apiserver is the only
+// honest judge of it: these tests install config/crd/bases into one and talk to it over HTTP.
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { installCRDs, kubeRequest, kubeRequestOk, startApiServer, statusMessage, type ApiServer } from "../env/index.ts";
+
+const namespace = "crd-validation";
+const collection = `/apis/controlplane.cluster.x-k8s.io/v1beta1/namespaces/${namespace}/quorumcontrolplanes`;
+
+interface QuorumControlPlaneObject {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; resourceVersion?: string };
+  spec: {
+    replicas?: number;
+    version: string;
+    machineTemplate: Record<string, unknown>;
+    rolloutStrategy?: { type?: string; rollingUpdate?: { maxSurge?: number; memberRemoval?: string } };
+  };
+  status?: Record<string, unknown>;
+}
+
+interface Scale {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace: string; resourceVersion?: string };
+  spec: { replicas?: number };
+  status: { replicas: number; selector?: string };
+}
+
+function quorumControlPlane(name: string, spec: Partial<QuorumControlPlaneObject["spec"]> = {}): QuorumControlPlaneObject {
+  return {
+    apiVersion: "controlplane.cluster.x-k8s.io/v1beta1",
+    kind: "QuorumControlPlane",
+    metadata: { name, namespace },
+    spec: {
+      replicas: 3,
+      version: "v1.33.2",
+      machineTemplate: {
+        infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "ProcessMachineTemplate", name: `${name}-infra` },
+        bootstrapConfigTemplateRef: { apiGroup: "bootstrap.cluster.x-k8s.io", kind: "KubeadmConfigTemplate", name: `${name}-bootstrap` },
+      },
+      ...spec,
+    },
+  };
+}
+
+let apiServer: ApiServer;
+
+before(async () => {
+  apiServer = await startApiServer();
+  await installCRDs(apiServer.kubeConfig, { quorum: true, capi: [] });
+  await kubeRequestOk(apiServer.kubeConfig, "/api/v1/namespaces", {
+    body: { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } },
+  });
+});
+
+after(async () => {
+  await apiServer?.stop();
+});
+
+test("a valid QuorumControlPlane is created and read back with the CRD's defaults filled in", async () => {
+  const created = await kubeRequest<QuorumControlPlaneObject>(apiServer.kubeConfig, collection, { body: quorumControlPlane("valid") });
+  assert.equal(created.status, 201, statusMessage(created));
+
+  const read = await kubeRequestOk<QuorumControlPlaneObject>(apiServer.kubeConfig, `${collection}/valid`);
+  assert.equal(read.spec.replicas, 3);
+  assert.equal(read.spec.version, "v1.33.2");
+  assert.deepEqual(read.spec.machineTemplate.infrastructureRef, {
+    apiGroup: "infrastructure.cluster.x-k8s.io",
+    kind: "ProcessMachineTemplate",
+    name: "valid-infra",
+  });
+  assert.equal(read.spec.rolloutStrategy?.type, "RollingUpdate");
+  assert.equal(read.spec.rolloutStrategy?.rollingUpdate?.maxSurge, 1);
+});
+
+const invalidCreates: Array<{ case: string; spec: Partial<QuorumControlPlaneObject["spec"]>; message: RegExp }> = [
+  {
+    case: "replicas 4",
+    spec: { replicas: 4 },
+    message: /replicas must be odd with stacked etcd \(got 4\).*use 3 or 5/,
+  },
+  {
+    case: "maxSurge 2",
+    spec: { rolloutStrategy: { rollingUpdate: { maxSurge: 2 } } },
+    message: /maxSurge must be 0 .* or 1 .*got 2/,
+  },
+  {
+    case: "version 1.30 (no v)",
+    spec: { version: "1.30" },
+    message: /version must have the form vMAJOR\.MINOR\.PATCH, e\.g\. v1\.33\.2 \(got "1\.30"\)/,
+  },
+];
+
+for (const invalid of invalidCreates) {
+  test(`creating a QuorumControlPlane with ${invalid.case} is rejected with the CRD's own message`, async () => {
+    const name = `invalid-${invalid.case.replace(/[^a-z0-9]+/gi, "-").toLowerCase().replace(/-$/, "")}`;
+    const response = await kubeRequest(apiServer.kubeConfig, collection, { body: quorumControlPlane(name, invalid.spec) });
+    assert.equal(response.status, 422, `expected 422 Invalid, got ${response.status}: ${response.text}`);
+    assert.match(statusMessage(response), invalid.message);
+    const lookup = await kubeRequest(apiServer.kubeConfig, `${collection}/${name}`);
+    assert.equal(lookup.status, 404, "a rejected object is not stored");
+  });
+}
+
+test("an update that skips a minor version is rejected with the CRD's own message, and a one-minor step is accepted", async () => {
+  await kubeRequestOk(apiServer.kubeConfig, collection, { body: quorumControlPlane("upgrade", { version: "v1.33.2" }) });
+  const skip = await kubeRequest(apiServer.kubeConfig, `${collection}/upgrade`, {
+    method: "PATCH",
+    body: { spec: { version: "v1.35.0" } },
+  });
+  assert.equal(skip.status, 422, skip.text);
+  assert.match(statusMessage(skip), /version may not skip a minor version \(from v1\.33\.2 to v1\.35\.0\).*set v1\.34\.x first/);
+
+  const step = await kubeRequest<QuorumControlPlaneObject>(apiServer.kubeConfig, `${collection}/upgrade`, {
+    method: "PATCH",
+    body: { spec: { version: "v1.34.1" } },
+  });
+  assert.equal(step.status, 200, statusMessage(step));
+  assert.equal(step.body.spec.version, "v1.34.1");
+});
+
+test("the /scale subresource reads and writes spec.replicas, and refuses an even count like the main resource", async () => {
+  await kubeRequestOk(apiServer.kubeConfig, collection, { body: quorumControlPlane("scalable", { replicas: 3 }) });
+  const scalePath = `${collection}/scalable/scale`;
+
+  const scale = await kubeRequestOk<Scale>(apiServer.kubeConfig, scalePath);
+  assert.equal(scale.kind, "Scale");
+  assert.equal(scale.spec.replicas, 3);
+
+  const scaledUp = await kubeRequest<Scale>(apiServer.kubeConfig, scalePath, { method: "PATCH", body: { spec: { replicas: 5 } } });
+  assert.equal(scaledUp.status, 200, statusMessage(scaledUp));
+  assert.equal(scaledUp.body.spec.replicas, 5);
+  const object = await kubeRequestOk<QuorumControlPlaneObject>(apiServer.kubeConfig, `${collection}/scalable`);
+  assert.equal(object.spec.replicas, 5);
+
+  const even = await kubeRequest(apiServer.kubeConfig, scalePath, { method: "PATCH", body: { spec: { replicas: 4 } } });
+  assert.equal(even.status, 422, even.text);
+  assert.match(statusMessage(even), /replicas must be odd with stacked etcd \(got 4\)/);
+});
+
+test("a status patch through /status is stored while a spec change sent with it is ignored", async () => {
+  await kubeRequestOk(apiServer.kubeConfig, collection, { body: quorumControlPlane("with-status", { replicas: 3 }) });
+  const statusPath = `${collection}/with-status/status`;
+  const selector = "cluster.x-k8s.io/cluster-name=demo,cluster.x-k8s.io/control-plane";
+
+  const patched = await kubeRequest<QuorumControlPlaneObject>(apiServer.kubeConfig, statusPath, {
+    method: "PATCH",
+    body: { spec: { replicas: 5 }, status: { replicas: 2, selector } },
+  });
+  assert.equal(patched.status, 200, statusMessage(patched));
+
+  const object = await kubeRequestOk<QuorumControlPlaneObject>(apiServer.kubeConfig, `${collection}/with-status`);
+  assert.equal(object.status?.replicas, 2);
+  assert.equal(object.status?.selector, selector);
+  assert.equal(object.spec.replicas, 3, "spec is not writable through /status");
+
+  const scale = await kubeRequestOk<Scale>(apiServer.kubeConfig, `${collection}/with-status/scale`);
+  assert.equal(scale.status.replicas, 2, "/scale reports status.replicas");
+  assert.equal(scale.status.selector, selector, "/scale reports status.selector");
+
+  const mainPatch = await kubeRequestOk<QuorumControlPlaneObject>(apiServer.kubeConfig, `${collection}/with-status`, {
+    method: "PATCH",
+    body: { status: { replicas: 9 } },
+  });
+  assert.equal(mainPatch.status?.replicas, 2, "status is not writable through the main resource");
+});
