@@ -4,7 +4,6 @@
 // its kubeconfig Secret then have to work against it. Also: users' own CA Secrets stay byte-for-byte as they were.
 import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
-import { request as httpsRequest } from "node:https";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
@@ -21,6 +20,7 @@ import {
   builtBinary,
   etcdBinary,
   freePort,
+  kubeRequest,
   makeTempDir,
   removeTempDir,
   reserveLoopbackSubnet,
@@ -327,7 +327,8 @@ async function startWorkloadControlPlane(apiserverPort: number): Promise<Workloa
     processes.push(apiserver);
 
     // Admin access for the test itself comes from the kubeconfig Secret too: that is what is under test.
-    const { contents } = kubeconfigFromSecret({ namespace, name: "wl-kubeconfig" }, await secret("wl-kubeconfig"));
+    const kubeConfig = new KubeConfig();
+    kubeConfig.loadFromString(dataText(await secret("wl-kubeconfig"), "value") ?? "");
     // kube-apiserver is not ready before its etcd is, so its /readyz also waits for (and proves) the members.
     await waitUntilReady({
       process: apiserver,
@@ -335,12 +336,10 @@ async function startWorkloadControlPlane(apiserverPort: number): Promise<Workloa
       timeoutMs: 120_000,
       intervalMs: 500,
       probe: async () => {
-        const { status, body } = await httpsGet(`${url}/readyz`, contents.caPem, contents.certPem, contents.keyPem);
-        return status === 200 ? true : `HTTP ${status}: ${body.trim().split("\n").slice(-3).join(" | ")}`;
+        const { status, text } = await kubeRequest(kubeConfig, "/readyz", { timeoutMs: 5_000 });
+        return status === 200 ? true : `HTTP ${status}: ${text.trim().split("\n").slice(-3).join(" | ")}`;
       },
     });
-    const kubeConfig = new KubeConfig();
-    kubeConfig.loadFromString(dataText(await secret("wl-kubeconfig"), "value") ?? "");
     return {
       etcdEndpoints: members.map((m) => `https://${m.address}:2379`),
       adminKubeConfigCore: kubeConfig.makeApiClient(CoreV1Api),
@@ -350,19 +349,4 @@ async function startWorkloadControlPlane(apiserverPort: number): Promise<Workloa
     await stop();
     throw error;
   }
-}
-
-function httpsGet(url: string, caPem: string, certPem: string, keyPem: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const request = httpsRequest(url, { ca: caPem, cert: certPem, key: keyPem, timeout: 5_000 }, (response) => {
-      let body = "";
-      response.setEncoding("utf8");
-      response.on("data", (chunk: string) => (body += chunk));
-      response.on("end", () => resolve({ status: response.statusCode ?? 0, body }));
-      response.on("error", reject);
-    });
-    request.on("timeout", () => request.destroy(new Error("no answer within 5 s")));
-    request.on("error", reject);
-    request.end();
-  });
 }

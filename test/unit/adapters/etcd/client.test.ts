@@ -1,37 +1,21 @@
 // The etcd client's failure paths against loopback sockets that are not etcd: a port nobody listens on and
 // a server that accepts connections but never answers (what a frozen member looks like).
 import assert from "node:assert/strict";
-import { createServer, type Server, type Socket } from "node:net";
 import { after, before, describe, it } from "node:test";
+import { startLoopbackPeers, type LoopbackPeers } from "../loopback.ts";
 import { createEtcdClusterClient } from "../../../../src/adapters/etcd/client.ts";
 import { EndpointUnreachableError } from "../../../../src/adapters/errors.ts";
 
-async function listen(server: Server): Promise<number> {
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const address = server.address();
-  if (!address || typeof address === "string") throw new Error("no port");
-  return address.port;
-}
-
 describe("etcd client without a live member", () => {
-  const sockets = new Set<Socket>();
-  const silent = createServer((socket) => {
-    sockets.add(socket);
-    socket.on("close", () => sockets.delete(socket));
-  });
+  let peers: LoopbackPeers;
   let silentPort = 0;
   let deadPort = 0;
 
   before(async () => {
-    silentPort = await listen(silent);
-    const closed = createServer();
-    deadPort = await listen(closed);
-    await new Promise((resolve) => closed.close(resolve));
+    peers = await startLoopbackPeers();
+    ({ silentPort, deadPort } = peers);
   });
-  after(async () => {
-    for (const socket of sockets) socket.destroy();
-    await new Promise((resolve) => silent.close(resolve));
-  });
+  after(() => peers.close());
 
   it("fails listing members with EndpointUnreachableError naming every endpoint and its cause", async () => {
     const client = createEtcdClusterClient({

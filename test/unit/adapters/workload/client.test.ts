@@ -1,19 +1,12 @@
 // Failure paths of workload API access, against loopback sockets that are not an API server.
 import assert from "node:assert/strict";
-import { createServer, type Server, type Socket } from "node:net";
 import { after, before, describe, it } from "node:test";
+import { startLoopbackPeers, type LoopbackPeers } from "../loopback.ts";
 import { buildKubeconfig } from "../../../../src/adapters/certs/kubeconfig.ts";
 import { createCA, issueCertificate, oneDay, validFor } from "../../../../src/adapters/certs/pki.ts";
 import { SecretGarbageError, SecretMissingError, WorkloadApiError } from "../../../../src/adapters/errors.ts";
 import { WorkloadClients } from "../../../../src/adapters/workload/client.ts";
 import { MemorySecretStore } from "../memory-secret-store.ts";
-
-async function listen(server: Server): Promise<number> {
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const address = server.address();
-  if (!address || typeof address === "string") throw new Error("no port");
-  return address.port;
-}
 
 async function kubeconfigFor(server: string): Promise<string> {
   const ca = await createCA("kubernetes", validFor(oneDay));
@@ -22,24 +15,15 @@ async function kubeconfigFor(server: string): Promise<string> {
 }
 
 describe("workload API access", () => {
-  const sockets = new Set<Socket>();
-  const silent = createServer((socket) => {
-    sockets.add(socket);
-    socket.on("close", () => sockets.delete(socket));
-  });
+  let peers: LoopbackPeers;
   let silentPort = 0;
   let deadPort = 0;
 
   before(async () => {
-    silentPort = await listen(silent);
-    const closed = createServer();
-    deadPort = await listen(closed);
-    await new Promise((resolve) => closed.close(resolve));
+    peers = await startLoopbackPeers();
+    ({ silentPort, deadPort } = peers);
   });
-  after(async () => {
-    for (const socket of sockets) socket.destroy();
-    await new Promise((resolve) => silent.close(resolve));
-  });
+  after(() => peers.close());
 
   it("names the missing kubeconfig Secret and what creates it", async () => {
     const clients = new WorkloadClients(new MemorySecretStore());
