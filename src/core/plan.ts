@@ -164,6 +164,11 @@ class Context {
       if (result) return result;
     }
     if (this.waits.length > 0) {
+      // A Machine that cannot leave until its replacement has joined (the last voter of a Machine a user deleted,
+      // or of one to remediate) is unblocked only by scaling up; the create is still judged by assess, whose
+      // strict policy refuses it next to a ghost, an unhealthy voter or an unproven joiner.
+      const grow = this.active.length < this.desired ? this.scaleUp() : undefined;
+      if (grow?.action.kind === "CreateMachine") return grow;
       // Anything blocked above (a ghost, a member that cannot be removed yet) also holds back scaling and
       // rollout: one thing at a time, and never a new disruption next to an unresolved one.
       const [first, ...rest] = this.waits;
