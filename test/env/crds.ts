@@ -130,3 +130,46 @@ function readCRDDir(dir: string): V1CustomResourceDefinition[] {
         .filter((doc): doc is V1CustomResourceDefinition => doc !== null && doc.kind === "CustomResourceDefinition");
     });
 }
+
+export interface TestCRDOptions {
+  /** e.g. "infrastructure.quorum.test" */
+  group: string;
+  /** e.g. "TestInfraCluster" */
+  kind: string;
+  /** Served and stored version (default v1beta1). */
+  version?: string;
+  /** CAPI contract labels, e.g. { "cluster.x-k8s.io/v1beta2": "v1beta1" } (default: v1beta2 contract for `version`). */
+  labels?: Record<string, string>;
+}
+
+/**
+ * A namespaced CRD with free-form spec and status and a status subresource: a stand-in for a provider's kind
+ * that the CAPI core controllers look up through its contract label.
+ */
+export function testCRD(options: TestCRDOptions): V1CustomResourceDefinition {
+  const version = options.version ?? "v1beta1";
+  const plural = `${options.kind.toLowerCase()}s`;
+  const freeForm = { type: "object", "x-kubernetes-preserve-unknown-fields": true };
+  return {
+    apiVersion: "apiextensions.k8s.io/v1",
+    kind: "CustomResourceDefinition",
+    metadata: {
+      name: `${plural}.${options.group}`,
+      labels: options.labels ?? { "cluster.x-k8s.io/v1beta2": version },
+    },
+    spec: {
+      group: options.group,
+      scope: "Namespaced",
+      names: { kind: options.kind, listKind: `${options.kind}List`, plural, singular: options.kind.toLowerCase() },
+      versions: [
+        {
+          name: version,
+          served: true,
+          storage: true,
+          subresources: { status: {} },
+          schema: { openAPIV3Schema: { type: "object", properties: { spec: freeForm, status: freeForm } } },
+        },
+      ],
+    },
+  } as V1CustomResourceDefinition;
+}

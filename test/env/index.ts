@@ -8,3 +8,4 @@ export * from "./apiserver.ts";
 export * from "./kube.ts";
 export * from "./crds.ts";
 export * from "./capi.ts";
+export * from "./wait.ts";
