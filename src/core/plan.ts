@@ -8,6 +8,7 @@
 //   -> converging to the spec (joiners, scale down, scale up, rollout) -> nothing to do.
 // Every health question goes to `assess` and every "which Machine" question to `selectForScaleDown`, so the
 // simulator can swap either for a known-bad variant and prove it notices.
+import { PRE_TERMINATE_HOOK } from "../api/constants.ts";
 import type { Action } from "./actions.ts";
 import { assess, describeBlockers, type Blocker, type MachineAssessment, type MemberAssessment, type PlannedOp, type Verdict } from "./assess.ts";
 import { formatDuration } from "./format.ts";
@@ -96,7 +97,8 @@ function decide(snapshot: Snapshot, parts: PlannerParts): Decision {
     }
     const cause = snapshot.etcd.error ?? "no etcd endpoint answered";
     // Without the member list no removal, deletion or promotion can be judged; waiting is the only safe step.
-    return decided({ action: waitFor(`etcd is not observed: ${cause}; nothing disruptive happens until the member list can be read`, RECHECK_MS.converging, "etcd") });
+    const force = spec.deleting ? `; if this etcd is gone for good, remove the annotation ${PRE_TERMINATE_HOOK} from its Machines and delete them by hand` : "";
+    return decided({ action: waitFor(`etcd is not observed: ${cause}; nothing disruptive happens until the member list can be read${force}`, RECHECK_MS.converging, "etcd") });
   }
 
   return decided(ctx.decide());
@@ -351,7 +353,12 @@ class Context {
     if (joining.length === 0) return undefined;
     const parts = joining.map((machine) => {
       const member = this.memberOf(machine.name);
-      if (member) return `machine ${machine.name} is joining: ${member.label} is ${member.state}`;
+      if (member) {
+        const raw = this.snapshot.etcd.members.find((candidate) => candidate.id === member.id);
+        const since = formatDuration(this.snapshot.now - (raw?.firstObserved ?? this.snapshot.now));
+        if (member.name === "") return `machine ${machine.name} is joining: its member ${member.id} was added ${since} ago and has not started yet`;
+        return `machine ${machine.name} is joining: ${member.label} is a ${member.state}`;
+      }
       const grace = this.spec.etcd.memberJoinGracePeriodMs - (this.snapshot.now - machine.created);
       return `machine ${machine.name} is ${this.info(machine.name)?.detail ?? "provisioning"}; it is replaced if no member joins within ${formatDuration(grace)}`;
     });

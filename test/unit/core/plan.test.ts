@@ -67,6 +67,11 @@ const cases: Case[] = [
     expect: { kind: "Wait", reason: ["connection refused"], blockedBy: ["etcd"], recheckAtMost: 5 * SECOND },
   },
   {
+    name: "a control plane being deleted whose etcd cannot be read waits and says how to force the deletion",
+    snapshot: () => snapshot({ machines: healthyMachines(3).machines, observed: false, error: "all endpoints refused", controlPlane: { deleting: true } }),
+    expect: { kind: "Wait", reason: ["all endpoints refused", "pre-terminate.delete.hook.machine.cluster.x-k8s.io/quorum"] },
+  },
+  {
     name: "a paused Cluster makes Quorum wait even with a rollout pending",
     snapshot: () => snapshot({ ...outdatedThree(), cluster: { paused: true } }),
     expect: { kind: "Wait", reason: ["paused", "spec.paused"] },
@@ -493,6 +498,43 @@ describe("plan: the planner's seams are real", () => {
     };
     assert.equal(plan(withGhost).action.kind, "RemoveGhost");
     assert.equal(makePlanner({ assess: ghostBlind })(withGhost).action.kind, "RemoveMember");
+  });
+});
+
+describe("plan: when Machines and members do not pair up", () => {
+  it("N+1 Machines and N members is fine when the extra Machine is the one leaving and its member is gone", () => {
+    const h = surgeJoined();
+    const s = snapshot({ machines: h.machines, members: withLeader(h.members.filter((candidate) => candidate.name !== "m-2"), "n-1") });
+    const decision = plan(s);
+    assert.deepEqual([decision.action.kind, decision.action.kind === "DeleteMachine" && decision.action.machine], ["DeleteMachine", "m-2"]);
+    assert.deepEqual(decision.check?.blockers, []);
+  });
+
+  it("N+1 Machines and N members while the extra Machine is still joining is a wait for that Machine, not a removal", () => {
+    const h = outdatedThree();
+    const s = snapshot({ machines: [...h.machines, machine("n-1", { created: NOW - MINUTE, nodeName: undefined, bootstrapReady: false })], members: h.members });
+    check(plan(s), { kind: "Wait", reason: ["n-1", "bootstrap"], blockedBy: ["n-1"] });
+  });
+
+  it("N Machines and N+1 members is fine when the extra member is a joiner of a provisioning Machine", () => {
+    const h = healthyMachines(3);
+    // n-1 has not registered a Node and its member has not started: only the peer URL ties them together.
+    const s = snapshot({
+      machines: [...h.machines, machine("n-1", { created: NOW - MINUTE, nodeName: undefined, addresses: ["10.5.0.1"] })],
+      members: [...h.members, member("", { id: "555", peerURLs: ["https://10.5.0.1:2380"], reachable: false, firstObserved: NOW - 40 * MINUTE })],
+      controlPlane: { replicas: 4, etcd: { ghostGracePeriodMs: MINUTE, learnerPromotionTimeoutMs: 10 * MINUTE, learnerStallMs: 5 * MINUTE, memberJoinGracePeriodMs: 60 * MINUTE } },
+    });
+    const decision = plan(s);
+    assert.ok(!decision.assessment.members.some((candidate) => candidate.class === "ghost"));
+    check(decision, { kind: "Wait", reason: ["n-1", "not started"], blockedBy: ["n-1"] });
+  });
+
+  it("N Machines and N+1 members is a ghost when the extra member maps to no Machine past its grace period", () => {
+    const h = healthyMachines(3);
+    const s = snapshot({ machines: h.machines, members: [...h.members, member("", { id: "556", peerURLs: ["https://10.5.0.2:2380"], reachable: false, firstObserved: NOW - 40 * MINUTE })] });
+    const decision = plan(s);
+    assert.deepEqual(decision.assessment.members.filter((candidate) => candidate.class === "ghost").map((candidate) => candidate.id), ["556"]);
+    check(decision, { kind: "RemoveGhost", fields: { memberId: "556" } });
   });
 });
 
