@@ -3,7 +3,7 @@
 // ECDSA P-256 keys via WebCrypto, certificates via @peculiar/x509; everything crosses module boundaries as PEM.
 import "reflect-metadata"; // @peculiar/x509 uses tsyringe, which needs the Reflect metadata polyfill first
 import * as x509 from "@peculiar/x509";
-import { createPrivateKey, randomBytes, webcrypto, X509Certificate as NodeX509Certificate } from "node:crypto";
+import { createPrivateKey, randomBytes, webcrypto, X509Certificate as NodeX509Certificate, type KeyObject } from "node:crypto";
 
 // Node has WebCrypto but no `self`, so @peculiar/x509 finds no default provider on its own.
 x509.cryptoProvider.set(webcrypto as unknown as Crypto);
@@ -160,7 +160,7 @@ export async function issueCertificate(ca: CertificateAuthority, request: Certif
     issuer: ca.certificate.subject,
     notBefore: request.validity.notBefore,
     notAfter: request.validity.notAfter,
-    signingAlgorithm,
+    signingAlgorithm: signingAlgorithmFor(ca.signingKey),
     publicKey: keys.publicKey,
     signingKey: ca.signingKey,
     extensions,
@@ -189,16 +189,22 @@ export async function encodePrivateKeyPem(key: CryptoKey): Promise<string> {
   return x509.PemConverter.encode(der, "PRIVATE KEY");
 }
 
-/** Imports a PKCS#8 (or SEC1 "EC PRIVATE KEY") P-256 private key as a signing key. */
+/**
+ * Imports a PKCS#8, SEC1 ("EC PRIVATE KEY") or PKCS#1 ("RSA PRIVATE KEY") private key as a signing key:
+ * ECDSA P-256/P-384/P-521 or RSA, because CAs users bring (kubeadm's, CAPI's) are usually RSA.
+ */
 export async function decodePrivateKeyPem(pem: string): Promise<CryptoKey> {
   let der: Buffer;
+  let importAlgorithm: EcKeyImportParams | RsaHashedImportParams;
   try {
     // node:crypto reads both PKCS#8 and SEC1 (what openssl and kubeadm write); WebCrypto only takes PKCS#8.
-    der = createPrivateKey(pem).export({ format: "der", type: "pkcs8" });
+    const key = createPrivateKey(pem);
+    der = key.export({ format: "der", type: "pkcs8" });
+    importAlgorithm = importAlgorithmFor(key);
   } catch (error) {
-    throw new Error(`cannot read private key PEM: ${(error as Error).message}: pass a PKCS#8 or EC private key PEM`);
+    throw new Error(`cannot read private key PEM: ${(error as Error).message}: pass a PKCS#8, EC or RSA private key PEM`);
   }
-  return webcrypto.subtle.importKey("pkcs8", der, keyAlgorithm, true, ["sign"]) as Promise<CryptoKey>;
+  return webcrypto.subtle.importKey("pkcs8", der, importAlgorithm, true, ["sign"]) as Promise<CryptoKey>;
 }
 
 /** Whether `keyPem` is the private key of the certificate in `certPem`. */
@@ -235,4 +241,24 @@ function randomSerialNumber(): string {
   const bytes = randomBytes(16);
   bytes[0] = (bytes[0] & 0x7f) | 0x01;
   return bytes.toString("hex");
+}
+
+const webCryptoCurves: Record<string, string> = { prime256v1: "P-256", secp384r1: "P-384", secp521r1: "P-521" };
+
+function importAlgorithmFor(key: KeyObject): EcKeyImportParams | RsaHashedImportParams {
+  if (key.asymmetricKeyType === "rsa") return { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" };
+  const curve = webCryptoCurves[key.asymmetricKeyDetails?.namedCurve ?? ""];
+  if (key.asymmetricKeyType === "ec" && curve) return { name: "ECDSA", namedCurve: curve };
+  throw new Error(
+    `unsupported key type ${key.asymmetricKeyType ?? "unknown"}${key.asymmetricKeyDetails?.namedCurve ? ` (${key.asymmetricKeyDetails.namedCurve})` : ""}`,
+  );
+}
+
+/** How a CA key signs: SHA-256 with RSA and P-256, the curve's own hash size above that. */
+function signingAlgorithmFor(key: CryptoKey): EcdsaParams | Algorithm {
+  if (key.algorithm.name === "RSASSA-PKCS1-v1_5") return { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" } as Algorithm;
+  const curve = (key.algorithm as EcKeyAlgorithm).namedCurve;
+  if (curve === "P-384") return { name: "ECDSA", hash: "SHA-384" };
+  if (curve === "P-521") return { name: "ECDSA", hash: "SHA-512" };
+  return signingAlgorithm;
 }

@@ -1,5 +1,8 @@
+import "reflect-metadata"; // before @peculiar/x509 (tsyringe needs it)
 import assert from "node:assert/strict";
+import { createPrivateKey, webcrypto, X509Certificate } from "node:crypto";
 import { before, describe, it } from "node:test";
+import * as x509 from "@peculiar/x509";
 import { readCASecret } from "../../../../src/adapters/certs/ca-secret.ts";
 import { createCA, issueCertificate, oneDay, validFor, type CertificateAuthority } from "../../../../src/adapters/certs/pki.ts";
 import {
@@ -33,6 +36,16 @@ describe("reading a CA Secret", () => {
     const loaded = await readCASecret(ref, secret, now, "to test");
     assert.equal(loaded.certPem.trim(), ca.certPem.trim());
     await issueCertificate(loaded, { commonName: "client", usages: "client", validity: validFor(oneDay, now) });
+  });
+
+  it("signs with a user's RSA CA whose key is PKCS#1, as kubeadm and CAPI generate them", async () => {
+    const rsa = await rsaCA("kubeadm-ca");
+    const store = new MemorySecretStore();
+    const secret = store.seed(ref.namespace, ref.name, { "tls.crt": rsa.certPem, "tls.key": rsa.keyPem });
+    assert.match(rsa.keyPem, /^-----BEGIN RSA PRIVATE KEY-----/);
+    const loaded = await readCASecret(ref, secret, now, "to test");
+    const leafCert = await issueCertificate(loaded, { commonName: "client", usages: "client", validity: validFor(oneDay, now) });
+    assert.ok(new X509Certificate(leafCert.certPem).verify(new X509Certificate(rsa.certPem).publicKey));
   });
 
   const cases: {
@@ -77,3 +90,21 @@ describe("reading a CA Secret", () => {
     });
   }
 });
+
+/** A self-signed RSA CA with a PKCS#1 key, built without the helpers under test. */
+async function rsaCA(commonName: string): Promise<{ certPem: string; keyPem: string }> {
+  const algorithm = { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256", publicExponent: new Uint8Array([1, 0, 1]), modulusLength: 2048 };
+  const keys = (await webcrypto.subtle.generateKey(algorithm, true, ["sign", "verify"])) as CryptoKeyPair;
+  const certificate = await x509.X509CertificateGenerator.createSelfSigned({
+    serialNumber: "01",
+    name: `CN=${commonName}`,
+    notBefore: new Date(now.getTime() - oneDay),
+    notAfter: new Date(now.getTime() + 365 * oneDay),
+    signingAlgorithm: algorithm,
+    keys,
+    extensions: [new x509.BasicConstraintsExtension(true, undefined, true), new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign, true)],
+  });
+  const pkcs8 = Buffer.from(await webcrypto.subtle.exportKey("pkcs8", keys.privateKey));
+  const keyPem = createPrivateKey({ key: pkcs8, format: "der", type: "pkcs8" }).export({ format: "pem", type: "pkcs1" }).toString();
+  return { certPem: certificate.toString("pem"), keyPem };
+}
