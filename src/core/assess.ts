@@ -328,13 +328,22 @@ export function assess(snapshot: Snapshot, op: PlannedOp): Verdict {
     return result;
   };
 
-  /** The stricter policy for voluntary disruption; targets are excluded from their own blockers. */
-  const strictBlockers = (exceptMember?: string, exceptMachine?: string): Blocker[] => {
+  /**
+   * The stricter policy for voluntary disruption; targets are excluded from their own blockers. A removal is also
+   * blocked by a member that maps to no Machine yet; when the target is itself a ghost, other ghosts and unmapped
+   * members do not block it, since each would otherwise block the other forever.
+   */
+  const strictBlockers = (exceptMember?: string, exceptMachine?: string, removal: "voter" | "ghost" | "none" = "none"): Blocker[] => {
+    const removingGhost = removal === "ghost";
     const found: Blocker[] = [];
     for (const member of members) {
       if (member.id === exceptMember) continue;
-      if (member.class === "ghost") found.push({ subject: member.label, why: `is a ghost: it maps to no Machine (${member.state.replace(/^ghost: /, "")})` });
-      else if (!member.learner && !member.healthy) found.push({ subject: member.label, why: `is an unhealthy voter (${member.error ?? "unhealthy"})` });
+      if (member.class === "ghost") {
+        if (!removingGhost) found.push({ subject: member.label, why: `is a ghost: it maps to no Machine (${member.state.replace(/^ghost: /, "")})` });
+      } else if (!member.learner && !member.healthy) found.push({ subject: member.label, why: `is an unhealthy voter (${member.error ?? "unhealthy"})` });
+      // Not yet a ghost, but nothing Quorum manages either: counting on it could hand the cluster (even its
+      // leadership) to a member no Machine stands behind once the last managed voter leaves.
+      else if (member.machine === undefined && removal === "voter") found.push({ subject: member.label, why: `maps to no Machine yet (${member.state})` });
     }
     for (const machine of machines) {
       if (machine.class !== "provisioning" || machine.name === exceptMachine) continue;
@@ -362,11 +371,11 @@ export function assess(snapshot: Snapshot, op: PlannedOp): Verdict {
   });
 
   /** Removing a voter: projected = voters - it + joiners; the strict policy applies unless it is already unhealthy. */
-  const voterRemoval = (target: MemberAssessment, what: string, exceptMachine?: string): Verdict => {
+  const voterRemoval = (target: MemberAssessment, what: string, exceptMachine?: string, removingGhost = false): Verdict => {
     const projectedVoters = [...current.filter((voter) => voter.id !== target.id), ...joinerVoters(exceptMachine)];
     const projected = numbers(projectedVoters.length, projectedVoters.filter((voter) => voter.healthy).length);
     const keepsQuorum = projected.voters > 0 && projected.healthyVoters >= projected.quorumSize;
-    const strictFound = strictBlockers(target.id, exceptMachine);
+    const strictFound = strictBlockers(target.id, exceptMachine, removingGhost ? "ghost" : "voter");
     const strict = strictFound.length === 0;
     if (!hasQuorum) blockers.push(noQuorumBlocker());
     if (!keepsQuorum) {
@@ -448,7 +457,7 @@ export function assess(snapshot: Snapshot, op: PlannedOp): Verdict {
         if (!hasQuorum) blockers.push(noQuorumBlocker());
         return finish(current, hasQuorum, true, hasQuorum, `removing learner ${target.label} leaves the ${quorum.voters} voters as they are`);
       }
-      return voterRemoval(target, `removing ${target.label}`, target.machine);
+      return voterRemoval(target, `removing ${target.label}`, target.machine, op.kind === "RemoveGhost");
     }
 
     case "DeleteMachine":
