@@ -171,12 +171,14 @@ function selfPromoteLearners(world: World): void {
 function runMachineHealthCheck(world: World): void {
   if (world.leaderId === undefined) return;
   for (const machine of world.machines) {
-    if (machine.deleting !== undefined || machine.remediationRequested) continue;
+    if (machine.deleting !== undefined) continue;
     const member = machine.memberId === undefined ? undefined : findMember(world, machine.memberId);
     const nodeReady = machine.phase === "running" && member !== undefined && member.up;
     const unhealthy = machine.failed || (machine.nodeRegistered && !nodeReady) || (!machine.nodeRegistered && world.step - machine.createdStep > NODE_STARTUP_STEPS);
     if (!unhealthy) {
+      // CAPI's MachineHealthCheck drops OwnerRemediated=False again from a Machine that recovered before its owner acted.
       machine.unhealthySince = undefined;
+      machine.remediationRequested = false;
       continue;
     }
     machine.unhealthySince ??= world.step;

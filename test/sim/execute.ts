@@ -12,6 +12,7 @@ import {
   findMachine,
   findMember,
   hostNameFor,
+  markDeleting,
   newAddress,
   type BootFault,
   type ControllerMemory,
@@ -103,15 +104,13 @@ export function runCall(world: World, call: Call, context: CallContext): string 
       if (!member) return "ok (already removed)";
       // A membership change is a raft proposal: it needs a leader.
       if (world.leaderId === undefined) return "etcdserver: no leader";
-      const machine = member.machine === undefined ? undefined : findMachine(world, member.machine);
-      if (machine && machine.memberId === member.id && !member.learner) machine.voterRemoved = true;
       dropMember(world, member.id);
       return "ok";
     }
     case "delete-machine": {
       const machine = findMachine(world, effect.machine);
       if (!machine) return "ok (already gone)";
-      machine.deleting ??= world.now;
+      markDeleting(world, machine);
       return "ok";
     }
     case "set-hook": {
@@ -151,7 +150,6 @@ function createMachine(world: World, context: CallContext, failureDomain: string
     markedForDeletion: false,
     ...(context.bootFault ? { bootFault: context.bootFault } : {}),
     nodeRegistered: false,
-    voterRemoved: false,
   });
   return context.bootFault ? `ok (${name}; will fail: ${context.bootFault})` : `ok (${name})`;
 }

@@ -4,7 +4,7 @@
 // temporary ones end, so a world whose faults stopped can always be finished by a correct controller.
 import { survivesLosing } from "./evolve.ts";
 import type { Prng } from "./prng.ts";
-import { electLeader, liveMachines, newMemberId, type BootFault, type World } from "./world.ts";
+import { electLeader, liveMachines, markDeleting, newMemberId, type BootFault, type World } from "./world.ts";
 
 export interface FaultProfile {
   /** Probability that a step brings one fault. */
@@ -117,7 +117,7 @@ const FAULTS: Record<FaultKind, (world: World, rng: Prng) => string | undefined>
     const candidates = liveMachines(world);
     if (candidates.length === 0) return undefined;
     const machine = rng.pick(candidates);
-    machine.deleting = world.now;
+    markDeleting(world, machine);
     return `user deletes machine ${machine.name}`;
   },
   "user-marks-machine": (world, rng) => {

@@ -3,12 +3,12 @@
 // (converges, never stuck) are judged by run.ts over the steps after faults stop.
 import type { Snapshot } from "../../src/core/snapshot.ts";
 import type { Call } from "./execute.ts";
-import { findMachine, findMember, healthy, healthyVoterCount, quorumSize, voters, type World } from "./world.ts";
+import { findMachine, findMember, healthy, healthyVoterCount, quorumSize, voters, type SimMember, type World } from "./world.ts";
 
 export type Rule =
   | "1 quorum kept"
   | "2 projected healthy majority"
-  | "2 one removal at a time"
+  | "2 redundancy kept on scale-down"
   | "3 member removed before its machine"
   | "4 converges"
   | "5 never stuck"
@@ -25,7 +25,7 @@ export function checkCall(world: World, snapshot: Snapshot, call: Call): Finding
   const effect = call.effect;
   switch (effect.kind) {
     case "remove-member":
-      return checkRemoval(world, effect.memberId);
+      return checkRemoval(world, snapshot, effect.memberId);
     case "delete-machine":
       return checkDelete(world, snapshot, effect.machine);
     case "set-hook":
@@ -43,7 +43,7 @@ export function checkQuorumKept(world: World, hadQuorum: boolean, actionText: st
   return { kind: "violation", rule: "1 quorum kept", message: `${actionText} left ${healthyCount} healthy of ${count} voters (quorum ${quorumSize(count)})` };
 }
 
-function checkRemoval(world: World, memberId: string): Finding | undefined {
+function checkRemoval(world: World, snapshot: Snapshot, memberId: string): Finding | undefined {
   const member = findMember(world, memberId);
   if (!member || member.learner) return undefined;
   const projected = voters(world).length - 1;
@@ -56,18 +56,34 @@ function checkRemoval(world: World, memberId: string): Finding | undefined {
       message: `removed voter ${who} (${healthy(world, member) ? "healthy" : "unhealthy"}) leaving ${projectedHealthy} healthy of ${projected} voters (quorum ${quorumSize(projected)})`,
     };
   }
+  return checkRedundancy(world, snapshot, member, who);
+}
+
+/**
+ * Rule 2, second half: a healthy voter that leaves because the planner chose it (scale-down or rollout; not
+ * because a user or a MachineHealthCheck asked for its Machine) never costs failure tolerance the spec promises:
+ * with a surge none, with maxSurge 0 one. Picking a random victim instead of finishing the Machine whose member
+ * is already gone takes a 3-replica control plane to 2 voters mid-rollout; this is the rule that notices.
+ */
+function checkRedundancy(world: World, snapshot: Snapshot, member: SimMember, who: string): Finding | undefined {
   if (!healthy(world, member)) return undefined;
-  // A Machine whose voter is already gone is a removal in flight: starting another takes the cluster down two
-  // members for one step of work (the seed bug of a scale-down that does not finish what it started).
-  const unfinished = world.machines.find((machine) => machine.voterRemoved && machine.name !== member.machine);
-  if (unfinished) {
-    return {
-      kind: "violation",
-      rule: "2 one removal at a time",
-      message: `removed healthy voter ${who} while machine ${unfinished.name}, whose voter is already removed, is not finished`,
-    };
-  }
-  return undefined;
+  const machine = member.machine === undefined ? undefined : findMachine(world, member.machine);
+  if (!machine || machine.memberId !== member.id) return undefined;
+  if (machine.deleting !== undefined || machine.remediationRequested || machine.failed) return undefined;
+  const spec = snapshot.controlPlane;
+  const count = voters(world).length;
+  const healthyCount = healthyVoterCount(world);
+  const before = healthyCount - quorumSize(count);
+  const after = healthyCount - 1 - quorumSize(count - 1);
+  const surge = spec.maxSurge === 1 || spec.replicas < 3;
+  const promised = spec.replicas - quorumSize(spec.replicas) - (surge ? 0 : 1);
+  const floor = Math.min(before, promised);
+  if (after >= floor) return undefined;
+  return {
+    kind: "violation",
+    rule: "2 redundancy kept on scale-down",
+    message: `removed healthy voter ${who} of machine ${machine.name}, which nobody asked to delete: failures tolerated ${before} -> ${after}, below ${floor} (${spec.replicas} replicas, maxSurge ${spec.maxSurge})`,
+  };
 }
 
 function checkDelete(world: World, snapshot: Snapshot, machineName: string): Finding | undefined {

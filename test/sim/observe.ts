@@ -81,7 +81,7 @@ function machineView(world: World, machine: SimMachine): MachineView {
   return {
     name: machine.name,
     created: machine.created,
-    ...(machine.deleting !== undefined ? { deleting: machine.deleting } : {}),
+    ...(machine.deleting !== undefined ? { deleting: machine.deleting, drainFinished: world.step >= (machine.drainedAt ?? 0) } : {}),
     version: machine.version,
     templateHash: machine.templateHash,
     ...(machine.failureDomain ? { failureDomain: machine.failureDomain } : {}),

@@ -86,7 +86,6 @@ function startConverged(world: World): void {
       markedForDeletion: false,
       memberId: id,
       nodeRegistered: true,
-      voterRemoved: false,
     });
     world.members.push({ id, name: hostNameFor(world, name, address), peerHost: address, learner: false, started: true, up: true, lostForGood: false, appliedIndex: world.leaderIndex, catchUpRate: 1, machine: name });
     world.memory.members.set(id, { firstObserved: created, appliedIndex: world.leaderIndex, lastProgress: world.now });

@@ -32,6 +32,8 @@ export interface SimMachine {
   created: number;
   createdStep: number;
   deleting?: number;
+  /** Step at which CAPI has drained a deleting Machine and waits only on pre-terminate hooks. */
+  drainedAt?: number;
   version: string;
   templateHash: string;
   failureDomain?: string;
@@ -57,8 +59,6 @@ export interface SimMachine {
   nodeRegistered: boolean;
   /** First step the MachineHealthCheck saw it unhealthy. */
   unhealthySince?: number;
-  /** A voter member of this Machine was removed by the controller: a removal in flight until the Machine is gone. */
-  voterRemoved: boolean;
 }
 
 export interface SimMember {
@@ -198,6 +198,13 @@ export function dropMember(world: World, id: string): void {
   world.members = world.members.filter((member) => member.id !== id);
   if (world.leaderId === id) world.leaderId = undefined;
   electLeader(world);
+}
+
+/** Anyone deletes a Machine: CAPI sets the deletion timestamp and starts draining its Node. */
+export function markDeleting(world: World, machine: SimMachine): void {
+  if (machine.deleting !== undefined) return;
+  machine.deleting = world.now;
+  machine.drainedAt = world.step + world.rng.int(0, 2);
 }
 
 export function liveMachines(world: World): SimMachine[] {
