@@ -18,17 +18,16 @@ import { ClusterWorkloadAccess } from "../../src/adapters/workload/access.ts";
 import { WorkloadClients } from "../../src/adapters/workload/client.ts";
 import {
   builtBinary,
-  etcdBinary,
   freePort,
   kubeRequest,
   makeTempDir,
   removeTempDir,
-  reserveLoopbackSubnet,
   startApiServer,
+  startEtcdCluster,
   startProcess,
   waitUntilReady,
   type ApiServer,
-  type LoopbackSubnet,
+  type EtcdCluster,
   type ManagedProcess,
 } from "../env/index.ts";
 
@@ -224,11 +223,11 @@ interface WorkloadControlPlane {
  */
 async function startWorkloadControlPlane(apiserverPort: number): Promise<WorkloadControlPlane> {
   const dir = makeTempDir("wl-control-plane");
-  const processes: ManagedProcess[] = [];
-  let subnet: LoopbackSubnet | undefined;
+  let apiserver: ManagedProcess | undefined;
+  let etcd: EtcdCluster | undefined;
   const stop = async () => {
-    for (const proc of processes.reverse()) await proc.stop(10_000);
-    subnet?.release();
+    await apiserver?.stop(15_000);
+    await etcd?.stop();
     removeTempDir(dir);
   };
   try {
@@ -242,44 +241,9 @@ async function startWorkloadControlPlane(apiserverPort: number): Promise<Workloa
     const proxyCA = await caFrom("wl-proxy");
     const sa = await secret("wl-sa");
 
-    subnet = await reserveLoopbackSubnet({ hosts: 2, ports: [2379, 2380] });
-    const members = [1, 2].map((n) => ({ name: `wl-etcd-${n}`, address: subnet!.address(n) }));
-    const initialCluster = members.map((m) => `${m.name}=https://${m.address}:2380`).join(",");
+    // The harness signs each member's server/peer certificate with the CA from the Secret.
+    etcd = await startEtcdCluster({ members: 2, tls: true, ca: etcdCA, namePrefix: "wl-etcd-" });
     const etcdCAFile = file("etcd-ca.crt", etcdCA.certPem);
-    await Promise.all(
-      members.map(async (member) => {
-        const serving = await issueCertificate(etcdCA, { commonName: member.name, dnsNames: ["localhost", member.name], ipAddresses: [member.address], usages: "both", validity: validFor(oneDay) });
-        const cert = file(`${member.name}.crt`, serving.certPem);
-        const key = file(`${member.name}.key`, serving.keyPem);
-        const proc = startProcess({
-          name: `workload etcd ${member.name} (${member.address})`,
-          command: etcdBinary(),
-          args: [
-            `--name=${member.name}`,
-            `--data-dir=${join(dir, member.name)}`,
-            `--listen-client-urls=https://${member.address}:2379`,
-            `--advertise-client-urls=https://${member.address}:2379`,
-            `--listen-peer-urls=https://${member.address}:2380`,
-            `--initial-advertise-peer-urls=https://${member.address}:2380`,
-            `--initial-cluster=${initialCluster}`,
-            "--initial-cluster-state=new",
-            `--cert-file=${cert}`,
-            `--key-file=${key}`,
-            `--trusted-ca-file=${etcdCAFile}`,
-            "--client-cert-auth",
-            `--peer-cert-file=${cert}`,
-            `--peer-key-file=${key}`,
-            `--peer-trusted-ca-file=${etcdCAFile}`,
-            "--peer-client-cert-auth",
-            "--logger=zap",
-            "--log-outputs=stderr",
-          ],
-          logFile: join(dir, `${member.name}.log`),
-        });
-        processes.push(proc);
-        return proc;
-      }),
-    );
 
     const apiserverEtcdClient = await issueCertificate(etcdCA, { commonName: "kube-apiserver-etcd-client", usages: "client", validity: validFor(oneDay) });
     const serving = await issueCertificate(clusterCA, {
@@ -291,11 +255,11 @@ async function startWorkloadControlPlane(apiserverPort: number): Promise<Workloa
     });
     const frontProxyClient = await issueCertificate(proxyCA, { commonName: "front-proxy-client", usages: "client", validity: validFor(oneDay) });
     const url = `https://127.0.0.1:${apiserverPort}`;
-    const apiserver = startProcess({
+    apiserver = startProcess({
       name: `workload kube-apiserver (${url})`,
       command: builtBinary("kube-apiserver"),
       args: [
-        `--etcd-servers=${members.map((m) => `https://${m.address}:2379`).join(",")}`,
+        `--etcd-servers=${etcd.endpoints().join(",")}`,
         `--etcd-cafile=${etcdCAFile}`,
         `--etcd-certfile=${file("apiserver-etcd-client.crt", apiserverEtcdClient.certPem)}`,
         `--etcd-keyfile=${file("apiserver-etcd-client.key", apiserverEtcdClient.keyPem)}`,
@@ -324,7 +288,6 @@ async function startWorkloadControlPlane(apiserverPort: number): Promise<Workloa
       ],
       logFile: join(dir, "kube-apiserver.log"),
     });
-    processes.push(apiserver);
 
     // Admin access for the test itself comes from the kubeconfig Secret too: that is what is under test.
     const kubeConfig = new KubeConfig();
@@ -341,7 +304,7 @@ async function startWorkloadControlPlane(apiserverPort: number): Promise<Workloa
       },
     });
     return {
-      etcdEndpoints: members.map((m) => `https://${m.address}:2379`),
+      etcdEndpoints: etcd.endpoints(),
       adminKubeConfigCore: kubeConfig.makeApiClient(CoreV1Api),
       stop,
     };

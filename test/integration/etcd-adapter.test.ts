@@ -45,17 +45,6 @@ async function eventually<T>(what: string, probe: () => Promise<T | undefined>, 
   }
 }
 
-// The harness unrefs its children, so awaiting a SIGKILLed member's exit with no other handle open lets the
-// event loop run dry; a timer keeps it alive until the exit is seen.
-async function holdingEventLoop<T>(promise: Promise<T>): Promise<T> {
-  const hold = setInterval(() => {}, 1000);
-  try {
-    return await promise;
-  } finally {
-    clearInterval(hold);
-  }
-}
-
 /** The harness member behind an etcd member (by peer URL). */
 function harnessMember(member: EtcdMember) {
   const found = cluster.members.find((candidate) => member.peerURLs.includes(candidate.peerURL));
@@ -148,7 +137,7 @@ describe("etcd adapter on a real 3-member TLS cluster", () => {
       const statuses = await etcd.memberStatuses(members);
       const victimId = statuses.find((status) => !status.leader)?.memberId;
       const victim = harnessMember(members.find((member) => member.id === victimId)!);
-      if (failure.startsWith("killed")) await holdingEventLoop(victim.kill());
+      if (failure.startsWith("killed")) await victim.kill();
       else victim.pause();
       try {
         const started = performance.now();
