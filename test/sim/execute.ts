@@ -127,9 +127,11 @@ export function runCall(world: World, call: Call, context: CallContext): string 
 
 function createMachine(world: World, context: CallContext, failureDomain: string | undefined): string {
   const { snapshot } = context;
-  // As the real executor: names held by a Machine or an etcd member are taken.
-  const taken = new Set([...world.machines.map((machine) => machine.name), ...snapshot.etcd.members.map((member) => member.name)]);
-  const name = nextMachineName(CONTROL_PLANE, world.spec.version, world.spec.templateHash, taken);
+  // As the real executor: the name comes from what this reconcile saw (names held by a Machine or an etcd member
+  // are taken), and creating a Machine that already exists counts as done, so a stale cache cannot duplicate one.
+  const taken = new Set([...snapshot.machines.map((machine) => machine.name), ...snapshot.etcd.members.map((member) => member.name)]);
+  const name = nextMachineName(CONTROL_PLANE, snapshot.controlPlane.version, snapshot.controlPlane.templateHash, taken);
+  if (findMachine(world, name)) return `ok (${name} already exists)`;
   const address = newAddress(world);
   world.machines.push({
     name,

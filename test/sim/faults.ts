@@ -15,6 +15,8 @@ export interface FaultProfile {
   memoryLossRate: number;
   /** Probability that a Machine created while faults are on fails to boot in some way. */
   bootFaultRate: number;
+  /** Probability that a reconcile sees the Machines as the previous one did (informer lag). */
+  staleCacheRate: number;
 }
 
 type FaultKind =
@@ -28,7 +30,8 @@ type FaultKind =
   | "template-change"
   | "replicas-change"
   | "strategy-change"
-  | "pause";
+  | "pause"
+  | "alarm";
 
 const FAULT_WEIGHTS: readonly (readonly [FaultKind, number])[] = [
   ["member-outage", 3],
@@ -42,6 +45,7 @@ const FAULT_WEIGHTS: readonly (readonly [FaultKind, number])[] = [
   ["replicas-change", 1.5],
   ["strategy-change", 0.5],
   ["pause", 0.5],
+  ["alarm", 0.5],
 ];
 
 /** Injects at most one fault this step; returns what happened, for the trace. */
@@ -117,6 +121,9 @@ const FAULTS: Record<FaultKind, (world: World, rng: Prng) => string | undefined>
     const candidates = liveMachines(world);
     if (candidates.length === 0) return undefined;
     const machine = rng.pick(candidates);
+    // Without Quorum's hook CAPI deletes the infrastructure at once: for its member that is a loss for good.
+    const member = machine.memberId === undefined ? undefined : world.members.find((candidate) => candidate.id === machine.memberId);
+    if (!machine.hook && member && !member.learner && !member.lostForGood && !survivesLosing(world, 1)) return undefined;
     markDeleting(world, machine);
     return `user deletes machine ${machine.name}`;
   },
@@ -156,6 +163,13 @@ const FAULTS: Record<FaultKind, (world: World, rng: Prng) => string | undefined>
     world.spec.generation++;
     return `spec.rolloutStrategy -> maxSurge ${world.spec.maxSurge}, memberRemoval ${world.spec.memberRemoval}`;
   },
+  alarm: (world, rng) => {
+    const candidates = world.members.filter((member) => member.up && !world.alarms.some((alarm) => alarm.memberId === member.id));
+    if (candidates.length === 0) return undefined;
+    const member = rng.pick(candidates);
+    world.alarms.push({ memberId: member.id, alarm: "NOSPACE" });
+    return `alarm NOSPACE raised on ${member.name || member.id}`;
+  },
   pause: (world, rng) => {
     if (rng.chance(0.5)) {
       world.spec.paused = !world.spec.paused;
@@ -184,8 +198,9 @@ export function endFaults(world: World): string {
   }
   world.spec.paused = false;
   world.spec.clusterPaused = false;
+  world.alarms = [];
   electLeader(world);
-  return "faults stop: temporary outages end, pauses lifted";
+  return "faults stop: temporary outages end, pauses lifted, alarms cleared";
 }
 
 function label(name: string, id: string): string {

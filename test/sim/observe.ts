@@ -21,7 +21,11 @@ export interface Observed {
   memory: ControllerMemory;
 }
 
-export function observe(world: World): Observed {
+/**
+ * `staleMachines`: the Machines as an earlier reconcile saw them, standing in for an informer cache that has not
+ * caught up yet (the member list is always read fresh).
+ */
+export function observe(world: World, staleMachines?: MachineView[]): Observed {
   const etcd = observeEtcd(world);
   const members: MemberView[] = [];
   const memory: ControllerMemory = { members: new Map(), ...(world.memory.lastRemediation ? { lastRemediation: world.memory.lastRemediation } : {}) };
@@ -69,11 +73,15 @@ export function observe(world: World): Observed {
       infrastructureReady: true,
       controlPlaneInitialized: world.initialized,
     },
-    machines: world.machines.map((machine) => machineView(world, machine)).sort((a, b) => a.name.localeCompare(b.name)),
+    machines: staleMachines ?? machineViews(world),
     nodes: observeNodes(world),
     etcd: { ...etcd, members },
   };
   return { snapshot, memory };
+}
+
+export function machineViews(world: World): MachineView[] {
+  return world.machines.map((machine) => machineView(world, machine)).sort((a, b) => a.name.localeCompare(b.name));
 }
 
 function machineView(world: World, machine: SimMachine): MachineView {
@@ -125,7 +133,7 @@ function observeEtcd(world: World): { observed: boolean; error?: string; members
     return { observed: false, error: `no etcd member answered within its deadline (${endpoints.size} endpoints tried)`, members: [], alarms: [] };
   }
   const members = world.members.map((member) => memberView(world, member));
-  return { observed: true, members, alarms: [] };
+  return { observed: true, members, alarms: world.alarms.map((alarm) => ({ ...alarm })) };
 }
 
 function memberView(world: World, member: SimMember): ObservedMember {

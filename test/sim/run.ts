@@ -2,7 +2,7 @@
 // last), reconcile once (observe -> plan -> execute, crashing between calls at random) and check the invariants.
 // After faults stop, the control plane must reach the spec within a bound and never sit still short of it.
 import type { Action } from "../../src/core/actions.ts";
-import type { Snapshot } from "../../src/core/snapshot.ts";
+import type { MachineView, Snapshot } from "../../src/core/snapshot.ts";
 import { evolve } from "./evolve.ts";
 import { callsFor, runCall } from "./execute.ts";
 import { bootFaultFor, endFaults, injectFault } from "./faults.ts";
@@ -47,6 +47,7 @@ export function runSchedule(seed: number, planner: PlannerFactory, options: { tr
   let lastFingerprint = "";
   let lastChange = world.faultsUntil;
   let convergedSince: number | undefined;
+  let previousMachines: MachineView[] | undefined;
   for (;;) {
     evolve(world);
     const faulting = world.step < world.faultsUntil;
@@ -57,7 +58,10 @@ export function runSchedule(seed: number, planner: PlannerFactory, options: { tr
       if (fault) events.push(fault);
     }
 
-    const { snapshot, memory } = observe(world);
+    // While faults are on, the Machine informer sometimes lags one reconcile behind.
+    const stale = faulting && previousMachines !== undefined && rngs.crashes.chance(profile.staleCacheRate) ? previousMachines : undefined;
+    const { snapshot, memory } = observe(world, stale);
+    previousMachines = stale ? previousMachines : snapshot.machines;
     let action: Action;
     try {
       action = plan(snapshot).action;

@@ -40,6 +40,7 @@ export function createScenario(seed: number): Scenario {
     machines: [],
     members: [],
     staleNodes: [],
+    alarms: [],
     leaderIndex: 1000 + setup.int(0, 100_000),
     initialized: false,
     memory: { members: new Map() },
@@ -54,6 +55,7 @@ export function createScenario(seed: number): Scenario {
     crashRate: 0.05 + setup.next() * 0.35,
     memoryLossRate: 0.3,
     bootFaultRate: 0.1 + setup.next() * 0.3,
+    staleCacheRate: 0.2,
   };
   return { world, profile, rngs: { faults: rng.fork(), crashes: rng.fork(), planner: rng.fork() } };
 }
@@ -92,4 +94,6 @@ function startConverged(world: World): void {
   }
   world.leaderId = world.members[0].id;
   world.initialized = true;
+  // An adopted Machine (or one made by an older release) lacks Quorum's pre-terminate hook.
+  if (world.rng.chance(0.15)) world.rng.pick(world.machines).hook = false;
 }

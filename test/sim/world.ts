@@ -114,6 +114,8 @@ export interface World {
   machines: SimMachine[];
   members: SimMember[];
   staleNodes: StaleNode[];
+  /** etcd alarms (NOSPACE) raised on members; an operator clears them once faults stop. */
+  alarms: { memberId: string; alarm: string }[];
   leaderId?: string;
   leaderIndex: number;
   initialized: boolean;
@@ -196,6 +198,7 @@ export function hostNameFor(world: World, machineName: string, address: string):
 /** Removes a member from the cluster; a removed etcd process shuts itself down. */
 export function dropMember(world: World, id: string): void {
   world.members = world.members.filter((member) => member.id !== id);
+  world.alarms = world.alarms.filter((alarm) => alarm.memberId !== id);
   if (world.leaderId === id) world.leaderId = undefined;
   electLeader(world);
 }
