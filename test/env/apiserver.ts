@@ -8,7 +8,7 @@ import { KubeConfig } from "@kubernetes/client-node";
 import { stringify } from "yaml";
 import { createCA, issueCertificate, oneDay, validFor, type CertificateAuthority } from "../../src/adapters/certs/pki.ts";
 import { startEtcdCluster, type EtcdCluster } from "./etcd.ts";
-import { freePort } from "./net.ts";
+import { freePort, retryOnPortConflict } from "./net.ts";
 import { makeTempDir, removeTempDir, startProcess, waitUntilReady, type ManagedProcess } from "./processes.ts";
 import { builtBinary } from "./tools.ts";
 
@@ -37,6 +37,10 @@ export interface ApiServer {
 }
 
 export async function startApiServer(options: ApiServerOptions = {}): Promise<ApiServer> {
+  return retryOnPortConflict(() => startApiServerOnce(options));
+}
+
+async function startApiServerOnce(options: ApiServerOptions): Promise<ApiServer> {
   const binary = builtBinary("kube-apiserver");
   const dir = makeTempDir("kube-apiserver");
   let etcd: EtcdCluster | undefined;

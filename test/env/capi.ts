@@ -5,7 +5,7 @@ import { request as httpRequest } from "node:http";
 import { join } from "node:path";
 import { createCA, issueCertificate, oneDay, validFor } from "../../src/adapters/certs/pki.ts";
 import type { ApiServer } from "./apiserver.ts";
-import { freePort } from "./net.ts";
+import { freePort, retryOnPortConflict } from "./net.ts";
 import { makeTempDir, removeTempDir, startProcess, waitUntilReady, type ManagedProcess } from "./processes.ts";
 import { builtBinary } from "./tools.ts";
 
@@ -30,6 +30,10 @@ export interface CapiManager {
 
 /** Starts the CAPI core controllers against `apiServer` (whose CRDs must already be installed) and waits for /readyz. */
 export async function startCapiManager(apiServer: ApiServer, options: CapiManagerOptions = {}): Promise<CapiManager> {
+  return retryOnPortConflict(() => startCapiManagerOnce(apiServer, options));
+}
+
+async function startCapiManagerOnce(apiServer: ApiServer, options: CapiManagerOptions): Promise<CapiManager> {
   const binary = builtBinary("capi-manager");
   const dir = makeTempDir("capi-manager");
   let proc: ManagedProcess | undefined;

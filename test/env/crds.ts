@@ -36,9 +36,10 @@ export function capiModuleDir(): string {
   return dir;
 }
 
-/** Quorum's CRDs as the repo defines them. */
+/** Quorum's CRDs as the repo defines them (none while config/crd/bases does not exist). */
 export function quorumCRDs(): V1CustomResourceDefinition[] {
-  return readCRDDir(join(repoRoot, "config/crd/bases"));
+  const dir = join(repoRoot, "config/crd/bases");
+  return existsSync(dir) ? readCRDDir(dir) : [];
 }
 
 /**

@@ -126,3 +126,18 @@ function releaseLock(lockFile: string): void {
     // Already gone.
   }
 }
+
+/**
+ * Runs `start` again (up to `attempts` times) when it failed because a port it picked was taken meanwhile:
+ * a free port is only free until someone binds it, and several test runs share this machine.
+ */
+export async function retryOnPortConflict<T>(start: () => Promise<T>, attempts = 3): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await start();
+    } catch (error) {
+      const conflict = /address already in use|bind: address|EADDRINUSE/i.test((error as Error).message);
+      if (!conflict || attempt >= attempts) throw error;
+    }
+  }
+}
