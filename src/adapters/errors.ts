@@ -150,13 +150,14 @@ export function isAdapterError(error: unknown): error is AdapterError {
   return error instanceof AdapterError;
 }
 
-/** The message of anything thrown, for logs and conditions (etcd3 and client-node throw a mix of types). */
-export function messageOf(error: unknown): string {
-  if (error instanceof Error) return error.message;
-  if (typeof error === "string") return error;
+/** The message of a metav1.Status in an API error body (client-node 1.x keeps the body as a JSON string). */
+export function statusMessageOf(body: unknown): string {
+  const text = typeof body === "string" ? body : JSON.stringify(body ?? "");
   try {
-    return JSON.stringify(error);
+    const status = JSON.parse(text) as { message?: unknown };
+    if (typeof status?.message === "string") return status.message;
   } catch {
-    return String(error);
+    // not JSON: the raw body is the best there is
   }
+  return text;
 }

@@ -2,10 +2,10 @@
 // every way it can be wrong into a typed error that names the Secret and the fix. Users bring their own CAs,
 // so "wrong" is expected input, not a bug: nothing here may throw an untyped error for bad content.
 import { createPrivateKey } from "node:crypto";
-import { CAKeyMismatchError, CertificateExpiredError, SecretGarbageError, SecretMissingError, messageOf } from "../errors.ts";
+import { CAKeyMismatchError, CertificateExpiredError, SecretGarbageError, SecretMissingError, type SecretRef } from "../errors.ts";
 import { certificateMatchesKey, decodeCertificatePem, loadCA, type CertificateAuthority } from "./pki.ts";
 import { dataText, refOf, type SecretObject } from "./secret-store.ts";
-import type { SecretRef } from "../errors.ts";
+import { errorMessage } from "../kube/log.ts";
 
 export const TLS_CRT = "tls.crt";
 export const TLS_KEY = "tls.key";
@@ -40,7 +40,7 @@ export async function readCASecret(
     return await loadCA(certPem, keyPem);
   } catch (error) {
     // loadCA rejects a leaf certificate and key types Quorum cannot sign with.
-    throw new SecretGarbageError(refOf(secret), TLS_CRT, `cannot be used as a signing CA (${messageOf(error)})`, caFix, {
+    throw new SecretGarbageError(refOf(secret), TLS_CRT, `cannot be used as a signing CA (${errorMessage(error)})`, caFix, {
       cause: error,
     });
   }
@@ -54,14 +54,14 @@ export function caMaterial(secret: SecretObject): { certPem: string; keyPem: str
   try {
     decodeCertificatePem(certPem);
   } catch (error) {
-    throw new SecretGarbageError(ref, TLS_CRT, `does not hold a PEM certificate (${messageOf(error)})`, caFix, { cause: error });
+    throw new SecretGarbageError(ref, TLS_CRT, `does not hold a PEM certificate (${errorMessage(error)})`, caFix, { cause: error });
   }
   const keyPem = dataText(secret, TLS_KEY);
   if (keyPem === undefined) throw new SecretGarbageError(ref, TLS_KEY, "is missing or empty", caFix);
   try {
     createPrivateKey(keyPem);
   } catch (error) {
-    throw new SecretGarbageError(ref, TLS_KEY, `does not hold a PEM private key (${messageOf(error)})`, caFix, { cause: error });
+    throw new SecretGarbageError(ref, TLS_KEY, `does not hold a PEM private key (${errorMessage(error)})`, caFix, { cause: error });
   }
   return { certPem, keyPem };
 }

@@ -5,11 +5,12 @@
 import { X509Certificate } from "node:crypto";
 import { parse, stringify } from "yaml";
 import { secretName } from "../../api/constants.ts";
-import { messageOf, SecretGarbageError, type SecretRef } from "../errors.ts";
+import { SecretGarbageError, type SecretRef } from "../errors.ts";
 import { readCASecret } from "./ca-secret.ts";
 import { clusterSecret, ownedByControlPlane, type ControlPlaneOwner } from "./cluster-secrets.ts";
 import { decodeCertificatePem, issueCertificate, validFor } from "./pki.ts";
 import { dataText, type SecretObject, type SecretStore } from "./secret-store.ts";
+import { errorMessage } from "../kube/log.ts";
 
 export const KUBECONFIG_KEY = "value";
 /** KCP's default: a year, renewed when half of it is gone. */
@@ -47,7 +48,7 @@ export function parseKubeconfig(text: string): KubeconfigContents {
   try {
     document = parse(text);
   } catch (error) {
-    throw new Error(`is not YAML (${messageOf(error)})`);
+    throw new Error(`is not YAML (${errorMessage(error)})`);
   }
   if (typeof document !== "object" || document === null) throw new Error("is not a kubeconfig (no YAML mapping)");
   const config = document as {
@@ -84,7 +85,7 @@ export function kubeconfigDecision(current: string | undefined, wanted: { server
   try {
     contents = parseKubeconfig(current);
   } catch (error) {
-    return { rotate: true, reason: `unreadable: ${messageOf(error)}` };
+    return { rotate: true, reason: `unreadable: ${errorMessage(error)}` };
   }
   if (contents.server !== wanted.server) return { rotate: true, reason: `server ${contents.server} is not the control-plane endpoint ${wanted.server}` };
   if (normalizePem(contents.caPem) !== normalizePem(wanted.caPem)) return { rotate: true, reason: "its CA is not the cluster CA" };
@@ -94,7 +95,7 @@ export function kubeconfigDecision(current: string | undefined, wanted: { server
     client = new X509Certificate(decodeCertificatePem(contents.certPem).toString("pem"));
     ca = new X509Certificate(decodeCertificatePem(wanted.caPem).toString("pem"));
   } catch (error) {
-    return { rotate: true, reason: `client certificate unreadable: ${messageOf(error)}` };
+    return { rotate: true, reason: `client certificate unreadable: ${errorMessage(error)}` };
   }
   if (!client.checkIssued(ca) || !client.verify(ca.publicKey)) return { rotate: true, reason: "client certificate is not signed by the cluster CA" };
   const notBefore = new Date(client.validFrom).getTime();
@@ -172,7 +173,7 @@ export function kubeconfigFromSecret(ref: SecretRef, secret: SecretObject): { te
   try {
     return { text, contents: parseKubeconfig(text) };
   } catch (error) {
-    throw new SecretGarbageError(ref, KUBECONFIG_KEY, messageOf(error), fix, { cause: error });
+    throw new SecretGarbageError(ref, KUBECONFIG_KEY, errorMessage(error), fix, { cause: error });
   }
 }
 

@@ -3,7 +3,8 @@
 // reads) in production.
 import { ApiException, type CoreV1Api, type V1Secret } from "@kubernetes/client-node";
 import type { OwnerReference } from "../../api/types.ts";
-import { messageOf, secretKey, type SecretRef } from "../errors.ts";
+import { secretKey, statusMessageOf, type SecretRef } from "../errors.ts";
+import { errorMessage } from "../kube/log.ts";
 
 /** A Secret as plain JSON. `data` values are base64, as the API serves them. */
 export interface SecretObject {
@@ -112,14 +113,7 @@ function toV1(secret: SecretObject): V1Secret {
 
 function apiError(verb: string, ref: SecretRef, error: unknown): Error {
   if (error instanceof ApiException) {
-    // client-node 1.x keeps the response body as a JSON string (a metav1.Status).
-    let detail = String(error.body ?? "");
-    try {
-      const status = JSON.parse(detail) as { message?: string };
-      if (status.message) detail = status.message;
-    } catch {
-      // not JSON: keep the raw body
-    }
+    const detail = statusMessageOf(error.body);
     const fix =
       error.code === 403
         ? "grant Quorum's ServiceAccount get/create/update on secrets in this namespace"
@@ -128,5 +122,5 @@ function apiError(verb: string, ref: SecretRef, error: unknown): Error {
           : "retry on the next reconcile";
     return new Error(`Secret ${secretKey(ref)}: ${verb} failed with HTTP ${error.code}: ${detail}: ${fix}`, { cause: error });
   }
-  return new Error(`Secret ${secretKey(ref)}: ${verb} failed: ${messageOf(error)}: retry on the next reconcile`, { cause: error });
+  return new Error(`Secret ${secretKey(ref)}: ${verb} failed: ${errorMessage(error)}: retry on the next reconcile`, { cause: error });
 }

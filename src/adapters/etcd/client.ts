@@ -6,8 +6,9 @@
 // - default fault handling retries 3 times and opens a per-host circuit breaker: both are replaced by a
 //   pass-through policy, so one dead member costs one deadline, not three, and is never skipped silently.
 import { Etcd3, type IOptions } from "etcd3";
-import { EndpointUnreachableError, EtcdOperationError, messageOf } from "../errors.ts";
+import { EndpointUnreachableError, EtcdOperationError } from "../errors.ts";
 import { normalizeEndpoint } from "./endpoints.ts";
+import { errorMessage } from "../kube/log.ts";
 import type {
   AddMemberOptions,
   EtcdAlarm,
@@ -88,7 +89,7 @@ class Etcd3ClusterClient implements EtcdClusterClient {
       );
       return toMember(response.member);
     } catch (error) {
-      const message = messageOf(error);
+      const message = errorMessage(error);
       if (message.includes(ETCD_PEER_URL_EXISTS) || message.includes(ETCD_MEMBER_ID_EXISTS)) {
         const existing = (await this.listMembers()).find((member) => sameURLs(member.peerURLs, peerURLs));
         if (existing) return existing;
@@ -103,7 +104,7 @@ class Etcd3ClusterClient implements EtcdClusterClient {
       await this.call(endpoint, (client, deadline) => client.cluster.memberPromote({ ID: memberId }, { deadline }));
       return { promoted: true };
     } catch (error) {
-      const message = messageOf(error);
+      const message = errorMessage(error);
       // Longer message first: "not in sync" contains the "not a learner" text as a prefix.
       if (message.includes(ETCD_LEARNER_NOT_READY)) return { promoted: false, reason: "not caught up" };
       // A crash after a successful promote leaves a voter: the promotion is done.
@@ -126,7 +127,7 @@ class Etcd3ClusterClient implements EtcdClusterClient {
       return { removed: true };
     } catch (error) {
       // Also what a retry after a crash between "remove member" and "delete Machine" sees.
-      if (messageOf(error).includes(ETCD_MEMBER_NOT_FOUND)) return { removed: false };
+      if (errorMessage(error).includes(ETCD_MEMBER_NOT_FOUND)) return { removed: false };
       throw this.operationError(
         `member remove ${memberId}`,
         endpoint,
@@ -281,7 +282,7 @@ class Etcd3ClusterClient implements EtcdClusterClient {
 
   private describe(error: unknown): string {
     if (error instanceof DeadlineError) return error.message;
-    const message = messageOf(error);
+    const message = errorMessage(error);
     // gRPC's deadline text ("4 DEADLINE_EXCEEDED: Deadline exceeded after 1.002s,LB pick: ...") is noise to a user.
     if (/DEADLINE_EXCEEDED|deadline exceeded/i.test(message)) return `no answer within ${this.options.callDeadlineMs} ms`;
     return message.replace(/^\w*Error: /, "");

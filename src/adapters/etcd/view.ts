@@ -2,8 +2,9 @@
 // come in as arguments, because firstObserved/lastProgress (grace periods, learner stall detection) must
 // survive between reconciles and after a restart they are rebuilt from status (see controller/observe).
 import type { EtcdView, MemberView } from "../../core/snapshot.ts";
-import { isAdapterError, messageOf } from "../errors.ts";
+import { isAdapterError } from "../errors.ts";
 import type { EtcdAlarm, EtcdClusterClient, EtcdMember, EtcdMemberStatus } from "./types.ts";
+import { errorMessage } from "../kube/log.ts";
 
 export interface EtcdObservation {
   members: EtcdMember[];
@@ -24,12 +25,12 @@ export async function observeEtcd(client: EtcdClusterClient): Promise<EtcdObserv
       client.memberStatuses(members),
       // A failed alarm read must not hide the member list, nor pass for "no alarm": an unknown alarm blocks
       // disruptive actions like a real one until the next round reads them.
-      client.alarms().catch((error: unknown) => [{ memberId: "0", alarm: `UNKNOWN (${messageOf(error)})` }]),
+      client.alarms().catch((error: unknown) => [{ memberId: "0", alarm: `UNKNOWN (${errorMessage(error)})` }]),
     ]);
     return { ok: true, observation: { members, statuses, alarms } };
   } catch (error) {
     if (isAdapterError(error)) return { ok: false, error: error.message };
-    return { ok: false, error: `etcd observation failed: ${messageOf(error)}` };
+    return { ok: false, error: `etcd observation failed: ${errorMessage(error)}` };
   }
 }
 

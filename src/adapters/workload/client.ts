@@ -7,7 +7,8 @@ import type { Node } from "../../api/capi.ts";
 import { secretName } from "../../api/constants.ts";
 import { kubeconfigFromSecret } from "../certs/kubeconfig.ts";
 import type { SecretStore } from "../certs/secret-store.ts";
-import { messageOf, SecretMissingError, WorkloadApiError, type SecretRef } from "../errors.ts";
+import { SecretMissingError, statusMessageOf, WorkloadApiError, type SecretRef } from "../errors.ts";
+import { errorMessage } from "../kube/log.ts";
 
 export const DEFAULT_WORKLOAD_TIMEOUT_MS = 10_000;
 
@@ -90,15 +91,9 @@ function withSignal(signal: AbortSignal) {
 function describe(error: unknown, signal: AbortSignal, timeoutMs: number): string {
   if (signal.aborted) return `did not answer within ${timeoutMs} ms`;
   if (error instanceof ApiException) {
-    let detail = String(error.body ?? "");
-    try {
-      detail = (JSON.parse(detail) as { message?: string }).message ?? detail;
-    } catch {
-      // body is not a metav1.Status: keep it as it is
-    }
-    return `refused to list Nodes (HTTP ${error.code}: ${detail})`;
+    return `refused to list Nodes (HTTP ${error.code}: ${statusMessageOf(error.body)})`;
   }
-  return `could not be reached (${messageOf(error)})`;
+  return `could not be reached (${errorMessage(error)})`;
 }
 
 function toNode(node: V1Node): Node {

@@ -9,8 +9,9 @@ import { WorkloadClients } from "../../../../src/adapters/workload/client.ts";
 import { MemorySecretStore } from "../memory-secret-store.ts";
 
 async function kubeconfigFor(server: string): Promise<string> {
-  const ca = await createCA("kubernetes", validFor(oneDay));
-  const client = await issueCertificate(ca, { commonName: "kubernetes-admin", organization: "system:masters", usages: "client", validity: validFor(oneDay) });
+  const now = new Date();
+  const ca = await createCA("kubernetes", validFor(oneDay, now));
+  const client = await issueCertificate(ca, { commonName: "kubernetes-admin", organization: "system:masters", usages: "client", validity: validFor(oneDay, now) });
   return buildKubeconfig({ cluster: "prod", server, caPem: ca.certPem, certPem: client.certPem, keyPem: client.keyPem });
 }
 
