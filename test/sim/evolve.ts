@@ -189,11 +189,12 @@ function runMachineHealthCheck(world: World): void {
 /**
  * Whether the cluster could still regain a healthy quorum once every temporary outage ends, if `extra` more
  * voters were lost for good. The fault injector only breaks things for good while this holds, so that a world
- * whose faults stopped can always be brought back by a correct controller.
+ * whose faults stopped can always be brought back by a correct controller. Only members on Machines count as
+ * recoverable: a quorum of stray members is one the controller cannot even reach.
  */
 export function survivesLosing(world: World, extra: number, addedVoters = 0): boolean {
   const voterList = voters(world);
-  const recoverable = voterList.filter((member) => !member.lostForGood).length;
+  const recoverable = voterList.filter((member) => !member.lostForGood && member.machine !== undefined).length;
   return recoverable - extra >= quorumSize(voterList.length + addedVoters);
 }
 

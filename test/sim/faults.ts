@@ -86,7 +86,7 @@ const FAULTS: Record<FaultKind, (world: World, rng: Prng) => string | undefined>
     // member add is a raft proposal: only possible while there is a leader.
     if (world.leaderId === undefined) return undefined;
     const alive = rng.chance(0.4);
-    if (!alive && !survivesLosing(world, 0, 1)) return undefined;
+    if (!survivesLosing(world, 0, 1)) return undefined;
     const n = world.nextStray++;
     const started = alive || rng.chance(0.5);
     world.members.push({

@@ -70,6 +70,9 @@ function checkRedundancy(world: World, snapshot: Snapshot, member: SimMember, wh
   const machine = member.machine === undefined ? undefined : findMachine(world, member.machine);
   if (!machine || machine.memberId !== member.id) return undefined;
   if (machine.deleting !== undefined || machine.remediationRequested || machine.failed) return undefined;
+  // Asked as far as the controller could tell: a lagging cache may still show a request the world has dropped.
+  const seen = snapshot.machines.find((candidate) => candidate.name === machine.name);
+  if (seen && (seen.deleting !== undefined || seen.remediationRequested || seen.failed)) return undefined;
   const spec = snapshot.controlPlane;
   const count = voters(world).length;
   const healthyCount = healthyVoterCount(world);

@@ -1,0 +1,48 @@
+// The simulator earns its "0 violations" only if it catches the bugs that hurt real clusters. Each seed bug of
+// issue 2 is planted into a copy of the planner through makePlanner's parts (test/sim/planners.ts), never into
+// the real one, and must be reported within 2,000 schedules; the real planner must come through clean.
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { PLANNERS, type PlannerName } from "../../sim/planners.ts";
+import { scheduleSeed } from "../../sim/prng.ts";
+import { runSchedule, type ScheduleResult } from "../../sim/run.ts";
+
+const RUN_SEED = 1;
+const BUDGET = 2000;
+
+/** Runs schedules until one ends with `outcome`; returns it, or undefined after `budget` schedules. */
+function firstWith(variant: PlannerName, outcome: ScheduleResult["outcome"], budget = BUDGET): { index: number; result: ScheduleResult } | undefined {
+  for (let index = 0; index < budget; index++) {
+    const result = runSchedule(scheduleSeed(RUN_SEED, index), PLANNERS[variant]);
+    if (result.outcome === outcome) return { index, result };
+  }
+  return undefined;
+}
+
+describe("seed bugs the simulator must catch", () => {
+  it("reports a violation when the health check ignores members that map to no Machine (the k3s ghost bug)", () => {
+    const found = firstWith("ghost-blind", "violation");
+    assert.ok(found, `no violation within ${BUDGET} schedules`);
+    assert.match(found.result.finding!.rule, /^2 /, found.result.finding!.message);
+  });
+
+  it("reports stuck when the health check demands as many Machines as members whatever the operation (the KCP bug)", () => {
+    const found = firstWith("one-to-one", "stuck");
+    assert.ok(found, `no stuck schedule within ${BUDGET} schedules`);
+    assert.equal(found.result.finding!.rule, "5 never stuck");
+  });
+
+  it("reports a violation when scale-down picks a random Machine instead of finishing the one whose member is gone", () => {
+    const found = firstWith("random-scale-down", "violation");
+    assert.ok(found, `no violation within ${BUDGET} schedules`);
+  });
+
+  it("finds neither violations nor stuck schedules with the real planner over 200 schedules", () => {
+    const failures: string[] = [];
+    for (let index = 0; index < 200; index++) {
+      const result = runSchedule(scheduleSeed(RUN_SEED, index), PLANNERS.real);
+      if (result.outcome !== "ok") failures.push(`seed ${result.seed}: ${result.outcome} [${result.finding?.rule}] ${result.finding?.message}`);
+    }
+    assert.deepEqual(failures, []);
+  });
+});
