@@ -97,6 +97,7 @@ function machineView(machine: Machine): MachineView {
   const nodeName = status.nodeRef?.name || undefined;
   const ownerRemediated = status.conditions?.find((condition) => condition.type === OWNER_REMEDIATED_CONDITION);
   const failure = status.deprecated?.v1beta1;
+  const drainFinished = drainState(machine);
   return {
     name: machine.metadata.name,
     created: Date.parse(machine.metadata.creationTimestamp ?? "") || 0,
@@ -114,7 +115,22 @@ function machineView(machine: Machine): MachineView {
     remediationRequested: ownerRemediated?.status === "False",
     failed: Boolean(failure?.failureReason || failure?.failureMessage) || status.phase === "Failed",
     markedForDeletion: annotations[DELETE_MACHINE_ANNOTATION] !== undefined,
+    ...(drainFinished !== undefined ? { drainFinished } : {}),
   };
+}
+
+/** Reasons of CAPI's v1beta2 Deleting condition that come before the Node is drained and its volumes detached. */
+const BEFORE_DRAIN_DONE = new Set(["WaitingForPreDrainHook", "DrainingNode", "WaitingForVolumeDetach"]);
+
+/**
+ * Whether CAPI finished draining a deleting Machine, read from its Deleting condition. Unknown (undefined) when
+ * the Machine is not deleting or has no such condition: the planner then treats the drain as done.
+ */
+function drainState(machine: Machine): boolean | undefined {
+  if (!machine.metadata.deletionTimestamp) return undefined;
+  const deleting = machine.status?.conditions?.find((condition) => condition.type === "Deleting");
+  if (!deleting || deleting.status !== "True" || !deleting.reason) return undefined;
+  return !BEFORE_DRAIN_DONE.has(deleting.reason);
 }
 
 function nodeView(node: Node): NodeView {

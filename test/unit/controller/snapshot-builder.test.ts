@@ -54,3 +54,14 @@ describe("buildSnapshot", () => {
     assert.equal(machineTemplateHash(otherTimeout), base);
   });
 });
+
+describe("drain state for memberRemoval AfterDrain", () => {
+  it("reads CAPI's Deleting condition: draining is not finished, waiting for the pre-terminate hook is", () => {
+    const draining = machine("cp-a", { deleting: "2026-11-29T11:59:00Z" });
+    draining.status = { ...draining.status, conditions: [{ type: "Deleting", status: "True", reason: "DrainingNode" }] };
+    const drained = machine("cp-b", { deleting: "2026-11-29T11:59:00Z" });
+    drained.status = { ...drained.status, conditions: [{ type: "Deleting", status: "True", reason: "WaitingForPreTerminateHook" }] };
+    const snapshot = buildSnapshot(observation({ machines: [draining, drained, machine("cp-c")] }));
+    assert.deepEqual(snapshot.machines.map((m) => m.drainFinished), [false, true, undefined]);
+  });
+});
