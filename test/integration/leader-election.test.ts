@@ -128,7 +128,7 @@ function stepsOf(proc: ManagedProcess): LoggedStep[] {
     .map((line) => JSON.parse(line) as LoggedStep);
 }
 
-const TERM_START = ["started-leading", "handlers-registered", "informers-started", "caches-synced", "workers-started"];
+const TERM_START = ["started-leading", "handlers-registered", "starting-informers", "caches-synced", "starting-workers"];
 
 describe("leader election against a real kube-apiserver", { timeout: 300_000 }, () => {
   it("lets only one of two electors lead, and records it in the Lease with microsecond timestamps", async () => {
@@ -179,7 +179,7 @@ describe("leader election against a real kube-apiserver", { timeout: 300_000 }, 
   it("hands over at once, without waiting for expiry, when the holder shuts down gracefully on SIGTERM", async () => {
     const namespace = await freshNamespace();
     const holder = managerProcess(namespace, "graceful-holder");
-    await waitFor("the process to start its workers", () => stepsOf(holder).some((s) => s.type === "workers-started"));
+    await waitFor("the process to start its workers", () => stepsOf(holder).some((s) => s.type === "starting-workers"));
     const log: LoggedStep[] = [];
     const standby = inProcessManager(namespace, "standby", log);
     await new Promise((resolve) => setTimeout(resolve, 2 * timings.retryPeriodMs));
@@ -188,7 +188,7 @@ describe("leader election against a real kube-apiserver", { timeout: 300_000 }, 
     const terminatedAt = Date.now();
     const exit = await holder.stop(20_000);
     assert.deepEqual(exit, { code: 0, signal: null }, `the holder did not exit cleanly:\n${holder.lastLogLines()}`);
-    await waitFor("the standby to start its workers", () => log.some((s) => s.type === "workers-started"));
+    await waitFor("the standby to start its workers", () => log.some((s) => s.type === "starting-workers"));
     const takeoverMs = log.find((s) => s.type === "started-leading")!.at - terminatedAt;
     assert.ok(
       takeoverMs < timings.leaseDurationMs - timings.retryPeriodMs,
@@ -208,7 +208,7 @@ describe("leader election against a real kube-apiserver", { timeout: 300_000 }, 
     await createConfigMap(namespace, "before-handover");
     const log: LoggedStep[] = [];
     const first = inProcessManager(namespace, "first", log);
-    await waitFor("the first manager to start its workers", () => log.some((s) => s.who === "first" && s.type === "workers-started"));
+    await waitFor("the first manager to start its workers", () => log.some((s) => s.who === "first" && s.type === "starting-workers"));
     await waitFor("the first manager to reconcile the existing ConfigMap", () =>
       log.some((s) => s.who === "first" && s.type === "reconciled"),
     );
@@ -232,7 +232,7 @@ describe("leader election against a real kube-apiserver", { timeout: 300_000 }, 
       log.some((s) => s.who === "first" && s.type === "informers-stopped"),
     );
     await waitFor("the second manager to start its workers", () =>
-      log.some((s) => s.who === "second" && s.type === "workers-started"),
+      log.some((s) => s.who === "second" && s.type === "starting-workers"),
     );
     await createConfigMap(namespace, "after-handover");
     await waitFor("the second manager to reconcile the new ConfigMap", () =>

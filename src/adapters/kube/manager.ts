@@ -6,6 +6,7 @@
 //   4. start the workers.
 // Losing the lease stops the workers at once (their signal aborts), then the informers. A graceful stop
 // drains the workers while the lease is still held and renewed, then releases it.
+import type { Clock } from "./clock.ts";
 import { errorMessage, silentLogger, type Logger } from "./log.ts";
 import { describeTarget, Informer, kubeListerWatcher, objectKey, type InformerOptions, type ListerWatcher, type WatchTarget } from "./informer.ts";
 import { CLIENT_GO_TIMINGS, defaultIdentity, kubeLeaseClient, LeaderElector, type LeaderElectionTimings, type LeaseClient } from "./leader.ts";
@@ -44,9 +45,9 @@ export type ManagerEventType =
   | "campaigning"
   | "started-leading"
   | "handlers-registered"
-  | "informers-started"
+  | "starting-informers"
   | "caches-synced"
-  | "workers-started"
+  | "starting-workers"
   | "stopped-leading"
   | "workers-stopped"
   | "informers-stopped"
@@ -80,6 +81,8 @@ export interface ManagerOptions {
   /** Concurrency and backoff of every controller's queue (`--concurrency`). */
   queue?: Omit<WorkQueueOptions, "name" | "logger" | "clock">;
   logger?: Logger;
+  /** Time for the elector, queues and informers (tests drive it by hand). */
+  clock?: Clock;
   /** Sees every lifecycle step in order; for logs, probes and the tests that assert the order. */
   onEvent?: (event: ManagerEvent) => void;
 }
@@ -133,6 +136,7 @@ export class Manager {
         renewDeadlineMs: le.renewDeadlineMs ?? CLIENT_GO_TIMINGS.renewDeadlineMs,
         retryPeriodMs: le.retryPeriodMs ?? CLIENT_GO_TIMINGS.retryPeriodMs,
         logger: this.logger,
+        clock: options.clock,
         onStartedLeading: (signal) => this.beginTerm(signal),
         onStoppedLeading: (reason) => this.endTerm(reason),
       });
@@ -175,14 +179,20 @@ export class Manager {
   }
 
   /**
-   * Graceful shutdown: stops the workers (letting in-flight reconciles see their signal abort) and the
-   * informers while still holding the lease, then releases it so a standby takes over at once.
+   * Graceful shutdown: takes no new work, lets reconciles in flight finish and stops the informers while
+   * still holding (and renewing) the lease, then releases it so a standby takes over at once.
    */
   stop(): Promise<void> {
     this.stopping ??= (async () => {
-      if (!this.elector) this.soloTerm.abort();
-      await this.endTerm("shutting down");
-      if (this.elector) await this.elector.stop({ release: true });
+      await this.endTerm("shutting down", { drain: true });
+      if (this.elector) {
+        await this.elector.stop({ release: true });
+      } else {
+        // A term still being set up when stop() came has no `term` to drain yet: abort it and wait.
+        this.soloTerm.abort();
+        await this.termStarting;
+        await this.endTerm("shutting down");
+      }
       this.options.rest?.close();
       this.emit({ type: "stopped", term: this.termCount });
     })();
@@ -216,6 +226,7 @@ export class Manager {
   private async runTerm(signal: AbortSignal): Promise<void> {
     // A previous term must be fully down before a new one builds informers and queues.
     await this.term?.ending;
+    if (this.stopping) return;
     const term: Term = {
       number: ++this.termCount,
       signal,
@@ -236,7 +247,7 @@ export class Manager {
 
     // 1. Every handler, on fresh informers, before anything is listed.
     for (const controller of this.options.controllers) {
-      const queue = new WorkQueue({ ...this.options.queue, name: controller.name, logger: this.logger });
+      const queue = new WorkQueue({ ...this.options.queue, name: controller.name, logger: this.logger, clock: this.options.clock });
       term.queues.set(controller.name, queue);
       for (const watch of controller.watches) {
         const informer = this.informerFor(term, watch.target);
@@ -250,9 +261,9 @@ export class Manager {
     this.emit({ type: "handlers-registered", term: term.number, detail: `${term.queues.size} controllers` });
     if (signal.aborted) return;
 
-    // 2. Informers.
+    // 2. Informers. Announced first, as each one begins listing inside start().
+    this.emit({ type: "starting-informers", term: term.number, detail: [...term.informers.values()].map((i) => i.description).join("; ") });
     for (const informer of term.informers.values()) informer.start();
-    this.emit({ type: "informers-started", term: term.number, detail: [...term.informers.values()].map((i) => i.description).join("; ") });
 
     // 3. Every cache synced, so the first reconcile sees the whole world, not a partial list.
     try {
@@ -265,21 +276,30 @@ export class Manager {
     term.synced = true;
     this.emit({ type: "caches-synced", term: term.number });
 
-    // 4. Workers. Announced first: a worker may call reconcile synchronously inside start().
-    this.emit({ type: "workers-started", term: term.number });
+    // 4. Workers. Announced first, as a worker may call reconcile inside start().
+    this.emit({ type: "starting-workers", term: term.number });
     for (const controller of this.options.controllers) {
       const queue = term.queues.get(controller.name) as WorkQueue;
       queue.start((key, queueSignal) => controller.reconcile(key, { ...caches, signal: queueSignal }));
     }
   }
 
-  /** Stops the current term's workers at once, then its informers. Safe to call repeatedly. */
-  private endTerm(reason: string): Promise<void> {
+  /**
+   * Stops the current term's workers, then its informers. Safe to call repeatedly. With `drain` (graceful
+   * shutdown while the lease is still held and renewed) reconciles in flight may finish; otherwise, and as
+   * soon as leadership is lost even during a drain, their signal aborts.
+   */
+  private endTerm(reason: string, options: { drain?: boolean } = {}): Promise<void> {
     const term = this.term;
     if (!term) return Promise.resolve();
-    term.ending ??= (async () => {
+    const abortInFlight = !options.drain;
+    if (term.ending) {
+      if (abortInFlight) for (const queue of term.queues.values()) void queue.shutdown({ abortInFlight: true });
+      return term.ending;
+    }
+    term.ending = (async () => {
       this.emit({ type: "stopped-leading", term: term.number, detail: reason });
-      await Promise.all([...term.queues.values()].map((queue) => queue.shutdown({ abortInFlight: true })));
+      await Promise.all([...term.queues.values()].map((queue) => queue.shutdown({ abortInFlight })));
       this.emit({ type: "workers-stopped", term: term.number });
       await Promise.all([...term.informers.values()].map((informer) => informer.stop()));
       this.emit({ type: "informers-stopped", term: term.number });
@@ -294,7 +314,11 @@ export class Manager {
       const source = this.options.listerWatcherFor
         ? this.options.listerWatcherFor(target)
         : kubeListerWatcher<KubeObject>(this.options.rest as KubeRest, target);
-      informer = new Informer(source, { ...this.options.informer, logger: this.options.informer?.logger ?? this.logger });
+      informer = new Informer(source, {
+        ...this.options.informer,
+        logger: this.options.informer?.logger ?? this.logger,
+        clock: this.options.informer?.clock ?? this.options.clock,
+      });
       term.informers.set(key, informer);
     }
     return informer;

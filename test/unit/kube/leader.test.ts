@@ -1,59 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { LeaderElector, type Lease, type LeaseClient, type LeaseSpec } from "../../../src/adapters/kube/leader.ts";
-import { KubeApiError } from "../../../src/adapters/kube/rest.ts";
+import { LeaderElector } from "../../../src/adapters/kube/leader.ts";
+import { LeaseStore } from "./fake-lease.ts";
 import { ManualClock, settle } from "./manual-clock.ts";
-
-/** One Lease in memory with the API server's optimistic concurrency. */
-class LeaseStore {
-  lease: Lease | undefined;
-  private version = 0;
-  writes: LeaseSpec[] = [];
-
-  clientFor(): LeaseClient & { partitioned: boolean } {
-    const store = this;
-    const client = {
-      description: "Lease ns/test",
-      partitioned: false,
-      async get(signal: AbortSignal) {
-        await client.reachable(signal);
-        return store.lease && structuredClone(store.lease);
-      },
-      async create(spec: LeaseSpec, signal: AbortSignal) {
-        await client.reachable(signal);
-        if (store.lease) throw new KubeApiError("POST", "leases", 409, { reason: "AlreadyExists" }, "");
-        store.lease = { metadata: { name: "test", namespace: "ns", resourceVersion: String(++store.version) }, spec };
-        store.writes.push(spec);
-        return structuredClone(store.lease);
-      },
-      async replace(lease: Lease, signal: AbortSignal) {
-        await client.reachable(signal);
-        if (!store.lease || lease.metadata.resourceVersion !== store.lease.metadata.resourceVersion) {
-          throw new KubeApiError("PUT", "leases", 409, { reason: "Conflict" }, "");
-        }
-        store.lease = { ...lease, metadata: { ...lease.metadata, resourceVersion: String(++store.version) } };
-        store.writes.push(lease.spec ?? {});
-        return structuredClone(store.lease);
-      },
-      /** A partitioned client's calls hang until their deadline, like requests to an unreachable server. */
-      reachable(signal: AbortSignal): Promise<void> {
-        if (!client.partitioned) return Promise.resolve();
-        return new Promise((_resolve, reject) => signal.addEventListener("abort", () => reject(signal.reason)));
-      },
-    };
-    return client;
-  }
-
-  /** What `kubectl edit lease` would do: a write that bumps the resourceVersion. */
-  setHolder(holderIdentity: string): void {
-    assert.ok(this.lease);
-    this.lease = {
-      ...this.lease,
-      metadata: { ...this.lease.metadata, resourceVersion: String(++this.version) },
-      spec: { ...this.lease.spec, holderIdentity },
-    };
-  }
-}
 
 const timings = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 };
 
