@@ -2,13 +2,12 @@
 // backed by its own single-member etcd, with client-certificate admin auth, RBAC and service-account keys.
 import { generateKeyPairSync } from "node:crypto";
 import { writeFileSync } from "node:fs";
-import { request as httpsRequest } from "node:https";
 import { join } from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
 import { stringify } from "yaml";
 import { createCA, issueCertificate, oneDay, validFor, type CertificateAuthority } from "../../src/adapters/certs/pki.ts";
 import { startEtcdCluster, type EtcdCluster } from "./etcd.ts";
-import { freePort, retryOnPortConflict } from "./net.ts";
+import { freePort, httpGet, retryOnPortConflict } from "./net.ts";
 import { makeTempDir, removeTempDir, startProcess, waitUntilReady, type ManagedProcess } from "./processes.ts";
 import { builtBinary } from "./tools.ts";
 
@@ -109,7 +108,7 @@ async function startApiServerOnce(options: ApiServerOptions): Promise<ApiServer>
       timeoutMs: options.readyTimeoutMs ?? 120_000,
       intervalMs: 500,
       probe: async () => {
-        const { status, body } = await httpsGet(`${url}/readyz`, ca.certPem, admin.certPem, admin.keyPem);
+        const { status, body } = await httpGet(`${url}/readyz`, { ca: ca.certPem, cert: admin.certPem, key: admin.keyPem, timeoutMs: 5_000 });
         return status === 200 ? true : `HTTP ${status}: ${lastLines(body, 5)}`;
       },
     });
@@ -155,19 +154,4 @@ function kubeconfigYaml(server: string, caPem: string, user: string, certPem: st
 
 function lastLines(text: string, count: number): string {
   return text.trim().split("\n").slice(-count).join(" | ");
-}
-
-function httpsGet(url: string, caPem: string, certPem: string, keyPem: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const request = httpsRequest(url, { ca: caPem, cert: certPem, key: keyPem, timeout: 5_000 }, (response) => {
-      let body = "";
-      response.setEncoding("utf8");
-      response.on("data", (chunk: string) => (body += chunk));
-      response.on("end", () => resolve({ status: response.statusCode ?? 0, body }));
-      response.on("error", reject);
-    });
-    request.on("timeout", () => request.destroy(new Error("no answer within 5 s")));
-    request.on("error", reject);
-    request.end();
-  });
 }

@@ -1,11 +1,10 @@
 // The real CAPI core manager (built by `make deps` from sigs.k8s.io/cluster-api/core) against a test
 // kube-apiserver. How its webhooks are handled is explained in test/env/README.md.
 import { mkdirSync, writeFileSync } from "node:fs";
-import { request as httpRequest } from "node:http";
 import { join } from "node:path";
 import { createCA, issueCertificate, oneDay, validFor } from "../../src/adapters/certs/pki.ts";
 import type { ApiServer } from "./apiserver.ts";
-import { freePort, retryOnPortConflict } from "./net.ts";
+import { freePort, httpGet, retryOnPortConflict } from "./net.ts";
 import { makeTempDir, removeTempDir, startProcess, waitUntilReady, type ManagedProcess } from "./processes.ts";
 import { builtBinary } from "./tools.ts";
 
@@ -99,19 +98,4 @@ async function startCapiManagerOnce(apiServer: ApiServer, options: CapiManagerOp
     await stop();
     throw error;
   }
-}
-
-function httpGet(url: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const request = httpRequest(url, { timeout: 3_000 }, (response) => {
-      let body = "";
-      response.setEncoding("utf8");
-      response.on("data", (chunk: string) => (body += chunk));
-      response.on("end", () => resolve({ status: response.statusCode ?? 0, body }));
-      response.on("error", reject);
-    });
-    request.on("timeout", () => request.destroy(new Error("no answer within 3 s")));
-    request.on("error", reject);
-    request.end();
-  });
 }

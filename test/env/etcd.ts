@@ -2,14 +2,12 @@
 // the standard ports 2379 (client) and 2380 (peer), TLS everywhere with a generated CA.
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { request as httpsRequest } from "node:https";
-import { request as httpRequest } from "node:http";
 import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Etcd3, type IMember } from "etcd3";
 import { createCA, issueCertificate, oneDay, validFor, type CertificateAuthority } from "../../src/adapters/certs/pki.ts";
 import { makeTempDir, removeTempDir, startProcess, waitUntilReady, type ManagedProcess, type ProcessExit } from "./processes.ts";
-import { reserveLoopbackSubnet, type LoopbackSubnet } from "./net.ts";
+import { httpGet, reserveLoopbackSubnet, type LoopbackSubnet } from "./net.ts";
 import { etcdBinary } from "./tools.ts";
 
 export const etcdClientPort = 2379;
@@ -231,7 +229,10 @@ export async function startEtcdCluster(options: EtcdClusterOptions = {}): Promis
       what: `GET ${member.clientURL}${path}`,
       timeoutMs: readyTimeoutMs,
       probe: async () => {
-        const { status, body } = await httpGet(`${member.clientURL}${path}`, credentials, tls);
+        const { status, body } = await httpGet(
+          `${member.clientURL}${path}`,
+          tls ? { ca: credentials.caPem, cert: credentials.certPem, key: credentials.keyPem, servername: credentials.serverName } : {},
+        );
         if (status !== 200) return `HTTP ${status}: ${body.trim()}`;
         if (learner) return true;
         return /"health"\s*:\s*"true"/.test(body) ? true : `HTTP ${status}: ${body.trim()}`;
@@ -375,24 +376,6 @@ async function retryUntil<T>(
       await sleep(500);
     }
   }
-}
-
-function httpGet(url: string, credentials: EtcdClientCredentials, tls: boolean): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const options = tls
-      ? { ca: credentials.caPem, cert: credentials.certPem, key: credentials.keyPem, servername: credentials.serverName, timeout: 3_000 }
-      : { timeout: 3_000 };
-    const request = (tls ? httpsRequest : httpRequest)(url, options, (response) => {
-      let body = "";
-      response.setEncoding("utf8");
-      response.on("data", (chunk: string) => (body += chunk));
-      response.on("end", () => resolve({ status: response.statusCode ?? 0, body }));
-      response.on("error", reject);
-    });
-    request.on("timeout", () => request.destroy(new Error(`no answer within 3 s`)));
-    request.on("error", reject);
-    request.end();
-  });
 }
 
 // An ETCD_* variable in the developer's environment would silently override the harness's flags.

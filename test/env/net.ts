@@ -1,6 +1,8 @@
 // Free ports and free loopback subnets. Several test files and engineers run at once on one machine, so
 // nothing here assumes a fixed address: a subnet is picked at random, locked with a file, and its ports probed.
 import { createServer } from "node:net";
+import { request as httpRequest, type IncomingMessage } from "node:http";
+import { request as httpsRequest } from "node:https";
 import { mkdirSync, openSync, readFileSync, rmSync, writeSync, closeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -140,4 +142,35 @@ export async function retryOnPortConflict<T>(start: () => Promise<T>, attempts =
       if (!conflict || attempt >= attempts) throw error;
     }
   }
+}
+
+export interface HttpGetOptions {
+  /** PEM; for https URLs with a private CA. */
+  ca?: string;
+  /** PEM client certificate and key, for servers that require client-certificate auth. */
+  cert?: string;
+  key?: string;
+  /** TLS server name to verify instead of the URL's host (e.g. when the host is an IP address). */
+  servername?: string;
+  timeoutMs?: number;
+}
+
+/** GET over http or https (by the URL's scheme), for readiness probes. Rejects on network errors only. */
+export function httpGet(url: string, options: HttpGetOptions = {}): Promise<{ status: number; body: string }> {
+  const { timeoutMs = 3_000, ...tls } = options;
+  return new Promise((resolve, reject) => {
+    const onResponse = (response: IncomingMessage) => {
+      let body = "";
+      response.setEncoding("utf8");
+      response.on("data", (chunk: string) => (body += chunk));
+      response.on("end", () => resolve({ status: response.statusCode ?? 0, body }));
+      response.on("error", reject);
+    };
+    const request = url.startsWith("https:")
+      ? httpsRequest(url, { ...tls, timeout: timeoutMs }, onResponse)
+      : httpRequest(url, { timeout: timeoutMs }, onResponse);
+    request.on("timeout", () => request.destroy(new Error(`no answer within ${timeoutMs} ms`)));
+    request.on("error", reject);
+    request.end();
+  });
 }

@@ -70,7 +70,15 @@ test("CAPI reconciles a Cluster through its infrastructure and control-plane ref
   const kc = apiServer.kubeConfig;
   const name = "demo";
   const waitOptions = { timeoutMs: 60_000, context: () => `CAPI manager log:\n${capi.process.lastLogLines(20)}` };
-  const getCluster = () => kubeRequestOk<ClusterObject>(kc, `${clusterPath}/${name}`);
+  const clusterBecomes = (what: string, done: (cluster: ClusterObject) => boolean) =>
+    eventually(
+      `Cluster ${name}: ${what}`,
+      async () => {
+        const cluster = await kubeRequestOk<ClusterObject>(kc, `${clusterPath}/${name}`);
+        return done(cluster) ? cluster : { waiting: describeCluster(cluster) };
+      },
+      waitOptions,
+    );
 
   await kubeRequestOk(kc, infraPath, {
     body: { apiVersion: `${infraGroup}/v1beta1`, kind: "TestInfraCluster", metadata: { name }, spec: {} },
@@ -92,14 +100,9 @@ test("CAPI reconciles a Cluster through its infrastructure and control-plane ref
   assert.equal(created.status?.phase, undefined, "a new Cluster has no phase until CAPI reconciles it");
 
   // 1. CAPI takes the Cluster in: finalizer, Provisioning phase, infrastructure not ready yet.
-  const provisioning = await eventually(
-    "the Cluster to be Provisioning with InfrastructureReady=False",
-    async () => {
-      const cluster = await getCluster();
-      const ready = condition(cluster, "InfrastructureReady");
-      return cluster.status?.phase === "Provisioning" && ready?.status === "False" ? cluster : { waiting: describeCluster(cluster) };
-    },
-    waitOptions,
+  const provisioning = await clusterBecomes(
+    "phase Provisioning with InfrastructureReady=False",
+    (cluster) => cluster.status?.phase === "Provisioning" && condition(cluster, "InfrastructureReady")?.status === "False",
   );
   assert.ok(provisioning.metadata.finalizers?.includes("cluster.cluster.x-k8s.io"), "CAPI adds its finalizer");
 
@@ -125,15 +128,9 @@ test("CAPI reconciles a Cluster through its infrastructure and control-plane ref
     method: "PATCH",
     body: { status: { initialization: { provisioned: true } } },
   });
-  const provisioned = await eventually(
-    "the Cluster to be Provisioned with InfrastructureReady=True",
-    async () => {
-      const cluster = await getCluster();
-      return cluster.status?.phase === "Provisioned" && condition(cluster, "InfrastructureReady")?.status === "True"
-        ? cluster
-        : { waiting: describeCluster(cluster) };
-    },
-    waitOptions,
+  const provisioned = await clusterBecomes(
+    "phase Provisioned with InfrastructureReady=True",
+    (cluster) => cluster.status?.phase === "Provisioned" && condition(cluster, "InfrastructureReady")?.status === "True",
   );
   assert.equal(provisioned.status?.initialization?.infrastructureProvisioned, true);
   assert.deepEqual(provisioned.spec.controlPlaneEndpoint, { host: "127.0.0.1", port: 6443 });
@@ -144,13 +141,9 @@ test("CAPI reconciles a Cluster through its infrastructure and control-plane ref
     method: "PATCH",
     body: { status: { initialization: { controlPlaneInitialized: true } } },
   });
-  const initialized = await eventually(
-    "the Cluster's ControlPlaneInitialized condition to be True",
-    async () => {
-      const cluster = await getCluster();
-      return condition(cluster, "ControlPlaneInitialized")?.status === "True" ? cluster : { waiting: describeCluster(cluster) };
-    },
-    waitOptions,
+  const initialized = await clusterBecomes(
+    "ControlPlaneInitialized=True",
+    (cluster) => condition(cluster, "ControlPlaneInitialized")?.status === "True",
   );
   assert.equal(initialized.status?.initialization?.controlPlaneInitialized, true);
 });
