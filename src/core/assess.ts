@@ -467,6 +467,13 @@ export function assess(snapshot: Snapshot, op: PlannedOp): Verdict {
       const info = machineClass(machine.name);
       const member = info?.memberId === undefined ? undefined : memberById.get(info.memberId);
       if (!member) {
+        // A member not mapped yet may be this Machine's, listed before its addresses or Node reached the cache (a
+        // fresh kubeadm init, a lagging informer): letting the Machine go now would strand that member as a ghost.
+        const unmapped = members.filter((candidate) => candidate.machine === undefined && candidate.class !== "ghost");
+        if (unmapped.length > 0) {
+          for (const candidate of unmapped) blockers.push({ subject: candidate.label, why: `maps to no Machine yet and may be the member of machine ${machine.name}` });
+          return finish(current, hasQuorum, false, false, `machine ${machine.name} shows no member, but ${unmapped.map((candidate) => candidate.label).join(", ")} is not mapped yet`);
+        }
         // No member: taking the Machine (or its hook) away changes nothing in etcd. This is the step KCP refused
         // after a crash, because it counted Machines against members instead of asking about this operation.
         return finish(current, hasQuorum, true, true, `machine ${machine.name} has no etcd member: removing it leaves etcd as it is`);

@@ -4,7 +4,7 @@ import { describe, it } from "node:test";
 import { isDisruptive } from "../../../src/core/actions.ts";
 import { assess } from "../../../src/core/assess.ts";
 import { plan } from "../../../src/core/plan.ts";
-import { dead, healthyMachines, member, MINUTE, NOW, SECOND, snapshot, withLeader } from "./fixtures.ts";
+import { dead, healthyMachines, machine, member, MINUTE, NOW, SECOND, snapshot, withLeader } from "./fixtures.ts";
 
 describe("planner cases found by the simulator", () => {
   it("creates the first Machine when etcd is observed with an empty member list and no Machines exist", () => {
@@ -49,5 +49,16 @@ describe("planner cases found by the simulator: members that map to no Machine",
     const ghosts = [member("old-1", { peerURLs: ["https://10.9.9.5:2380"], firstObserved: NOW - 30 * MINUTE }), member("old-2", { peerURLs: ["https://10.9.9.6:2380"], firstObserved: NOW - 30 * MINUTE })];
     const decision = plan(snapshot({ machines: h.machines, members: [...withLeader(h.members, "m-1"), ...ghosts] }));
     assert.equal(decision.action.kind, "RemoveGhost", decision.action.reason);
+  });
+});
+
+describe("planner cases found by the simulator: a member reported before its Machine's address", () => {
+  it("keeps the hook of a deleting Machine that shows no member while a member not mapped yet may be its own", () => {
+    // kubeadm init ran on m-1, but the cache still shows m-1 without addresses or Node: its member maps to nothing.
+    const lone = machine("m-1", { deleting: NOW - 20 * SECOND, addresses: [], nodeName: undefined, memberName: "m-1" });
+    const fresh = member("ip-10-7-0-2", { peerURLs: ["https://10.7.0.2:2380"], leader: true, firstObserved: NOW - 10 * SECOND });
+    const decision = plan(snapshot({ machines: [lone], members: [fresh], nodes: [], controlPlane: { replicas: 1 } }));
+    assert.notEqual(decision.action.kind, "ReleaseHook", decision.action.reason);
+    assert.ok(!isDisruptive(decision.action), `${decision.action.kind}: ${decision.action.reason}`);
   });
 });
