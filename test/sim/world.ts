@@ -127,6 +127,7 @@ export interface World {
   rng: Prng;
 }
 
+/** Written again here on purpose: the invariants must not share the arithmetic of the planner they judge. */
 export function quorumSize(voters: number): number {
   return Math.floor(voters / 2) + 1;
 }
