@@ -208,6 +208,35 @@ describe("installing with kubectl into a real kube-apiserver", () => {
     assert.equal(missing.code, 1);
     assert.match(missing.stderr, /QuorumControlPlane team-b\/nope was not found on https:\/\/127\.0\.0\.1:\d+: list the existing ones with `kubectl get qcp -A`/);
   });
+
+  test("kubectl get qcp answers 'is it healthy and what is it doing', kubectl explain describes fields, kubectl scale obeys the CRD's rules", async () => {
+    const listed = await kubectl("get", "qcp", "-n", "team-b");
+    assert.equal(listed.code, 0, describeResult(listed));
+    // The columns are the CRD's (owned by config/crd); kubectl shows those of priority 0 by default.
+    const crd = parseManifests(readFileSync(join(repoRoot, "config/crd/bases/controlplane.cluster.x-k8s.io_quorumcontrolplanes.yaml"), "utf8"), "CRD")[0] as ManifestObject & { spec: { versions: { additionalPrinterColumns: { name: string; priority?: number }[] }[] } };
+    const columns = ["NAME", ...crd.spec.versions[0].additionalPrinterColumns.filter((column) => !column.priority).map((column) => column.name.toUpperCase())];
+    const [header, row] = listed.stdout.trim().split("\n");
+    assert.deepEqual(header.split(/\s{2,}/), columns);
+    // kubectl aligns each cell under its header, so the header's offsets cut the row (cells may hold spaces).
+    const starts = columns.map((column) => header.indexOf(column));
+    const cells = Object.fromEntries(columns.map((column, index) => [column, row.slice(starts[index], starts[index + 1]).trim()]));
+    assert.equal(cells.NAME, "prod-cp");
+    assert.equal(cells.ETCD, "2/2", "healthy voters at a glance");
+    assert.equal(cells.NEXT, "wait: new member prod-cp-c is a learner, 84% caught up", "what it is doing at a glance");
+    assert.equal(cells.VERSION, "v1.37.2");
+
+    const explained = await kubectl("explain", "quorumcontrolplanes.spec.etcd.ghostMemberGracePeriod");
+    assert.equal(explained.code, 0, describeResult(explained));
+    assert.match(explained.stdout, /DESCRIPTION:\s+\S/);
+
+    const scaled = await kubectl("scale", "qcp/prod-cp", "-n", "team-b", "--replicas=5");
+    assert.equal(scaled.code, 0, describeResult(scaled));
+    const object = await kubeRequestOk<{ spec: { replicas: number } }>(apiServer.kubeConfig, "/apis/controlplane.cluster.x-k8s.io/v1beta1/namespaces/team-b/quorumcontrolplanes/prod-cp");
+    assert.equal(object.spec.replicas, 5);
+    const even = await kubectl("scale", "qcp/prod-cp", "-n", "team-b", "--replicas=4");
+    assert.notEqual(even.code, 0, "an even replica count is refused");
+    assert.match(even.stderr, /replicas must be odd with stacked etcd \(got 4\)/);
+  });
 });
 
 /**
