@@ -26,6 +26,21 @@ async function run(argv: string[]): Promise<Result> {
   return { code, stdout, stderr };
 }
 
+/** A kubeconfig for a plain-HTTP stand-in server on 127.0.0.1:`port`, optionally with a context namespace. */
+function writeKubeconfig(path: string, port: number, namespace?: string): void {
+  writeFileSync(
+    path,
+    JSON.stringify({
+      apiVersion: "v1",
+      kind: "Config",
+      clusters: [{ name: "test", cluster: { server: `http://127.0.0.1:${port}`, "insecure-skip-tls-verify": true } }],
+      users: [{ name: "test", user: { token: "t" } }],
+      contexts: [{ name: "test", context: { cluster: "test", user: "test", ...(namespace ? { namespace } : {}) } }],
+      "current-context": "test",
+    }),
+  );
+}
+
 const qcp = {
   apiVersion: "controlplane.cluster.x-k8s.io/v1beta1",
   kind: "QuorumControlPlane",
@@ -57,17 +72,7 @@ describe("quorum CLI", () => {
     const port = (server.address() as AddressInfo).port;
     dir = mkdtempSync(join(tmpdir(), "quorum-cli-test-"));
     kubeconfig = join(dir, "kubeconfig");
-    writeFileSync(
-      kubeconfig,
-      JSON.stringify({
-        apiVersion: "v1",
-        kind: "Config",
-        clusters: [{ name: "test", cluster: { server: `http://127.0.0.1:${port}`, "insecure-skip-tls-verify": true } }],
-        users: [{ name: "test", user: { token: "t" } }],
-        contexts: [{ name: "test", context: { cluster: "test", user: "test", namespace: "team-a" } }],
-        "current-context": "test",
-      }),
-    );
+    writeKubeconfig(kubeconfig, port, "team-a");
   });
   after(async () => {
     server.closeAllConnections();
@@ -128,17 +133,7 @@ describe("quorum CLI", () => {
     const port = (closed.address() as AddressInfo).port;
     await new Promise<void>((resolve) => closed.close(() => resolve()));
     const file = join(dir, "dead-kubeconfig");
-    writeFileSync(
-      file,
-      JSON.stringify({
-        apiVersion: "v1",
-        kind: "Config",
-        clusters: [{ name: "dead", cluster: { server: `http://127.0.0.1:${port}`, "insecure-skip-tls-verify": true } }],
-        users: [{ name: "u", user: { token: "t" } }],
-        contexts: [{ name: "dead", context: { cluster: "dead", user: "u" } }],
-        "current-context": "dead",
-      }),
-    );
+    writeKubeconfig(file, port);
     const result = await run(["status", "team-a/prod-cp", "--kubeconfig", file]);
     assert.equal(result.code, 1);
     assert.match(result.stderr, new RegExp(`cannot reach the API server http://127\\.0\\.0\\.1:${port} to read QuorumControlPlane team-a/prod-cp: .*ECONNREFUSED.*; check --kubeconfig`));
