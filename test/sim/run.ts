@@ -59,7 +59,7 @@ export function runSchedule(seed: number, planner: PlannerFactory, options: { tr
     }
 
     // While faults are on, the Machine informer sometimes lags one reconcile behind.
-    const stale = faulting && previousMachines !== undefined && rngs.crashes.chance(profile.staleCacheRate) ? previousMachines : undefined;
+    const stale = faulting && previousMachines !== undefined && rngs.controller.chance(profile.staleCacheRate) ? previousMachines : undefined;
     const { snapshot, memory } = observe(world, stale);
     previousMachines = stale ? previousMachines : snapshot.machines;
     let action: Action;
@@ -73,13 +73,13 @@ export function runSchedule(seed: number, planner: PlannerFactory, options: { tr
     }
 
     const calls = callsFor(action);
-    const crashAt = faulting && rngs.crashes.chance(profile.crashRate) ? rngs.crashes.int(0, calls.length - 1) : undefined;
+    const crashAt = faulting && rngs.controller.chance(profile.crashRate) ? rngs.controller.int(0, calls.length - 1) : undefined;
     const bootFault = action.kind === "CreateMachine" ? bootFaultFor(world, rngs.faults, profile) : undefined;
     const hadQuorum = hasQuorum(world);
     const results: string[] = [];
     for (let index = 0; index < calls.length; index++) {
       if (index === crashAt) {
-        const lost = rngs.crashes.chance(profile.memoryLossRate);
+        const lost = rngs.controller.chance(profile.memoryLossRate);
         if (lost) world.memory = { members: new Map() };
         results.push(`CRASH${lost ? " (status memory lost)" : ""}`);
         break;

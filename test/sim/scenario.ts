@@ -12,8 +12,8 @@ const EPOCH = Date.UTC(2026, 0, 1);
 export interface Scenario {
   world: World;
   profile: FaultProfile;
-  /** Separate streams, so that drawing more for one concern does not change another's draws. */
-  rngs: { faults: Prng; crashes: Prng; planner: Prng };
+  /** Separate streams (world faults; controller crashes and cache lag; random planner variants), so that drawing more for one concern does not change another's draws. */
+  rngs: { faults: Prng; controller: Prng; planner: Prng };
 }
 
 export function createScenario(seed: number): Scenario {
@@ -57,7 +57,7 @@ export function createScenario(seed: number): Scenario {
     bootFaultRate: 0.1 + setup.next() * 0.3,
     staleCacheRate: 0.2,
   };
-  return { world, profile, rngs: { faults: rng.fork(), crashes: rng.fork(), planner: rng.fork() } };
+  return { world, profile, rngs: { faults: rng.fork(), controller: rng.fork(), planner: rng.fork() } };
 }
 
 /** A healthy control plane at the spec: one running Machine, Node and voter per replica. */
