@@ -3,12 +3,21 @@
 //
 // renderStatus is pure (the tests feed it sample statuses); fetchControlPlane is the only I/O.
 import type { KubeConfig } from "@kubernetes/client-node";
-import { GROUP, KIND, PLURAL, SHORT_NAME, VERSION } from "../api/constants.ts";
+import { CONDITION, GROUP, KIND, LABEL_CLUSTER_NAME, PLURAL, SHORT_NAME, VERSION } from "../api/constants.ts";
 import type { Condition, EtcdMemberStatus, QuorumControlPlane } from "../api/types.ts";
 import { KubeApiError, KubeRest, resourcePath } from "../adapters/kube/rest.ts";
 
 /** Conditions shown first, in this order; any others follow in the order the status lists them. */
-const CONDITION_ORDER = ["Available", "EtcdClusterHealthy", "MachinesReady", "RollingOut", "ScalingUp", "ScalingDown", "Remediating", "Paused"];
+const CONDITION_ORDER: string[] = [
+  CONDITION.Available,
+  CONDITION.EtcdClusterHealthy,
+  CONDITION.MachinesReady,
+  CONDITION.RollingOut,
+  CONDITION.ScalingUp,
+  CONDITION.ScalingDown,
+  CONDITION.Remediating,
+  CONDITION.Paused,
+];
 
 export interface RenderOptions {
   /** The reference time for "observed 12s ago"; passed in so rendering stays deterministic. */
@@ -18,7 +27,7 @@ export interface RenderOptions {
 export function renderStatus(controlPlane: QuorumControlPlane, options: RenderOptions): string {
   const { metadata, spec, status } = controlPlane;
   const key = `${metadata.namespace ?? "default"}/${metadata.name}`;
-  const cluster = metadata.labels?.["cluster.x-k8s.io/cluster-name"];
+  const cluster = metadata.labels?.[LABEL_CLUSTER_NAME];
   const lines: string[] = [];
   lines.push(`${KIND} ${key}${cluster ? ` (Cluster ${cluster})` : ""}, Kubernetes ${spec.version}`);
 
@@ -55,7 +64,7 @@ export function renderStatus(controlPlane: QuorumControlPlane, options: RenderOp
   lines.push("");
   if (members.length === 0) {
     lines.push("No etcd members in status: Quorum has not read the member list of this cluster.");
-    const etcdCondition = findCondition(status.conditions, "EtcdClusterHealthy");
+    const etcdCondition = findCondition(status.conditions, CONDITION.EtcdClusterHealthy);
     if (etcdCondition && etcdCondition.status !== "True") lines.push(`  ${etcdCondition.reason}${etcdCondition.message ? `: ${etcdCondition.message}` : ""}`);
   } else {
     lines.push(...table(["MACHINE", "NODE", "MEMBER", "ID", "ROLE", "HEALTH", "STATE"], sortMembers(members).map(memberRow)));
