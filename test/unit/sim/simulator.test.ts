@@ -21,6 +21,14 @@ const deletesMachinesFirst: PlannerFactory = () => (snapshot: Snapshot) => {
   return { action: machine && snapshot.machines.length > 1 ? { kind: "DeleteMachine", machine: machine.name, reason: "toy" } : wait };
 };
 
+/** Lets every deleting Machine go at once, and otherwise deletes Machines down to one. */
+const releasesHooksEagerly: PlannerFactory = () => (snapshot: Snapshot) => {
+  const deleting = snapshot.machines.find((candidate) => candidate.deleting !== undefined && candidate.hasPreTerminateHook);
+  if (deleting) return { action: { kind: "ReleaseHook", machine: deleting.name, reason: "toy" } };
+  const machine = snapshot.machines.find((candidate) => candidate.deleting === undefined);
+  return { action: machine && snapshot.machines.length > 1 ? { kind: "DeleteMachine", machine: machine.name, reason: "toy" } : wait };
+};
+
 /** Never does anything. */
 const alwaysWaits: PlannerFactory = () => () => ({ action: wait });
 
@@ -44,6 +52,15 @@ describe("simulator", () => {
   it("reports a violation when a planner deletes a Machine whose member is a healthy voter", () => {
     const result = outcomes(deletesMachinesFirst, 50);
     assert.ok(result.rules.has("3 member removed before its machine"), `rules seen: ${[...result.rules].join(", ")}`);
+  });
+
+  it("reports a violation when a planner releases the hook of a Machine whose member is still in etcd", () => {
+    let released = false;
+    for (let index = 0; index < 50 && !released; index++) {
+      const result = runSchedule(scheduleSeed(7, index), releasesHooksEagerly);
+      released = result.finding?.message.startsWith("released the pre-terminate hook") ?? false;
+    }
+    assert.ok(released);
   });
 
   it("reports stuck, not a violation, when a planner only waits while the spec needs work", () => {
