@@ -1,0 +1,241 @@
+// The controller integration stack: a real kube-apiserver with Quorum's and CAPI's CRDs, workload clusters
+// whose etcd members are real processes started by a MachinePlayer, the Quorum controller as its own process,
+// and a quorum monitor that samples the real etcd every 250 ms.
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import type { Machine } from "../../../src/api/capi.ts";
+import { API_VERSION, CAPI_API_VERSION, KIND, LABEL_CLUSTER_NAME } from "../../../src/api/constants.ts";
+import type { QuorumControlPlane } from "../../../src/api/types.ts";
+import { createEtcdClusterClient } from "../../../src/adapters/etcd/client.ts";
+import type { EtcdClientCredentials } from "../../../src/adapters/etcd/types.ts";
+import { startApiServer, type ApiServer } from "../../env/apiserver.ts";
+import { installCRDs } from "../../env/crds.ts";
+import { kubeRequest, kubeRequestOk } from "../../env/kube.ts";
+import { freePort } from "../../env/net.ts";
+import { makeTempDir, startProcess, type ManagedProcess } from "../../env/processes.ts";
+import { MachinePlayer } from "./player.ts";
+import { BOOTSTRAP_GROUP, INFRA_GROUP, TEST_VERSION, testKindCRDs } from "./test-kinds.ts";
+
+const REPO = join(import.meta.dirname, "../../..");
+
+export interface ControllerProcess {
+  process: ManagedProcess;
+  metricsUrl: string;
+  identity: string;
+}
+
+export async function startStack(options: { audit?: boolean } = {}): Promise<ControllerStack> {
+  const auditDir = makeTempDir("audit");
+  const extraArgs = options.audit ? auditArgs(auditDir) : [];
+  const apiServer = await startApiServer({ extraArgs });
+  await installCRDs(apiServer.kubeConfig, { extra: testKindCRDs() });
+  return new ControllerStack(apiServer, options.audit ? join(auditDir, "audit.log") : undefined);
+}
+
+function auditArgs(dir: string): string[] {
+  const policy = join(dir, "policy.yaml");
+  // Only writes are interesting: "the controller makes no write at idle".
+  const text = ["apiVersion: audit.k8s.io/v1", "kind: Policy", "omitStages: [RequestReceived]", "rules:", "- level: Metadata", "  verbs: [create, update, patch, delete, deletecollection]", "- level: None", ""].join("\n");
+  writeFileSync(policy, text);
+  return [`--audit-policy-file=${policy}`, `--audit-log-path=${join(dir, "audit.log")}`, "--audit-log-mode=blocking"];
+}
+
+export class ControllerStack {
+  readonly players: MachinePlayer[] = [];
+  readonly controllers: ControllerProcess[] = [];
+  readonly monitors: QuorumMonitor[] = [];
+
+  constructor(
+    readonly apiServer: ApiServer,
+    readonly auditLog: string | undefined,
+  ) {}
+
+  get kubeConfig() {
+    return this.apiServer.kubeConfig;
+  }
+
+  /** Namespace, Cluster, templates and a QuorumControlPlane owned by the Cluster; a player for its Machines. */
+  async createCluster(namespace: string, name: string, spec: { replicas: number; version: string; maxSurge?: 0 | 1; memberRemoval?: "BeforeDelete" | "AfterDrain" }): Promise<MachinePlayer> {
+    const kc = this.kubeConfig;
+    await kubeRequest(kc, "/api/v1/namespaces", { body: { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } } });
+    const cluster = await kubeRequestOk<{ metadata: { uid: string } }>(kc, `/apis/${CAPI_API_VERSION}/namespaces/${namespace}/clusters`, {
+      body: {
+        apiVersion: CAPI_API_VERSION,
+        kind: "Cluster",
+        metadata: { name, namespace },
+        spec: { controlPlaneRef: { apiGroup: "controlplane.cluster.x-k8s.io", kind: KIND, name } },
+      },
+    });
+    // Plays the infrastructure provider's cluster (and CAPI's Cluster controller): the cluster's infrastructure is ready.
+    await kubeRequestOk(kc, `/apis/${CAPI_API_VERSION}/namespaces/${namespace}/clusters/${name}/status`, {
+      method: "PATCH",
+      body: { status: { initialization: { infrastructureProvisioned: true } } },
+    });
+    await kubeRequestOk(kc, `/apis/${INFRA_GROUP}/${TEST_VERSION}/namespaces/${namespace}/testmachinetemplates`, {
+      body: { apiVersion: `${INFRA_GROUP}/${TEST_VERSION}`, kind: "TestMachineTemplate", metadata: { name: `${name}-infra`, namespace }, spec: { template: { spec: { size: "small" } } } },
+    });
+    await kubeRequestOk(kc, `/apis/${BOOTSTRAP_GROUP}/${TEST_VERSION}/namespaces/${namespace}/testbootstrapconfigtemplates`, {
+      body: { apiVersion: `${BOOTSTRAP_GROUP}/${TEST_VERSION}`, kind: "TestBootstrapConfigTemplate", metadata: { name: `${name}-boot`, namespace }, spec: { template: { spec: { join: "learner" } } } },
+    });
+    await kubeRequestOk(kc, `/apis/${API_VERSION}/namespaces/${namespace}/quorumcontrolplanes`, {
+      body: {
+        apiVersion: API_VERSION,
+        kind: KIND,
+        metadata: { name, namespace, labels: { [LABEL_CLUSTER_NAME]: name }, ownerReferences: [{ apiVersion: CAPI_API_VERSION, kind: "Cluster", name, uid: cluster.metadata.uid }] },
+        spec: {
+          replicas: spec.replicas,
+          version: spec.version,
+          machineTemplate: {
+            infrastructureRef: { apiGroup: INFRA_GROUP, kind: "TestMachineTemplate", name: `${name}-infra` },
+            bootstrapConfigTemplateRef: { apiGroup: BOOTSTRAP_GROUP, kind: "TestBootstrapConfigTemplate", name: `${name}-boot` },
+          },
+          rolloutStrategy: { type: "RollingUpdate", rollingUpdate: { maxSurge: spec.maxSurge ?? 1, memberRemoval: spec.memberRemoval ?? "BeforeDelete" } },
+          etcd: { ghostMemberGracePeriod: "20s" },
+        },
+      },
+    });
+    const player = new MachinePlayer(kc, namespace, name);
+    player.start();
+    this.players.push(player);
+    return player;
+  }
+
+  async startController(options: { env?: Record<string, string>; leaderElect?: boolean; identity?: string; user?: string } = {}): Promise<ControllerProcess> {
+    const port = await freePort();
+    const identity = options.identity ?? `quorum-${this.controllers.length + 1}`;
+    const user = await this.apiServer.userKubeConfig(options.user ?? "quorum-controller", ["system:masters"]);
+    const args = [
+      "--import",
+      "tsx",
+      join(REPO, "src/main.ts"),
+      "--kubeconfig",
+      user.kubeconfigPath,
+      "--etcd-poll-interval",
+      "1s",
+      "--etcd-call-timeout",
+      "2s",
+      "--metrics-bind-address",
+      `127.0.0.1:${port}`,
+      "--health-probe-bind-address",
+      "0",
+      "--log-level",
+      "debug",
+      "--log-format",
+      "text",
+      ...(options.leaderElect ? ["--leader-elect", "--leader-election-namespace", "default", "--leader-election-id", "quorum-test-leader"] : []),
+    ];
+    const process = startProcess({ name: `quorum controller ${identity}`, command: globalThis.process.execPath, args, cwd: REPO, env: { ...globalThis.process.env, POD_NAME: identity, HOSTNAME: identity, ...(options.env ?? {}) } });
+    const controller = { process, metricsUrl: `http://127.0.0.1:${port}/metrics`, identity };
+    this.controllers.push(controller);
+    return controller;
+  }
+
+  async getControlPlane(namespace: string, name: string): Promise<QuorumControlPlane> {
+    return kubeRequestOk<QuorumControlPlane>(this.kubeConfig, `/apis/${API_VERSION}/namespaces/${namespace}/quorumcontrolplanes/${name}`);
+  }
+
+  async patchSpec(namespace: string, name: string, spec: Record<string, unknown>): Promise<void> {
+    await kubeRequestOk(this.kubeConfig, `/apis/${API_VERSION}/namespaces/${namespace}/quorumcontrolplanes/${name}`, { method: "PATCH", body: { spec } });
+  }
+
+  async machines(namespace: string, clusterName: string): Promise<Machine[]> {
+    const list = await kubeRequestOk<{ items: Machine[] }>(this.kubeConfig, `/apis/${CAPI_API_VERSION}/namespaces/${namespace}/machines?labelSelector=${encodeURIComponent(`${LABEL_CLUSTER_NAME}=${clusterName}`)}`);
+    return list.items;
+  }
+
+  monitor(player: MachinePlayer): QuorumMonitor {
+    const monitor = new QuorumMonitor(player);
+    monitor.start();
+    this.monitors.push(monitor);
+    return monitor;
+  }
+
+  /**
+   * Waits until the control plane matches its spec: `replicas` Machines, none deleting, all at the spec version,
+   * as many etcd members, all healthy voters. The error shows the status and the controller's last log lines.
+   */
+  async waitConverged(namespace: string, name: string, replicas: number, timeoutMs = 180_000): Promise<QuorumControlPlane> {
+    const deadline = Date.now() + timeoutMs;
+    let last: QuorumControlPlane | undefined;
+    let lastMachines: Machine[] = [];
+    while (Date.now() < deadline) {
+      last = await this.getControlPlane(namespace, name);
+      lastMachines = await this.machines(namespace, name);
+      const members = last.status?.etcd?.members ?? [];
+      const converged =
+        lastMachines.length === replicas &&
+        lastMachines.every((machine) => !machine.metadata.deletionTimestamp && machine.spec.version === last?.spec.version) &&
+        members.length === replicas &&
+        members.every((member) => member.healthy && !member.learner && member.machine !== undefined) &&
+        last.status?.upToDateReplicas === replicas &&
+        last.status?.observedGeneration === last.metadata.generation;
+      if (converged) return last;
+      await sleep(300);
+    }
+    const logs = this.controllers.map((controller) => `--- ${controller.identity} (${controller.process.isRunning() ? "running" : "exited"}) ---\n${controller.process.lastLogLines(40)}`).join("\n");
+    throw new Error(
+      `QuorumControlPlane ${namespace}/${name} did not converge to ${replicas} replicas within ${timeoutMs / 1000} s.\n` +
+        `Machines: ${lastMachines.map((machine) => `${machine.metadata.name}${machine.metadata.deletionTimestamp ? " (deleting)" : ""} ${machine.spec.version}`).join(", ")}\n` +
+        `status.nextAction: ${JSON.stringify(last?.status?.nextAction)}\nstatus.etcd: ${JSON.stringify(last?.status?.etcd)}\n${logs}`,
+    );
+  }
+
+  async stop(): Promise<void> {
+    for (const controller of this.controllers) await controller.process.stop(5_000);
+    for (const monitor of this.monitors) await monitor.stop();
+    for (const player of this.players) await player.stop();
+    await this.apiServer.stop();
+  }
+}
+
+export interface QuorumSample {
+  at: number;
+  voters: number;
+  healthyVoters: number;
+}
+
+/** Samples the real etcd every 250 ms: voters from the member list, health from a status call to each member. */
+export class QuorumMonitor {
+  readonly samples: QuorumSample[] = [];
+  readonly losses: QuorumSample[] = [];
+  private stopped = false;
+  private loop: Promise<void> | undefined;
+
+  constructor(private readonly player: MachinePlayer) {}
+
+  start(): void {
+    this.loop = this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.loop;
+  }
+
+  private async run(): Promise<void> {
+    while (!this.stopped) {
+      await sleep(250);
+      const etcd = this.player.etcd;
+      const endpoints = this.player.liveEndpoints();
+      if (!etcd || endpoints.length === 0) continue;
+      const credentials: EtcdClientCredentials = { caPem: etcd.credentials.caPem, certPem: etcd.credentials.certPem, keyPem: etcd.credentials.keyPem };
+      const client = createEtcdClusterClient({ endpoints, credentials, callDeadlineMs: 2_000, context: "quorum monitor" });
+      try {
+        const members = await client.listMembers();
+        const statuses = await client.memberStatuses(members);
+        const voters = members.filter((member) => !member.learner);
+        const healthyVoters = voters.filter((voter) => statuses.find((status) => status.memberId === voter.id)?.reachable).length;
+        const sample = { at: Date.now(), voters: voters.length, healthyVoters };
+        this.samples.push(sample);
+        if (healthyVoters < Math.floor(voters.length / 2) + 1) this.losses.push(sample);
+      } catch {
+        // No member answered the member list: only a loss if the monitor can see nothing at all for long; the
+        // per-sample check above is what counts, and a failed list is recorded as a sample with no voters.
+        this.samples.push({ at: Date.now(), voters: -1, healthyVoters: -1 });
+      } finally {
+        await client.close();
+      }
+    }
+  }
+}
