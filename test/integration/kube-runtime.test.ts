@@ -5,6 +5,7 @@ import { createServer, connect, type Server, type Socket } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { KubeConfig } from "@kubernetes/client-node";
 import { startApiServer, type ApiServer } from "../env/index.ts";
+import { freshNamespace, waitFor } from "./fixtures/kube.ts";
 import { Informer, kubeListerWatcher, type KubeListerWatcherOptions, type WatchTarget } from "../../src/adapters/kube/informer.ts";
 import type { Logger } from "../../src/adapters/kube/log.ts";
 import { KubeRest, isNotFound, resourcePath, type KubeObject, type ResourceRef } from "../../src/adapters/kube/rest.ts";
@@ -18,7 +19,6 @@ interface ConfigMap extends KubeObject {
 
 let apiServer: ApiServer;
 let rest: KubeRest;
-let namespaceCounter = 0;
 
 before(async () => {
   apiServer = await startApiServer();
@@ -30,19 +30,7 @@ after(async () => {
   await apiServer?.stop();
 });
 
-async function waitFor(what: string, condition: () => boolean | Promise<boolean>, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
-async function freshNamespace(): Promise<string> {
-  const name = `runtime-${process.pid}-${++namespaceCounter}`;
-  await rest.request("POST", "/api/v1/namespaces", { body: { apiVersion: "v1", kind: "Namespace", metadata: { name } } });
-  return name;
-}
+const newNamespace = () => freshNamespace(rest, "runtime");
 
 function putConfigMap(namespace: string, name: string, data: Record<string, string>, labels?: Record<string, string>) {
   return rest.request<ConfigMap>("POST", resourcePath(CONFIGMAPS, namespace), {
@@ -181,10 +169,32 @@ function kubeConfigVia(server: string): KubeConfig {
   return kc;
 }
 
+/** Runs `body` with a synced ConfigMap informer for `namespace` that reaches the API server through a proxy. */
+async function withInformerBehindProxy(
+  namespace: string,
+  options: { resyncMs?: number; source?: KubeListerWatcherOptions },
+  body: (ctx: { proxy: Proxy; viaProxy: KubeRest; seen: ReturnType<typeof recorder>; informer: Informer<KubeObject> }) => Promise<void>,
+): Promise<void> {
+  const proxy = await startProxy(apiServer.url);
+  const viaProxy = new KubeRest(kubeConfigVia(proxy.url));
+  const seen = recorder();
+  const informer = newInformer(viaProxy, { resource: CONFIGMAPS, namespace }, seen.logger, options);
+  informer.addHandlers(seen.handlers);
+  informer.start();
+  try {
+    await informer.waitForSync();
+    await body({ proxy, viaProxy, seen, informer });
+  } finally {
+    await informer.stop();
+    viaProxy.close();
+    await proxy.close();
+  }
+}
+
 describe("kube runtime against a real kube-apiserver", { timeout: 240_000 }, () => {
   it("an informer sees ConfigMaps matching its label selector being added, updated and deleted, and nothing else", async () => {
-    const namespace = await freshNamespace();
-    const otherNamespace = await freshNamespace();
+    const namespace = await newNamespace();
+    const otherNamespace = await newNamespace();
     const watched = { "quorum.test/watched": "yes" };
     await putConfigMap(namespace, "before", { v: "1" }, watched);
     await putConfigMap(namespace, "unlabelled", { v: "1" });
@@ -274,19 +284,11 @@ describe("kube runtime against a real kube-apiserver", { timeout: 240_000 }, () 
   });
 
   it("an informer whose connection is cut retries with backoff and, once back, reports what changed meanwhile", async () => {
-    const namespace = await freshNamespace();
+    const namespace = await newNamespace();
     await putConfigMap(namespace, "a", { v: "1" });
     await putConfigMap(namespace, "b", { v: "1" });
-    const proxy = await startProxy(apiServer.url);
-    const viaProxy = new KubeRest(kubeConfigVia(proxy.url));
-    const seen = recorder();
-    const informer = newInformer(viaProxy, { resource: CONFIGMAPS, namespace }, seen.logger);
-    informer.addHandlers(seen.handlers);
-    informer.start();
-    try {
-      await informer.waitForSync();
+    await withInformerBehindProxy(namespace, {}, async ({ proxy, viaProxy, seen, informer }) => {
       seen.events.length = 0;
-
       proxy.refuse(true);
       proxy.cutAll();
       viaProxy.close();
@@ -303,56 +305,29 @@ describe("kube runtime against a real kube-apiserver", { timeout: 240_000 }, () 
       await putConfigMap(namespace, "d", { v: "1" });
       await waitFor("an event on the new watch", () => seen.events.includes("add d"));
       assert.ok(seen.problems.some((p) => p.includes("informer failed; restarting")), "the failures are logged");
-    } finally {
-      await informer.stop();
-      viaProxy.close();
-      await proxy.close();
-    }
+    });
   });
 
   it("an informer whose watch silently stalls catches up at the watchdog re-list", async () => {
-    const namespace = await freshNamespace();
-    const proxy = await startProxy(apiServer.url);
-    const viaProxy = new KubeRest(kubeConfigVia(proxy.url));
-    const seen = recorder();
-    const informer = newInformer(viaProxy, { resource: CONFIGMAPS, namespace }, seen.logger, { resyncMs: 3_000 });
-    informer.addHandlers(seen.handlers);
-    informer.start();
-    try {
-      await informer.waitForSync();
-      // The open watch (and any idle keep-alive socket) now receives nothing, yet reports no error.
+    const namespace = await newNamespace();
+    await withInformerBehindProxy(namespace, { resyncMs: 3_000 }, async ({ proxy, seen, informer }) => {
+      // The open watch now receives nothing, yet reports no error.
       proxy.stallOpenConnections();
       await putConfigMap(namespace, "missed-by-the-watch", { v: "1" });
       await waitFor("the watchdog re-list to deliver the ConfigMap", () => seen.events.includes("add missed-by-the-watch"));
       assert.ok(informer.stats.resyncs >= 1);
       assert.equal(informer.stats.failures, 0, "a stalled watch is not an error, only a re-list");
-    } finally {
-      await informer.stop();
-      viaProxy.close();
-      await proxy.close();
-    }
+    });
   });
 
   it("a watch that goes silent for longer than its idle timeout is restarted", async () => {
-    const namespace = await freshNamespace();
-    const proxy = await startProxy(apiServer.url);
-    const viaProxy = new KubeRest(kubeConfigVia(proxy.url));
-    const seen = recorder();
-    const informer = newInformer(viaProxy, { resource: CONFIGMAPS, namespace }, seen.logger, {
-      source: { watchTimeoutSeconds: 60, idleTimeoutMs: 2_000 },
-    });
-    informer.addHandlers(seen.handlers);
-    informer.start();
-    try {
-      await informer.waitForSync();
+    const namespace = await newNamespace();
+    const source = { watchTimeoutSeconds: 60, idleTimeoutMs: 2_000 };
+    await withInformerBehindProxy(namespace, { source }, async ({ proxy, seen }) => {
       proxy.stallOpenConnections();
       await putConfigMap(namespace, "late", { v: "1" });
       await waitFor("the restarted watch to deliver the ConfigMap", () => seen.events.includes("add late"));
       assert.ok(seen.problems.some((p) => p.includes("no data from the API server")), seen.problems.join("\n"));
-    } finally {
-      await informer.stop();
-      viaProxy.close();
-      await proxy.close();
-    }
+    });
   });
 });

@@ -6,6 +6,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { repoRoot, startApiServer, startProcess, type ApiServer, type ManagedProcess } from "../env/index.ts";
+import { freshNamespace, waitFor } from "./fixtures/kube.ts";
 import { LEASE_RESOURCE, LeaderElector, kubeLeaseClient, type Lease } from "../../src/adapters/kube/leader.ts";
 import { Manager, type ManagerEvent } from "../../src/adapters/kube/manager.ts";
 import { KubeRest, isConflict, resourcePath, type ResourceRef } from "../../src/adapters/kube/rest.ts";
@@ -17,7 +18,6 @@ const timings = { leaseDurationMs: 8_000, renewDeadlineMs: 5_000, retryPeriodMs:
 
 let apiServer: ApiServer;
 let rest: KubeRest;
-let namespaceCounter = 0;
 const processes: ManagedProcess[] = [];
 const cleanups: (() => Promise<void>)[] = [];
 
@@ -33,19 +33,7 @@ after(async () => {
   await apiServer?.stop();
 });
 
-async function waitFor(what: string, condition: () => boolean | Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
-async function freshNamespace(): Promise<string> {
-  const name = `leader-${process.pid}-${++namespaceCounter}`;
-  await rest.request("POST", "/api/v1/namespaces", { body: { apiVersion: "v1", kind: "Namespace", metadata: { name } } });
-  return name;
-}
+const newNamespace = () => freshNamespace(rest, "leader");
 
 const readLease = (namespace: string) => rest.get<Lease>(resourcePath(LEASE_RESOURCE, namespace, LEASE_NAME));
 
@@ -132,7 +120,7 @@ const TERM_START = ["started-leading", "handlers-registered", "starting-informer
 
 describe("leader election against a real kube-apiserver", { timeout: 300_000 }, () => {
   it("lets only one of two electors lead, and records it in the Lease with microsecond timestamps", async () => {
-    const namespace = await freshNamespace();
+    const namespace = await newNamespace();
     const a = inProcessElector(namespace, "elector-a");
     const b = inProcessElector(namespace, "elector-b");
     await waitFor("a leader", () => a.elector.isLeader() || b.elector.isLeader());
@@ -153,7 +141,7 @@ describe("leader election against a real kube-apiserver", { timeout: 300_000 }, 
   });
 
   it("lets a standby take over from a killed holder only once the Lease has expired", async () => {
-    const namespace = await freshNamespace();
+    const namespace = await newNamespace();
     const holder = managerProcess(namespace, "process-holder");
     await waitFor("the process to hold the Lease", async () => (await readLease(namespace).catch(() => undefined))?.spec?.holderIdentity === "process-holder");
     const standby = inProcessElector(namespace, "standby");
@@ -177,7 +165,7 @@ describe("leader election against a real kube-apiserver", { timeout: 300_000 }, 
   });
 
   it("hands over at once, without waiting for expiry, when the holder shuts down gracefully on SIGTERM", async () => {
-    const namespace = await freshNamespace();
+    const namespace = await newNamespace();
     const holder = managerProcess(namespace, "graceful-holder");
     await waitFor("the process to start its workers", () => stepsOf(holder).some((s) => s.type === "starting-workers"));
     const log: LoggedStep[] = [];
@@ -204,7 +192,7 @@ describe("leader election against a real kube-apiserver", { timeout: 300_000 }, 
   });
 
   it("stops a holder whose Lease is handed to the standby, and the standby's controllers then receive events", async () => {
-    const namespace = await freshNamespace();
+    const namespace = await newNamespace();
     await createConfigMap(namespace, "before-handover");
     const log: LoggedStep[] = [];
     const first = inProcessManager(namespace, "first", log);

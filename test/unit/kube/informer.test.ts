@@ -37,6 +37,16 @@ const options = (clock: ManualClock, logger?: Logger) => ({
   minWatchMs: 0,
 });
 
+/** A started, synced informer over an empty fake API server, on a manual clock. */
+async function syncedInformer() {
+  const clock = new ManualClock();
+  const api = new FakeApi();
+  const informer = new Informer(api, options(clock));
+  informer.start();
+  await informer.waitForSync();
+  return { clock, api, informer };
+}
+
 describe("Informer", () => {
   it("fills its cache from the list, reports synced, and follows watch events", async () => {
     const clock = new ManualClock();
@@ -126,11 +136,7 @@ describe("Informer", () => {
   });
 
   it("re-lists at once, without backoff, when the watch's resource version has expired", async () => {
-    const clock = new ManualClock();
-    const api = new FakeApi();
-    const informer = new Informer(api, options(clock));
-    informer.start();
-    await informer.waitForSync();
+    const { api, informer } = await syncedInformer();
     api.emit({ type: "ERROR", object: { kind: "Status", code: 410, reason: "Expired", message: "too old" } });
     await settle();
     assert.equal(api.listCalls, 2);
@@ -139,11 +145,7 @@ describe("Informer", () => {
   });
 
   it("treats an error event in the watch stream as a failure and restarts", async () => {
-    const clock = new ManualClock();
-    const api = new FakeApi();
-    const informer = new Informer(api, options(clock));
-    informer.start();
-    await informer.waitForSync();
+    const { clock, api, informer } = await syncedInformer();
     api.emit({ type: "ERROR", object: { kind: "Status", code: 500, reason: "InternalError", message: "etcd down" } });
     await settle();
     assert.equal(informer.stats.failures, 1);

@@ -6,61 +6,58 @@ import { ManualClock, settle } from "./manual-clock.ts";
 
 const timings = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 };
 
-function candidate(store: LeaseStore, clock: ManualClock, identity: string, log: string[]) {
-  const client = store.clientFor();
-  let leadingSignal: AbortSignal | undefined;
-  const elector = new LeaderElector({
-    ...timings,
-    lease: client,
-    identity,
-    clock,
-    onStartedLeading: (signal) => {
-      leadingSignal = signal;
-      log.push(`${clock.now() - start}ms ${identity} started`);
-    },
-    onStoppedLeading: () => {
-      log.push(`${clock.now() - start}ms ${identity} stopped`);
-    },
-  });
-  const start = startOf(clock);
-  return { elector, client, signal: () => leadingSignal };
-}
-
-const origins = new WeakMap<ManualClock, number>();
-function startOf(clock: ManualClock): number {
-  if (!origins.has(clock)) origins.set(clock, clock.now());
-  return origins.get(clock) as number;
+/**
+ * Two candidates on one Lease and a shared clock; "a" starts first and so wins. `log` holds lines like
+ * "14000ms a stopped", timed from the start.
+ */
+async function twoCandidates() {
+  const clock = new ManualClock();
+  const start = clock.now();
+  const store = new LeaseStore();
+  const log: string[] = [];
+  const candidate = (identity: string) => {
+    const client = store.clientFor();
+    let leadingSignal: AbortSignal | undefined;
+    const elector = new LeaderElector({
+      ...timings,
+      lease: client,
+      identity,
+      clock,
+      onStartedLeading: (signal) => {
+        leadingSignal = signal;
+        log.push(`${clock.now() - start}ms ${identity} started`);
+      },
+      onStoppedLeading: () => void log.push(`${clock.now() - start}ms ${identity} stopped`),
+    });
+    return { elector, client, signal: () => leadingSignal };
+  };
+  const a = candidate("a");
+  const b = candidate("b");
+  a.elector.start();
+  await settle();
+  b.elector.start();
+  const stopBoth = async () => {
+    await a.elector.stop();
+    await b.elector.stop();
+  };
+  return { clock, store, log, a, b, stopBoth };
 }
 
 describe("LeaderElector", () => {
-  it("lets only one of two candidates lead while the holder keeps renewing", async () => {
-    const clock = new ManualClock();
-    const store = new LeaseStore();
-    const log: string[] = [];
-    const a = candidate(store, clock, "a", log);
-    const b = candidate(store, clock, "b", log);
-    a.elector.start();
-    await settle();
-    b.elector.start();
+  it("lets only one of two candidates lead while the holder keeps renewing", async (t) => {
+    const { clock, store, log, a, b, stopBoth } = await twoCandidates();
+    t.after(stopBoth);
     await clock.advance(60_000);
     assert.deepEqual(log, ["0ms a started"]);
     assert.equal(a.elector.isLeader(), true);
     assert.equal(b.elector.isLeader(), false);
     assert.equal(store.lease?.spec?.holderIdentity, "a");
     assert.match(store.lease?.spec?.renewTime ?? "", /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
-    await a.elector.stop();
-    await b.elector.stop();
   });
 
-  it("lets the standby take over a killed holder's lease only after it expires", async () => {
-    const clock = new ManualClock();
-    const store = new LeaseStore();
-    const log: string[] = [];
-    const a = candidate(store, clock, "a", log);
-    const b = candidate(store, clock, "b", log);
-    a.elector.start();
-    await settle();
-    b.elector.start();
+  it("lets the standby take over a killed holder's lease only after it expires", async (t) => {
+    const { clock, log, a, stopBoth } = await twoCandidates();
+    t.after(stopBoth);
     await clock.advance(4_000);
     // A killed process neither renews nor releases: model it by cutting it off from the API server.
     a.client.partitioned = true;
@@ -68,19 +65,11 @@ describe("LeaderElector", () => {
     // a last renewed at 4 s; it gives up at 14 s (renew deadline), b saw that renewal at 4 s and may
     // take over from 19 s, on its first retry at or after that: 20 s.
     assert.deepEqual(log, ["0ms a started", "14000ms a stopped", "20000ms b started"]);
-    await a.elector.stop();
-    await b.elector.stop();
   });
 
-  it("stops leading, aborting the leader's signal, when the lease shows another holder", async () => {
-    const clock = new ManualClock();
-    const store = new LeaseStore();
-    const log: string[] = [];
-    const a = candidate(store, clock, "a", log);
-    const b = candidate(store, clock, "b", log);
-    a.elector.start();
-    await settle();
-    b.elector.start();
+  it("stops leading, aborting the leader's signal, when the lease shows another holder", async (t) => {
+    const { clock, store, log, a, b, stopBoth } = await twoCandidates();
+    t.after(stopBoth);
     await clock.advance(3_000);
     store.setHolder("b");
     await clock.advance(2_000);
@@ -91,25 +80,16 @@ describe("LeaderElector", () => {
     assert.deepEqual([...log].sort(), ["0ms a started", "4000ms a stopped", "4000ms b started"]);
     await clock.advance(30_000);
     assert.equal(a.elector.isLeader(), false, "the old holder stays a standby while b renews");
-    await a.elector.stop();
-    await b.elector.stop();
   });
 
-  it("hands the lease over within one retry period after a graceful release", async () => {
-    const clock = new ManualClock();
-    const store = new LeaseStore();
-    const log: string[] = [];
-    const a = candidate(store, clock, "a", log);
-    const b = candidate(store, clock, "b", log);
-    a.elector.start();
-    await settle();
-    b.elector.start();
+  it("hands the lease over within one retry period after a graceful release", async (t) => {
+    const { clock, store, log, a, stopBoth } = await twoCandidates();
+    t.after(stopBoth);
     await clock.advance(5_000);
     await a.elector.stop();
     assert.equal(store.lease?.spec?.holderIdentity, undefined);
     await clock.advance(2_000);
     assert.deepEqual(log, ["0ms a started", "5000ms a stopped", "6000ms b started"]);
-    await b.elector.stop();
   });
 
   it("does not release the lease until onStoppedLeading has finished stopping the workers", async () => {

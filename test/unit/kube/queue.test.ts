@@ -56,6 +56,15 @@ function newQueue(clock: ManualClock, concurrency = 1) {
   return new WorkQueue({ name: "test", concurrency, backoffBaseMs: 1_000, backoffMaxMs: 8_000, clock });
 }
 
+/** A started queue on a manual clock, whose reconciles the test finishes or fails one by one. */
+function startedQueue(concurrency = 1) {
+  const clock = new ManualClock();
+  const queue = newQueue(clock, concurrency);
+  const w = controlledWorker();
+  queue.start(w.worker);
+  return { clock, queue, w };
+}
+
 describe("WorkQueue", () => {
   it("reconciles a key added many times while it waits only once", async () => {
     const clock = new ManualClock();
@@ -91,10 +100,7 @@ describe("WorkQueue", () => {
   });
 
   it("runs a key added during its own reconcile once more afterwards, never two at a time", async () => {
-    const clock = new ManualClock();
-    const queue = newQueue(clock, 4);
-    const w = controlledWorker();
-    queue.start(w.worker);
+    const { queue, w } = startedQueue(4);
     queue.add("ns/a");
     await settle();
     queue.add("ns/a");
@@ -113,10 +119,7 @@ describe("WorkQueue", () => {
   });
 
   it("reconciles different keys in parallel up to the concurrency limit", async () => {
-    const clock = new ManualClock();
-    const queue = newQueue(clock, 2);
-    const w = controlledWorker();
-    queue.start(w.worker);
+    const { queue, w } = startedQueue(2);
     for (const key of ["ns/a", "ns/b", "ns/c", "ns/d"]) queue.add(key);
     await settle();
     assert.equal(w.running, 2);
@@ -134,10 +137,7 @@ describe("WorkQueue", () => {
   });
 
   it("retries a failing key after 1 s, 2 s, 4 s, then at the 8 s cap, and starts over at 1 s after a success", async () => {
-    const clock = new ManualClock();
-    const queue = newQueue(clock);
-    const w = controlledWorker();
-    queue.start(w.worker);
+    const { clock, queue, w } = startedQueue();
     queue.add("ns/a");
     await settle();
 
@@ -173,10 +173,7 @@ describe("WorkQueue", () => {
   });
 
   it("runs a key given to addAfter once its delay has passed, and keeps the earlier of two delays", async () => {
-    const clock = new ManualClock();
-    const queue = newQueue(clock);
-    const w = controlledWorker();
-    queue.start(w.worker);
+    const { clock, queue, w } = startedQueue();
     queue.addAfter("ns/a", 10_000);
     queue.addAfter("ns/a", 3_000);
     queue.addAfter("ns/a", 20_000);
@@ -192,10 +189,7 @@ describe("WorkQueue", () => {
   });
 
   it("re-runs a key when its reconcile asks to be requeued after a wait", async () => {
-    const clock = new ManualClock();
-    const queue = newQueue(clock);
-    const w = controlledWorker();
-    queue.start(w.worker);
+    const { clock, queue, w } = startedQueue();
     queue.add("ns/a");
     await settle();
     w.calls[0].finish({ requeueAfterMs: 15_000 });
@@ -208,10 +202,7 @@ describe("WorkQueue", () => {
   });
 
   it("drops a pending delayed re-run when an event reconciles the key earlier", async () => {
-    const clock = new ManualClock();
-    const queue = newQueue(clock);
-    const w = controlledWorker();
-    queue.start(w.worker);
+    const { clock, queue, w } = startedQueue();
     queue.addAfter("ns/a", 30_000);
     queue.add("ns/a");
     await settle();
@@ -223,10 +214,7 @@ describe("WorkQueue", () => {
   });
 
   it("waits for reconciles in flight on shutdown and runs nothing after it", async () => {
-    const clock = new ManualClock();
-    const queue = newQueue(clock);
-    const w = controlledWorker();
-    queue.start(w.worker);
+    const { clock, queue, w } = startedQueue();
     queue.add("ns/a");
     queue.add("ns/b");
     queue.addAfter("ns/c", 1_000);
