@@ -62,10 +62,15 @@ async function main(argv: string[]): Promise<void> {
   const manager = new Manager({
     controllers: [controller],
     rest: new KubeRest(kubeConfig),
-    ...(flags.leaderElect ? { leaderElection: { namespace: flags.leaderElectionNamespace, name: flags.leaderElectionId } } : {}),
+    // POD_NAME (from the downward API) is unique per replica and readable in `kubectl get lease`.
+    ...(flags.leaderElect ? { leaderElection: { namespace: flags.leaderElectionNamespace, name: flags.leaderElectionId, ...(process.env.POD_NAME ? { identity: process.env.POD_NAME } : {}) } } : {}),
     queue: { concurrency: flags.concurrency },
     logger: log,
-    onEvent: (event) => log.info(`manager: ${event.type}`, { term: event.term, ...(event.detail ? { detail: event.detail } : {}) }),
+    onEvent: (event) => {
+      if (event.type === "starting-workers") metrics.leader.set(1);
+      if (event.type === "stopped-leading" || event.type === "stopped") metrics.leader.set(0);
+      log.info(`manager: ${event.type}`, { term: event.term, ...(event.detail ? { detail: event.detail } : {}) });
+    },
   });
 
   const servers: Server[] = [];
