@@ -69,7 +69,6 @@ async function main(argv: string[]): Promise<void> {
     onEvent: (event) => {
       if (event.type === "starting-workers") metrics.leader.set(1);
       if (event.type === "stopped-leading" || event.type === "stopped") metrics.leader.set(0);
-      log.info(`manager: ${event.type}`, { term: event.term, ...(event.detail ? { detail: event.detail } : {}) });
     },
   });
 
