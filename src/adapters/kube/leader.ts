@@ -199,12 +199,16 @@ export class LeaderElector {
   private async campaign(): Promise<number | undefined> {
     const stop = this.stopController.signal;
     this.logger.info("leader election: campaigning", { lease: this.client.description, identity: this.identity });
+    let retriedConflict = false;
     while (!stop.aborted) {
       const sentAt = this.clock.now();
       try {
         const result = await this.withTimeout(stop, this.timings.renewDeadlineMs, (signal) => this.tryAcquireOrRenew(signal));
         if (result === "acquired") return sentAt;
-        if (result === "conflict") continue;
+        // Someone wrote the Lease between our read and write: read it again at once, but only once in a row,
+        // so a Lease that changes constantly cannot spin this loop.
+        retriedConflict = result === "conflict" && !retriedConflict;
+        if (retriedConflict) continue;
       } catch (err) {
         if (stop.aborted) break;
         this.logger.warn("leader election: could not read or write the lease; retrying", {
@@ -265,16 +269,17 @@ export class LeaderElector {
     armDeadline: (sentAt: number) => void,
     endTerm: (reason: string) => void,
   ): Promise<void> {
-    let skipSleep = false;
+    let retryAtOnce = false;
     while (!term.signal.aborted) {
-      if (!skipSleep) {
+      if (!retryAtOnce) {
         try {
           await sleep(this.clock, this.timings.retryPeriodMs, term.signal);
         } catch {
           return;
         }
       }
-      skipSleep = false;
+      const retriedAtOnce: boolean = retryAtOnce;
+      retryAtOnce = false;
       const sentAt = this.clock.now();
       try {
         const result = await this.withTimeout(term.signal, this.timings.renewDeadlineMs, (signal) =>
@@ -283,7 +288,8 @@ export class LeaderElector {
         if (term.signal.aborted) return;
         if (result === "acquired") armDeadline(sentAt);
         else if (result === "held-by-other") endTerm(`${this.client.description} is now held by ${this.observedHolder}`);
-        else skipSleep = true; // 409: someone wrote the Lease; read it again now to learn who.
+        // 409: someone wrote the Lease; read it again now to learn who (once in a row, as in campaign()).
+        else retryAtOnce = !retriedAtOnce;
       } catch (err) {
         if (term.signal.aborted) return;
         this.logger.warn("leader election: renewal failed; retrying", {

@@ -7,6 +7,8 @@ export class LeaseStore {
   lease: Lease | undefined;
   private version = 0;
   writes: LeaseSpec[] = [];
+  /** Writes refused because the Lease changed since the writer read it (or was created first by another). */
+  conflicts = 0;
 
   clientFor(): LeaseClient & { partitioned: boolean } {
     const store = this;
@@ -19,7 +21,10 @@ export class LeaseStore {
       },
       async create(spec: LeaseSpec, signal: AbortSignal) {
         await client.reachable(signal);
-        if (store.lease) throw new KubeApiError("POST", "leases", 409, { reason: "AlreadyExists" }, "");
+        if (store.lease) {
+          store.conflicts++;
+          throw new KubeApiError("POST", "leases", 409, { reason: "AlreadyExists" }, "");
+        }
         store.lease = { metadata: { name: "test", namespace: "ns", resourceVersion: String(++store.version) }, spec };
         store.writes.push(spec);
         return structuredClone(store.lease);
@@ -27,6 +32,7 @@ export class LeaseStore {
       async replace(lease: Lease, signal: AbortSignal) {
         await client.reachable(signal);
         if (!store.lease || lease.metadata.resourceVersion !== store.lease.metadata.resourceVersion) {
+          store.conflicts++;
           throw new KubeApiError("PUT", "leases", 409, { reason: "Conflict" }, "");
         }
         store.lease = { ...lease, metadata: { ...lease.metadata, resourceVersion: String(++store.version) } };

@@ -55,6 +55,31 @@ describe("LeaderElector", () => {
     assert.match(store.lease?.spec?.renewTime ?? "", /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
   });
 
+  it("lets exactly one of two candidates win when both race for a free lease at the same instant", async (t) => {
+    const clock = new ManualClock();
+    const store = new LeaseStore();
+    // A released Lease: both candidates read it as free, both try to write it, one write must be refused.
+    await store.clientFor().create({ leaseDurationSeconds: 15, leaseTransitions: 4 }, new AbortController().signal);
+    const leaders: string[] = [];
+    const electors = ["a", "b"].map(
+      (identity) =>
+        new LeaderElector({
+          ...timings,
+          lease: store.clientFor(),
+          identity,
+          clock,
+          onStartedLeading: () => void leaders.push(identity),
+          onStoppedLeading: () => undefined,
+        }),
+    );
+    t.after(() => Promise.all(electors.map((e) => e.stop())));
+    for (const elector of electors) elector.start();
+    await clock.advance(30_000);
+    assert.equal(leaders.length, 1, `leaders: ${leaders.join(", ")}`);
+    assert.ok(store.conflicts >= 1, "the loser's write was refused by the resourceVersion precondition");
+    assert.equal(store.lease?.spec?.leaseTransitions, 5);
+  });
+
   it("lets the standby take over a killed holder's lease only after it expires", async (t) => {
     const { clock, log, a, stopBoth } = await twoCandidates();
     t.after(stopBoth);
