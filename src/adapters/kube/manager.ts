@@ -89,7 +89,6 @@ export interface ManagerOptions {
 
 interface Term {
   number: number;
-  signal: AbortSignal;
   informers: Map<string, Informer<KubeObject>>;
   queues: Map<string, WorkQueue>;
   synced: boolean;
@@ -229,7 +228,6 @@ export class Manager {
     if (this.stopping) return;
     const term: Term = {
       number: ++this.termCount,
-      signal,
       informers: new Map(),
       queues: new Map(),
       synced: false,
@@ -259,7 +257,7 @@ export class Manager {
       }
     }
     this.emit({ type: "handlers-registered", term: term.number, detail: `${term.queues.size} controllers` });
-    if (signal.aborted) return;
+    if (signal.aborted || term.ending) return;
 
     // 2. Informers. Announced first, as each one begins listing inside start().
     this.emit({ type: "starting-informers", term: term.number, detail: [...term.informers.values()].map((i) => i.description).join("; ") });
