@@ -113,8 +113,13 @@ export function startProcess(options: StartProcessOptions): ManagedProcess {
   }
   const pid = child.pid;
   if (pid === undefined) {
-    throw new Error(`${options.name}: could not start ${options.command}: is it installed? (run make deps)`);
+    // The failure itself arrives as an "error" event; without a listener it would crash the test process.
+    child.once("error", () => undefined);
+    throw new Error(`${options.name}: could not start ${options.command}: is it installed and executable? (run make deps)`);
   }
+  child.on("error", (error) => {
+    console.error(`${options.name} (pid ${pid}): ${error.message}`);
+  });
   // A detached child would otherwise keep the test process alive; the registry and hooks own its lifetime.
   child.unref();
   guard().add(pid);
@@ -277,27 +282,18 @@ function killGroupQuietly(pgid: number): void {
   }
 }
 
-const syncCleanups = new Set<() => void>();
-
-/** Runs `cleanup` when the harness cleans up at exit; returns a function that unregisters it. */
-export function registerSyncCleanup(cleanup: () => void): () => void {
-  installExitHandlers();
-  syncCleanups.add(cleanup);
-  return () => syncCleanups.delete(cleanup);
-}
-
 /** SIGKILLs every registered group and removes temp dirs, synchronously (safe inside an "exit" handler). */
 export function killEverythingNow(): void {
   for (const pid of liveProcesses.keys()) killGroupQuietly(pid);
-  for (const cleanup of syncCleanups) {
+  for (const path of pathsToRemove) {
     try {
-      cleanup();
+      // A process killed a moment ago may still be writing into its data dir; retry briefly.
+      rmSync(path, { recursive: true, force: true, maxRetries: 3 });
     } catch (error) {
-      console.error(`test harness cleanup failed: ${(error as Error).message}`);
+      // Throwing inside an exit handler would hide the test's own result; the guard retries at its exit.
+      console.error(`test harness: could not remove ${path}: ${(error as Error).message}`);
     }
   }
-  syncCleanups.clear();
-  for (const path of pathsToRemove) rmSync(path, { recursive: true, force: true });
   pathsToRemove.clear();
 }
 
