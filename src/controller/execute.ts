@@ -50,13 +50,15 @@ export async function execute(action: Action, context: ExecutionContext): Promis
       await context.management.deleteMachine(namespace, action.machine);
       return { message: `deleted Machine ${action.machine}` };
     case "Remediate": {
-      await context.management.deleteMachine(namespace, action.machine);
+      // The remediation is recorded before the Machine is deleted, never after: a crash in between must not
+      // lose the retry count (maxRetry would then never stop a remediation loop).
       const last = context.snapshot.controlPlane.remediation.last;
-      const retryCount = last && last.machine !== action.machine && context.snapshot.now - last.time < context.snapshot.controlPlane.remediation.minHealthyPeriodMs ? last.retryCount + 1 : 0;
-      return {
-        message: `deleted unhealthy Machine ${action.machine} to replace it`,
-        statusUpdate: { lastRemediation: { machine: action.machine, time: new Date(context.snapshot.now).toISOString(), retryCount } },
-      };
+      const withinHealthyPeriod = last !== undefined && context.snapshot.now - last.time < context.snapshot.controlPlane.remediation.minHealthyPeriodMs;
+      const retryCount = !last ? 0 : last.machine === action.machine ? last.retryCount : withinHealthyPeriod ? last.retryCount + 1 : 0;
+      const lastRemediation = { machine: action.machine, time: last?.machine === action.machine ? new Date(last.time).toISOString() : new Date(context.snapshot.now).toISOString(), retryCount };
+      await context.management.patchStatus(context.controlPlane, { lastRemediation });
+      await context.management.deleteMachine(namespace, action.machine);
+      return { message: `deleted unhealthy Machine ${action.machine} to replace it (remediation retry ${retryCount})`, statusUpdate: { lastRemediation } };
     }
     case "ReleaseHook":
     case "AddHook": {
