@@ -39,3 +39,7 @@ clean: ## remove build outputs (keeps the binary cache in ~/.cache/quorum)
 .PHONY: release-manifests
 release-manifests: npm ## clusterctl artefacts: out/control-plane-components.yaml and out/metadata.yaml
 	bash hack/release-manifests.sh
+
+.PHONY: bench
+bench: deps ## benchmarks (not part of test): writes bench/results/*.json, *.svg and the table in bench/README.md
+	node --import tsx bench/run.ts
