@@ -48,6 +48,8 @@ export function runSchedule(seed: number, planner: PlannerFactory, options: { tr
   let lastChange = world.faultsUntil;
   let convergedSince: number | undefined;
   let previousMachines: MachineView[] | undefined;
+  /** A crashed controller comes back after a lease handover: no reconcile until this step. */
+  let controllerBackAt = 0;
   for (;;) {
     evolve(world);
     const faulting = world.step < world.faultsUntil;
@@ -58,6 +60,10 @@ export function runSchedule(seed: number, planner: PlannerFactory, options: { tr
       if (fault) events.push(fault);
     }
 
+    if (world.step < controllerBackAt) {
+      if (options.trace) trace.push(`${events.length > 0 ? ` ! ${events.join("; ")}\n` : ""}#${world.step} controller down (restarting)\n    world: ${describeWorld(world)}`);
+      continue;
+    }
     // While faults are on, the Machine informer sometimes lags one reconcile behind.
     const stale = faulting && previousMachines !== undefined && rngs.controller.chance(profile.staleCacheRate) ? previousMachines : undefined;
     const { snapshot, memory } = observe(world, stale);
@@ -81,6 +87,9 @@ export function runSchedule(seed: number, planner: PlannerFactory, options: { tr
       if (index === crashAt) {
         const lost = rngs.controller.chance(profile.memoryLossRate);
         if (lost) world.memory = { members: new Map() };
+        controllerBackAt = world.step + 1 + rngs.controller.int(0, 2);
+        // A restarted controller lists everything afresh: its first reconcile sees no lagging cache.
+        previousMachines = undefined;
         results.push(`CRASH${lost ? " (status memory lost)" : ""}`);
         break;
       }
