@@ -46,6 +46,7 @@ function deleteReleasedInfrastructure(world: World): void {
 }
 
 function advanceMachine(world: World, machine: SimMachine): void {
+  // The bootstrap provider renders the data secret within a step of the Machine's creation.
   if (!machine.bootstrapReady && machine.phase !== "broken") machine.bootstrapReady = true;
   if (world.step < machine.phaseUntil) return;
   switch (machine.phase) {
