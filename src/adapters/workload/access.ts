@@ -5,6 +5,8 @@ import type { Cluster, Node } from "../../api/capi.ts";
 import type { QuorumControlPlane } from "../../api/types.ts";
 import type { WorkloadAccess } from "../../controller/ports.ts";
 import { ensureClusterCertificates, type ControlPlaneOwner, type EnsureCertificatesResult } from "../certs/cluster-secrets.ts";
+import { secretName } from "../../api/constants.ts";
+import { readCASecret } from "../certs/ca-secret.ts";
 import { ensureKubeconfig, type EnsureKubeconfigResult } from "../certs/kubeconfig.ts";
 import type { SecretStore } from "../certs/secret-store.ts";
 import { createEtcdClusterClient } from "../etcd/client.ts";
@@ -58,6 +60,11 @@ export class ClusterWorkloadAccess implements WorkloadAccess {
     const owner = ownerOf(controlPlane);
     const now = this.clock();
     const secrets = await ensureClusterCertificates(this.options.secrets, cluster.metadata.name, owner, now);
+    // Check the CAs Quorum signs with now, not when a Machine first needs them: a garbage or expired Secret then
+    // stops the reconcile before any Machine is created, with a condition naming the Secret.
+    const caRef = { namespace: owner.namespace, name: secretName.ca(cluster.metadata.name) };
+    await readCASecret(caRef, await this.options.secrets.get(caRef), now, "cluster CA");
+    await this.etcdCertificates.get(owner.namespace, cluster.metadata.name, now);
     const endpoint = cluster.spec?.controlPlaneEndpoint;
     if (!endpoint?.host || !endpoint.port) return { secrets };
     const kubeconfig = await ensureKubeconfig(this.options.secrets, {
