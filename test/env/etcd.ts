@@ -53,7 +53,10 @@ export interface EtcdMember {
   process(): ManagedProcess | undefined;
   pid(): number | undefined;
   isRunning(): boolean;
-  /** Starts (or restarts, keeping its data dir) and waits until /health answers (or, for a learner, /version). */
+  /**
+   * Starts (or restarts, keeping its data dir) and waits until /health says true. `learner` only documents
+   * the caller's intent: learners answer /health like voters.
+   */
   start(options?: { learner?: boolean }): Promise<void>;
   /** SIGTERM, then SIGKILL after the grace period. */
   stop(): Promise<ProcessExit | undefined>;
@@ -182,7 +185,7 @@ export async function startEtcdCluster(options: EtcdClusterOptions = {}): Promis
       process: () => current,
       pid: () => current?.pid,
       isRunning: () => current?.isRunning() ?? false,
-      async start(startOptions = {}) {
+      async start() {
         if (stopped) throw new Error(`etcd member ${spec.name}: its cluster was stopped; start a new cluster`);
         if (current?.isRunning()) return;
         const args = [
@@ -209,7 +212,7 @@ export async function startEtcdCluster(options: EtcdClusterOptions = {}): Promis
           env: withoutEtcdVariables(process.env),
           logFile,
         });
-        await waitUntilMemberReady(member, current, startOptions.learner ?? false);
+        await waitUntilMemberReady(member, current);
       },
       stop: async () => current?.stop(10_000),
       kill: async () => current?.kill(),
@@ -220,22 +223,19 @@ export async function startEtcdCluster(options: EtcdClusterOptions = {}): Promis
     return member;
   };
 
-  const waitUntilMemberReady = async (member: EtcdMember, proc: ManagedProcess, learner: boolean) => {
-    // A learner serves no linearizable reads, so etcd 3.4's /health (which does one) stays false for it;
-    // /version answers once the member serves its client port.
-    const path = learner ? "/version" : "/health";
+  // /health is true once the member sees a leader and can serve; etcd 3.4.23 answers it for learners too.
+  const waitUntilMemberReady = async (member: EtcdMember, proc: ManagedProcess) => {
+    const url = `${member.clientURL}/health`;
     await waitUntilReady({
       process: proc,
-      what: `GET ${member.clientURL}${path}`,
+      what: `GET ${url}`,
       timeoutMs: readyTimeoutMs,
       probe: async () => {
         const { status, body } = await httpGet(
-          `${member.clientURL}${path}`,
+          url,
           tls ? { ca: credentials.caPem, cert: credentials.certPem, key: credentials.keyPem, servername: credentials.serverName } : {},
         );
-        if (status !== 200) return `HTTP ${status}: ${body.trim()}`;
-        if (learner) return true;
-        return /"health"\s*:\s*"true"/.test(body) ? true : `HTTP ${status}: ${body.trim()}`;
+        return status === 200 && /"health"\s*:\s*"true"/.test(body) ? true : `HTTP ${status}: ${body.trim()}`;
       },
     });
   };
