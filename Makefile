@@ -1,6 +1,9 @@
 # Quorum — see README.md. Every target installs what it needs.
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
+# `make test` is deps -> typecheck -> unit -> sim -> integration, in that order even under `make -j`: every
+# step needs what deps installs, and the integration tests should not share 2 cores with the simulator.
+.NOTPARALLEL:
 
 .PHONY: help deps npm test test-unit sim test-integration typecheck build clean
 
