@@ -15,16 +15,24 @@ export interface ControllerOptions {
 export const CONTROLLER_NAME = "quorumcontrolplane";
 
 export function quorumController(options: ControllerOptions): Controller {
+  // For the step-latency metric: when an event made a change observable for a key, and when the key was last
+  // reconciled (a change seen only by polling etcd became observable at most one poll ago).
+  const eventAt = new Map<string, number>();
+  const lastReconciledAt = new Map<string, number>();
+  const noteEvent = (key: string) => {
+    if (!eventAt.has(key)) eventAt.set(key, options.deps.clock());
+    return [key];
+  };
   const labelSelector = options.watchFilter ? `cluster.x-k8s.io/watch-filter=${options.watchFilter}` : undefined;
   const scope = { ...(options.namespace ? { namespace: options.namespace } : {}), ...(labelSelector ? { labelSelector } : {}) };
   const watches: WatchSpec[] = [
-    { target: { resource: { group: GROUP, version: VERSION, plural: PLURAL, namespaced: true }, ...scope } },
+    { target: { resource: { group: GROUP, version: VERSION, plural: PLURAL, namespaced: true }, ...scope }, keysFor: (qcp: KubeObject) => noteEvent(`${qcp.metadata.namespace}/${qcp.metadata.name}`) },
     {
       // A Machine event concerns the QuorumControlPlane named in its control-plane-name label.
       target: { resource: { group: CAPI_GROUP, version: CAPI_VERSION, plural: "machines", namespaced: true }, ...(options.namespace ? { namespace: options.namespace } : {}), labelSelector: labelSelector ? `${LABEL_CONTROL_PLANE_NAME},${labelSelector}` : LABEL_CONTROL_PLANE_NAME },
       keysFor: (machine: KubeObject) => {
         const owner = machine.metadata.labels?.[LABEL_CONTROL_PLANE_NAME];
-        return owner ? [`${machine.metadata.namespace}/${owner}`] : [];
+        return owner ? noteEvent(`${machine.metadata.namespace}/${owner}`) : [];
       },
     },
     {
@@ -32,7 +40,7 @@ export function quorumController(options: ControllerOptions): Controller {
       target: { resource: { group: CAPI_GROUP, version: CAPI_VERSION, plural: "clusters", namespaced: true }, ...scope },
       keysFor: (cluster: KubeObject) => {
         const ref = (cluster as KubeObject & { spec?: { controlPlaneRef?: { kind?: string; name?: string } } }).spec?.controlPlaneRef;
-        return ref?.kind === KIND && ref.name ? [`${cluster.metadata.namespace}/${ref.name}`] : [];
+        return ref?.kind === KIND && ref.name ? noteEvent(`${cluster.metadata.namespace}/${ref.name}`) : [];
       },
     },
   ];
@@ -41,7 +49,10 @@ export function quorumController(options: ControllerOptions): Controller {
     watches,
     async reconcile(key) {
       const [namespace, name] = key.split("/");
-      const result = await reconcile(namespace, name, options.deps);
+      const triggeredAt = eventAt.get(key) ?? lastReconciledAt.get(key);
+      eventAt.delete(key);
+      lastReconciledAt.set(key, options.deps.clock());
+      const result = await reconcile(namespace, name, options.deps, triggeredAt);
       return result.requeueAfterMs !== undefined ? { requeueAfterMs: result.requeueAfterMs } : undefined;
     },
   };

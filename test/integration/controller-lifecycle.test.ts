@@ -69,6 +69,15 @@ describe("QuorumControlPlane lifecycle on a real stack", { timeout: 900_000 }, (
     assert.deepEqual(monitor.losses, []);
     assert.ok(monitor.samples.filter((sample) => sample.voters > 0).length > 100, "the monitor really sampled etcd");
   });
+
+  it("exposes actions by kind and the step latency of each in /metrics", async () => {
+    const text = await fetch(stack.controllers[0].metricsUrl).then((response) => response.text());
+    for (const kind of ["CreateMachine", "PromoteLearner", "RemoveMember", "DeleteMachine", "ReleaseHook"]) {
+      assert.match(text, new RegExp(`quorum_actions_total\\{kind="${kind}"\\} [1-9]`), `actions of kind ${kind}`);
+      assert.match(text, new RegExp(`quorum_step_latency_seconds_count\\{kind="${kind}"\\} [1-9]`), `step latency of ${kind}`);
+    }
+    assert.match(text, /quorum_etcd_voters\{cluster="lifecycle\/c1"\} 1/);
+  });
 });
 
 /** Write requests made by the controller's own user, from the apiserver's audit log. */
