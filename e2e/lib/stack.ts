@@ -1,0 +1,258 @@
+// A fresh end-to-end stack for one scenario: a management kube-apiserver (with its own etcd), Quorum's, CAPI's and
+// the process provider's CRDs, the real CAPI core manager, the process provider and Quorum, each its own process.
+// Everything runs on loopback in temp dirs and is stopped by stop(), or by the harness however this process ends.
+import { readFileSync, existsSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { API_VERSION, CAPI_API_VERSION, KIND, LABEL_CLUSTER_NAME } from "../../src/api/constants.ts";
+import type { QuorumControlPlane } from "../../src/api/types.ts";
+import type { Machine } from "../../src/api/capi.ts";
+import {
+  freePort,
+  installCRDs,
+  isProcessAlive,
+  kubeRequest,
+  kubeRequestOk,
+  makeTempDir,
+  repoRoot,
+  startApiServer,
+  startCapiManager,
+  startProcess,
+  waitUntilReady,
+  httpGet,
+  type ApiServer,
+  type CapiManager,
+  type ManagedProcess,
+} from "../../test/env/index.ts";
+import { BOOTSTRAP_API_VERSION, INFRA_API_VERSION, RESOURCE, processProviderCRDs } from "../provider/crds.ts";
+
+export interface QuorumProcess {
+  process: ManagedProcess;
+  /** Our label for it ("quorum-1"); its leader-election identity is read from its log. */
+  label: string;
+  logFile: string;
+  crashAfter?: string;
+}
+
+export interface StackOptions {
+  /** How long a crashed etcd or kube-apiserver of a process Machine stays down (default 10 s). */
+  restartDelay?: string;
+  /** Quorum's --etcd-poll-interval (default 1s). */
+  etcdPollInterval?: string;
+}
+
+export interface ClusterSpec {
+  namespace: string;
+  name: string;
+  replicas: number;
+  version: string;
+  maxSurge?: 0 | 1;
+  ghostMemberGracePeriod?: string;
+}
+
+export interface ProviderEvent {
+  at: number;
+  namespace: string;
+  cluster: string;
+  machine?: string;
+  kind: string;
+  [key: string]: unknown;
+}
+
+export class E2EStack {
+  readonly quorums: QuorumProcess[] = [];
+  private quorumCount = 0;
+
+  private constructor(
+    readonly dir: string,
+    readonly apiServer: ApiServer,
+    readonly capi: CapiManager,
+    readonly provider: ManagedProcess,
+    readonly eventsFile: string,
+    readonly options: StackOptions,
+  ) {}
+
+  /** Starts everything but Quorum (scenarios start it, with the flags and crash settings they need). */
+  static async start(name: string, options: StackOptions = {}): Promise<E2EStack> {
+    const dir = makeTempDir(`e2e-${name}`);
+    const apiServer = await startApiServer();
+    try {
+      await installCRDs(apiServer.kubeConfig, { extra: processProviderCRDs() });
+      const eventsFile = join(dir, "provider-events.jsonl");
+      writeFileSync(eventsFile, "");
+      const provider = startProcess({
+        name: "process provider",
+        command: process.execPath,
+        args: [
+          "--import",
+          "tsx",
+          join(repoRoot, "e2e/provider/main.ts"),
+          "--kubeconfig",
+          apiServer.kubeconfigPath,
+          "--state-dir",
+          join(dir, "machines"),
+          "--events-file",
+          eventsFile,
+          "--restart-delay",
+          options.restartDelay ?? "10s",
+        ],
+        cwd: repoRoot,
+        logFile: join(dir, "provider.log"),
+      });
+      const capi = await startCapiManager(apiServer);
+      return new E2EStack(dir, apiServer, capi, provider, eventsFile, options);
+    } catch (error) {
+      await apiServer.stop();
+      throw error;
+    }
+  }
+
+  get kubeConfig() {
+    return this.apiServer.kubeConfig;
+  }
+
+  /** Starts one Quorum controller process (its own process, admin credentials, JSON logs). */
+  async startQuorum(options: { leaderElect?: boolean; crashAfter?: string; label?: string } = {}): Promise<QuorumProcess> {
+    this.quorumCount++;
+    const label = options.label ?? `quorum-${this.quorumCount}`;
+    const metricsPort = await freePort();
+    const healthPort = await freePort();
+    const logFile = join(this.dir, `${label}.log`);
+    const args = [
+      "--import",
+      "tsx",
+      join(repoRoot, "src/main.ts"),
+      "--kubeconfig",
+      this.apiServer.kubeconfigPath,
+      "--etcd-poll-interval",
+      this.options.etcdPollInterval ?? "1s",
+      "--metrics-bind-address",
+      `127.0.0.1:${metricsPort}`,
+      "--health-probe-bind-address",
+      `127.0.0.1:${healthPort}`,
+      "--log-format",
+      "json",
+      "--log-level",
+      "debug",
+      ...(options.leaderElect ? ["--leader-elect", "--leader-election-namespace", "default"] : []),
+    ];
+    const env = { ...process.env, ...(options.crashAfter ? { QUORUM_CRASH_AFTER: options.crashAfter } : {}) };
+    if (!options.crashAfter) delete env.QUORUM_CRASH_AFTER;
+    const proc = startProcess({ name: `Quorum ${label}`, command: process.execPath, args, cwd: repoRoot, env, logFile });
+    await waitUntilReady({
+      process: proc,
+      what: `GET http://127.0.0.1:${healthPort}/healthz`,
+      timeoutMs: 60_000,
+      intervalMs: 250,
+      probe: async () => (await httpGet(`http://127.0.0.1:${healthPort}/healthz`)).status === 200,
+    });
+    const quorum: QuorumProcess = { process: proc, label, logFile, ...(options.crashAfter ? { crashAfter: options.crashAfter } : {}) };
+    this.quorums.push(quorum);
+    return quorum;
+  }
+
+  runningQuorums(): QuorumProcess[] {
+    return this.quorums.filter((quorum) => quorum.process.isRunning());
+  }
+
+  /** Namespace, Cluster, ProcessCluster, templates and the QuorumControlPlane (owned through Cluster.spec.controlPlaneRef). */
+  async createCluster(spec: ClusterSpec): Promise<void> {
+    const kc = this.kubeConfig;
+    const { namespace, name } = spec;
+    await kubeRequest(kc, "/api/v1/namespaces", { body: { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } } });
+    const create = (path: string, body: unknown) => kubeRequestOk(kc, path, { body });
+    await create(`/apis/${INFRA_API_VERSION}/namespaces/${namespace}/${RESOURCE.ProcessCluster}`, { apiVersion: INFRA_API_VERSION, kind: "ProcessCluster", metadata: { name, namespace }, spec: {} });
+    await create(`/apis/${INFRA_API_VERSION}/namespaces/${namespace}/${RESOURCE.ProcessMachineTemplate}`, {
+      apiVersion: INFRA_API_VERSION,
+      kind: "ProcessMachineTemplate",
+      metadata: { name: `${name}-control-plane`, namespace },
+      spec: { template: { spec: {} } },
+    });
+    await create(`/apis/${BOOTSTRAP_API_VERSION}/namespaces/${namespace}/${RESOURCE.ProcessBootstrapConfigTemplate}`, {
+      apiVersion: BOOTSTRAP_API_VERSION,
+      kind: "ProcessBootstrapConfigTemplate",
+      metadata: { name: `${name}-control-plane`, namespace },
+      spec: { template: { spec: {} } },
+    });
+    await create(`/apis/${API_VERSION}/namespaces/${namespace}/quorumcontrolplanes`, {
+      apiVersion: API_VERSION,
+      kind: KIND,
+      metadata: { name, namespace, labels: { [LABEL_CLUSTER_NAME]: name } },
+      spec: {
+        replicas: spec.replicas,
+        version: spec.version,
+        machineTemplate: {
+          infrastructureRef: { apiGroup: INFRA_API_VERSION.split("/")[0], kind: "ProcessMachineTemplate", name: `${name}-control-plane` },
+          bootstrapConfigTemplateRef: { apiGroup: BOOTSTRAP_API_VERSION.split("/")[0], kind: "ProcessBootstrapConfigTemplate", name: `${name}-control-plane` },
+        },
+        rolloutStrategy: { type: "RollingUpdate", rollingUpdate: { maxSurge: spec.maxSurge ?? 1 } },
+        ...(spec.ghostMemberGracePeriod ? { etcd: { ghostMemberGracePeriod: spec.ghostMemberGracePeriod } } : {}),
+      },
+    });
+    await create(`/apis/${CAPI_API_VERSION}/namespaces/${namespace}/clusters`, {
+      apiVersion: CAPI_API_VERSION,
+      kind: "Cluster",
+      metadata: { name, namespace },
+      spec: {
+        clusterNetwork: { pods: { cidrBlocks: ["10.244.0.0/16"] }, services: { cidrBlocks: ["10.96.0.0/12"] } },
+        controlPlaneRef: { apiGroup: API_VERSION.split("/")[0], kind: KIND, name },
+        infrastructureRef: { apiGroup: INFRA_API_VERSION.split("/")[0], kind: "ProcessCluster", name },
+      },
+    });
+  }
+
+  async controlPlane(namespace: string, name: string): Promise<QuorumControlPlane> {
+    return kubeRequestOk<QuorumControlPlane>(this.kubeConfig, `/apis/${API_VERSION}/namespaces/${namespace}/quorumcontrolplanes/${name}`);
+  }
+
+  async patchControlPlane(namespace: string, name: string, spec: Record<string, unknown>): Promise<void> {
+    await kubeRequestOk(this.kubeConfig, `/apis/${API_VERSION}/namespaces/${namespace}/quorumcontrolplanes/${name}`, { method: "PATCH", body: { spec } });
+  }
+
+  async machines(namespace: string, cluster: string): Promise<Machine[]> {
+    const selector = encodeURIComponent(`${LABEL_CLUSTER_NAME}=${cluster}`);
+    return (await kubeRequestOk<{ items: Machine[] }>(this.kubeConfig, `/apis/${CAPI_API_VERSION}/namespaces/${namespace}/machines?labelSelector=${selector}`)).items;
+  }
+
+  async processMachines(namespace: string): Promise<ProcessMachineObject[]> {
+    return (await kubeRequestOk<{ items: ProcessMachineObject[] }>(this.kubeConfig, `/apis/${INFRA_API_VERSION}/namespaces/${namespace}/${RESOURCE.ProcessMachine}`)).items;
+  }
+
+  providerEvents(): ProviderEvent[] {
+    if (!existsSync(this.eventsFile)) return [];
+    return readFileSync(this.eventsFile, "utf8")
+      .split("\n")
+      .filter((line) => line.trim() !== "")
+      .map((line) => JSON.parse(line) as ProviderEvent);
+  }
+
+  /** Every PID the provider reported starting (etcd and kube-apiserver of every Machine). */
+  providerPids(): number[] {
+    return this.providerEvents()
+      .filter((event) => event.kind === "process-started" && typeof event.pid === "number")
+      .map((event) => event.pid as number);
+  }
+
+  /** Stops Quorum, the provider (and with it every Machine's processes), CAPI and the management plane. */
+  async stop(): Promise<void> {
+    await Promise.all(this.quorums.map((quorum) => quorum.process.stop(5_000)));
+    await this.provider.stop(10_000);
+    await this.capi.stop();
+    await this.apiServer.stop();
+  }
+
+  /** PIDs started for this stack (provider children included) that are still alive. */
+  leakedPids(): number[] {
+    const pids = [...this.providerPids(), this.provider.pid, this.capi.process.pid, this.apiServer.process.pid, ...this.quorums.map((quorum) => quorum.process.pid)];
+    return pids.filter((pid) => isProcessAlive(pid));
+  }
+}
+
+export interface ProcessMachineObject {
+  metadata: { name: string; namespace: string; uid: string; labels?: Record<string, string>; deletionTimestamp?: string };
+  spec?: { providerID?: string };
+  status?: {
+    addresses?: { type: string; address: string }[];
+    phase?: string;
+    processes?: { etcd?: { pid: number }; apiServer?: { pid: number } };
+  };
+}

@@ -1,0 +1,62 @@
+// The process provider as its own process, beside the CAPI core manager and Quorum:
+//   node --import tsx e2e/provider/main.ts --kubeconfig FILE [--state-dir DIR] [--events-file FILE]
+//        [--restart-delay 10s] [--poll-interval 300ms]
+// Every etcd and kube-apiserver it starts runs in its own process group and dies with the provider, however the
+// provider dies (the harness's guard, test/env/processes.ts).
+import { parseArgs } from "node:util";
+import { KubeConfig } from "@kubernetes/client-node";
+import { parseDuration } from "../../src/api/duration.ts";
+import { makeTempDir } from "../../test/env/processes.ts";
+import { ProcessProvider } from "./provider.ts";
+
+const USAGE = `process provider — CAPI infrastructure + bootstrap provider whose Machines are local processes
+
+  --kubeconfig FILE       management cluster (required)
+  --state-dir DIR         data dirs, certificates and logs of the Machines (default: a temp dir)
+  --events-file FILE      append one JSON line per event (process started, member voter, Machine stopped...)
+  --restart-delay DUR     how long a crashed etcd/kube-apiserver stays down before it is restarted (default 10s)
+  --poll-interval DUR     how often the management API is listed (default 300ms)
+`;
+
+function duration(flag: string, text: string): number {
+  const ms = parseDuration(text);
+  if (ms === undefined || ms < 0) throw new Error(`${flag} must be a duration such as 300ms or 10s (got "${text}")`);
+  return ms;
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      kubeconfig: { type: "string" },
+      "state-dir": { type: "string" },
+      "events-file": { type: "string" },
+      "restart-delay": { type: "string", default: "10s" },
+      "poll-interval": { type: "string", default: "300ms" },
+      help: { type: "boolean", default: false },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(USAGE);
+    return;
+  }
+  if (!values.kubeconfig) throw new Error(`--kubeconfig is required\n${USAGE}`);
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromFile(values.kubeconfig);
+  const log = (message: string) => process.stdout.write(`${new Date().toISOString()} ${message}\n`);
+  const provider = new ProcessProvider({
+    kubeConfig,
+    stateDir: values["state-dir"] ?? makeTempDir("process-provider"),
+    ...(values["events-file"] ? { eventsFile: values["events-file"] } : {}),
+    restartDelayMs: duration("--restart-delay", values["restart-delay"]),
+    pollIntervalMs: duration("--poll-interval", values["poll-interval"]),
+    log,
+  });
+  // SIGTERM/SIGINT: the harness's exit handlers SIGKILL every process group this process started.
+  log("process provider started");
+  provider.start();
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`process provider: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(2);
+});

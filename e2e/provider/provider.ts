@@ -1,0 +1,400 @@
+// The process provider's controllers, following the CAPI v1beta2 infrastructure and bootstrap contracts that the
+// CAPI core manager reads (docs/book/src/developer/providers/contracts/ in sigs.k8s.io/cluster-api):
+//  - ProcessCluster: owned by a Cluster → a loopback /24 and a TCP load balancer on <subnet>.254:6443, surfaced
+//    as spec.controlPlaneEndpoint, then status.initialization.provisioned.
+//  - ProcessBootstrapConfig: owned by a Machine → a bootstrap data Secret, status.dataSecretName and
+//    status.initialization.dataSecretCreated.
+//  - ProcessMachine: owned by a Machine whose Cluster's infrastructure is provisioned and whose bootstrap data
+//    exists → a loopback address, spec.providerID, status.addresses, status.initialization.provisioned, then the
+//    Machine's processes (machine.ts). Deleting it (CAPI does, once every pre-terminate hook is gone) stops them.
+// It polls the management API (a handful of lists every few hundred ms) instead of watching: simpler, and the
+// latency it adds is the same for every scenario.
+import { appendFileSync, mkdirSync } from "node:fs";
+import { createPublicKey } from "node:crypto";
+import { join } from "node:path";
+import type { KubeConfig } from "@kubernetes/client-node";
+import { secretName, LABEL_CLUSTER_NAME, CAPI_API_VERSION } from "../../src/api/constants.ts";
+import { issueCertificate, loadCA, oneDay, validFor, type CertificateAuthority } from "../../src/adapters/certs/pki.ts";
+import { kubeRequest, kubeRequestOk, statusMessage } from "../../test/env/kube.ts";
+import { isPortFree, reserveLoopbackSubnet, type LoopbackSubnet } from "../../test/env/net.ts";
+import { BOOTSTRAP_API_VERSION, INFRA_API_VERSION, RESOURCE } from "./crds.ts";
+import { LoadBalancer } from "./loadbalancer.ts";
+import { API_SERVER_PORT, ETCD_CLIENT_PORT, ETCD_PEER_PORT, ProcessMachineRuntime, type ClusterContext, type MachineEvent } from "./machine.ts";
+
+export const MACHINE_FINALIZER = "infrastructure.cluster.x-k8s.io/process-machine";
+export const CLUSTER_FINALIZER = "infrastructure.cluster.x-k8s.io/process-cluster";
+/** Hosts of a cluster's /24 handed to Machines; .254 is the load balancer. */
+const MAX_MACHINE_HOSTS = 250;
+const LOAD_BALANCER_HOST = 254;
+
+interface Meta {
+  name: string;
+  namespace: string;
+  uid: string;
+  resourceVersion?: string;
+  deletionTimestamp?: string;
+  finalizers?: string[];
+  labels?: Record<string, string>;
+  ownerReferences?: { apiVersion: string; kind: string; name: string; uid: string }[];
+}
+
+interface Obj<Spec = Record<string, unknown>, Status = Record<string, unknown>> {
+  apiVersion: string;
+  kind: string;
+  metadata: Meta;
+  spec?: Spec;
+  status?: Status;
+}
+
+type ProcessCluster = Obj<{ controlPlaneEndpoint?: { host?: string; port?: number } }>;
+type ProcessMachine = Obj<{ providerID?: string; apiServerExtraArgs?: string[] }>;
+type ProcessBootstrapConfig = Obj<{ note?: string }>;
+type Machine = Obj<{ version?: string; bootstrap?: { dataSecretName?: string } }>;
+type Cluster = Obj<Record<string, unknown>, { initialization?: { infrastructureProvisioned?: boolean } }>;
+
+export interface ProviderOptions {
+  kubeConfig: KubeConfig;
+  /** Data dirs, certificates and logs of every Machine. */
+  stateDir: string;
+  /** JSON lines, one per thing that happened (process started, member became voter, Machine stopped...). */
+  eventsFile?: string;
+  /** How long a crashed etcd or kube-apiserver stays down before it is restarted. */
+  restartDelayMs: number;
+  pollIntervalMs: number;
+  log: (message: string) => void;
+}
+
+class ClusterRuntime {
+  readonly machines = new Map<string, ProcessMachineRuntime>();
+  private nextHost = 1;
+  bootstrappedBy: string | undefined;
+  context: ClusterContext | undefined;
+
+  constructor(
+    readonly namespace: string,
+    readonly name: string,
+    readonly uid: string,
+    readonly subnet: LoopbackSubnet,
+    readonly loadBalancer: LoadBalancer,
+  ) {}
+
+  get key(): string {
+    return `${this.namespace}/${this.name}`;
+  }
+
+  /** Addresses are never reused within a run: a stopped member's port may linger in TIME_WAIT. */
+  allocateAddress(): string {
+    if (this.nextHost > MAX_MACHINE_HOSTS) throw new Error(`process cluster ${this.key} ran out of loopback addresses in ${this.subnet.prefix}.0/24`);
+    return this.subnet.address(this.nextHost++);
+  }
+}
+
+export class ProcessProvider {
+  private readonly clusters = new Map<string, ClusterRuntime>();
+  private readonly machinesByUid = new Map<string, ProcessMachineRuntime>();
+  private stopped = false;
+  private wake: (() => void) | undefined;
+  private loop: Promise<void> | undefined;
+
+  constructor(private readonly options: ProviderOptions) {
+    mkdirSync(options.stateDir, { recursive: true });
+  }
+
+  start(): void {
+    this.loop = this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.wake?.();
+    await this.loop;
+    await Promise.all([...this.machinesByUid.values()].map((machine) => machine.stop()));
+    for (const cluster of this.clusters.values()) {
+      await cluster.loadBalancer.stop();
+      cluster.subnet.release();
+    }
+  }
+
+  private async run(): Promise<void> {
+    while (!this.stopped) {
+      try {
+        await this.tick();
+      } catch (error) {
+        this.options.log(`reconcile failed (retrying): ${error instanceof Error ? error.message : String(error)}`);
+      }
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, this.options.pollIntervalMs);
+        this.wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    }
+  }
+
+  private requestTick = (): void => this.wake?.();
+
+  private event(namespace: string, cluster: string, machine: string | undefined, event: MachineEvent): void {
+    const line = { at: Date.now(), namespace, cluster, ...(machine ? { machine } : {}), kind: event.kind, ...(event.detail ?? {}) };
+    this.options.log(`${namespace}/${machine ?? cluster}: ${event.kind}${event.detail ? ` ${JSON.stringify(event.detail)}` : ""}`);
+    if (this.options.eventsFile) appendFileSync(this.options.eventsFile, `${JSON.stringify(line)}\n`);
+  }
+
+  private async list<T>(path: string): Promise<T[]> {
+    return (await kubeRequestOk<{ items: T[] }>(this.options.kubeConfig, path)).items;
+  }
+
+  private async tick(): Promise<void> {
+    const [clusters, processClusters, bootstrapConfigs, processMachines, machines] = await Promise.all([
+      this.list<Cluster>(`/apis/${CAPI_API_VERSION}/clusters`),
+      this.list<ProcessCluster>(`/apis/${INFRA_API_VERSION}/${RESOURCE.ProcessCluster}`),
+      this.list<ProcessBootstrapConfig>(`/apis/${BOOTSTRAP_API_VERSION}/${RESOURCE.ProcessBootstrapConfig}`),
+      this.list<ProcessMachine>(`/apis/${INFRA_API_VERSION}/${RESOURCE.ProcessMachine}`),
+      this.list<Machine>(`/apis/${CAPI_API_VERSION}/machines`),
+    ]);
+    const byName = <T extends Obj>(items: T[]) => new Map(items.map((item) => [`${item.metadata.namespace}/${item.metadata.name}`, item]));
+    const clusterIndex = byName(clusters);
+    const machineIndex = byName(machines);
+    for (const processCluster of processClusters) await this.reconcileCluster(processCluster, clusterIndex);
+    for (const config of bootstrapConfigs) await this.reconcileBootstrapConfig(config, machineIndex);
+    for (const processMachine of processMachines) {
+      try {
+        await this.reconcileMachine(processMachine, machineIndex, clusterIndex);
+      } catch (error) {
+        this.options.log(`ProcessMachine ${processMachine.metadata.namespace}/${processMachine.metadata.name}: ${error instanceof Error ? error.message : String(error)}`);
+      }
+    }
+  }
+
+  // --- ProcessCluster --------------------------------------------------------------------------------------------
+
+  private async reconcileCluster(processCluster: ProcessCluster, clusters: Map<string, Cluster>): Promise<void> {
+    const { namespace, name, uid } = processCluster.metadata;
+    const path = `/apis/${INFRA_API_VERSION}/namespaces/${namespace}/${RESOURCE.ProcessCluster}/${name}`;
+    const owner = processCluster.metadata.ownerReferences?.find((ref) => ref.kind === "Cluster" && ref.apiVersion.startsWith("cluster.x-k8s.io/"));
+    if (processCluster.metadata.deletionTimestamp) {
+      const runtime = [...this.clusters.values()].find((candidate) => candidate.uid === uid);
+      if (runtime && runtime.machines.size > 0) return;
+      if (runtime) {
+        await runtime.loadBalancer.stop();
+        runtime.subnet.release();
+        this.clusters.delete(runtime.key);
+        this.event(namespace, runtime.name, undefined, { kind: "load-balancer-stopped" });
+      }
+      await this.setFinalizers(path, processCluster, (processCluster.metadata.finalizers ?? []).filter((finalizer) => finalizer !== CLUSTER_FINALIZER));
+      return;
+    }
+    // The contract: do nothing until CAPI's Cluster controller has adopted the object.
+    if (!owner || !clusters.has(`${namespace}/${owner.name}`)) return;
+    if (!(processCluster.metadata.finalizers ?? []).includes(CLUSTER_FINALIZER)) {
+      await this.setFinalizers(path, processCluster, [...(processCluster.metadata.finalizers ?? []), CLUSTER_FINALIZER]);
+      return;
+    }
+    const key = `${namespace}/${owner.name}`;
+    let runtime = this.clusters.get(key);
+    if (!runtime) {
+      const subnet = await reserveLoopbackSubnet({ hosts: 12, ports: [ETCD_CLIENT_PORT, ETCD_PEER_PORT, API_SERVER_PORT] });
+      const host = subnet.address(LOAD_BALANCER_HOST);
+      if (!(await isPortFree(host, API_SERVER_PORT))) {
+        subnet.release();
+        throw new Error(`load balancer address ${host}:${API_SERVER_PORT} is taken; retrying with another subnet`);
+      }
+      const loadBalancer = new LoadBalancer({
+        host,
+        port: API_SERVER_PORT,
+        onChange: (backends) => {
+          this.event(namespace, owner.name, undefined, { kind: "load-balancer-backends", detail: { backends: backends.map((backend) => `${backend.machine}=${backend.healthy ? "up" : "down"}`) } });
+          this.requestTick();
+        },
+      });
+      await loadBalancer.start();
+      runtime = new ClusterRuntime(namespace, owner.name, uid, subnet, loadBalancer);
+      this.clusters.set(key, runtime);
+      this.event(namespace, owner.name, undefined, { kind: "load-balancer-started", detail: { endpoint: `${host}:${API_SERVER_PORT}`, subnet: `${subnet.prefix}.0/24` } });
+    }
+    const endpoint = runtime.loadBalancer.endpoint;
+    const current = processCluster.spec?.controlPlaneEndpoint;
+    if (current?.host !== endpoint.host || current?.port !== endpoint.port) {
+      await kubeRequestOk(this.options.kubeConfig, path, { method: "PATCH", body: { spec: { controlPlaneEndpoint: endpoint } } });
+      return;
+    }
+    const status = {
+      initialization: { provisioned: true },
+      ready: true,
+      subnet: runtime.subnet.prefix,
+      loadBalancer: { backends: runtime.loadBalancer.list().map((backend) => ({ machine: backend.machine, address: backend.address, healthy: backend.healthy })) },
+    };
+    await this.patchStatusIfChanged(path, processCluster.status, status);
+  }
+
+  // --- ProcessBootstrapConfig ------------------------------------------------------------------------------------
+
+  private async reconcileBootstrapConfig(config: ProcessBootstrapConfig, machines: Map<string, Machine>): Promise<void> {
+    const { namespace, name, uid } = config.metadata;
+    if (config.metadata.deletionTimestamp) return;
+    const owner = config.metadata.ownerReferences?.find((ref) => ref.kind === "Machine" && ref.apiVersion.startsWith("cluster.x-k8s.io/"));
+    if (!owner || !machines.has(`${namespace}/${owner.name}`)) return;
+    if (config.status?.initialization && (config.status.initialization as { dataSecretCreated?: boolean }).dataSecretCreated) return;
+    const clusterName = config.metadata.labels?.[LABEL_CLUSTER_NAME] ?? "";
+    const secret = {
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: {
+        name,
+        namespace,
+        labels: { [LABEL_CLUSTER_NAME]: clusterName },
+        ownerReferences: [{ apiVersion: BOOTSTRAP_API_VERSION, kind: "ProcessBootstrapConfig", name, uid, controller: true }],
+      },
+      type: "cluster.x-k8s.io/secret",
+      stringData: {
+        // The process provider reads nothing from it; it is what cloud-init would run on a real Machine.
+        value: JSON.stringify({ machine: owner.name, cluster: clusterName, note: config.spec?.note ?? "" }),
+        format: "process",
+      },
+    };
+    const created = await kubeRequest(this.options.kubeConfig, `/api/v1/namespaces/${namespace}/secrets`, { method: "POST", body: secret });
+    if (created.status !== 201 && created.status !== 409) throw new Error(`bootstrap Secret ${namespace}/${name}: HTTP ${created.status} ${statusMessage(created)}`);
+    const path = `/apis/${BOOTSTRAP_API_VERSION}/namespaces/${namespace}/${RESOURCE.ProcessBootstrapConfig}/${name}`;
+    await kubeRequestOk(this.options.kubeConfig, `${path}/status`, { method: "PATCH", body: { status: { dataSecretName: name, initialization: { dataSecretCreated: true }, ready: true } } });
+  }
+
+  // --- ProcessMachine --------------------------------------------------------------------------------------------
+
+  private async reconcileMachine(processMachine: ProcessMachine, machines: Map<string, Machine>, clusters: Map<string, Cluster>): Promise<void> {
+    const { namespace, name, uid } = processMachine.metadata;
+    const path = `/apis/${INFRA_API_VERSION}/namespaces/${namespace}/${RESOURCE.ProcessMachine}/${name}`;
+    const clusterName = processMachine.metadata.labels?.[LABEL_CLUSTER_NAME] ?? "";
+    let runtime = this.machinesByUid.get(uid);
+    if (processMachine.metadata.deletionTimestamp) {
+      if (runtime) {
+        const { memberPresent } = await runtime.stop();
+        this.machinesByUid.delete(uid);
+        this.clusters.get(`${namespace}/${clusterName}`)?.machines.delete(uid);
+        this.event(namespace, clusterName, name, { kind: "infrastructure-deleted", detail: { memberPresent } });
+      }
+      if ((processMachine.metadata.finalizers ?? []).includes(MACHINE_FINALIZER)) {
+        await this.setFinalizers(path, processMachine, (processMachine.metadata.finalizers ?? []).filter((finalizer) => finalizer !== MACHINE_FINALIZER));
+      }
+      return;
+    }
+    const owner = processMachine.metadata.ownerReferences?.find((ref) => ref.kind === "Machine" && ref.apiVersion.startsWith("cluster.x-k8s.io/"));
+    const machine = owner ? machines.get(`${namespace}/${owner.name}`) : undefined;
+    if (!machine) return;
+    if (!(processMachine.metadata.finalizers ?? []).includes(MACHINE_FINALIZER)) {
+      await this.setFinalizers(path, processMachine, [...(processMachine.metadata.finalizers ?? []), MACHINE_FINALIZER]);
+      return;
+    }
+    const cluster = clusters.get(`${namespace}/${clusterName}`);
+    const clusterRuntime = this.clusters.get(`${namespace}/${clusterName}`);
+    if (!cluster?.status?.initialization?.infrastructureProvisioned || !clusterRuntime) return;
+    if (!machine.spec?.bootstrap?.dataSecretName) return;
+
+    if (!runtime) {
+      const context = clusterRuntime.context ?? (await this.clusterContext(clusterRuntime));
+      if (!context) return;
+      const address = clusterRuntime.allocateAddress();
+      const providerID = `process://${namespace}/${name}`;
+      runtime = new ProcessMachineRuntime({
+        namespace,
+        name,
+        uid,
+        version: machine.spec?.version ?? "",
+        address,
+        providerID,
+        dir: join(this.options.stateDir, namespace, clusterName, `${name}-${uid.slice(0, 8)}`),
+        restartDelayMs: this.options.restartDelayMs,
+        apiServerExtraArgs: processMachine.spec?.apiServerExtraArgs ?? [],
+        cluster: context,
+        emit: (event) => this.event(namespace, clusterName, name, event),
+        onChange: this.requestTick,
+      });
+      this.machinesByUid.set(uid, runtime);
+      clusterRuntime.machines.set(uid, runtime);
+      this.event(namespace, clusterName, name, { kind: "provisioned", detail: { address, providerID } });
+      // The "VM" exists: report it (CAPI copies providerID and addresses to the Machine), then boot it.
+      await kubeRequestOk(this.options.kubeConfig, path, { method: "PATCH", body: { spec: { providerID } } });
+      runtime.start();
+    }
+    const status = {
+      initialization: { provisioned: true },
+      ready: true,
+      addresses: [{ type: "InternalIP", address: runtime.address }],
+      phase: runtime.phase,
+      etcdMemberName: name,
+      processes: {
+        etcd: runtime.etcd?.isRunning() ? { pid: runtime.etcd.pid } : null,
+        apiServer: runtime.apiServer?.isRunning() ? { pid: runtime.apiServer.pid } : null,
+      },
+      conditions: runtime.error ? [{ type: "BootstrapFailed", status: "True", reason: "Error", message: runtime.error }] : null,
+    };
+    await this.patchStatusIfChanged(path, processMachine.status, status);
+  }
+
+  /** Certificates and keys from the Secrets the control-plane provider created for the cluster; undefined until they exist. */
+  private async clusterContext(runtime: ClusterRuntime): Promise<ClusterContext | undefined> {
+    const read = async (secret: string) => {
+      const response = await kubeRequest<{ data?: Record<string, string> }>(this.options.kubeConfig, `/api/v1/namespaces/${runtime.namespace}/secrets/${secret}`);
+      if (response.status === 404) return undefined;
+      if (response.status !== 200) throw new Error(`Secret ${runtime.namespace}/${secret}: HTTP ${response.status} ${statusMessage(response)}`);
+      const data = response.body.data ?? {};
+      const decode = (key: string) => Buffer.from(data[key] ?? "", "base64").toString("utf8");
+      return { crt: decode("tls.crt"), key: decode("tls.key") };
+    };
+    const [etcd, ca, sa] = await Promise.all([read(secretName.etcd(runtime.name)), read(secretName.ca(runtime.name)), read(secretName.sa(runtime.name))]);
+    if (!etcd || !ca || !sa) return undefined;
+    const etcdCA: CertificateAuthority = await loadCA(etcd.crt, etcd.key);
+    const clusterCA: CertificateAuthority = await loadCA(ca.crt, ca.key);
+    const admin = await issueCertificate(clusterCA, { commonName: "process-provider", organization: "system:masters", usages: "client", validity: validFor(oneDay) });
+    const etcdClient = await issueCertificate(etcdCA, { commonName: "process-provider", usages: "client", validity: validFor(oneDay) });
+    // CAPI's -sa Secret holds the public key as tls.crt; accept a certificate there too.
+    const publicKeyPem = sa.crt.includes("CERTIFICATE") ? createPublicKey(sa.crt).export({ format: "pem", type: "spki" }).toString() : sa.crt;
+    runtime.loadBalancer.setCA(clusterCA.certPem);
+    const others = (except: string) => [...runtime.machines.values()].filter((machine) => machine.name !== except && machine.etcdRunning);
+    const context: ClusterContext = {
+      key: runtime.key,
+      token: `process-${runtime.uid}`,
+      etcdCA,
+      clusterCA,
+      serviceAccount: { publicKeyPem, privateKeyPem: sa.key },
+      admin: { certPem: admin.certPem, keyPem: admin.keyPem },
+      etcdClient: { caPem: etcdCA.certPem, certPem: etcdClient.certPem, keyPem: etcdClient.keyPem },
+      loadBalancerHost: runtime.loadBalancer.endpoint.host,
+      peerClientURLs: (except) => others(except).map((machine) => machine.clientURL),
+      etcdBootstrapped: () => runtime.bootstrappedBy !== undefined,
+      claimBootstrap: (machine) => {
+        if (runtime.bootstrappedBy !== undefined) return false;
+        runtime.bootstrappedBy = machine;
+        return true;
+      },
+      addBackend: (machine, address) => runtime.loadBalancer.add(machine, address, API_SERVER_PORT),
+      removeBackend: (machine) => runtime.loadBalancer.remove(machine),
+      markBackendDown: (machine) => runtime.loadBalancer.markDown(machine),
+    };
+    runtime.context = context;
+    return context;
+  }
+
+  private async setFinalizers(path: string, object: Obj, finalizers: string[]): Promise<void> {
+    await kubeRequestOk(this.options.kubeConfig, path, { method: "PATCH", body: { metadata: { finalizers, resourceVersion: object.metadata.resourceVersion } } });
+  }
+
+  /** Merge-patches status when it differs; null values delete fields (e.g. the PID of a process that exited). */
+  private async patchStatusIfChanged(path: string, current: Record<string, unknown> | undefined, wanted: Record<string, unknown>): Promise<void> {
+    const subset = Object.fromEntries(Object.keys(wanted).map((key) => [key, current?.[key]]));
+    if (sameJSON(subset, wanted)) return;
+    await kubeRequestOk(this.options.kubeConfig, `${path}/status`, { method: "PATCH", body: { status: wanted } });
+  }
+}
+
+function sameJSON(a: unknown, b: unknown): boolean {
+  return canonical(a) === canonical(b);
+}
+
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
+  if (value && typeof value === "object") {
+    const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined && v !== null).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(",")}}`;
+  }
+  return value === undefined ? "null" : JSON.stringify(value);
+}
