@@ -14,6 +14,7 @@ import { installCRDs } from "../../env/crds.ts";
 import { kubeRequest, kubeRequestOk } from "../../env/kube.ts";
 import { freePort } from "../../env/net.ts";
 import { makeTempDir, startProcess, type ManagedProcess } from "../../env/processes.ts";
+import { kustomize, type ManifestObject } from "../../unit/config/kustomize.ts";
 import { MachinePlayer } from "./player.ts";
 import { BOOTSTRAP_GROUP, INFRA_GROUP, TEST_VERSION, testKindCRDs } from "./test-kinds.ts";
 
@@ -23,7 +24,13 @@ export interface ControllerProcess {
   process: ManagedProcess;
   metricsUrl: string;
   identity: string;
+  /** The API user the controller authenticates as. */
+  username: string;
 }
+
+/** The ServiceAccount config/default deploys the controller as. */
+export const CONTROLLER_SERVICE_ACCOUNT = "system:serviceaccount:quorum-system:quorum-manager";
+const AGGREGATION_LABEL = "controlplane.cluster.x-k8s.io/aggregate-to-quorum-manager";
 
 export async function startStack(options: { audit?: boolean } = {}): Promise<ControllerStack> {
   const auditDir = makeTempDir("audit");
@@ -39,6 +46,13 @@ function auditArgs(dir: string): string[] {
   const text = ["apiVersion: audit.k8s.io/v1", "kind: Policy", "omitStages: [RequestReceived]", "rules:", "- level: Metadata", "  verbs: [create, update, patch, delete, deletecollection]", "- level: None", ""].join("\n");
   writeFileSync(policy, text);
   return [`--audit-policy-file=${policy}`, `--audit-log-path=${join(dir, "audit.log")}`, "--audit-log-mode=blocking"];
+}
+
+function objectCollectionPath(object: ManifestObject): string {
+  const [group, version] = object.apiVersion.includes("/") ? object.apiVersion.split("/") : ["", object.apiVersion];
+  const plural = `${object.kind.toLowerCase()}${object.kind.endsWith("s") ? "es" : "s"}`;
+  const base = group ? `/apis/${group}/${version}` : `/api/${version}`;
+  return object.metadata.namespace ? `${base}/namespaces/${object.metadata.namespace}/${plural}` : `${base}/${plural}`;
 }
 
 export class ControllerStack {
@@ -101,10 +115,43 @@ export class ControllerStack {
     return player;
   }
 
-  async startController(options: { env?: Record<string, string>; leaderElect?: boolean; identity?: string; user?: string } = {}): Promise<ControllerProcess> {
+  /**
+   * Installs config/default's RBAC (ServiceAccount, ClusterRoles, binding) plus a ClusterRole for the test kinds
+   * carrying the aggregation label, as a provider would ship it. The stack runs no kube-controller-manager, so the
+   * aggregated role is filled here the way its aggregation controller would.
+   */
+  async installControllerRbac(): Promise<void> {
+    const kc = this.kubeConfig;
+    const rbacKinds = new Set(["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"]);
+    const objects = kustomize("config/default").filter((object) => rbacKinds.has(object.kind));
+    objects.push({
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRole",
+      metadata: { name: "quorum-test-kinds", labels: { [AGGREGATION_LABEL]: "true" } },
+      rules: [
+        { apiGroups: [INFRA_GROUP], resources: ["testmachinetemplates"], verbs: ["get", "list", "watch"] },
+        { apiGroups: [INFRA_GROUP], resources: ["testmachines"], verbs: ["get", "create", "patch", "delete"] },
+        { apiGroups: [BOOTSTRAP_GROUP], resources: ["testbootstrapconfigtemplates"], verbs: ["get", "list", "watch"] },
+        { apiGroups: [BOOTSTRAP_GROUP], resources: ["testbootstrapconfigs"], verbs: ["get", "create", "patch", "delete"] },
+      ],
+    } as ManifestObject);
+    for (const object of objects) {
+      const path = objectCollectionPath(object);
+      const created = await kubeRequest(kc, path, { body: object });
+      if (created.status !== 201 && created.status !== 409) throw new Error(`create ${object.kind} ${object.metadata.name}: HTTP ${created.status} ${created.text.slice(0, 300)}`);
+    }
+    const roles = await kubeRequestOk<{ items: { metadata: { name: string; labels?: Record<string, string> }; rules?: unknown[]; aggregationRule?: unknown }[] }>(kc, "/apis/rbac.authorization.k8s.io/v1/clusterroles");
+    const aggregated = roles.items.find((role) => role.aggregationRule !== undefined && role.metadata.name.startsWith("quorum-"));
+    if (!aggregated) throw new Error("config/default has no aggregated ClusterRole for the controller");
+    aggregated.rules = roles.items.filter((role) => role.metadata.labels?.[AGGREGATION_LABEL] === "true").flatMap((role) => role.rules ?? []);
+    await kubeRequestOk(kc, `/apis/rbac.authorization.k8s.io/v1/clusterroles/${aggregated.metadata.name}`, { method: "PUT", body: aggregated });
+  }
+
+  async startController(options: { env?: Record<string, string>; leaderElect?: boolean; identity?: string; asServiceAccount?: boolean } = {}): Promise<ControllerProcess> {
     const port = await freePort();
     const identity = options.identity ?? `quorum-${this.controllers.length + 1}`;
-    const user = await this.apiServer.userKubeConfig(options.user ?? "quorum-controller", ["system:masters"]);
+    const username = options.asServiceAccount ? CONTROLLER_SERVICE_ACCOUNT : "quorum-controller";
+    const user = await this.apiServer.userKubeConfig(username, options.asServiceAccount ? ["system:serviceaccounts", "system:serviceaccounts:quorum-system", "system:authenticated"] : ["system:masters"]);
     const args = [
       "--import",
       "tsx",
@@ -126,7 +173,7 @@ export class ControllerStack {
       ...(options.leaderElect ? ["--leader-elect", "--leader-election-namespace", "default", "--leader-election-id", "quorum-test-leader"] : []),
     ];
     const process = startProcess({ name: `quorum controller ${identity}`, command: globalThis.process.execPath, args, cwd: REPO, env: { ...globalThis.process.env, POD_NAME: identity, HOSTNAME: identity, ...(options.env ?? {}) } });
-    const controller = { process, metricsUrl: `http://127.0.0.1:${port}/metrics`, identity };
+    const controller = { process, metricsUrl: `http://127.0.0.1:${port}/metrics`, identity, username };
     this.controllers.push(controller);
     return controller;
   }
