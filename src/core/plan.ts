@@ -28,9 +28,14 @@ export interface Decision {
   check?: Verdict;
 }
 
-/** How soon to look again. Short while something converges on its own; KCP's 15 s after a failed preflight. */
+/**
+ * How soon to look again. While something converges on its own (a learner catching up, a Machine booting) the
+ * change is often visible only in etcd, which has no watch: look every second, so the next step follows within
+ * about a second (KCP requeues after 20 s while not ready). One status round per second per converging cluster
+ * is cheap; idle clusters are only polled at --etcd-poll-interval.
+ */
 export const RECHECK_MS = {
-  converging: 5_000,
+  converging: 1_000,
   blocked: 15_000,
   idle: 60_000,
 } as const;
