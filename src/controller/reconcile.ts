@@ -136,7 +136,9 @@ export async function reconcile(namespace: string, name: string, deps: Reconcile
         const message = `${action.kind} failed: ${errorText(error)}`;
         await writeProblem(controlPlane, deps, `${action.kind}Failed`, message);
         if (isDisruptive(action)) {
-          await deps.management.event(controlPlane, "Warning", `${action.kind}Failed`, message, new Date(deps.clock())).catch(() => undefined);
+          await deps.management
+            .event(controlPlane, "Warning", `${action.kind}Failed`, message, new Date(deps.clock()))
+            .catch((eventError: unknown) => log("warn", `could not record an Event: ${errorText(eventError)}`));
         }
         throw new ReconcileError(message, `${action.kind}Failed`, { cause: error });
       }
