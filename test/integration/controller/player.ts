@@ -131,6 +131,8 @@ export class MachinePlayer {
       if (stillMember) this.deletedWithMember.push(name);
       await member.kill();
     }
+    // Quorum may reuse the name for a later Machine; that one is a new machine with a new member.
+    this.members.delete(name);
     this.events.push({ at: Date.now(), kind: "infrastructure-deleted", machine: name });
   }
 }
