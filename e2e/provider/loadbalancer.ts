@@ -1,7 +1,9 @@
 // The control-plane endpoint of a process cluster: a TCP load balancer (TLS passes through to the apiservers)
 // that sends each new connection to the next backend whose kube-apiserver answers GET /readyz with 200. Like a
 // cloud load balancer it knows nothing about etcd: a backend whose member was removed drops out only because its
-// apiserver stops being ready.
+// apiserver stops being ready. A backend marked down also loses its open connections (HAProxy's
+// `on-marked-down shutdown-sessions`): clients such as CAPI's cluster cache hold one HTTP/2 connection for good,
+// and would otherwise stay pinned to an apiserver whose etcd member is gone, every request timing out.
 import { createServer, connect, type Server, type Socket } from "node:net";
 import { request } from "node:https";
 
@@ -10,9 +12,12 @@ export interface Backend {
   address: string;
   port: number;
   healthy: boolean;
-  /** Consecutive failed checks; one failure takes a backend out, one success brings it back. */
+  /** Consecutive failed checks; FAILURES_TO_MARK_DOWN take a backend out, one success brings it back. */
   failures: number;
 }
+
+/** Two failed checks in a row (about 0.4 s apart), so one slow answer on a loaded machine cuts no session. */
+const FAILURES_TO_MARK_DOWN = 2;
 
 export interface LoadBalancerOptions {
   host: string;
@@ -24,7 +29,7 @@ export interface LoadBalancerOptions {
 
 export class LoadBalancer {
   private readonly backends = new Map<string, Backend>();
-  private readonly connections = new Set<Socket>();
+  private readonly connections = new Map<string, Set<Socket>>();
   private server: Server | undefined;
   private timer: NodeJS.Timeout | undefined;
   private next = 0;
@@ -57,7 +62,7 @@ export class LoadBalancer {
 
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
-    for (const socket of this.connections) socket.destroy();
+    for (const sockets of this.connections.values()) for (const socket of sockets) socket.destroy();
     await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
   }
 
@@ -71,9 +76,10 @@ export class LoadBalancer {
     void this.checkAll();
   }
 
-  /** Stops sending new connections to the machine at once (before its processes stop). */
+  /** Stops sending connections to the machine at once (before its processes stop) and closes those it has. */
   remove(machine: string): void {
     if (this.backends.delete(machine)) this.options.onChange?.(this.list());
+    this.shutdownSessions(machine);
   }
 
   /** Marks a backend down without waiting for the next check, e.g. when its etcd process just exited. */
@@ -81,8 +87,16 @@ export class LoadBalancer {
     const backend = this.backends.get(machine);
     if (!backend || !backend.healthy) return;
     backend.healthy = false;
-    backend.failures++;
+    backend.failures = Math.max(backend.failures, FAILURES_TO_MARK_DOWN);
+    this.shutdownSessions(machine);
     this.options.onChange?.(this.list());
+  }
+
+  private shutdownSessions(machine: string): void {
+    const sockets = this.connections.get(machine);
+    if (!sockets) return;
+    for (const socket of sockets) socket.destroy();
+    this.connections.delete(machine);
   }
 
   list(): Backend[] {
@@ -97,13 +111,15 @@ export class LoadBalancer {
     }
     const backend = healthy[this.next++ % healthy.length];
     const upstream = connect({ host: backend.address, port: backend.port });
-    this.connections.add(client);
-    this.connections.add(upstream);
+    const sockets = this.connections.get(backend.machine) ?? new Set<Socket>();
+    this.connections.set(backend.machine, sockets);
+    sockets.add(client);
+    sockets.add(upstream);
     const close = () => {
       client.destroy();
       upstream.destroy();
-      this.connections.delete(client);
-      this.connections.delete(upstream);
+      sockets.delete(client);
+      sockets.delete(upstream);
     };
     client.on("error", close);
     upstream.on("error", close);
@@ -121,9 +137,12 @@ export class LoadBalancer {
       let changed = false;
       for (const { backend, ok } of results) {
         if (!this.backends.has(backend.machine)) continue;
-        if (ok !== backend.healthy) changed = true;
-        backend.healthy = ok;
         backend.failures = ok ? 0 : backend.failures + 1;
+        const healthy = ok || (backend.healthy && backend.failures < FAILURES_TO_MARK_DOWN);
+        if (healthy === backend.healthy) continue;
+        changed = true;
+        backend.healthy = healthy;
+        if (!healthy) this.shutdownSessions(backend.machine);
       }
       if (changed) this.options.onChange?.(this.list());
     } finally {
