@@ -1,5 +1,10 @@
-// Every scenario `make e2e` runs, in order.
+// Every scenario `make e2e` runs, in order, each on its own fresh stack.
+import { crash } from "./crash.ts";
+import { ghost } from "./ghost.ts";
+import { leaderElection } from "./leader-election.ts";
 import { lifecycle } from "./lifecycle.ts";
+import { memberDown } from "./member-down.ts";
 import type { ScenarioDefinition } from "./types.ts";
+import { userDelete } from "./user-delete.ts";
 
-export const scenarios: ScenarioDefinition[] = [lifecycle];
+export const scenarios: ScenarioDefinition[] = [lifecycle, crash, memberDown, ghost, leaderElection, userDelete];

@@ -1,0 +1,74 @@
+// In the middle of a rolling upgrade, the etcd member of a Machine that is not being replaced (the first new one)
+// is SIGKILLed; the provider brings it back after 25 s, like kubelet restarting a static pod. Until it is back,
+// Quorum must take no disruptive step (the only one allowed is finishing a Machine whose member was already gone
+// before the kill), and its status must name the member.
+import { setTimeout as sleep } from "node:timers/promises";
+import { isDisruptive, type Action } from "../../src/core/actions.ts";
+import type { QuorumControlPlane } from "../../src/api/types.ts";
+import { NEXT_VERSION, VERSION, type ScenarioDefinition } from "./types.ts";
+
+const RESTART_DELAY_S = 25;
+
+/** Every place in status a human reads to learn what blocks Quorum. */
+function statusText(qcp: QuorumControlPlane): string {
+  const conditions = (qcp.status?.conditions ?? []).map((condition) => `${condition.type}: ${condition.message ?? ""}`);
+  return [...conditions, qcp.status?.nextAction?.message ?? "", qcp.status?.nextAction?.blockedBy ?? ""].join("\n");
+}
+
+export const memberDown: ScenarioDefinition = {
+  name: "member-down",
+  title: "kill a member that is not being replaced mid-rollout: no disruptive step until it is back; status names it",
+  async run(s) {
+    await s.setup({ replicas: 3, version: VERSION }, { restartDelay: `${RESTART_DELAY_S}s` });
+    const oldMachines = new Set((await s.machines()).map((machine) => machine.metadata.name));
+    let killedAt = 0;
+    let backAt = 0;
+    let victim = "";
+    let named = "";
+    let alreadyGone = new Set<string>();
+    await s.operation(`upgrade ${VERSION}→${NEXT_VERSION} with a member down`, () => s.patch({ version: NEXT_VERSION }), {
+      replicas: 3,
+      during: async () => {
+        // Wait for the first replacement to finish: a new Machine runs and one old Machine is gone.
+        for (;;) {
+          const machines = await s.machines();
+          const names = new Set(machines.map((machine) => machine.metadata.name));
+          const newRunning = (await s.stack.processMachines(s.namespace)).find((machine) => !oldMachines.has(machine.metadata.name) && machine.status?.phase === "Running" && machine.status.processes?.etcd?.pid);
+          if (newRunning && [...oldMachines].some((name) => !names.has(name))) {
+            victim = newRunning.metadata.name;
+            const pid = newRunning.status?.processes?.etcd?.pid as number;
+            alreadyGone = new Set(s.memberEvents().filter((event) => event.kind === "member-removed").map((event) => event.subject));
+            process.kill(-pid, "SIGKILL");
+            killedAt = Date.now();
+            s.userEvents.push({ at: killedAt, kind: "member-killed", subject: victim });
+            s.log(`SIGKILLed the etcd member of ${victim} (pid ${pid}), which the rollout keeps; the provider restarts it in ${RESTART_DELAY_S} s`);
+            break;
+          }
+          await sleep(200);
+        }
+        // Until the member is back: watch status for its name.
+        for (;;) {
+          const qcp = await s.controlPlane();
+          const text = statusText(qcp);
+          if (!named && text.includes(victim)) named = text.split("\n").find((line) => line.includes(victim)) ?? "";
+          const member = qcp.status?.etcd?.members?.find((candidate) => candidate.name === victim);
+          const restarted = s.stack.providerEvents().some((event) => event.machine === victim && event.kind === "etcd-restarted");
+          if (restarted && member?.healthy) {
+            backAt = Date.now();
+            s.log(`${victim}'s member is healthy again after ${((backAt - killedAt) / 1000).toFixed(1)} s`);
+            break;
+          }
+          await sleep(250);
+        }
+      },
+    });
+    const during = s.controllerActions().filter((action) => action.at > killedAt && action.at < backAt);
+    const disruptive = during.filter((action) => isDisruptive({ kind: action.kind } as unknown as Action));
+    // Finishing the deletion of a Machine whose member was removed before the kill changes no membership.
+    const offending = disruptive.filter((action) => ![...alreadyGone].some((machine) => action.kind === "DeleteMachine" && action.message.includes(machine)));
+    s.notes.push(`member of ${victim} down for ${((backAt - killedAt) / 1000).toFixed(1)} s; actions meanwhile: ${during.map((action) => action.kind).join(", ") || "none"}`);
+    s.check(offending.length === 0, `no disruptive step while the member of ${victim} was down (${offending.map((action) => `${action.kind}: ${action.message}`).join("; ") || "none taken"})`);
+    s.check(named !== "", `status named the down member ${victim} while it was down (${named.slice(0, 200)})`);
+    return 3;
+  },
+};
