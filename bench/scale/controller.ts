@@ -8,6 +8,7 @@
 import dc from "node:diagnostics_channel";
 import type { ClientRequest } from "node:http";
 import { createServer } from "node:http";
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import { Counter } from "prom-client";
 import winston from "winston";
@@ -59,6 +60,9 @@ function verbOf(method: string, path: string): string {
 
 // Reconcile durations since the last reset, for exact percentiles (the histogram's buckets are too coarse).
 let reconcileSamples: { ms: number; ok: boolean }[] = [];
+// How long timers and I/O callbacks waited for the event loop: synchronous work (key generation, big JSON) shows here.
+const eventLoopDelay = monitorEventLoopDelay({ resolution: 10 });
+eventLoopDelay.enable();
 
 const kubeConfig = new KubeConfig();
 if (flags.kubeconfig) kubeConfig.loadFromFile(flags.kubeconfig);
@@ -109,7 +113,10 @@ const server = createServer((request, response) => {
     // Returns the samples since the last call and starts a new window.
     const samples = reconcileSamples;
     reconcileSamples = [];
-    response.writeHead(200, { "Content-Type": "application/json" }).end(JSON.stringify({ samples, queueDepth: manager.queueDepths(), simulatedCalls: Object.fromEntries(world.calls) }));
+    const toMs = (ns: number) => Math.round(ns / 1e4) / 100;
+    const loop = { p50: toMs(eventLoopDelay.percentile(50)), p99: toMs(eventLoopDelay.percentile(99)), max: toMs(eventLoopDelay.max) };
+    eventLoopDelay.reset();
+    response.writeHead(200, { "Content-Type": "application/json" }).end(JSON.stringify({ samples, eventLoopDelayMs: loop, queueDepth: manager.queueDepths(), simulatedCalls: Object.fromEntries(world.calls) }));
     return;
   }
   if (path === "/readyz") {

@@ -68,6 +68,12 @@ interface IdleWindow {
   /** Writes the API server logged for the controller's user, per minute. */
   writesPerMinute: { total: number; excludingLease: number; byResource: Record<string, number> };
   reconciles: { perMinute: number; durationMs: Summary; errors: number };
+  /** How long callbacks waited for the controller's event loop during the window. */
+  eventLoopDelayMs: { p50: number; p99: number; max: number };
+  /** Reconciles waiting in the queue at the end of the window (0 when the controller keeps up with its polls). */
+  queueDepthAtEnd: number;
+  /** Clusters × 60 / reconciles per minute: how often each cluster was actually looked at (the flag asks for 10 s). */
+  effectivePollSeconds: number | null;
 }
 
 interface ScaleResults {
@@ -383,7 +389,7 @@ class Bench {
     }
   }
 
-  async idleWindow(seconds: number): Promise<IdleWindow> {
+  async idleWindow(seconds: number, clusters: number): Promise<IdleWindow> {
     await fetch(this.metricsUrl.replace("/metrics", "/bench/reconciles"));
     const auditStart = existsSync(this.auditLog) ? statSync(this.auditLog).size : 0;
     const requestsBefore = (await scrape(this.metricsUrl)).requests;
@@ -396,7 +402,7 @@ class Bench {
     }
     const apiServerAfter = sampleProcess(this.apiServer.process.pid);
     const requestsAfter = (await scrape(this.metricsUrl)).requests;
-    const reconciles = (await (await fetch(this.metricsUrl.replace("/metrics", "/bench/reconciles"))).json()) as { samples: { ms: number; ok: boolean }[] };
+    const reconciles = (await (await fetch(this.metricsUrl.replace("/metrics", "/bench/reconciles"))).json()) as { samples: { ms: number; ok: boolean }[]; eventLoopDelayMs: IdleWindow["eventLoopDelayMs"]; queueDepth: Record<string, number> };
     const audit = auditEventsSince(this.auditLog, auditStart);
     const first = controllerSamples[0];
     const last = controllerSamples[controllerSamples.length - 1];
@@ -428,6 +434,9 @@ class Bench {
       requestsPerMinute: { total: perMinute(totalRequests), byVerb: mapValues(byVerb, perMinute), byResource: mapValues(byResource, perMinute) },
       writesPerMinute: { total: perMinute(audit.events.length), excludingLease: perMinute(audit.events.length - leaseWrites), byResource: mapValues(writesByResource, perMinute) },
       reconciles: { perMinute: perMinute(reconciles.samples.length), durationMs: rounded(summarize(reconciles.samples.map((sample) => sample.ms))), errors: reconciles.samples.filter((sample) => !sample.ok).length },
+      eventLoopDelayMs: reconciles.eventLoopDelayMs,
+      queueDepthAtEnd: Object.values(reconciles.queueDepth).reduce((sum, depth) => sum + depth, 0),
+      effectivePollSeconds: clusters > 0 && reconciles.samples.length > 0 ? Math.round((clusters * windowSeconds * 10) / reconciles.samples.length) / 10 : null,
     };
   }
 }
@@ -455,7 +464,7 @@ async function main(): Promise<void> {
     await driver.start();
     const controllerFlags = await bench.startController(auditLog);
     progress(NAME, `controller ready; baseline idle window (0 clusters, ${baselineIdleSeconds} s)`);
-    const baseline = await bench.idleWindow(baselineIdleSeconds);
+    const baseline = await bench.idleWindow(baselineIdleSeconds, 0);
     let created = 0;
     for (const [index, size] of sizes.entries()) {
       const windowSeconds = idleSeconds[index] ?? idleSeconds[idleSeconds.length - 1];
@@ -467,7 +476,7 @@ async function main(): Promise<void> {
       const convergence = await bench.waitConverged(levelStart, keys);
       progress(NAME, `level ${size}: ${convergence.converged}/${keys.length} converged, all in ${convergence.allConvergedSeconds ?? "(not all)"} s; settling, then ${windowSeconds} s idle`);
       await bench.settle();
-      const idle = await bench.idleWindow(windowSeconds);
+      const idle = await bench.idleWindow(windowSeconds, size);
       progress(NAME, `level ${size}: idle ${idle.controller.milliCores} mCPU, RSS ${idle.controller.rssMB.end} MB, ${idle.requestsPerMinute.total} requests/min, ${idle.writesPerMinute.excludingLease} writes/min (+ Lease), reconcile p50 ${idle.reconciles.durationMs.p50} ms`);
       levels.push({ clusters: size, added: size - created, convergence, idle });
       created = size;

@@ -1,0 +1,225 @@
+// What the step-latency benchmark knows about when things happened, from three independent observers:
+//  - the API server's audit log (every write, exact server time): spec changes, Machines provisioned and gone;
+//  - an etcd monitor polling the real members every `intervalMs`: learners started and caught up, leader moves;
+//  - the controller's own log (text format, ms timestamps): when it decided each action ("next action: X") and
+//    when the call returned (the result line) — the moment its own effect became observable.
+import { readFileSync } from "node:fs";
+import { setTimeout as sleep } from "node:timers/promises";
+import { createEtcdClusterClient } from "../../src/adapters/etcd/client.ts";
+import type { EtcdClusterClient } from "../../src/adapters/etcd/types.ts";
+import type { MachinePlayer } from "../../test/integration/controller/player.ts";
+
+export type WorldEventKind =
+  | "spec-changed"
+  | "machine-created"
+  | "machine-provisioned"
+  | "machine-deleting"
+  | "machine-gone"
+  | "learner-started"
+  | "caught-up"
+  | "promoted"
+  | "leader-changed"
+  | "member-removed"
+  | "hook-released";
+
+export interface WorldEvent {
+  at: number;
+  kind: WorldEventKind;
+  subject: string;
+  /** Which observer saw it. */
+  source: "audit" | "etcd-monitor" | "controller-log";
+}
+
+export interface ActionRecord {
+  kind: string;
+  /** The "next action" line: the decision, just before the first call. */
+  decidedAt: number;
+  /** The result line: the call returned. Undefined when no result line followed (an error). */
+  completedAt?: number;
+  message: string;
+  /** The call ran but did not do the step (e.g. "not caught up yet; will retry"), or failed. */
+  retry: boolean;
+}
+
+/** Polls etcd and records transitions of the membership, with a reused client so a round is short. */
+export class EtcdMonitor {
+  readonly events: WorldEvent[] = [];
+  readonly roundMs: number[] = [];
+  private stopped = false;
+  private loop: Promise<void> | undefined;
+  private client: EtcdClusterClient | undefined;
+  private clientEndpoints = "";
+  private readonly known = new Map<string, { name: string; learner: boolean; started: boolean; caughtUp: boolean }>();
+  private leaderId = "";
+
+  constructor(
+    private readonly player: MachinePlayer,
+    private readonly intervalMs: number,
+  ) {}
+
+  start(): void {
+    this.loop = this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.loop;
+    await this.client?.close();
+  }
+
+  private clientFor(endpoints: string[]): EtcdClusterClient | undefined {
+    const etcd = this.player.etcd;
+    if (!etcd || endpoints.length === 0) return undefined;
+    const key = endpoints.join(",");
+    if (this.client && key === this.clientEndpoints) return this.client;
+    void this.client?.close();
+    this.clientEndpoints = key;
+    this.client = createEtcdClusterClient({ endpoints, credentials: { caPem: etcd.credentials.caPem, certPem: etcd.credentials.certPem, keyPem: etcd.credentials.keyPem }, callDeadlineMs: 1_000, context: "bench etcd monitor" });
+    return this.client;
+  }
+
+  private async run(): Promise<void> {
+    while (!this.stopped) {
+      const client = this.clientFor(this.player.liveEndpoints());
+      if (client) {
+        const started = Date.now();
+        try {
+          const members = await client.listMembers();
+          const statuses = await client.memberStatuses(members);
+          const at = Date.now();
+          this.roundMs.push(at - started);
+          const leader = statuses.find((status) => status.leader);
+          const leaderIndex = leader?.raftIndex ?? Number.POSITIVE_INFINITY;
+          for (const member of members) {
+            const status = statuses.find((candidate) => candidate.memberId === member.id);
+            const subject = member.name || member.peerURLs[0];
+            const before = this.known.get(member.id) ?? { name: subject, learner: member.learner, started: false, caughtUp: false };
+            if (!before.started && status?.reachable) {
+              before.started = true;
+              if (member.learner) this.events.push({ at, kind: "learner-started", subject, source: "etcd-monitor" });
+            }
+            // etcd promotes a learner once it is in sync with the leader; an idle cluster's index barely moves.
+            if (member.learner && !before.caughtUp && status?.reachable && (status.raftAppliedIndex ?? -1) >= leaderIndex) {
+              before.caughtUp = true;
+              this.events.push({ at, kind: "caught-up", subject, source: "etcd-monitor" });
+            }
+            if (before.learner && !member.learner) this.events.push({ at, kind: "promoted", subject, source: "etcd-monitor" });
+            before.learner = member.learner;
+            before.name = subject;
+            this.known.set(member.id, before);
+          }
+          for (const [id, entry] of this.known) {
+            if (!members.some((member) => member.id === id)) {
+              this.events.push({ at, kind: "member-removed", subject: entry.name, source: "etcd-monitor" });
+              this.known.delete(id);
+            }
+          }
+          if (leader && leader.memberId !== this.leaderId) {
+            if (this.leaderId) this.events.push({ at, kind: "leader-changed", subject: leader.memberId, source: "etcd-monitor" });
+            this.leaderId = leader.memberId;
+          }
+        } catch {
+          // No member answered this round (a member being replaced); the next round looks again.
+        }
+      }
+      await sleep(this.intervalMs);
+    }
+  }
+}
+
+interface AuditEvent {
+  stage: string;
+  verb: string;
+  user: { username: string };
+  objectRef?: { resource?: string; subresource?: string; name?: string; namespace?: string };
+  responseStatus?: { code?: number };
+  stageTimestamp: string;
+}
+
+/** World events from the audit log: what the user (spec), the player (provisioning, teardown) and Quorum changed. */
+export function auditWorldEvents(path: string, controllerUser: string): WorldEvent[] {
+  const events: WorldEvent[] = [];
+  const deleting = new Set<string>();
+  for (const line of readFileSync(path, "utf8").split("\n")) {
+    if (!line.trim()) continue;
+    const event = JSON.parse(line) as AuditEvent;
+    const code = event.responseStatus?.code ?? 0;
+    if (event.stage !== "ResponseComplete" || code < 200 || code >= 300) continue;
+    const at = Date.parse(event.stageTimestamp);
+    const ref = event.objectRef ?? {};
+    const subject = ref.name ?? "";
+    const byController = event.user.username === controllerUser;
+    if (ref.resource === "quorumcontrolplanes" && !ref.subresource && event.verb === "patch" && !byController) events.push({ at, kind: "spec-changed", subject, source: "audit" });
+    if (ref.resource !== "machines") continue;
+    if (event.verb === "create") events.push({ at, kind: "machine-created", subject, source: "audit" });
+    if (event.verb === "delete") {
+      deleting.add(subject);
+      events.push({ at, kind: "machine-deleting", subject, source: "audit" });
+    }
+    if (ref.subresource === "status" && !byController) events.push({ at, kind: "machine-provisioned", subject, source: "audit" });
+    // The player's last write to a deleting Machine drops its finalizer: the Machine is gone.
+    if (!ref.subresource && event.verb === "patch" && !byController && deleting.has(subject)) events.push({ at, kind: "machine-gone", subject, source: "audit" });
+  }
+  return events;
+}
+
+/**
+ * Actions from the controller's text log: "<ISO time> INFO  next action: <Kind>: <reason> {meta}", then either the
+ * result line of that action or the queue's "reconcile failed; will retry" line for the same object.
+ */
+export function controllerActions(logText: string): ActionRecord[] {
+  const actions: ActionRecord[] = [];
+  const open = new Map<string, ActionRecord>();
+  for (const line of logText.split("\n")) {
+    const match = /^(\d{4}-\d\d-\d\dT\S+Z) (\w+)\s+(.*?)(?: (\{.*\}))?$/.exec(line);
+    if (!match) continue;
+    let meta: { action?: string; object?: string; key?: string; error?: string } = {};
+    try {
+      meta = match[4] ? (JSON.parse(match[4]) as typeof meta) : {};
+    } catch {
+      continue;
+    }
+    const at = Date.parse(match[1]);
+    const message = match[3];
+    if (message.startsWith("reconcile failed") && meta.key) {
+      const record = open.get(meta.key);
+      if (record) {
+        record.completedAt = at;
+        record.message = `failed: ${meta.error ?? "unknown error"}`;
+        open.delete(meta.key);
+      }
+      continue;
+    }
+    if (!meta.action || meta.action === "Wait" || !meta.object) continue;
+    if (message.startsWith("next action: ")) {
+      const record: ActionRecord = { kind: meta.action, decidedAt: at, message, retry: true };
+      actions.push(record);
+      open.set(meta.object, record);
+      continue;
+    }
+    const record = open.get(meta.object);
+    if (!record || record.kind !== meta.action) continue;
+    record.completedAt = at;
+    record.message = message;
+    // A conflict re-plans at once; "not caught up" promotes later: the step is not done either way.
+    record.retry = /will retry|not caught up|hit a conflict/i.test(message);
+    open.delete(meta.object);
+  }
+  return actions;
+}
+
+/** The effects of Quorum's own calls, observable the moment each call returned. */
+export function actionEffects(actions: ActionRecord[]): WorldEvent[] {
+  const effectOf: Record<string, WorldEventKind> = {
+    PromoteLearner: "promoted",
+    RemoveMember: "member-removed",
+    RemoveGhost: "member-removed",
+    ForwardLeadership: "leader-changed",
+    DeleteMachine: "machine-deleting",
+    ReleaseHook: "hook-released",
+    CreateMachine: "machine-created",
+  };
+  return actions
+    .filter((action) => !action.retry && action.completedAt !== undefined && effectOf[action.kind])
+    .map((action) => ({ at: action.completedAt as number, kind: effectOf[action.kind], subject: action.message, source: "controller-log" as const }));
+}
