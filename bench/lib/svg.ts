@@ -108,6 +108,7 @@ export interface Series {
   dashed?: boolean;
   /** Draw only the line (a reference), no point markers. */
   reference?: boolean;
+  color?: string;
 }
 
 export interface LinePanel {
@@ -149,8 +150,8 @@ export function lineCharts(panels: LinePanel[], options: { title: string; xLabel
     body.push(text(x0 + 12, plot.top + plot.height / 2, panel.yLabel, `font-size="11" fill="#374151" text-anchor="middle" transform="rotate(-90 ${fmt(x0 + 12)} ${fmt(plot.top + plot.height / 2)})"`));
     body.push(`<line x1="${fmt(plot.left)}" y1="${fmt(plot.top + plot.height)}" x2="${fmt(plot.left + plot.width)}" y2="${fmt(plot.top + plot.height)}" stroke="#374151"/>`);
     panel.series.forEach((series, seriesIndex) => {
-      const color = series.reference ? "#6b7280" : PALETTE[seriesIndex % PALETTE.length];
-      const path = series.points.map((point, i) => `${i === 0 ? "M" : "L"}${fmt(px(point.x))},${fmt(py(point.y))}`).join(" ");
+      const color = series.color ?? (series.reference ? "#6b7280" : PALETTE[seriesIndex % PALETTE.length]);
+      const path = clipped(series.points, yMax).map((point, i) => `${i === 0 ? "M" : "L"}${fmt(px(point.x))},${fmt(py(point.y))}`).join(" ");
       body.push(`<path d="${path}" fill="none" stroke="${color}" stroke-width="${series.reference ? 1.5 : 2}"${series.dashed ? ' stroke-dasharray="6 4"' : ""}/>`);
       if (!series.reference) {
         for (const point of series.points) {
@@ -168,6 +169,21 @@ export function lineCharts(panels: LinePanel[], options: { title: string; xLabel
     lines.forEach((line, i) => body.push(text(16, height - 26 + i * 13, line, 'font-size="11" fill="#4b5563"')));
   }
   return svgDocument(width, height, body, options.title);
+}
+
+/** The polyline up to where it leaves the chart's top edge, so a steep reference line keeps its slope. */
+function clipped(points: { x: number; y: number }[], yMax: number): { x: number; y: number }[] {
+  const result: { x: number; y: number }[] = [];
+  for (const [i, point] of points.entries()) {
+    if (point.y <= yMax) {
+      result.push(point);
+      continue;
+    }
+    const previous = points[i - 1];
+    if (previous && previous.y < yMax) result.push({ x: previous.x + ((yMax - previous.y) / (point.y - previous.y)) * (point.x - previous.x), y: yMax });
+    break;
+  }
+  return result;
 }
 
 function wrap(content: string, width: number): string[] {
