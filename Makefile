@@ -8,7 +8,7 @@ SHELL := /bin/bash
 .PHONY: help deps npm test test-unit sim test-integration typecheck build clean
 
 help: ## list targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
 
 deps: ## install etcd, npm packages, build kube-apiserver + CAPI manager + clusterctl (cached by version)
 	@bash hack/deps.sh
@@ -46,3 +46,10 @@ release-manifests: npm ## clusterctl artefacts: out/control-plane-components.yam
 .PHONY: bench
 bench: deps ## benchmarks (not part of test): writes bench/results/*.json, *.svg and the table in bench/README.md
 	node --import tsx bench/run.ts
+
+.PHONY: e2e run
+e2e: deps ## end-to-end scenarios on real stacks (CAPI core + Quorum + process provider); summary in e2e/results/
+	node --import tsx e2e/run.ts $(SCENARIOS)
+
+run: ## local management plane + sample 3-replica cluster with a live view (with KUBECONFIG: only the controller)
+	@bash hack/run.sh $(ARGS)

@@ -111,7 +111,7 @@ export class E2EStack {
   }
 
   /** Starts one Quorum controller process (its own process, admin credentials, JSON logs). */
-  async startQuorum(options: { leaderElect?: boolean; crashAfter?: string; label?: string } = {}): Promise<QuorumProcess> {
+  async startQuorum(options: { leaderElect?: boolean; crashAfter?: string; label?: string; logFormat?: "json" | "text" } = {}): Promise<QuorumProcess> {
     this.quorumCount++;
     const label = options.label ?? `quorum-${this.quorumCount}`;
     const metricsPort = await freePort();
@@ -130,7 +130,8 @@ export class E2EStack {
       "--health-probe-bind-address",
       `127.0.0.1:${healthPort}`,
       "--log-format",
-      "json",
+      // The scenarios read actions and leader-election events from the JSON lines.
+      options.logFormat ?? "json",
       "--log-level",
       "debug",
       ...(options.leaderElect ? ["--leader-elect", "--leader-election-namespace", "default"] : []),
