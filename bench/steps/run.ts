@@ -61,6 +61,10 @@ interface RolloutResult {
   overheadSeconds: number;
   /** Precondition → successful call, summed over this rollout's steps: should be close to overheadSeconds. */
   sumOfStepLatenciesSeconds: number;
+  /** Of that, the time between a refused first call and the accepted one (etcd's "unhealthy cluster" refusals). */
+  refusedCallsSeconds: number;
+  /** The ratio if refused calls had been accepted at once. */
+  ratioWithoutRefusals: number;
   intrinsic: { bootJoinCatchUpSeconds: number; callsSeconds: number; teardownSeconds: number; nodeRegistrationSeconds: null };
 }
 
@@ -74,6 +78,8 @@ interface StepsResults {
   allStepsMs: Summary;
   samples: StepSample[];
   unmatched: { kind: string; phase: string; reason: string }[];
+  /** Calls that did not do their step, by kind and reason (member IDs and addresses blanked). */
+  refusals: { kind: string; reason: string; count: number }[];
   rollouts: RolloutResult[];
   rolloutRatio: Summary;
   monitor: { intervalMs: number; roundMs: Summary };
@@ -149,6 +155,7 @@ async function main(): Promise<void> {
       allStepsMs: all,
       samples,
       unmatched,
+      refusals: refusalsOf(actions, phases),
       rollouts: rolloutResults,
       rolloutRatio: ratios,
       monitor: { intervalMs: monitorIntervalMs, roundMs: rounded(summarize(monitorRounds)) },
@@ -208,6 +215,19 @@ function stepSamples(actions: ActionRecord[], events: WorldEvent[], phases: Phas
   return { samples, unmatched, retries };
 }
 
+function refusalsOf(actions: ActionRecord[], phases: Phase[]): StepsResults["refusals"] {
+  const counts = new Map<string, { kind: string; reason: string; count: number }>();
+  for (const action of actions) {
+    if (!action.retry || !phases.some((phase) => action.decidedAt >= phase.start && action.decidedAt <= phase.end)) continue;
+    const reason = action.message.replace(/\b\d{6,}\b/g, "<id>").replace(/https?:\/\/[\d.]+:\d+/g, "<endpoint>");
+    const key = `${action.kind} ${reason}`;
+    const entry = counts.get(key) ?? { kind: action.kind, reason, count: 0 };
+    entry.count++;
+    counts.set(key, entry);
+  }
+  return [...counts.values()];
+}
+
 function timeline(origin: number, events: WorldEvent[], actions: ActionRecord[]): StepsResults["timeline"] {
   const entries = [
     ...events.filter((event) => event.source !== "controller-log").map((event) => ({ t: event.at - origin, source: event.source, what: event.kind, subject: event.subject })),
@@ -245,7 +265,9 @@ function rolloutOverhead(phase: Phase, actions: ActionRecord[], events: WorldEve
   }
   const wallMs = end - start;
   const intrinsicMs = bootMs + callsMs + teardownMs;
-  const latencies = samples.filter((sample) => sample.phase === phase.name).reduce((sum, sample) => sum + sample.doneMs, 0);
+  const ofPhase = samples.filter((sample) => sample.phase === phase.name);
+  const latencies = ofPhase.reduce((sum, sample) => sum + sample.doneMs, 0);
+  const refusedMs = ofPhase.reduce((sum, sample) => sum + (sample.doneMs - sample.latencyMs), 0);
   const seconds = (ms: number) => Math.round(ms / 10) / 100;
   return {
     phase: phase.name,
@@ -254,6 +276,8 @@ function rolloutOverhead(phase: Phase, actions: ActionRecord[], events: WorldEve
     ratio: intrinsicMs > 0 ? Math.round((wallMs / intrinsicMs) * 1000) / 1000 : Number.NaN,
     overheadSeconds: seconds(wallMs - intrinsicMs),
     sumOfStepLatenciesSeconds: seconds(latencies),
+    refusedCallsSeconds: seconds(refusedMs),
+    ratioWithoutRefusals: intrinsicMs > 0 ? Math.round(((wallMs - refusedMs) / intrinsicMs) * 1000) / 1000 : Number.NaN,
     intrinsic: { bootJoinCatchUpSeconds: seconds(bootMs), callsSeconds: seconds(callsMs), teardownSeconds: seconds(teardownMs), nodeRegistrationSeconds: null },
   };
 }
