@@ -65,7 +65,13 @@ async function main(): Promise<void> {
   mkdirSync(runDir, { recursive: true });
   const kubeconfig = join(runDir, "kubeconfig");
   copyFileSync(stack.apiServer.kubeconfigPath, kubeconfig);
-  process.prependListener("SIGINT", () => say("\nCtrl-C: stopping Quorum, the provider (and every Machine's etcd and kube-apiserver), CAPI and the management plane"));
+  // Runs before the harness's own handler, which kills every process group this process started and re-raises the
+  // signal; `once`, so that the re-raised signal ends this process.
+  let stopping = false;
+  process.prependOnceListener("SIGINT", () => {
+    stopping = true;
+    say("\nCtrl-C: stopping Quorum, the provider (and every Machine's etcd and kube-apiserver), CAPI and the management plane");
+  });
   await stack.startQuorum({ logFormat: "text" });
   say(`Management cluster: ${stack.apiServer.url} (kubeconfig ${kubeconfig})`);
   say(`Logs: ${stack.dir} (quorum-1.log, provider.log); CAPI: ${stack.capi.logFile}`);
@@ -98,9 +104,11 @@ async function main(): Promise<void> {
       })
       .sort((a, b) => a.name.localeCompare(b.name));
     const text = view(qcp, rows);
-    if (text !== last) {
+    // Countdowns ("within 9m56s") change every second; only a change of state is worth a new block.
+    const key = text.replace(/\d+m\d+s|\d+(\.\d+)?s\b/g, "…");
+    if (key !== last) {
       say(`\n${clock()}\n${text}`);
-      last = text;
+      last = key;
     }
     const members = qcp?.status?.etcd?.members ?? [];
     const converged =
@@ -131,7 +139,7 @@ This view keeps showing every step. Ctrl-C stops everything this command started
       ready = false;
     }
     for (const quorum of stack.quorums) {
-      const exit = quorum.process.exitStatus();
+      const exit = stopping ? undefined : quorum.process.exitStatus();
       if (exit) throw new Error(`Quorum exited with ${exit.code ?? exit.signal}; last log lines:\n${quorum.process.lastLogLines(20)}`);
     }
     await sleep(1_000);

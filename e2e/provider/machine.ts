@@ -373,7 +373,11 @@ export class ProcessMachineRuntime {
         const now = new Date().toISOString().replace(/\.\d+Z$/, "Z");
         const patched = await this.nodeRequest("PATCH", `/api/v1/nodes/${name}/status`, {
           status: {
-            conditions: [{ type: "Ready", status: "True", reason: "ProcessMachineRunning", message: "etcd and kube-apiserver run", lastHeartbeatTime: now, lastTransitionTime: now }],
+            // What a kubelet would report; CAPI's NodeHealthy condition reads all four.
+            conditions: [
+              { type: "Ready", status: "True", reason: "ProcessMachineRunning", message: "etcd and kube-apiserver run", lastHeartbeatTime: now, lastTransitionTime: now },
+              ...["MemoryPressure", "DiskPressure", "PIDPressure"].map((type) => ({ type, status: "False", reason: `No${type}`, message: "", lastHeartbeatTime: now, lastTransitionTime: now })),
+            ],
             addresses: [
               { type: "InternalIP", address },
               { type: "Hostname", address: name },
