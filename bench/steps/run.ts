@@ -26,7 +26,8 @@ const REPO = join(benchDir, "..");
 
 /** Which observable changes each step waits for; its latency runs from the latest of them before the decision. */
 const PRECONDITIONS: Record<string, WorldEventKind[]> = {
-  CreateMachine: ["spec-changed", "promoted", "machine-gone"],
+  // With maxSurge 1 the next Machine may come once the old one's member is gone and its hook released.
+  CreateMachine: ["spec-changed", "promoted", "machine-gone", "member-removed", "hook-released"],
   PromoteLearner: ["caught-up"],
   ForwardLeadership: ["spec-changed", "promoted", "machine-gone"],
   RemoveMember: ["spec-changed", "promoted", "leader-changed", "machine-gone"],
@@ -191,7 +192,9 @@ function stepSamples(actions: ActionRecord[], events: WorldEvent[], phases: Phas
       unmatched.push({ kind: action.kind, phase: phase.name, reason: "no precondition rule for this step kind" });
       continue;
     }
-    const candidates = events.filter((event) => kinds.includes(event.kind) && event.at >= phase.start && event.at <= action.decidedAt);
+    // A promotion waits for its own learner: another learner caught up earlier says nothing about this one.
+    const learner = action.kind === "PromoteLearner" ? /learner (\S+)/.exec(action.message)?.[1] : undefined;
+    const candidates = events.filter((event) => kinds.includes(event.kind) && event.at >= phase.start && event.at <= action.decidedAt && (learner === undefined || event.subject === learner));
     const precondition = candidates[candidates.length - 1];
     if (!precondition) {
       unmatched.push({ kind: action.kind, phase: phase.name, reason: `none of ${kinds.join(", ")} was observed before the decision (an observer was later than Quorum)` });

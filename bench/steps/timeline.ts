@@ -41,7 +41,11 @@ export interface ActionRecord {
   retry: boolean;
 }
 
-/** Polls etcd and records transitions of the membership, with a reused client so a round is short. */
+/**
+ * Polls etcd and records transitions of the membership, with a reused client so a round is short. The per-call
+ * deadline is short too: a member that is starting accepts connections before it answers, and a long deadline
+ * would blind the monitor to a learner that starts and is promoted meanwhile.
+ */
 export class EtcdMonitor {
   readonly events: WorldEvent[] = [];
   readonly roundMs: number[] = [];
@@ -74,7 +78,7 @@ export class EtcdMonitor {
     if (this.client && key === this.clientEndpoints) return this.client;
     void this.client?.close();
     this.clientEndpoints = key;
-    this.client = createEtcdClusterClient({ endpoints, credentials: { caPem: etcd.credentials.caPem, certPem: etcd.credentials.certPem, keyPem: etcd.credentials.keyPem }, callDeadlineMs: 1_000, context: "bench etcd monitor" });
+    this.client = createEtcdClusterClient({ endpoints, credentials: { caPem: etcd.credentials.caPem, certPem: etcd.credentials.certPem, keyPem: etcd.credentials.keyPem }, callDeadlineMs: 400, context: "bench etcd monitor" });
     return this.client;
   }
 
