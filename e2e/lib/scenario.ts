@@ -305,9 +305,22 @@ export class Scenario {
     return actions.sort((a, b) => a.at - b.at);
   }
 
-  /** Quorum process starts (ready), from our own records; a restart is a world change the next action may follow. */
+  /** Quorum process starts and leadership gains, from their logs: the next action may follow either. */
   private quorumStarts(): WorldEvent[] {
-    return this.stack.quorums.map((quorum) => ({ at: quorumStartTime(quorum.logFile), kind: "quorum-started", subject: quorum.label }));
+    const events: WorldEvent[] = [];
+    for (const quorum of this.stack.quorums) {
+      if (!existsSync(quorum.logFile)) continue;
+      for (const line of readFileSync(quorum.logFile, "utf8").split("\n")) {
+        const kind = line.includes("quorum controller starting") ? "quorum-started" : line.includes("leader election: became leader") ? "became-leader" : undefined;
+        if (!kind || !line.startsWith("{")) continue;
+        try {
+          events.push({ at: Date.parse((JSON.parse(line) as { timestamp: string }).timestamp), kind, subject: quorum.label });
+        } catch {
+          // A torn last line of a killed process.
+        }
+      }
+    }
+    return events;
   }
 
   /** Provider events that can enable a controller step (a member started, a Machine's processes stopped...). */
@@ -321,8 +334,9 @@ export class Scenario {
 
   /**
    * Controller-added latency of each step: from the last observable change of the world before the step was decided
-   * (a user operation, a Machine or member change, a provider event, the previous action, a Quorum start) to the
-   * decision. Changes observed by polling are seen up to 250 ms late, so this over- rather than under-estimates.
+   * (a user operation, a Machine or member change, a provider event, the previous action, a Quorum start or
+   * leadership gain, the end of a designed wait such as a ghost's grace period) to the decision. Changes observed by
+   * polling are seen up to 250 ms late, so this over- rather than under-estimates.
    */
   stepLatencies(): StepLatency[] {
     const actions = this.controllerActions();
@@ -374,19 +388,6 @@ export class Scenario {
     await this.traffic?.stop();
     await this.monitor?.stop();
   }
-}
-
-function quorumStartTime(logFile: string): number {
-  if (!existsSync(logFile)) return 0;
-  for (const line of readFileSync(logFile, "utf8").split("\n")) {
-    if (!line.includes("quorum controller starting")) continue;
-    try {
-      return Date.parse((JSON.parse(line) as { timestamp: string }).timestamp);
-    } catch {
-      return 0;
-    }
-  }
-  return 0;
 }
 
 /** PIDs of live processes whose command line mentions `dir` (data dirs, certificates, logs of the stack). */

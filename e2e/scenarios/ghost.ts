@@ -20,6 +20,7 @@ export const ghost: ScenarioDefinition = {
     let injectedAt = 0;
     let namedAt = 0;
     let goneAt = 0;
+    let blockingMessage = "";
     const inject = async () => {
       await s.workload.refresh();
       const address = new URL(s.workload.endpoints()[0]).hostname.replace(/\.\d+$/, ".200");
@@ -34,8 +35,12 @@ export const ghost: ScenarioDefinition = {
       s.log(`injected ghost voter ${ghostId} at https://${address}:2380 (no Machine has that address; it never starts)`);
       for (;;) {
         const qcp = await s.controlPlane();
-        if ((qcp.status?.etcd?.members ?? []).some((member) => member.id === ghostId)) {
+        const listed = (qcp.status?.etcd?.members ?? []).find((member) => member.id === ghostId);
+        if (listed) {
           namedAt = Date.now();
+          // The grace period is a designed wait: the removal's latency counts from its end, not from the injection.
+          const firstObserved = listed.firstObserved ? Date.parse(listed.firstObserved) : injectedAt;
+          s.userEvents.push({ at: firstObserved + GRACE_S * 1000, kind: "ghost-grace-period-over", subject: ghostId });
           s.log(`status names the ghost ${((namedAt - injectedAt) / 1000).toFixed(2)} s after injection; next action: "${qcp.status?.nextAction?.message?.slice(0, 200)}"`);
           return;
         }
@@ -49,7 +54,13 @@ export const ghost: ScenarioDefinition = {
     }, {
       replicas: 3,
       during: async () => {
-        while ((((await s.controlPlane()).status?.etcd?.members ?? []).some((member) => member.id === ghostId))) await sleep(100);
+        for (;;) {
+          const qcp = await s.controlPlane();
+          if (!(qcp.status?.etcd?.members ?? []).some((member) => member.id === ghostId)) break;
+          const next = `${qcp.status?.nextAction?.message ?? ""} ${qcp.status?.nextAction?.blockedBy ?? ""}`;
+          if (!blockingMessage && qcp.metadata.generation === qcp.status?.observedGeneration && next.includes(ghostId)) blockingMessage = next;
+          await sleep(100);
+        }
         goneAt = Date.now();
         s.log(`the ghost left the member list ${((goneAt - injectedAt) / 1000).toFixed(1)} s after injection`);
       },
@@ -61,6 +72,7 @@ export const ghost: ScenarioDefinition = {
     s.notes.push(`ghost named after ${namedAt - injectedAt} ms, removed after ${((removal?.at ?? 0) - injectedAt) / 1000} s; actions while it was there: ${meanwhile.map((action) => action.kind).join(", ") || "none"}`);
     s.check(namedAt - injectedAt <= NAMED_WITHIN_MS, `status listed the ghost ${namedAt - injectedAt} ms after it was added (poll interval ${POLL_INTERVAL_MS} ms; allowed ${NAMED_WITHIN_MS} ms)`);
     s.check(disruptive.length === 0, `no disruptive step while the ghost was a member (${disruptive.map((action) => `${action.kind}: ${action.message}`).join("; ") || "none taken"})`);
+    s.check(blockingMessage !== "", `while the upgrade waited, status.nextAction named the ghost as what blocks it ("${blockingMessage.slice(0, 240)}")`);
     s.check(removal !== undefined, "Quorum removed the ghost itself (RemoveGhost)");
     s.check(removal !== undefined && removal.at - injectedAt >= GRACE_S * 1000, `the ghost was removed only after its ${GRACE_S} s grace period (${(((removal?.at ?? 0) - injectedAt) / 1000).toFixed(1)} s after injection)`);
     return 3;

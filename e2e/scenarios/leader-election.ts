@@ -92,12 +92,17 @@ export const leaderElection: ScenarioDefinition = {
       replicas: 3,
       during: async () => {
         await waitFor(s, `${first.label}'s first PromoteLearner`, () => (s.controllerActions().some((action) => action.quorum === first.label && action.kind === "PromoteLearner" && action.at > (s.userEvents.at(-1)?.at ?? 0)) ? true : undefined));
+        const lease = await kubeRequestOk<{ spec: { renewTime?: string; leaseDurationSeconds?: number } }>(s.stack.kubeConfig, LEASE_PATH);
         await first.process.kill();
         killedAt = Date.now();
+        // Waiting out the Lease is designed (client-go timings): the successor's latency counts from its expiry.
+        const expiry = Date.parse(lease.spec.renewTime ?? new Date(killedAt).toISOString()) + (lease.spec.leaseDurationSeconds ?? 15) * 1000;
+        s.userEvents.push({ at: Math.max(expiry, killedAt), kind: "lease-expired", subject: first.label });
         s.userEvents.push({ at: killedAt, kind: "leader-killed", subject: first.label });
         s.log(`SIGKILLed the leader ${first.label}; the standby takes over when the Lease expires`);
         const successor = await waitFor(s, "the standby to lead", () => currentLeader(s.stack.quorums.filter((quorum) => quorum !== first)), 60_000);
         s.log(`${successor.label} leads ${((Date.now() - killedAt) / 1000).toFixed(1)} s after the kill`);
+        s.notes.push(`${successor.label} took over ${((Date.now() - killedAt) / 1000).toFixed(1)} s after the leader was killed (Lease duration 15 s)`);
         await s.stack.startQuorum({ leaderElect: true, label: "replica-a2" });
       },
     });
