@@ -36,9 +36,21 @@ const metrics = createMetrics();
 
 // Every request the process sends, by verb as the API server's audit log names it.
 const requests = new Counter({ name: "bench_api_requests_total", help: "HTTP requests this controller process sent (all go to the management API server)", labelNames: ["verb", "resource"], registers: [metrics.registry] });
+// Time from sending a request to its response, as the controller waits for it (API server + CPU contention).
+const requestSeconds = new Counter({ name: "bench_api_request_seconds_total", help: "Summed time the controller's API requests took to be answered", registers: [metrics.registry] });
+const answered = new Counter({ name: "bench_api_responses_total", help: "API responses received", registers: [metrics.registry] });
+const sentAt = new WeakMap<ClientRequest, number>();
 dc.subscribe("http.client.request.start", (message) => {
   const request = (message as { request: ClientRequest }).request;
+  sentAt.set(request, performance.now());
   requests.inc({ verb: verbOf(request.method, request.path), resource: resourceOf(request.path) });
+});
+dc.subscribe("http.client.response.finish", (message) => {
+  const request = (message as { request: ClientRequest }).request;
+  const started = sentAt.get(request);
+  if (started === undefined || /[?&]watch=(true|1)/.test(request.path)) return;
+  requestSeconds.inc((performance.now() - started) / 1000);
+  answered.inc();
 });
 
 /** The resource plural of an API path (/api/v1/namespaces/ns/secrets/x → secrets), subresource appended (machines/status). */

@@ -74,7 +74,7 @@ interface IdleWindow {
   controller: { milliCores: number; rssMB: { mean: number; max: number; end: number } };
   apiServer: { milliCores: number; rssMB: number };
   /** Requests the controller sent, per minute, by verb (counted in the controller process). */
-  requestsPerMinute: { total: number; byVerb: Record<string, number>; byResource: Record<string, number> };
+  requestsPerMinute: { total: number; byVerb: Record<string, number>; byResource: Record<string, number>; meanResponseMs: number | null };
   /** Writes the API server logged for the controller's user, per minute. */
   writesPerMinute: { total: number; excludingLease: number; byResource: Record<string, number> };
   reconciles: { perMinute: number; durationMs: Summary; errors: number };
@@ -282,11 +282,17 @@ function isConverged(qcp: QuorumControlPlane): boolean {
 }
 
 /** The controller's /metrics counters this benchmark reads. */
-async function scrape(metricsUrl: string): Promise<{ requests: Map<string, number>; writes: number }> {
+async function scrape(metricsUrl: string): Promise<{ requests: Map<string, number>; writes: number; requestSeconds: number; responses: number }> {
   const text = await (await fetch(metricsUrl)).text();
   const requests = new Map<string, number>();
   let writes = 0;
+  let requestSeconds = 0;
+  let responses = 0;
   for (const line of text.split("\n")) {
+    const seconds = /^bench_api_request_seconds_total (\S+)$/.exec(line);
+    if (seconds) requestSeconds = Number(seconds[1]);
+    const count = /^bench_api_responses_total (\S+)$/.exec(line);
+    if (count) responses = Number(count[1]);
     const request = /^bench_api_requests_total\{([^}]*)\} (\S+)$/.exec(line);
     if (request) {
       const labels = Object.fromEntries([...request[1].matchAll(/(\w+)="([^"]*)"/g)].map((match) => [match[1], match[2]]));
@@ -295,7 +301,7 @@ async function scrape(metricsUrl: string): Promise<{ requests: Map<string, numbe
     const write = /^quorum_api_writes_total\{[^}]*\} (\S+)$/.exec(line);
     if (write) writes += Number(write[1]);
   }
-  return { requests, writes };
+  return { requests, writes, requestSeconds, responses };
 }
 
 interface AuditEvent {
@@ -416,7 +422,8 @@ class Bench {
   async idleWindow(seconds: number, clusters: number): Promise<IdleWindow> {
     await fetch(this.metricsUrl.replace("/metrics", "/bench/reconciles"));
     const auditStart = existsSync(this.auditLog) ? statSync(this.auditLog).size : 0;
-    const requestsBefore = (await scrape(this.metricsUrl)).requests;
+    const scrapeBefore = await scrape(this.metricsUrl);
+    const requestsBefore = scrapeBefore.requests;
     const controllerSamples: ProcessSample[] = [sampleProcess(this.controllerPid)];
     const apiServerBefore = sampleProcess(this.apiServer.process.pid);
     const end = Date.now() + seconds * 1000;
@@ -425,7 +432,10 @@ class Bench {
       controllerSamples.push(sampleProcess(this.controllerPid));
     }
     const apiServerAfter = sampleProcess(this.apiServer.process.pid);
-    const requestsAfter = (await scrape(this.metricsUrl)).requests;
+    const scrapeAfter = await scrape(this.metricsUrl);
+    const requestsAfter = scrapeAfter.requests;
+    const answeredInWindow = scrapeAfter.responses - scrapeBefore.responses;
+    const meanRequestMs = answeredInWindow > 0 ? Math.round(((scrapeAfter.requestSeconds - scrapeBefore.requestSeconds) / answeredInWindow) * 10_000) / 10 : null;
     const reconciles = (await (await fetch(this.metricsUrl.replace("/metrics", "/bench/reconciles"))).json()) as { samples: { ms: number; ok: boolean }[]; eventLoopDelayMs: IdleWindow["eventLoopDelayMs"]; queueDepth: Record<string, number> };
     const audit = auditEventsSince(this.auditLog, auditStart);
     const first = controllerSamples[0];
@@ -455,7 +465,7 @@ class Bench {
       windowSeconds: Math.round(windowSeconds),
       controller: { milliCores: milliCores(first, last), rssMB: { mean: Math.round((rss.reduce((a, b) => a + b, 0) / rss.length) * 10) / 10, max: Math.max(...rss), end: last.rssMB } },
       apiServer: { milliCores: milliCores(apiServerBefore, apiServerAfter), rssMB: apiServerAfter.rssMB },
-      requestsPerMinute: { total: perMinute(totalRequests), byVerb: mapValues(byVerb, perMinute), byResource: mapValues(byResource, perMinute) },
+      requestsPerMinute: { total: perMinute(totalRequests), byVerb: mapValues(byVerb, perMinute), byResource: mapValues(byResource, perMinute), meanResponseMs: meanRequestMs },
       writesPerMinute: { total: perMinute(audit.events.length), excludingLease: perMinute(audit.events.length - leaseWrites), byResource: mapValues(writesByResource, perMinute) },
       reconciles: { perMinute: perMinute(reconciles.samples.length), durationMs: rounded(summarize(reconciles.samples.map((sample) => sample.ms))), errors: reconciles.samples.filter((sample) => !sample.ok).length },
       eventLoopDelayMs: reconciles.eventLoopDelayMs,
@@ -523,7 +533,7 @@ async function main(): Promise<void> {
     for (const level of levels) {
       const effective = level.idle.effectivePollSeconds;
       if (effective !== null && effective > 1.5 * pollSeconds) {
-        notes.push(`At ${level.clusters} clusters the controller did not keep up with its own polling: each cluster was looked at every ${effective} s instead of every ${pollInterval} (queue depth ${level.idle.queueDepthAtEnd} at the window's end, reconcile p50 ${Math.round(level.idle.reconciles.durationMs.p50)} ms with --concurrency ${concurrency}). Its CPU there is bounded by that throughput on this machine, so it understates what polling every cluster every ${pollInterval} would cost.`);
+        notes.push(`At ${level.clusters} clusters the controller did not keep up with its own polling: each cluster was looked at every ${effective} s instead of every ${pollInterval} (queue depth ${level.idle.queueDepthAtEnd} at the window's end, reconcile p50 ${Math.round(level.idle.reconciles.durationMs.p50)} ms with --concurrency ${concurrency}, ${Math.round(level.idle.reconciles.perMinute / 60 * 10) / 10} reconciles/s, each of about ${Math.round(level.idle.requestsPerMinute.total / Math.max(1, level.idle.reconciles.perMinute))} sequential API requests answered in ${level.idle.requestsPerMinute.meanResponseMs} ms on average). Its CPU there is bounded by that throughput on this machine, so it understates what polling every cluster every ${pollInterval} would cost.`);
       }
     }
     if (driver.errors.length > 0) notes.push(`driver errors (first 5 of ${driver.errors.length}): ${driver.errors.slice(0, 5).join(" | ")}`);
