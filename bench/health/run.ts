@@ -57,19 +57,19 @@ async function main(): Promise<void> {
     const open = () => createEtcdClusterClient({ endpoints: cluster.endpoints(), credentials, callDeadlineMs: deadlineMs, context: "etcd of cluster bench/health" });
     await warmUp(open);
 
-    const healthy = await measureBoth(open, healthyRounds, undefined, cluster);
+    const healthy = await measureBoth(open, healthyRounds, undefined);
     progress(NAME, `healthy: fresh p50 ${healthy.freshClient.roundMs.p50} ms, reused p50 ${healthy.reusedClient.roundMs.p50} ms`);
 
     const victimKilled = await follower(cluster, open);
     await victimKilled.member.kill();
-    const killed = await measureBoth(open, faultRounds, victimKilled.id, cluster);
+    const killed = await measureBoth(open, faultRounds, victimKilled.id);
     progress(NAME, `one killed: fresh max ${killed.freshClient.roundMs.max} ms (${killed.freshClient.ratioToDeadline.max}× deadline)`);
     await victimKilled.member.start();
     await waitAllHealthy(open, cluster);
 
     const victimPaused = await follower(cluster, open);
     victimPaused.member.pause();
-    const paused = await measureBoth(open, faultRounds, victimPaused.id, cluster);
+    const paused = await measureBoth(open, faultRounds, victimPaused.id);
     victimPaused.member.resume();
     progress(NAME, `one paused: fresh max ${paused.freshClient.roundMs.max} ms (${paused.freshClient.ratioToDeadline.max}× deadline)`);
 
@@ -105,7 +105,7 @@ async function warmUp(open: () => EtcdClusterClient): Promise<void> {
   }
 }
 
-async function measureBoth(open: () => EtcdClusterClient, rounds: number, faultyId: string | undefined, cluster: EtcdCluster) {
+async function measureBoth(open: () => EtcdClusterClient, rounds: number, faultyId: string | undefined) {
   const freshClient = await measure(rounds, faultyId, async (round) => {
     const client = open();
     try {
@@ -121,7 +121,6 @@ async function measureBoth(open: () => EtcdClusterClient, rounds: number, faulty
     return { freshClient, reusedClient };
   } finally {
     await reused.close();
-    void cluster;
   }
 }
 
