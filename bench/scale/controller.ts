@@ -128,7 +128,7 @@ const server = createServer((request, response) => {
     const toMs = (ns: number) => Math.round(ns / 1e4) / 100;
     const loop = { p50: toMs(eventLoopDelay.percentile(50)), p99: toMs(eventLoopDelay.percentile(99)), max: toMs(eventLoopDelay.max) };
     eventLoopDelay.reset();
-    response.writeHead(200, { "Content-Type": "application/json" }).end(JSON.stringify({ samples, eventLoopDelayMs: loop, queueDepth: manager.queueDepths(), simulatedCalls: Object.fromEntries(world.calls) }));
+    response.writeHead(200, { "Content-Type": "application/json" }).end(JSON.stringify({ samples, eventLoopDelayMs: loop, memory: process.memoryUsage(), queueDepth: manager.queueDepths(), simulatedCalls: Object.fromEntries(world.calls) }));
     return;
   }
   if (path === "/readyz") {

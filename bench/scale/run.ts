@@ -71,7 +71,7 @@ interface LevelResult {
 
 interface IdleWindow {
   windowSeconds: number;
-  controller: { milliCores: number; rssMB: { mean: number; max: number; end: number } };
+  controller: { milliCores: number; rssMB: { mean: number; max: number; end: number }; heapMB: { used: number; total: number; external: number } };
   apiServer: { milliCores: number; rssMB: number };
   /** Requests the controller sent, per minute, by verb (counted in the controller process). */
   requestsPerMinute: { total: number; byVerb: Record<string, number>; byResource: Record<string, number>; meanResponseMs: number | null };
@@ -436,7 +436,7 @@ class Bench {
     const requestsAfter = scrapeAfter.requests;
     const answeredInWindow = scrapeAfter.responses - scrapeBefore.responses;
     const meanRequestMs = answeredInWindow > 0 ? Math.round(((scrapeAfter.requestSeconds - scrapeBefore.requestSeconds) / answeredInWindow) * 10_000) / 10 : null;
-    const reconciles = (await (await fetch(this.metricsUrl.replace("/metrics", "/bench/reconciles"))).json()) as { samples: { ms: number; ok: boolean }[]; eventLoopDelayMs: IdleWindow["eventLoopDelayMs"]; queueDepth: Record<string, number> };
+    const reconciles = (await (await fetch(this.metricsUrl.replace("/metrics", "/bench/reconciles"))).json()) as { samples: { ms: number; ok: boolean }[]; eventLoopDelayMs: IdleWindow["eventLoopDelayMs"]; queueDepth: Record<string, number>; memory: NodeJS.MemoryUsage };
     const audit = auditEventsSince(this.auditLog, auditStart);
     const first = controllerSamples[0];
     const last = controllerSamples[controllerSamples.length - 1];
@@ -463,7 +463,11 @@ class Bench {
     const rss = controllerSamples.map((sample) => sample.rssMB);
     return {
       windowSeconds: Math.round(windowSeconds),
-      controller: { milliCores: milliCores(first, last), rssMB: { mean: Math.round((rss.reduce((a, b) => a + b, 0) / rss.length) * 10) / 10, max: Math.max(...rss), end: last.rssMB } },
+      controller: {
+        milliCores: milliCores(first, last),
+        rssMB: { mean: Math.round((rss.reduce((a, b) => a + b, 0) / rss.length) * 10) / 10, max: Math.max(...rss), end: last.rssMB },
+        heapMB: { used: toMB(reconciles.memory.heapUsed), total: toMB(reconciles.memory.heapTotal), external: toMB(reconciles.memory.external) },
+      },
       apiServer: { milliCores: milliCores(apiServerBefore, apiServerAfter), rssMB: apiServerAfter.rssMB },
       requestsPerMinute: { total: perMinute(totalRequests), byVerb: mapValues(byVerb, perMinute), byResource: mapValues(byResource, perMinute), meanResponseMs: meanRequestMs },
       writesPerMinute: { total: perMinute(audit.events.length), excludingLease: perMinute(audit.events.length - leaseWrites), byResource: mapValues(writesByResource, perMinute) },
@@ -473,6 +477,10 @@ class Bench {
       effectivePollSeconds: clusters > 0 && reconciles.samples.length > 0 ? Math.round((clusters * windowSeconds * 10) / reconciles.samples.length) / 10 : null,
     };
   }
+}
+
+function toMB(bytes: number): number {
+  return Math.round((bytes / 2 ** 20) * 10) / 10;
 }
 
 function mapValues(record: Record<string, number>, fn: (value: number) => number): Record<string, number> {
