@@ -141,7 +141,8 @@ export async function startEtcdCluster(options: EtcdClusterOptions = {}): Promis
 
   const createMember = async (spec: MemberSpec, initialCluster: () => string, initialState: "new" | "existing") => {
     const address = subnet.address(spec.hostNumber);
-    const memberDir = join(rootDir, spec.name);
+    // A name can come back (a replacement Machine reusing it): its data dir is a new one, like a new disk.
+    const memberDir = join(rootDir, `${spec.name}-${spec.hostNumber}`);
     const dataDir = join(memberDir, "data");
     mkdirSync(memberDir, { recursive: true });
     const logFile = join(memberDir, "etcd.log");

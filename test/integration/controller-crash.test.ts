@@ -36,8 +36,14 @@ describe("the controller resumes and finishes after a crash right after any acti
   /** Starts a crashing controller, triggers the operation, waits for exit 137, restarts cleanly and waits to converge. */
   async function crashThenFinish(kind: ActionKind, trigger: () => Promise<void>): Promise<void> {
     const crashing = await stack.startController({ env: { QUORUM_CRASH_AFTER: `${kind}:1` } });
-    await trigger();
-    const exit = await Promise.race([crashing.process.exited, sleep(180_000).then(() => undefined)]);
+    let exit: Awaited<typeof crashing.process.exited> | undefined;
+    try {
+      await trigger();
+      exit = await Promise.race([crashing.process.exited, sleep(180_000).then(() => undefined)]);
+    } finally {
+      // A failed trigger must not leave a second controller running into the next test.
+      if (crashing.process.isRunning()) await crashing.process.kill();
+    }
     assert.ok(exit, `the controller never executed ${kind} within 180 s:\n${crashing.process.lastLogLines(30)}`);
     assert.equal(exit.code, 137, `exit after ${kind}: ${JSON.stringify(exit)}\n${crashing.process.lastLogLines(30)}`);
     assert.match(crashing.process.lastLogLines(200), new RegExp(`QUORUM_CRASH_AFTER: exiting with 137 after ${kind} #1`));
@@ -113,7 +119,16 @@ describe("the controller resumes and finishes after a crash right after any acti
       // A member no Machine owns, on an address no Machine has: a ghost once its 20 s grace period is over.
       const client = createEtcdClusterClient({ endpoints: player.liveEndpoints(), credentials: etcd.credentials, callDeadlineMs: 3_000 });
       try {
-        await client.addMember([`https://${etcd.subnet.address(250)}:2380`], { learner: true });
+        // etcd refuses new members for a few seconds after a member (re)joined ("unhealthy cluster"): retry.
+        for (let attempt = 0; ; attempt++) {
+          try {
+            await client.addMember([`https://${etcd.subnet.address(250)}:2380`], { learner: true });
+            break;
+          } catch (error) {
+            if (attempt >= 30 || !/unhealthy cluster/.test(String(error))) throw error;
+            await sleep(1_000);
+          }
+        }
       } finally {
         await client.close();
       }

@@ -224,7 +224,8 @@ export class ControllerStack {
     throw new Error(
       `QuorumControlPlane ${namespace}/${name} did not converge to ${replicas} replicas within ${timeoutMs / 1000} s.\n` +
         `Machines: ${lastMachines.map((machine) => `${machine.metadata.name}${machine.metadata.deletionTimestamp ? " (deleting)" : ""} ${machine.spec.version}`).join(", ")}\n` +
-        `status.nextAction: ${JSON.stringify(last?.status?.nextAction)}\nstatus.etcd: ${JSON.stringify(last?.status?.etcd)}\n${logs}`,
+        `status.nextAction: ${JSON.stringify(last?.status?.nextAction)}\nstatus.etcd: ${JSON.stringify(last?.status?.etcd)}\n` +
+        `player errors: ${JSON.stringify(this.players.flatMap((player) => player.events.filter((event) => event.kind === "error").slice(-3)))}\n${logs}`,
     );
   }
 
