@@ -66,7 +66,8 @@ interface RolloutResult {
   refusedCallsSeconds: number;
   /** The ratio if refused calls had been accepted at once. */
   ratioWithoutRefusals: number;
-  intrinsic: { bootJoinCatchUpSeconds: number; callsSeconds: number; teardownSeconds: number; nodeRegistrationSeconds: null };
+  /** bootEndsInferred: joins whose catch-up the monitor missed, ended at the Machine's provisioning or promotion instead. */
+  intrinsic: { bootJoinCatchUpSeconds: number; bootEndsInferred: number; callsSeconds: number; teardownSeconds: number; nodeRegistrationSeconds: null };
 }
 
 interface StepsResults {
@@ -255,10 +256,24 @@ function rolloutOverhead(phase: Phase, actions: ActionRecord[], events: WorldEve
   const done = actions.filter((action) => !action.retry && action.completedAt !== undefined && inPhase(action.decidedAt));
   const callsMs = done.reduce((sum, action) => sum + ((action.completedAt as number) - action.decidedAt), 0);
   let bootMs = 0;
+  let bootEndsInferred = 0;
   for (const created of done.filter((action) => action.kind === "CreateMachine")) {
     const name = machineIn(created.message);
-    const caughtUp = events.find((event) => event.kind === "caught-up" && event.subject === name && event.at >= (created.completedAt as number));
-    if (caughtUp) bootMs += caughtUp.at - (created.completedAt as number);
+    const from = created.completedAt as number;
+    const caughtUp = events.find((event) => event.kind === "caught-up" && event.subject === name && event.at >= from);
+    if (caughtUp) {
+      bootMs += caughtUp.at - from;
+      continue;
+    }
+    // The monitor missed a learner that started and was promoted between two of its rounds: it had caught up by
+    // the time the player reported the Machine running or, at the latest, when its promotion went through.
+    const provisioned = events.find((event) => event.kind === "machine-provisioned" && event.subject === name && event.at >= from);
+    const promoted = done.find((action) => action.kind === "PromoteLearner" && (action.completedAt as number) >= from && /learner (\S+)/.exec(action.message)?.[1] === name);
+    const end = Math.min(provisioned?.at ?? Number.POSITIVE_INFINITY, promoted?.completedAt ?? Number.POSITIVE_INFINITY);
+    if (Number.isFinite(end)) {
+      bootMs += end - from;
+      bootEndsInferred++;
+    }
   }
   let teardownMs = 0;
   for (const event of gone) {
@@ -281,7 +296,7 @@ function rolloutOverhead(phase: Phase, actions: ActionRecord[], events: WorldEve
     sumOfStepLatenciesSeconds: seconds(latencies),
     refusedCallsSeconds: seconds(refusedMs),
     ratioWithoutRefusals: intrinsicMs > 0 ? Math.round(((wallMs - refusedMs) / intrinsicMs) * 1000) / 1000 : Number.NaN,
-    intrinsic: { bootJoinCatchUpSeconds: seconds(bootMs), callsSeconds: seconds(callsMs), teardownSeconds: seconds(teardownMs), nodeRegistrationSeconds: null },
+    intrinsic: { bootJoinCatchUpSeconds: seconds(bootMs), bootEndsInferred, callsSeconds: seconds(callsMs), teardownSeconds: seconds(teardownMs), nodeRegistrationSeconds: null },
   };
 }
 
