@@ -4,6 +4,7 @@
 import type { Cluster } from "../api/capi.ts";
 import { CONDITION, FINALIZER, KIND, LABEL_CLUSTER_NAME, PAUSED_ANNOTATION } from "../api/constants.ts";
 import type { QuorumControlPlane, QuorumControlPlaneStatus } from "../api/types.ts";
+import { EtcdOperationError } from "../adapters/errors.ts";
 import type { Logger } from "../adapters/kube/log.ts";
 import type { EtcdClusterClient } from "../adapters/etcd/types.ts";
 import { isDisruptive, type Action } from "../core/actions.ts";
@@ -50,6 +51,8 @@ export class ReconcileError extends Error {
 
 /** After an action, look again at once: its effect is visible in the sources of truth within milliseconds. */
 const AFTER_ACTION_MS = 250;
+/** How soon a removal etcd refused for now is asked again (etcd's own health window is 5 s). */
+const ETCD_REFUSAL_RETRY_MS = 1_000;
 
 export async function reconcile(namespace: string, name: string, deps: ReconcilerDeps, triggeredAt?: number): Promise<ReconcileResult> {
   const controlPlane = await deps.management.getControlPlane(namespace, name);
@@ -132,6 +135,16 @@ export async function reconcile(namespace: string, name: string, deps: Reconcile
         if (isConflict(error)) {
           log("debug", `${action.kind} hit a conflict; re-planning`, { action: action.kind });
           return { requeueAfterMs: AFTER_ACTION_MS, action };
+        }
+        // etcd refuses a removal ("unhealthy cluster") until its leader has been connected to enough members for 5 s,
+        // which is every rollout right after leadership moved to the member that just joined. assess has judged the
+        // removal safe and etcd keeps refusing while it is not: wait and ask again each second, as for a learner that
+        // is not caught up, instead of backing off up to 16 s and reporting a failure (found by the e2e suite).
+        if ((action.kind === "RemoveMember" || action.kind === "RemoveGhost") && error instanceof EtcdOperationError && error.etcdMessage.includes("unhealthy cluster")) {
+          const message = `${action.kind} deferred: ${errorText(error)}`;
+          log("info", message, { action: action.kind });
+          await writeProblem(controlPlane, deps, `${action.kind}Deferred`, message);
+          return { requeueAfterMs: ETCD_REFUSAL_RETRY_MS, action };
         }
         const message = `${action.kind} failed: ${errorText(error)}`;
         await writeProblem(controlPlane, deps, `${action.kind}Failed`, message);

@@ -1,0 +1,80 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { FINALIZER, LABEL_CLUSTER_NAME } from "../../../src/api/constants.ts";
+import type { QuorumControlPlane } from "../../../src/api/types.ts";
+import { EtcdOperationError } from "../../../src/adapters/errors.ts";
+import { silentLogger } from "../../../src/adapters/kube/log.ts";
+import type { EtcdClusterClient, EtcdMember } from "../../../src/adapters/etcd/types.ts";
+import { plan } from "../../../src/core/plan.ts";
+import { reconcile, ReconcileError, type ReconcilerDeps } from "../../../src/controller/reconcile.ts";
+import type { ManagementApi, WorkloadAccess } from "../../../src/controller/ports.ts";
+import { cluster, controlPlane, machine } from "./fixtures.ts";
+
+const members: EtcdMember[] = ["a", "b", "c"].map((name, i) => ({ id: String(i + 1), name, peerURLs: [`https://127.0.1.${i + 1}:2380`], clientURLs: [`https://127.0.1.${i + 1}:2379`], learner: false }));
+
+function world(removeError: Error) {
+  const events: string[] = [];
+  const statuses: Record<string, unknown>[] = [];
+  const qcp: QuorumControlPlane = { ...controlPlane(), metadata: { ...controlPlane().metadata, finalizers: [FINALIZER], labels: { [LABEL_CLUSTER_NAME]: "c1" } } };
+  const management: ManagementApi = {
+    getControlPlane: async () => qcp,
+    getCluster: async () => cluster(),
+    listControlPlaneMachines: async () => members.map((member) => machine(member.name, { node: member.name })),
+    getReferenced: async () => assert.fail("no template read expected"),
+    createIfAbsent: async () => assert.fail("no create expected"),
+    deleteMachine: async () => assert.fail("no delete expected"),
+    patchAnnotations: async () => assert.fail("no annotation patch expected"),
+    setFinalizers: async () => undefined,
+    patchStatus: async (_object, status) => {
+      statuses.push(status);
+      return qcp;
+    },
+    event: async (_object, type, reason) => {
+      events.push(`${type} ${reason}`);
+    },
+  };
+  const etcd: EtcdClusterClient = {
+    listMembers: async () => members,
+    memberStatuses: async () => members.map((member) => ({ memberId: member.id, endpoint: member.clientURLs[0], reachable: true, leader: member.id === "2", leaderId: "2", raftTerm: 2, raftIndex: 10, raftAppliedIndex: 10, errors: [] })),
+    alarms: async () => [],
+    addMember: async () => assert.fail("no member add expected"),
+    promoteLearner: async () => assert.fail("no promotion expected"),
+    removeMember: async () => {
+      throw removeError;
+    },
+    moveLeader: async () => undefined,
+    close: async () => undefined,
+  };
+  const workload: WorkloadAccess = { ensureCertificates: async () => undefined, etcd: async () => etcd, nodes: async () => [], forget: async () => undefined };
+  const deps: ReconcilerDeps = {
+    management,
+    workload,
+    // The real assessment, with the one step under test forced: remove member a (not the leader).
+    planner: (snapshot) => ({ ...plan(snapshot), action: { kind: "RemoveMember", memberId: "1", memberName: "a", machine: "a", reason: "scale down" } }),
+    clock: () => Date.parse("2026-11-29T12:00:00Z"),
+    log: silentLogger,
+    crash: { afterAction: () => undefined },
+    etcdPollIntervalMs: 1_000,
+  };
+  return { deps, events, statuses };
+}
+
+describe("reconcile when etcd refuses a member removal", () => {
+  it("asks again within a second and says why in status, without a failure Event, while etcd reports an unhealthy cluster", async () => {
+    const refusal = new EtcdOperationError("member remove 1", "https://127.0.1.2:2379", "14 UNAVAILABLE: etcdserver: unhealthy cluster", "check the other members' health");
+    const { deps, events, statuses } = world(refusal);
+    const result = await reconcile("ns", "cp", deps);
+    assert.equal(result.requeueAfterMs, 1_000);
+    assert.deepEqual(events, []);
+    const written = JSON.stringify(statuses.at(-1));
+    assert.match(written, /RemoveMemberDeferred/);
+    assert.match(written, /unhealthy cluster/);
+  });
+
+  it("still reports any other refusal as a failed removal, with a Warning Event and the queue's backoff", async () => {
+    const refusal = new EtcdOperationError("member remove 1", "https://127.0.1.2:2379", "7 PERMISSION_DENIED: etcdserver: permission denied", "check the client certificate");
+    const { deps, events } = world(refusal);
+    await assert.rejects(reconcile("ns", "cp", deps), (error: unknown) => error instanceof ReconcileError && error.reason === "RemoveMemberFailed");
+    assert.deepEqual(events, ["Warning RemoveMemberFailed"]);
+  });
+});
