@@ -16,6 +16,7 @@ async function runOne(definition: (typeof scenarios)[number]): Promise<ScenarioR
   scenario.log(definition.title);
   let error: string | undefined;
   let leaks: string[] = [];
+  let logDir = "";
   try {
     const replicas = await definition.run(scenario);
     const rollouts = scenario.operations.filter((operation) => operation.rollout);
@@ -30,8 +31,8 @@ async function runOne(definition: (typeof scenarios)[number]): Promise<ScenarioR
     scenario.log(`FAILED: ${error}`);
     await scenario.stopObservers().catch(() => undefined);
     if (scenario.stack) {
-      const kept = keepLogs(scenario);
-      scenario.log(`logs kept in ${kept}`);
+      logDir = keepLogs(scenario);
+      scenario.log(`logs kept in ${logDir}`);
       await scenario.stack.stop().catch(() => undefined);
     }
   }
@@ -69,12 +70,13 @@ async function runOne(definition: (typeof scenarios)[number]): Promise<ScenarioR
     lostKeys: scenario.operations.reduce((sum, operation) => Math.max(sum, operation.lostKeys), 0),
     client: { total, ok, ratio: total === 0 ? 1 : ok / total, retried: rollouts.reduce((sum, operation) => sum + operation.client.retried, 0) },
     quorumLosses: scenario.monitor?.losses().length ?? 0,
+    leaderlessSamples: scenario.monitor?.leaderless().length ?? 0,
     quorumSamples: scenario.monitor?.samples.length ?? 0,
     longestBlindMs: scenario.monitor?.longestBlindMs() ?? 0,
     leaks,
     checks: scenario.checks,
     notes: scenario.notes,
-    logDir: scenario.stack?.dir ?? "",
+    logDir,
   };
   scenario.log(`${result.passed ? "PASSED" : "FAILED"} in ${(result.wallMs / 1000).toFixed(0)} s`);
   return result;

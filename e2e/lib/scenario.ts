@@ -57,6 +57,8 @@ export interface ScenarioResult {
   lostKeys: number;
   client: { total: number; ok: number; ratio: number; retried: number };
   quorumLosses: number;
+  /** Samples taken during a leader election (live voters, none knowing a leader). */
+  leaderlessSamples: number;
   quorumSamples: number;
   longestBlindMs: number;
   leaks: string[];
@@ -296,7 +298,8 @@ export class Scenario {
         if (!entry.action || !entry.timestamp || entry.action === "Wait") continue;
         const at = Date.parse(entry.timestamp);
         if (entry.message?.startsWith("next action:")) decided = { at, kind: entry.action };
-        else if (entry.level === "info" && !entry.message?.includes("hit a conflict")) {
+        // Completed actions only: not a conflict re-plan, not a removal etcd deferred.
+        else if (entry.level === "info" && !entry.message?.includes("hit a conflict") && !entry.message?.includes(" deferred: ")) {
           actions.push({ at, decidedAt: decided?.kind === entry.action ? decided.at : at, kind: entry.action, message: entry.message ?? "", quorum: quorum.label });
           decided = undefined;
         }

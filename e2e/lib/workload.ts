@@ -152,7 +152,12 @@ export interface QuorumSample {
   at: number;
   /** -1 when no member answered the member list (the monitor was blind for this sample). */
   voters: number;
+  /** Voters that answered a status call within 1 s. */
+  reachableVoters: number;
+  /** Reachable voters that reported no error (during a leader election they report "no leader"). */
   healthyVoters: number;
+  /** No reachable member knew a leader: an election was going on. */
+  leaderless: boolean;
   members: MemberSample[];
 }
 
@@ -176,9 +181,16 @@ export class QuorumMonitor {
     await this.client?.close();
   }
 
-  /** Samples where the observed healthy voters were fewer than a quorum of the voters. */
+  /**
+   * Samples where fewer voters than a quorum answered. A leader election among a quorum of live voters (they answer,
+   * reporting "no leader" for a second or two) is not a loss; it is counted by leaderless().
+   */
   losses(from = 0, to = Infinity): QuorumSample[] {
-    return this.samples.filter((sample) => sample.at >= from && sample.at <= to && sample.voters > 0 && sample.healthyVoters < Math.floor(sample.voters / 2) + 1);
+    return this.samples.filter((sample) => sample.at >= from && sample.at <= to && sample.voters > 0 && sample.reachableVoters < Math.floor(sample.voters / 2) + 1);
+  }
+
+  leaderless(from = 0, to = Infinity): QuorumSample[] {
+    return this.samples.filter((sample) => sample.at >= from && sample.at <= to && sample.voters > 0 && sample.leaderless);
   }
 
   /** Longest run of consecutive blind samples, in ms. */
@@ -202,7 +214,7 @@ export class QuorumMonitor {
         await this.workload.refresh().catch(() => undefined);
         lastRefresh = started;
       }
-      await this.sample().catch(() => this.samples.push({ at: Date.now(), voters: -1, healthyVoters: -1, members: [] }));
+      await this.sample().catch(() => this.samples.push({ at: Date.now(), voters: -1, reachableVoters: -1, healthyVoters: -1, leaderless: false, members: [] }));
       await sleep(Math.max(0, 250 - (Date.now() - started)));
     }
   }
@@ -218,15 +230,19 @@ export class QuorumMonitor {
     }
     const members: EtcdMember[] = await this.client.listMembers();
     const statuses = await this.client.memberStatuses(members);
+    const statusOf = (id: string) => statuses.find((candidate) => candidate.memberId === id);
     const healthy = (id: string) => {
-      const status = statuses.find((candidate) => candidate.memberId === id);
+      const status = statusOf(id);
       return status !== undefined && status.reachable && status.errors.length === 0;
     };
     const voters = members.filter((member) => !member.learner);
+    const reachable = statuses.filter((status) => status.reachable);
     this.samples.push({
       at: Date.now(),
       voters: voters.length,
+      reachableVoters: voters.filter((voter) => statusOf(voter.id)?.reachable).length,
       healthyVoters: voters.filter((voter) => healthy(voter.id)).length,
+      leaderless: reachable.length > 0 && reachable.every((status) => !status.leaderId || status.leaderId === "0"),
       members: members.map((member) => ({ id: member.id, name: member.name, learner: member.learner, healthy: healthy(member.id) })),
     });
   }
@@ -242,7 +258,7 @@ export interface TrafficRequest {
 }
 
 /** Connection-level failures: the request may not have reached an apiserver, or its answer was cut off. */
-const DROPPED_CONNECTION = /ECONNRESET|ECONNREFUSED|socket hang up|EPIPE/;
+const DROPPED_CONNECTION = /ECONNRESET|ECONNREFUSED|socket hang up|EPIPE|socket disconnected before secure TLS connection/;
 
 /**
  * A workload API client going through the load balancer: one request every 100 ms, alternately creating a
