@@ -162,13 +162,14 @@ function charts(health?: ResultEnvelope<Health>, scale?: ResultEnvelope<Scale>, 
       { label: "KCP anchor: 50 mCPU per 10 idle clusters", points: [{ x: 0, y: 0 }, { x: maxClusters, y: KCP.milliCoresPerIdleCluster * maxClusters }], dashed: true, reference: true, color: "#ea580c" },
       { label: "target at 1,000 clusters: 100 mCPU", points: [{ x: 0, y: 100 }, { x: maxClusters, y: 100 }], dashed: true, reference: true },
     ];
+    const busy = scale.results.levels.filter((level) => level.convergedAtWindowEnd !== undefined && level.convergedAtWindowEnd < level.added).map((level) => String(level.clusters));
     const cpuMax = Math.max(...points.map((point) => Math.max(point.idle.controller.milliCores, point.idle.apiServer.milliCores))) * 1.3;
     const svg = lineCharts(
       [
         { title: "Controller memory vs number of clusters", yLabel: "RSS (MB)", series: rss },
         { title: "CPU at idle vs number of clusters", yLabel: "millicores", series: cpu, yMax: Math.max(200, cpuMax) },
       ],
-      { title: "Scale: QuorumControlPlanes × 3 Machines, real kube-apiserver, SIMULATED workload etcd and Nodes", xLabel: "QuorumControlPlanes", footnote: `Levels are cumulative in one controller process; CPU from /proc over each idle window. The KCP line leaves the chart: at ${maxClusters} clusters it is ${KCP.milliCoresPerIdleCluster * maxClusters} mCPU.` },
+      { title: "Scale: QuorumControlPlanes × 3 Machines, real kube-apiserver, SIMULATED workload etcd and Nodes", xLabel: "QuorumControlPlanes", footnote: `Levels are cumulative in one controller process; CPU from /proc over each idle window. The KCP line leaves the chart: at ${maxClusters} clusters it is ${KCP.milliCoresPerIdleCluster * maxClusters} mCPU.${busy.length > 0 ? ` Not idle: at ${busy.join(" and ")} clusters some were still converging during the window (see the table).` : ""}` },
     );
     writeFileSync(join(resultsDir, "scale-resources.svg"), svg);
   }

@@ -92,7 +92,9 @@ export function histograms(panels: HistogramPanel[], options: HistogramOptions):
     });
     for (const marker of options.markers ?? []) {
       const bin = options.edges.findIndex((edge) => marker.value <= edge);
-      const x = plot.left + (bin === -1 ? bins - 0.5 : bin + 0.5) * barWidth;
+      // A marker on a bin edge sits on that edge; one inside a bin, in its middle.
+      const offset = bin !== -1 && options.edges[bin] === marker.value ? 1 : 0.5;
+      const x = plot.left + (bin === -1 ? bins - 0.5 : bin + offset) * barWidth;
       body.push(`<line x1="${fmt(x)}" y1="${fmt(plot.top)}" x2="${fmt(x)}" y2="${fmt(plot.top + plot.height)}" stroke="#111827" stroke-dasharray="4 3"/>`);
       body.push(text(x - 3, plot.top + 8, marker.label, 'font-size="9" fill="#111827" text-anchor="end"'));
     }
@@ -124,7 +126,8 @@ export function lineCharts(panels: LinePanel[], options: { title: string; xLabel
   const panelWidth = 460;
   const panelHeight = 300;
   const width = panels.length * panelWidth + 32;
-  const height = 60 + panelHeight + 40 + (options.footnote ? 36 : 0);
+  const legendHeight = 14 * Math.max(...panels.map((panel) => panel.series.length));
+  const height = 60 + panelHeight + 40 + legendHeight + (options.footnote ? 36 : 0);
   const body: string[] = [];
   panels.forEach((panel, index) => {
     const x0 = 16 + index * panelWidth;
@@ -159,14 +162,15 @@ export function lineCharts(panels: LinePanel[], options: { title: string; xLabel
           body.push(text(px(point.x) + 5, py(point.y) - 6, String(Math.round(point.y)), `font-size="10" fill="${color}"`));
         }
       }
-      const legendY = plot.top + 4 + seriesIndex * 14;
+      // Below the axis, so the legend never hides a point.
+      const legendY = plot.top + plot.height + 46 + seriesIndex * 14;
       body.push(`<line x1="${fmt(plot.left + 8)}" y1="${fmt(legendY)}" x2="${fmt(plot.left + 26)}" y2="${fmt(legendY)}" stroke="${color}" stroke-width="2"${series.dashed ? ' stroke-dasharray="6 4"' : ""}/>`);
       body.push(text(plot.left + 30, legendY + 4, series.label, `font-size="10" fill="#111827"`));
     });
   });
   if (options.footnote) {
     const lines = wrap(options.footnote, 150);
-    lines.forEach((line, i) => body.push(text(16, height - 26 + i * 13, line, 'font-size="11" fill="#4b5563"')));
+    lines.forEach((line, i) => body.push(text(16, height - 30 + i * 13, line, 'font-size="11" fill="#4b5563"')));
   }
   return svgDocument(width, height, body, options.title);
 }

@@ -205,8 +205,9 @@ export function controllerActions(logText: string): ActionRecord[] {
     if (!record || record.kind !== meta.action) continue;
     record.completedAt = at;
     record.message = message;
-    // A conflict re-plans at once; "not caught up" promotes later: the step is not done either way.
-    record.retry = /will retry|not caught up|hit a conflict/i.test(message);
+    // A conflict re-plans at once; "not caught up" promotes later; a removal etcd refuses for now is "deferred":
+    // the step is not done in any of these.
+    record.retry = /will retry|not caught up|hit a conflict|deferred/i.test(message);
     open.delete(meta.object);
   }
   return actions;
