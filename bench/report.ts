@@ -98,10 +98,10 @@ function scaleRows(result: ResultEnvelope<Scale>): string[] {
     const converge =
       level.convergence.allConvergedSeconds !== null
         ? `all ${level.added} new converged in ${level.convergence.allConvergedSeconds} s (per cluster p50 ${level.convergence.perClusterSeconds.p50} s)`
-        : `**${level.convergence.converged}/${level.added} new converged** within the ${level.convergence.limitSeconds ?? "?"} s this level could wait (per cluster p50 ${level.convergence.perClusterSeconds.p50} s)${busy}`;
+        : `**${level.convergence.converged}/${level.added} new converged** within the ${level.convergence.limitSeconds ?? "?"} s this level could wait${level.convergence.converged > 0 ? ` (per cluster p50 ${level.convergence.perClusterSeconds.p50} s)` : ""}${busy}`;
     const target = level.clusters === 1000 ? `≤ 300 MB: ${mark(idle.controller.rssMB.max <= 300)}; ≤ 100 mCPU: ${mark(idle.controller.milliCores <= 100)}; 0 writes: ${mark(idle.writesPerMinute.excludingLease === 0)}` : "";
     rows.push(
-      `| ${level.clusters} clusters × 3 Machines (simulated workload side), idle ${Math.round(idle.windowSeconds / 60 * 10) / 10} min | RSS **${idle.controller.rssMB.max} MB**, **${idle.controller.milliCores} mCPU** (API server ${idle.apiServer.milliCores} mCPU), ${idle.requestsPerMinute.total} requests/min, **${idle.writesPerMinute.excludingLease} writes/min** (+ Lease); reconcile p50 ${ms(idle.reconciles.durationMs.p50)}, p99 ${ms(idle.reconciles.durationMs.p99)}; each cluster looked at every ${idle.effectivePollSeconds ?? "–"} s; ${converge} | ${target} | ~${KCP.milliCoresPerIdleCluster * level.clusters} mCPU (${KCP.milliCoresPerIdleCluster * 10} mCPU per 10 idle clusters) |`,
+      `| ${level.clusters} clusters × 3 Machines (simulated workload side), ${busy ? "window" : "idle"} ${Math.round(idle.windowSeconds / 60 * 10) / 10} min | RSS **${idle.controller.rssMB.max} MB**, **${idle.controller.milliCores} mCPU** (API server ${idle.apiServer.milliCores} mCPU), ${idle.requestsPerMinute.total} requests/min, **${idle.writesPerMinute.excludingLease} writes/min** (+ Lease); reconcile p50 ${ms(idle.reconciles.durationMs.p50)}, p99 ${ms(idle.reconciles.durationMs.p99)}; each cluster looked at every ${idle.effectivePollSeconds ?? "–"} s; ${converge} | ${target} | ~${KCP.milliCoresPerIdleCluster * level.clusters} mCPU (${KCP.milliCoresPerIdleCluster * 10} mCPU per 10 idle clusters) |`,
     );
   }
   return rows;
