@@ -52,7 +52,16 @@ export function quorumController(options: ControllerOptions): Controller {
       const triggeredAt = eventAt.get(key) ?? lastReconciledAt.get(key);
       eventAt.delete(key);
       lastReconciledAt.set(key, options.deps.clock());
-      const result = await reconcile(namespace, name, options.deps, triggeredAt);
+      const started = process.hrtime.bigint();
+      const seconds = () => Number(process.hrtime.bigint() - started) / 1e9;
+      let result;
+      try {
+        result = await reconcile(namespace, name, options.deps, triggeredAt);
+      } catch (error) {
+        options.deps.metrics?.reconcileDuration.observe({ result: "error" }, seconds());
+        throw error;
+      }
+      options.deps.metrics?.reconcileDuration.observe({ result: result.action && result.action.kind !== "Wait" ? "acted" : "waited" }, seconds());
       return result.requeueAfterMs !== undefined ? { requeueAfterMs: result.requeueAfterMs } : undefined;
     },
   };

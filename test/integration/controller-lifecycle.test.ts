@@ -81,6 +81,7 @@ describe("QuorumControlPlane lifecycle on a real stack, the controller running a
       assert.match(text, new RegExp(`quorum_step_latency_seconds_count\\{kind="${kind}"\\} [1-9]`), `step latency of ${kind}`);
     }
     assert.match(text, /quorum_etcd_voters\{cluster="lifecycle\/c1"\} 1/);
+    assert.match(text, /quorum_reconcile_duration_seconds_count\{result="acted"\} [1-9]/);
   });
 });
 
