@@ -168,6 +168,7 @@ export class QuorumMonitor {
   private loop: Promise<void> | undefined;
   private client: EtcdClusterClient | undefined;
   private clientEndpoints = "";
+  private readonly leaderClients = new Map<string, EtcdClusterClient>();
 
   constructor(private readonly workload: WorkloadCluster) {}
 
@@ -179,6 +180,17 @@ export class QuorumMonitor {
     this.stopped = true;
     await this.loop;
     await this.client?.close();
+    for (const client of this.leaderClients.values()) await client.close();
+  }
+
+  private leaderClient(endpoint: string): EtcdClusterClient {
+    let client = this.leaderClients.get(endpoint);
+    if (!client && this.workload.credentials) {
+      client = createEtcdClusterClient({ endpoints: [endpoint], credentials: this.workload.credentials, callDeadlineMs: 1_000, context: "e2e quorum monitor (leader)" });
+      this.leaderClients.set(endpoint, client);
+    }
+    if (!client) throw new Error("no credentials");
+    return client;
   }
 
   /**
@@ -228,8 +240,17 @@ export class QuorumMonitor {
       this.client = createEtcdClusterClient({ endpoints, credentials: this.workload.credentials, callDeadlineMs: 1_000, context: "e2e quorum monitor" });
       this.clientEndpoints = key;
     }
-    const members: EtcdMember[] = await this.client.listMembers();
-    const statuses = await this.client.memberStatuses(members);
+    const listed: EtcdMember[] = await this.client.listMembers();
+    let statuses = await this.client.memberStatuses(listed);
+    // etcd 3.4 serves the member list from the answering member's own state, so a member that was just removed may
+    // still list itself and its old peers. The leader's list is the membership that counts for quorum.
+    const leaderStatus = statuses.find((status) => status.reachable && status.leader && status.endpoint);
+    let members = listed;
+    if (leaderStatus?.endpoint) {
+      members = await this.leaderClient(leaderStatus.endpoint).listMembers().catch(() => listed);
+      const missing = members.filter((member) => !statuses.some((status) => status.memberId === member.id));
+      if (missing.length > 0) statuses = [...statuses, ...(await this.client.memberStatuses(missing))];
+    }
     const statusOf = (id: string) => statuses.find((candidate) => candidate.memberId === id);
     const healthy = (id: string) => {
       const status = statusOf(id);
