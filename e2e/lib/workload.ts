@@ -282,7 +282,8 @@ export interface TrafficRequest {
 const DROPPED_CONNECTION = /ECONNRESET|ECONNREFUSED|socket hang up|EPIPE|socket disconnected before secure TLS connection/;
 
 /**
- * A workload API client going through the load balancer: one request every 100 ms, alternately creating a
+ * A workload API client going through the load balancer: one request every 50 ms (a ratio is asserted to the
+ * percent, so a short operation still needs a few hundred requests), alternately creating a
  * ConfigMap (a write that needs an etcd quorum) and listing ConfigMaps (a quorum read). Each request opens a new
  * connection, so each is routed by the load balancer's current view of healthy backends. Like client-go, a request
  * whose connection was dropped is retried once (the create reuses its name, so an AlreadyExists answer means the
@@ -334,7 +335,7 @@ export class TrafficClient {
         result = second.ok || second.status === 409 ? { ok: true } : { ok: false, error: `${result.error}; retry: ${second.error}` };
       }
       this.requests.push({ at: started, ms: Date.now() - started, retried, ok: result.ok, ...(result.error ? { error: result.error } : {}) });
-      await sleep(Math.max(0, 100 - (Date.now() - started)));
+      await sleep(Math.max(0, 50 - (Date.now() - started)));
     }
   }
 
