@@ -155,7 +155,7 @@ export class Scenario {
       `${label}: converged in ${((endedAt - startedAt) / 1000).toFixed(1)} s; lost keys ${lost.length}; client ${client.ok}/${client.total} ok (${client.retried} retried after a dropped connection)` +
         `${errors.length ? ` (errors: ${errors.join(" | ")})` : ""}; quorum losses ${result.quorumLosses}`,
     );
-    this.check(lost.length === 0, `${label}: every key written before it is readable after it (lost: ${lost.slice(0, 5).join(", ")})`);
+    this.check(lost.length === 0, `${label}: every key written before it is readable after it${lost.length ? ` (lost ${lost.length}, e.g. ${lost.slice(0, 5).join(", ")})` : ` (${this.workload.keysWritten} keys)`}`);
     const losses = this.monitor.losses(startedAt, endedAt);
     const describe = (sample: (typeof losses)[number]) => `${new Date(sample.at).toISOString()}: ${sample.reachableVoters} of ${sample.voters} voters answered (${sample.members.map((member) => `${member.name || member.id}${member.learner ? " learner" : ""}${member.healthy ? "" : " down"}`).join(", ")})`;
     this.check(losses.length === 0, `${label}: etcd kept quorum in every 250 ms sample${losses.length ? ` (lost: ${losses.slice(0, 3).map(describe).join("; ")})` : ""}`);
