@@ -4,12 +4,36 @@
 // there, remove it once its grace period passed and removing it is safe, then carry out the upgrade.
 import { setTimeout as sleep } from "node:timers/promises";
 import { isDisruptive, type Action } from "../../src/core/actions.ts";
+import type { EtcdClusterClient } from "../../src/adapters/etcd/types.ts";
 import { NEXT_VERSION, VERSION, type ScenarioDefinition } from "./types.ts";
 
 const GRACE_S = 20;
 const POLL_INTERVAL_MS = 1_000;
 /** One poll interval, plus one reconcile and status write on a loaded two-core machine. */
 const NAMED_WITHIN_MS = POLL_INTERVAL_MS + 1_500;
+
+/**
+ * etcd refuses member changes with "unhealthy cluster" for ~5 s after a member joined or leadership moved, and etcd3's
+ * breaker then refuses further calls on that client: retry with a fresh client each second. An add whose answer was
+ * lost may have been applied, so an "already exists" answer is resolved by finding the member by its peer URL.
+ */
+async function addGhost(connect: () => EtcdClusterClient, peerURL: string): Promise<string> {
+  for (let attempt = 1; ; attempt++) {
+    const client = connect();
+    try {
+      return (await client.addMember([peerURL], { learner: false })).id;
+    } catch (error) {
+      if (/already exist/i.test(String(error))) {
+        const found = (await client.listMembers()).find((member) => member.peerURLs.includes(peerURL));
+        if (found) return found.id;
+      }
+      if (attempt >= 30 || !/unhealthy cluster|already exist|deadline|unavailable/i.test(String(error))) throw error;
+    } finally {
+      await client.close();
+    }
+    await sleep(1_000);
+  }
+}
 
 export const ghost: ScenarioDefinition = {
   name: "ghost",
@@ -24,12 +48,7 @@ export const ghost: ScenarioDefinition = {
     const inject = async () => {
       await s.workload.refresh();
       const address = new URL(s.workload.endpoints()[0]).hostname.replace(/\.\d+$/, ".200");
-      const client = s.workload.etcdClient();
-      try {
-        ghostId = (await client.addMember([`https://${address}:2380`], { learner: false })).id;
-      } finally {
-        await client.close();
-      }
+      ghostId = await addGhost(() => s.workload.etcdClient(), `https://${address}:2380`);
       injectedAt = Date.now();
       s.userEvents.push({ at: injectedAt, kind: "ghost-injected", subject: ghostId });
       s.log(`injected ghost voter ${ghostId} at https://${address}:2380 (no Machine has that address; it never starts)`);
