@@ -4,8 +4,11 @@
 // - an Etcd3 client sends each call to a random host, so there is one client per endpoint and per-member
 //   calls go to that member's client;
 // - default fault handling retries 3 times and opens a per-host circuit breaker: both are replaced by a
-//   pass-through policy, so one dead member costs one deadline, not three, and is never skipped silently.
-import { Etcd3, type IOptions } from "etcd3";
+//   pass-through policy, so one dead member costs one deadline, not three, and is never skipped silently;
+// - the client may be kept across reconciles (see pool.ts), so an endpoint whose call failed in transport
+//   (no answer within the deadline, connection refused or reset) gets a new Etcd3 on its next call: a channel
+//   left half-open by a SIGSTOPped or restarted member must never make later rounds slower than one deadline.
+import { Etcd3, GRPCCancelledError, GRPCDeadlineExceededError, GRPCUnavailableError, type IOptions } from "etcd3";
 import { EndpointUnreachableError, EtcdOperationError } from "../errors.ts";
 import { normalizeEndpoint } from "./endpoints.ts";
 import { errorMessage } from "../kube/log.ts";
@@ -40,12 +43,21 @@ const ETCD_MEMBER_ID_EXISTS = "etcdserver: member ID already exist";
 
 class DeadlineError extends Error {}
 
+/** One member's Etcd3, counted so that a failed one is closed only once no call is using it any more. */
+interface EndpointConnection {
+  etcd: Etcd3;
+  callsInFlight: number;
+  /** No longer handed out; closed when its last call settles. */
+  retired: boolean;
+  open: boolean;
+}
+
 export function createEtcdClusterClient(options: EtcdClientOptions): EtcdClusterClient {
   return new Etcd3ClusterClient(options);
 }
 
 class Etcd3ClusterClient implements EtcdClusterClient {
-  private readonly clients = new Map<string, Etcd3>();
+  private readonly connections = new Map<string, EndpointConnection>();
   private readonly seedEndpoints: string[];
   private readonly context: string;
   private closed = false;
@@ -71,7 +83,8 @@ class Etcd3ClusterClient implements EtcdClusterClient {
     const listed = members ?? (await this.listMembers());
     const statuses = await Promise.all(listed.map((member) => this.statusOf(member)));
     const leader = statuses.find((status) => status.leader && status.endpoint);
-    this.leaderEndpoint = leader?.endpoint ?? this.leaderEndpoint;
+    // A full round is the freshest word on who leads; a kept client must not send writes to a leader of the past.
+    this.leaderEndpoint = leader?.endpoint;
     return statuses;
   }
 
@@ -167,8 +180,11 @@ class Etcd3ClusterClient implements EtcdClusterClient {
 
   async close(): Promise<void> {
     this.closed = true;
-    for (const client of this.clients.values()) client.close();
-    this.clients.clear();
+    for (const connection of this.connections.values()) {
+      connection.retired = true;
+      closeConnection(connection);
+    }
+    this.connections.clear();
   }
 
   private async statusOf(member: EtcdMember): Promise<EtcdMemberStatus> {
@@ -246,6 +262,7 @@ class Etcd3ClusterClient implements EtcdClusterClient {
 
   /** One call to one endpoint, bounded by the per-call deadline whatever the transport does. */
   private async call<T>(endpoint: string, fn: (client: Etcd3, deadline: Date) => Promise<T>): Promise<T> {
+    const connection = this.connectionTo(endpoint);
     const deadlineMs = this.options.callDeadlineMs;
     const deadline = new Date(Date.now() + deadlineMs);
     let timer: NodeJS.Timeout | undefined;
@@ -253,19 +270,36 @@ class Etcd3ClusterClient implements EtcdClusterClient {
       // gRPC enforces `deadline` itself; this only catches a call that never settles at all.
       timer = setTimeout(() => reject(new DeadlineError(`no answer within ${deadlineMs} ms`)), deadlineMs + 50);
     });
+    connection.callsInFlight++;
     try {
-      return await Promise.race([fn(this.clientFor(endpoint), deadline), backstop]);
+      return await Promise.race([fn(connection.etcd, deadline), backstop]);
+    } catch (error) {
+      if (isTransportFailure(error)) this.retire(endpoint, connection);
+      throw error;
     } finally {
       clearTimeout(timer);
+      connection.callsInFlight--;
+      // Also cuts off a call the backstop gave up on, which would otherwise hold its channel open.
+      if (connection.retired && connection.callsInFlight === 0) closeConnection(connection);
     }
   }
 
-  private clientFor(endpoint: string): Etcd3 {
+  /**
+   * Stops handing out an endpoint's Etcd3 after a transport failure; the next call to it opens a new one.
+   * Other calls still running on the old one (a first-answer call cut off by its deadline) finish first.
+   */
+  private retire(endpoint: string, connection: EndpointConnection): void {
+    connection.retired = true;
+    if (this.connections.get(endpoint) === connection) this.connections.delete(endpoint);
+    if (this.leaderEndpoint === endpoint) this.leaderEndpoint = undefined;
+  }
+
+  private connectionTo(endpoint: string): EndpointConnection {
     if (this.closed) throw new Error(`${this.context}: client is closed`);
-    let client = this.clients.get(endpoint);
-    if (!client) {
+    let connection = this.connections.get(endpoint);
+    if (!connection) {
       const credentials = this.options.credentials;
-      client = new Etcd3({
+      const etcd = new Etcd3({
         hosts: [endpoint],
         credentials: credentials && {
           rootCertificate: Buffer.from(credentials.caPem),
@@ -275,9 +309,10 @@ class Etcd3ClusterClient implements EtcdClusterClient {
         defaultCallOptions: () => ({ deadline: Date.now() + this.options.callDeadlineMs }),
         faultHandling: { host: () => passThroughPolicy, global: passThroughPolicy },
       });
-      this.clients.set(endpoint, client);
+      connection = { etcd, callsInFlight: 0, retired: false, open: true };
+      this.connections.set(endpoint, connection);
     }
-    return client;
+    return connection;
   }
 
   private describe(error: unknown): string {
@@ -292,6 +327,23 @@ class Etcd3ClusterClient implements EtcdClusterClient {
     if (error instanceof EndpointUnreachableError) return error;
     return new EtcdOperationError(operation, endpoint, this.describe(error), hint, { cause: error });
   }
+}
+
+function closeConnection(connection: EndpointConnection): void {
+  if (!connection.open) return;
+  connection.open = false;
+  connection.etcd.close();
+}
+
+/**
+ * The member did not answer (deadline, refused or reset connection, failed handshake), as opposed to an answer
+ * from etcd itself: etcd's refusals ("etcdserver: unhealthy cluster") also travel as UNAVAILABLE, but they
+ * prove the connection works.
+ */
+function isTransportFailure(error: unknown): boolean {
+  if (error instanceof DeadlineError) return true;
+  const transport = error instanceof GRPCDeadlineExceededError || error instanceof GRPCUnavailableError || error instanceof GRPCCancelledError;
+  return transport && !errorMessage(error).includes("etcdserver:");
 }
 
 function addMemberHint(message: string): string {

@@ -53,6 +53,24 @@ describe("etcd client without a live member", () => {
     }
   });
 
+  it("keeps costing at most one deadline per status round when a kept client asks a frozen member again and again", async () => {
+    const client = createEtcdClusterClient({ endpoints: [], callDeadlineMs: 300 });
+    const frozen = { id: "1", name: "frozen", peerURLs: [], clientURLs: [`http://127.0.0.1:${silentPort}`], learner: false };
+    const refusing = { id: "2", name: "dead", peerURLs: [], clientURLs: [`http://127.0.0.1:${deadPort}`], learner: false };
+    try {
+      for (let round = 1; round <= 4; round++) {
+        const started = performance.now();
+        const statuses = await client.memberStatuses([frozen, refusing]);
+        const elapsedMs = performance.now() - started;
+        assert.ok(elapsedMs <= 1.2 * 300, `round ${round} took ${Math.round(elapsedMs)} ms with a 300 ms deadline`);
+        assert.deepEqual(statuses.map((status) => [status.memberId, status.reachable]), [["1", false], ["2", false]]);
+        assert.deepEqual(statuses[0].errors, ["no answer within 300 ms"]);
+      }
+    } finally {
+      await client.close();
+    }
+  });
+
   it("says there is no endpoint to ask when it was given none", async () => {
     const client = createEtcdClusterClient({ endpoints: [], callDeadlineMs: 300, context: "etcd of cluster team-a/prod" });
     await assert.rejects(client.listMembers(), /etcd of cluster team-a\/prod \(member list\): no endpoint to ask/);
