@@ -1,6 +1,7 @@
 // The controller's WorkloadAccess port, assembled from the certificate, etcd and workload-API adapters.
-// Holds the per-cluster caches (etcd client certificates, workload API clients); etcd clients themselves
-// are opened per reconcile and closed by the caller, so a dead member's connection never outlives it.
+// Holds the per-cluster caches: etcd client certificates, workload API clients, and one etcd client per cluster
+// kept between reconciles (pool.ts; what etcd() returns is a lease the caller closes after each reconcile).
+// Call closeAll() at shutdown.
 import type { Cluster, Node } from "../../api/capi.ts";
 import type { QuorumControlPlane } from "../../api/types.ts";
 import type { WorkloadAccess } from "../../controller/ports.ts";
@@ -11,7 +12,9 @@ import { ensureKubeconfig, type EnsureKubeconfigResult } from "../certs/kubeconf
 import type { SecretStore } from "../certs/secret-store.ts";
 import { createEtcdClusterClient } from "../etcd/client.ts";
 import { EtcdClientCertificates, type EtcdCredentialsOptions } from "../etcd/credentials.ts";
-import type { EtcdClusterClient, EtcdClusterClientFactory } from "../etcd/types.ts";
+import { EtcdClientPool } from "../etcd/pool.ts";
+import type { EtcdClientOptions, EtcdClusterClient, EtcdClusterClientFactory } from "../etcd/types.ts";
+import type { Logger } from "../kube/log.ts";
 import { WorkloadClients } from "./client.ts";
 
 export interface WorkloadAccessOptions {
@@ -25,6 +28,10 @@ export interface WorkloadAccessOptions {
   kubeconfigLifetimeMs?: number;
   /** Replaced by tests and the simulator; defaults to the etcd3-backed client. */
   etcdClientFactory?: EtcdClusterClientFactory;
+  /** A cluster's kept etcd client is closed after this long without a reconcile (default 2 minutes). */
+  etcdIdleCloseMs?: number;
+  /** Where problems nobody else would see are reported (an etcd client that failed to close); default stderr. */
+  log?: Logger;
   clock?: () => Date;
 }
 
@@ -42,6 +49,7 @@ export class ClusterWorkloadAccess implements WorkloadAccess {
   private readonly clock: () => Date;
   private readonly etcdCallDeadlineMs: number;
   private readonly etcdClientFactory: EtcdClusterClientFactory;
+  private readonly etcdClients: EtcdClientPool;
 
   constructor(private readonly options: WorkloadAccessOptions) {
     this.etcdCertificates = new EtcdClientCertificates(options.secrets, options.etcdCredentials);
@@ -49,6 +57,11 @@ export class ClusterWorkloadAccess implements WorkloadAccess {
     this.clock = options.clock ?? (() => new Date());
     this.etcdCallDeadlineMs = options.etcdCallDeadlineMs ?? DEFAULT_ETCD_CALL_DEADLINE_MS;
     this.etcdClientFactory = options.etcdClientFactory ?? createEtcdClusterClient;
+    this.etcdClients = new EtcdClientPool({
+      factory: this.etcdClientFactory,
+      log: options.log ?? stderrLogger,
+      ...(options.etcdIdleCloseMs !== undefined ? { idleCloseMs: options.etcdIdleCloseMs } : {}),
+    });
   }
 
   async ensureCertificates(controlPlane: QuorumControlPlane, cluster: Cluster): Promise<void> {
@@ -80,12 +93,16 @@ export class ClusterWorkloadAccess implements WorkloadAccess {
   async etcd(controlPlane: QuorumControlPlane, cluster: Cluster, endpoints: string[]): Promise<EtcdClusterClient> {
     const namespace = namespaceOf(controlPlane);
     const credentials = await this.etcdCertificates.get(namespace, cluster.metadata.name, this.clock());
-    return this.etcdClientFactory({
+    const options: EtcdClientOptions = {
       endpoints,
       credentials,
       callDeadlineMs: this.etcdCallDeadlineMs,
       context: `etcd of cluster ${namespace}/${cluster.metadata.name}`,
-    });
+    };
+    // No endpoints is a reconcile that found nothing to reach: a throwaway client (its calls fail, naming the
+    // cluster) instead of replacing the kept one, which the next reconcile with addresses still wants.
+    if (endpoints.length === 0) return this.etcdClientFactory(options);
+    return this.etcdClients.acquire(clusterKey(namespace, cluster.metadata.name), options);
   }
 
   async nodes(controlPlane: QuorumControlPlane, cluster: Cluster): Promise<Node[]> {
@@ -95,8 +112,28 @@ export class ClusterWorkloadAccess implements WorkloadAccess {
   async forget(namespace: string, clusterName: string): Promise<void> {
     this.etcdCertificates.forget(namespace, clusterName);
     this.workloadClients.forget(namespace, clusterName);
+    await this.etcdClients.forget(clusterKey(namespace, clusterName));
+  }
+
+  /**
+   * Closes every kept etcd client (process shutdown; also worth calling on losing leadership). Leases still held
+   * stop working; a later etcd() opens a new client.
+   */
+  async closeAll(): Promise<void> {
+    await this.etcdClients.closeAll();
   }
 }
+
+function clusterKey(namespace: string, clusterName: string): string {
+  return `${namespace}/${clusterName}`;
+}
+
+const stderrLogger: Logger = {
+  debug: () => undefined,
+  info: () => undefined,
+  warn: (message) => process.stderr.write(`quorum: warning: ${message}\n`),
+  error: (message) => process.stderr.write(`quorum: error: ${message}\n`),
+};
 
 function namespaceOf(controlPlane: QuorumControlPlane): string {
   return controlPlane.metadata.namespace ?? "default";

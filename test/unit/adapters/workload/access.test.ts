@@ -1,0 +1,130 @@
+// ClusterWorkloadAccess.etcd as the controller uses it (one etcd() and one close() per reconcile), with a
+// counting fake etcd client factory: which clients it opens and closes, and with which credentials.
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import type { Cluster } from "../../../../src/api/capi.ts";
+import type { QuorumControlPlane } from "../../../../src/api/types.ts";
+import { createCA, oneHour, validFor } from "../../../../src/adapters/certs/pki.ts";
+import { silentLogger } from "../../../../src/adapters/kube/log.ts";
+import { ClusterWorkloadAccess } from "../../../../src/adapters/workload/access.ts";
+import { FakeEtcdClients } from "../etcd/fake-clients.ts";
+import { MemorySecretStore } from "../memory-secret-store.ts";
+
+const start = new Date("2030-01-01T00:00:00Z");
+const endpoints = ["https://10.0.0.1:2379", "https://10.0.0.2:2379", "https://10.0.0.3:2379"];
+
+function controlPlane(namespace: string, name: string): QuorumControlPlane {
+  return {
+    apiVersion: "controlplane.cluster.x-k8s.io/v1beta1",
+    kind: "QuorumControlPlane",
+    metadata: { name, namespace, uid: `uid-${namespace}-${name}` },
+    spec: { version: "v1.31.0", machineTemplate: { infrastructureRef: { kind: "X", name: "x" }, bootstrapConfigTemplateRef: { kind: "Y", name: "y" } } },
+  } as QuorumControlPlane;
+}
+
+function cluster(namespace: string, name: string): Cluster {
+  return { metadata: { name, namespace }, spec: {} };
+}
+
+async function seedEtcdCA(store: MemorySecretStore, namespace: string, clusterName: string): Promise<string> {
+  const ca = await createCA("etcd-ca", validFor(365 * 24 * oneHour, start));
+  store.seed(namespace, `${clusterName}-etcd`, { "tls.crt": ca.certPem, "tls.key": ca.keyPem });
+  return ca.certPem;
+}
+
+async function setup(options: { lifetimeMs?: number } = {}) {
+  const store = new MemorySecretStore();
+  await seedEtcdCA(store, "team-a", "prod");
+  await seedEtcdCA(store, "team-b", "prod");
+  const fakes = new FakeEtcdClients();
+  let now = start.getTime();
+  const access = new ClusterWorkloadAccess({
+    secrets: store,
+    etcdClientFactory: fakes.factory,
+    clock: () => new Date(now),
+    log: silentLogger,
+    ...(options.lifetimeMs ? { etcdCredentials: { lifetimeMs: options.lifetimeMs } } : {}),
+  });
+  return { store, fakes, access, advance: (ms: number) => (now += ms) };
+}
+
+/** One reconcile's etcd use, as src/controller/reconcile.ts does it: etcd(), calls, close() in finally. */
+async function reconcile(access: ClusterWorkloadAccess, namespace: string, name: string, reachable = endpoints): Promise<string> {
+  const etcd = await access.etcd(controlPlane(namespace, name), cluster(namespace, name), reachable);
+  try {
+    return (await etcd.listMembers())[0].name;
+  } finally {
+    await etcd.close();
+  }
+}
+
+describe("workload access: etcd clients across reconciles", () => {
+  it("serves every reconcile of a cluster from one etcd client that stays open between them", async () => {
+    const { fakes, access } = await setup();
+    for (let i = 0; i < 3; i++) assert.equal(await reconcile(access, "team-a", "prod"), "client-1");
+    assert.equal(await reconcile(access, "team-b", "prod"), "client-2");
+    assert.deepEqual(fakes.opened.map((client) => [client.options.context, client.closes]), [
+      ["etcd of cluster team-a/prod", 0],
+      ["etcd of cluster team-b/prod", 0],
+    ]);
+    await access.closeAll();
+  });
+
+  it("reconnects with the new trust when the user rotates the cluster's etcd CA, closing the old client", async () => {
+    const { store, fakes, access } = await setup();
+    await reconcile(access, "team-a", "prod");
+    const rotatedCA = await seedEtcdCA(store, "team-a", "prod");
+    assert.equal(await reconcile(access, "team-a", "prod"), "client-2");
+    assert.equal(fakes.opened[1].options.credentials?.caPem, rotatedCA);
+    assert.deepEqual(fakes.opened.map((client) => client.closes), [1, 0]);
+    await access.closeAll();
+  });
+
+  it("reconnects with the renewed client certificate once the old one reaches 2/3 of its lifetime", async () => {
+    const { fakes, access, advance } = await setup({ lifetimeMs: 3 * oneHour });
+    await reconcile(access, "team-a", "prod");
+    advance(1.9 * oneHour);
+    await reconcile(access, "team-a", "prod");
+    assert.equal(fakes.opened.length, 1);
+    advance(0.2 * oneHour);
+    assert.equal(await reconcile(access, "team-a", "prod"), "client-2");
+    assert.notEqual(fakes.opened[1].options.credentials?.certPem, fakes.opened[0].options.credentials?.certPem);
+    assert.deepEqual(fakes.opened.map((client) => client.closes), [1, 0]);
+    await access.closeAll();
+  });
+
+  it("reconnects when the control-plane Machines' addresses change", async () => {
+    const { fakes, access } = await setup();
+    await reconcile(access, "team-a", "prod");
+    assert.equal(await reconcile(access, "team-a", "prod", [...endpoints, "https://10.0.0.4:2379"]), "client-2");
+    assert.deepEqual(fakes.opened[1].options.endpoints, [...endpoints, "https://10.0.0.4:2379"]);
+    assert.deepEqual(fakes.opened.map((client) => client.closes), [1, 0]);
+    await access.closeAll();
+  });
+
+  it("gives a reconcile with no etcd endpoint a client of its own, keeping the cluster's client for the next reconcile", async () => {
+    const { fakes, access } = await setup();
+    await reconcile(access, "team-a", "prod");
+    assert.equal(await reconcile(access, "team-a", "prod", []), "client-2");
+    assert.deepEqual(fakes.opened.map((client) => client.closes), [0, 1]);
+    assert.equal(await reconcile(access, "team-a", "prod"), "client-1");
+    await access.closeAll();
+  });
+
+  it("closes a cluster's etcd client when the cluster is forgotten, leaving the other clusters' open", async () => {
+    const { fakes, access } = await setup();
+    await reconcile(access, "team-a", "prod");
+    await reconcile(access, "team-b", "prod");
+    await access.forget("team-a", "prod");
+    assert.deepEqual(fakes.opened.map((client) => client.closes), [1, 0]);
+    await access.closeAll();
+  });
+
+  it("closes every cluster's etcd client on closeAll", async () => {
+    const { fakes, access } = await setup();
+    await reconcile(access, "team-a", "prod");
+    await reconcile(access, "team-b", "prod");
+    await access.closeAll();
+    assert.deepEqual(fakes.opened.map((client) => client.closes), [1, 1]);
+  });
+});
