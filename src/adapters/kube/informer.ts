@@ -107,7 +107,13 @@ export interface InformerHandlers<T> {
   delete?(obj: T): unknown;
 }
 
-export interface InformerOptions {
+export interface InformerOptions<T extends KubeObject = KubeObject> {
+  /**
+   * Shapes each listed or watched object before it is cached and handed to handlers, e.g. to drop fields
+   * nobody reads from a large resource. Returning undefined keeps the object out of the cache, as if it did
+   * not exist (one that was cached and no longer passes is removed, with a delete event).
+   */
+  transform?: (obj: T) => T | undefined;
   /** Re-list this often even when the watch looks healthy. Default 10 minutes. */
   resyncMs?: number;
   /** Restart delays after errors: base * 2^(n-1), capped. Defaults 500 ms and 30 s. */
@@ -147,6 +153,7 @@ export class Informer<T extends KubeObject> {
   private readonly minWatchMs: number;
   private readonly clock: Clock;
   private readonly logger: Logger;
+  private readonly transform: ((obj: T) => T | undefined) | undefined;
   private readonly cache = new Map<string, T>();
   private readonly handlers: InformerHandlers<T>[] = [];
   private readonly stopController = new AbortController();
@@ -155,7 +162,7 @@ export class Informer<T extends KubeObject> {
   private synced = false;
   private loop: Promise<void> | undefined;
 
-  constructor(source: ListerWatcher<T>, options: InformerOptions = {}) {
+  constructor(source: ListerWatcher<T>, options: InformerOptions<T> = {}) {
     this.source = source;
     this.description = source.description;
     this.resyncMs = options.resyncMs ?? INFORMER_DEFAULTS.resyncMs;
@@ -164,6 +171,7 @@ export class Informer<T extends KubeObject> {
     this.minWatchMs = options.minWatchMs ?? INFORMER_DEFAULTS.minWatchMs;
     this.clock = options.clock ?? systemClock;
     this.logger = options.logger ?? silentLogger;
+    this.transform = options.transform;
   }
 
   /**
@@ -328,12 +336,16 @@ export class Informer<T extends KubeObject> {
     throw signal.reason;
   }
 
-  private apply(type: "ADDED" | "MODIFIED" | "DELETED", obj: T): void {
-    const key = objectKey(obj);
+  private apply(type: "ADDED" | "MODIFIED" | "DELETED", received: T): void {
+    const key = objectKey(received);
     const old = this.cache.get(key);
-    if (type === "DELETED") {
+    const obj = this.transform ? this.transform(received) : received;
+    if (type === "DELETED" || obj === undefined) {
+      const gone = obj ?? old;
+      // An object the transform leaves out and that was never cached: nothing changed for the handlers.
+      if (gone === undefined) return;
       this.cache.delete(key);
-      this.notify("delete", obj, old);
+      this.notify("delete", gone, old);
       return;
     }
     this.cache.set(key, obj);
