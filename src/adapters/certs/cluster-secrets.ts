@@ -3,12 +3,15 @@
 // `<cluster>-sa` (service-account signing key pair), in the layout CAPI and kubeadm's bootstrap provider read.
 // They are created only when absent and never touched afterwards: users bring their own CAs, and replacing a
 // CA under a running cluster would lock every component out of it.
-import { generateKeyPairSync } from "node:crypto";
+import { generateKeyPair } from "node:crypto";
+import { promisify } from "node:util";
 import { API_VERSION, CLUSTER_SECRET_TYPE, KIND, LABEL_CLUSTER_NAME, secretName } from "../../api/constants.ts";
 import type { OwnerReference } from "../../api/types.ts";
 import { createCA, validFor } from "./pki.ts";
 import { encodeData, type SecretObject, type SecretStore } from "./secret-store.ts";
 import { TLS_CRT, TLS_KEY } from "./ca-secret.ts";
+
+const generateRsaKeyPair = promisify(generateKeyPair);
 
 export type ClusterCertificatePurpose = "ca" | "etcd" | "proxy" | "sa";
 export const CLUSTER_CERTIFICATE_PURPOSES: readonly ClusterCertificatePurpose[] = ["ca", "etcd", "proxy", "sa"];
@@ -70,7 +73,9 @@ export async function generateSecretData(purpose: ClusterCertificatePurpose, now
   if (purpose === "sa") {
     // kube-apiserver/kube-controller-manager read tls.key as the signing key and tls.crt as the public key
     // (CAPI's layout); RSA because that is what kubeadm and CAPI generate and every verifier accepts.
-    const { publicKey, privateKey } = generateKeyPairSync("rsa", {
+    // Asynchronous: a 2048-bit RSA key takes tens of ms of CPU, on libuv's thread pool rather than the event
+    // loop, so creating many clusters at once does not stall every other reconcile and the watches.
+    const { publicKey, privateKey } = await generateRsaKeyPair("rsa", {
       modulusLength: 2048,
       publicKeyEncoding: { type: "spki", format: "pem" },
       privateKeyEncoding: { type: "pkcs1", format: "pem" },

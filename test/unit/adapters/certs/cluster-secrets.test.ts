@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { createPublicKey, createPrivateKey, sign, verify, X509Certificate } from "node:crypto";
 import { describe, it } from "node:test";
 import { readCASecret } from "../../../../src/adapters/certs/ca-secret.ts";
-import { ensureClusterCertificates } from "../../../../src/adapters/certs/cluster-secrets.ts";
+import { ensureClusterCertificates, generateSecretData } from "../../../../src/adapters/certs/cluster-secrets.ts";
 import { dataText } from "../../../../src/adapters/certs/secret-store.ts";
 import { MemorySecretStore } from "../memory-secret-store.ts";
 
@@ -41,6 +41,21 @@ describe("cluster certificate Secrets", () => {
     assert.match(privatePem, /^-----BEGIN RSA PRIVATE KEY-----/);
     const signature = sign("sha256", Buffer.from("token"), createPrivateKey(privatePem));
     assert.ok(verify("sha256", Buffer.from("token"), createPublicKey(publicPem), signature));
+  });
+
+  it("lets other work run while it generates the service-account RSA key", async () => {
+    // A key generated on the event loop would finish before any other callback got a turn.
+    let turns = 0;
+    let generating = true;
+    const tick = () => {
+      turns++;
+      if (generating) setImmediate(tick);
+    };
+    setImmediate(tick);
+    const data = await generateSecretData("sa", now);
+    generating = false;
+    assert.match(data["tls.key"] ?? "", /^-----BEGIN RSA PRIVATE KEY-----/);
+    assert.ok(turns > 0, "no other callback ran while the key was generated");
   });
 
   it("leaves Secrets that already exist byte-for-byte unchanged and creates only the missing ones", async () => {
