@@ -80,7 +80,11 @@ export function encodeData(data: Record<string, string>): Record<string, string>
   return Object.fromEntries(Object.entries(data).map(([key, text]) => [key, Buffer.from(text, "utf8").toString("base64")]));
 }
 
-function fromV1(secret: V1Secret): SecretObject {
+/**
+ * The SecretObject of a Secret as the API serves it (a client-node V1Secret, or the raw JSON of a list or
+ * watch): only the fields Quorum reads, every map copied, so callers never share state with the source.
+ */
+export function fromV1(secret: V1Secret): SecretObject {
   const metadata = secret.metadata ?? {};
   const result: SecretObject = {
     apiVersion: "v1",

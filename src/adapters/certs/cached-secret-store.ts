@@ -1,0 +1,155 @@
+// Secret reads served from a list+watch cache instead of one GET per Secret per reconcile.
+//
+// Each reconcile reads the cluster's CA Secrets and its kubeconfig; at a few hundred clusters those GETs alone
+// saturate the API server (issue 7, bench/README.md). The cache watches the Secrets labelled
+// `cluster.x-k8s.io/cluster-name` (the selector CAPI's own managers cache Secrets by) and keeps only the ones
+// Quorum reads, `<cluster>-ca|-etcd|-sa|-proxy|-kubeconfig`: the same label sits on CAPI's bootstrap-data
+// Secrets, tens of KB each, which would otherwise dominate the controller's memory at 1,000 clusters.
+//
+// Anything the cache does not hold is read with a GET, so a wrong or late cache costs a request, never a
+// wrong answer: a user's CA Secret without the label, a Secret created a moment ago, the moments before the
+// first list. Writes go to the API server; a replaced Secret is served from a small overlay until the watch
+// shows a newer version than the one it replaced, so the next reconcile does not act on what it just changed.
+import { LABEL_CLUSTER_NAME, secretName } from "../../api/constants.ts";
+import { secretKey, type SecretRef } from "../errors.ts";
+import { Informer, kubeListerWatcher, type InformerOptions, type KubeListerWatcherOptions, type ListerWatcher } from "../kube/informer.ts";
+import type { KubeRest, ResourceRef } from "../kube/rest.ts";
+import { fromV1, refOf, type SecretObject, type SecretStore } from "./secret-store.ts";
+
+export const SECRETS: ResourceRef = { group: "", version: "v1", plural: "secrets", namespaced: true };
+
+export interface CachedSecretStoreOptions {
+  /** Answers what the cache cannot, and takes every write: coreV1SecretStore in production. */
+  inner: SecretStore;
+  /** The API server to list and watch; not needed when `listerWatcher` is given. */
+  rest?: KubeRest;
+  /** Only this namespace (the controller's --namespace); all namespaces when unset. */
+  namespace?: string;
+  /** Replaces the API server as the source of the cache (tests). */
+  listerWatcher?: ListerWatcher<SecretObject>;
+  listerWatcherOptions?: KubeListerWatcherOptions;
+  /** Backoff, resync, clock and logger of the informer; its transform is this store's. */
+  informer?: Omit<InformerOptions<SecretObject>, "transform">;
+}
+
+export interface CachedSecretStoreStats {
+  /** get() answered from the cache or the overlay. */
+  cacheReads: number;
+  /** get() passed to the inner store (not cached, or not synced yet). */
+  apiReads: number;
+}
+
+/** A Secret Quorum reads by name for the cluster its label names; only these are worth their memory. */
+export function isQuorumClusterSecret(secret: SecretObject): boolean {
+  const cluster = secret.metadata.labels?.[LABEL_CLUSTER_NAME];
+  if (!cluster) return false;
+  return Object.values(secretName).some((nameOf) => nameOf(cluster) === secret.metadata.name);
+}
+
+/** What this process last wrote to a Secret, and the versions the cache may still show from before. */
+interface Overlay {
+  secret: SecretObject;
+  staleVersions: Set<string>;
+}
+
+export class CachedSecretStore implements SecretStore {
+  readonly stats: CachedSecretStoreStats = { cacheReads: 0, apiReads: 0 };
+  private readonly inner: SecretStore;
+  private readonly informer: Informer<SecretObject>;
+  private readonly overlays = new Map<string, Overlay>();
+
+  constructor(options: CachedSecretStoreOptions) {
+    this.inner = options.inner;
+    let source = options.listerWatcher;
+    if (!source) {
+      if (!options.rest) throw new Error("CachedSecretStore: pass `rest` (the management API server) or a `listerWatcher`");
+      source = kubeListerWatcher<SecretObject>(
+        options.rest,
+        { resource: SECRETS, labelSelector: LABEL_CLUSTER_NAME, ...(options.namespace ? { namespace: options.namespace } : {}) },
+        options.listerWatcherOptions,
+      );
+    }
+    this.informer = new Informer(source, {
+      ...options.informer,
+      // fromV1 keeps only what get() returns: no managedFields, no bootstrap data.
+      transform: (secret) => (isQuorumClusterSecret(secret) ? fromV1(secret) : undefined),
+    });
+    const supersede = (secret: SecretObject) => this.dropOverlayIfSuperseded(secret);
+    this.informer.addHandlers({
+      add: supersede,
+      update: supersede,
+      // Gone from the cache: get() asks the API server, which knows better than any overlay.
+      delete: (secret) => void this.overlays.delete(secretKey(refOf(secret))),
+    });
+  }
+
+  get description(): string {
+    return this.informer.description;
+  }
+
+  /** Starts listing and watching; reads fall back to GET until the first list has arrived. */
+  start(): void {
+    this.informer.start();
+  }
+
+  /** Stops the watch; resolves once it has ended. Reads then go to the API server. */
+  async stop(): Promise<void> {
+    await this.informer.stop();
+    this.overlays.clear();
+  }
+
+  get synced(): boolean {
+    return this.informer.hasSynced();
+  }
+
+  /** Resolves once the first list is cached; rejects if `signal` aborts or the store stops first. */
+  waitForSync(signal?: AbortSignal): Promise<void> {
+    return this.informer.waitForSync(signal);
+  }
+
+  async get(ref: SecretRef): Promise<SecretObject | undefined> {
+    const key = secretKey(ref);
+    const cached = this.informer.hasSynced() ? this.informer.get(key) : undefined;
+    if (!cached) {
+      this.stats.apiReads++;
+      return this.inner.get(ref);
+    }
+    this.stats.cacheReads++;
+    const overlay = this.overlays.get(key);
+    if (overlay && overlay.staleVersions.has(cached.metadata.resourceVersion ?? "")) return fromV1(overlay.secret);
+    this.overlays.delete(key);
+    return fromV1(cached);
+  }
+
+  create(secret: SecretObject): Promise<"created" | "exists"> {
+    // A Secret the cache does not hold yet is read with a GET, so a get() right after sees it.
+    return this.inner.create(secret);
+  }
+
+  async replace(secret: SecretObject): Promise<SecretObject> {
+    const key = secretKey(refOf(secret));
+    const cachedBefore = this.informer.get(key)?.metadata.resourceVersion;
+    const written = await this.inner.replace(secret);
+    // A Secret the cache never holds is always read with a GET, which needs no overlay.
+    if (!isQuorumClusterSecret(written)) return written;
+    const staleVersions = new Set(this.overlays.get(key)?.staleVersions);
+    // The version the caller replaced and the one the cache held: the watch may still deliver either (or a
+    // list started before the write may), and only a version other than these is news.
+    for (const version of [secret.metadata.resourceVersion, cachedBefore]) if (version) staleVersions.add(version);
+    if (written.metadata.resourceVersion) staleVersions.delete(written.metadata.resourceVersion);
+    const nowCached = this.informer.get(key)?.metadata.resourceVersion;
+    if (staleVersions.size > 0 && (nowCached === undefined || staleVersions.has(nowCached))) {
+      this.overlays.set(key, { secret: written, staleVersions });
+    } else {
+      // The watch already brought this write or a later one.
+      this.overlays.delete(key);
+    }
+    return written;
+  }
+
+  private dropOverlayIfSuperseded(secret: SecretObject): void {
+    const key = secretKey(refOf(secret));
+    const overlay = this.overlays.get(key);
+    if (overlay && !overlay.staleVersions.has(secret.metadata.resourceVersion ?? "")) this.overlays.delete(key);
+  }
+}

@@ -1,0 +1,209 @@
+import assert from "node:assert/strict";
+import { afterEach, describe, it } from "node:test";
+import { LABEL_CLUSTER_NAME } from "../../../../src/api/constants.ts";
+import { CachedSecretStore } from "../../../../src/adapters/certs/cached-secret-store.ts";
+import { readCASecret } from "../../../../src/adapters/certs/ca-secret.ts";
+import { dataText } from "../../../../src/adapters/certs/secret-store.ts";
+import { SecretGarbageError } from "../../../../src/adapters/errors.ts";
+import { ManualClock, settle } from "../../kube/manual-clock.ts";
+import { FakeSecretApi } from "../fake-secret-api.ts";
+
+const namespace = "team-a";
+const labels = { [LABEL_CLUSTER_NAME]: "prod" };
+const ref = (name: string) => ({ namespace, name });
+
+const running: CachedSecretStore[] = [];
+afterEach(async () => {
+  for (const store of running.splice(0)) await store.stop();
+});
+
+/** A cache over `api`, started; synced unless the test holds the list. */
+async function cacheOver(api: FakeSecretApi, options: { waitForSync?: boolean } = {}): Promise<CachedSecretStore> {
+  const store = new CachedSecretStore({ inner: api.store, listerWatcher: api, informer: { clock: new ManualClock(), minWatchMs: 0 } });
+  running.push(store);
+  store.start();
+  if (options.waitForSync ?? true) await store.waitForSync();
+  return store;
+}
+
+describe("CachedSecretStore", () => {
+  it("serves the cluster's CA and kubeconfig Secrets from the cache after the first list, without a GET", async () => {
+    const api = new FakeSecretApi();
+    for (const name of ["prod-ca", "prod-etcd", "prod-sa", "prod-proxy", "prod-kubeconfig"]) api.put(namespace, name, { "tls.crt": name }, labels);
+    const store = await cacheOver(api);
+    for (let round = 0; round < 3; round++) {
+      for (const name of ["prod-ca", "prod-etcd", "prod-sa", "prod-proxy", "prod-kubeconfig"]) {
+        assert.equal(dataText((await store.get(ref(name)))!, "tls.crt"), name);
+      }
+    }
+    assert.equal(api.gets, 0);
+    assert.deepEqual(store.stats, { cacheReads: 15, apiReads: 0 });
+  });
+
+  it("returns the same object a GET would: a SecretObject with base64 data, without managedFields", async () => {
+    const api = new FakeSecretApi();
+    api.put(namespace, "prod-ca", { "tls.crt": "cert", "tls.key": "key" }, labels);
+    const store = await cacheOver(api);
+    const cached = await store.get(ref("prod-ca"));
+    assert.equal(api.gets, 0);
+    assert.deepEqual(cached, await api.store.get(ref("prod-ca")));
+    assert.equal(cached?.data?.["tls.crt"], Buffer.from("cert").toString("base64"));
+  });
+
+  it("gives a caller that changes the returned Secret no way to change what the next get returns", async () => {
+    const api = new FakeSecretApi();
+    api.put(namespace, "prod-ca", { "tls.crt": "cert" }, labels);
+    const store = await cacheOver(api);
+    const first = (await store.get(ref("prod-ca")))!;
+    first.data!["tls.crt"] = "changed";
+    first.metadata.labels![LABEL_CLUSTER_NAME] = "other";
+    const second = (await store.get(ref("prod-ca")))!;
+    assert.equal(dataText(second, "tls.crt"), "cert");
+    assert.equal(second.metadata.labels?.[LABEL_CLUSTER_NAME], "prod");
+  });
+
+  it("reads with a GET until the first list has arrived", async () => {
+    const api = new FakeSecretApi();
+    api.put(namespace, "prod-ca", { "tls.crt": "cert" }, labels);
+    let openList!: () => void;
+    api.listGate = new Promise<void>((resolve) => (openList = resolve));
+    const store = await cacheOver(api, { waitForSync: false });
+    assert.equal(store.synced, false);
+    assert.equal(dataText((await store.get(ref("prod-ca")))!, "tls.crt"), "cert");
+    assert.equal(api.gets, 1);
+    openList();
+    await store.waitForSync();
+    await store.get(ref("prod-ca"));
+    assert.equal(api.gets, 1, "no GET once synced");
+  });
+
+  it("reads a user's CA Secret without the cluster-name label with a GET, every time", async () => {
+    const api = new FakeSecretApi();
+    api.put(namespace, "prod-ca", { "tls.crt": "user's own CA" });
+    const store = await cacheOver(api);
+    assert.equal(dataText((await store.get(ref("prod-ca")))!, "tls.crt"), "user's own CA");
+    assert.equal(dataText((await store.get(ref("prod-ca")))!, "tls.crt"), "user's own CA");
+    assert.equal(api.gets, 2);
+  });
+
+  it("answers that a Secret does not exist when the API server says so", async () => {
+    const api = new FakeSecretApi();
+    const store = await cacheOver(api);
+    assert.equal(await store.get(ref("prod-ca")), undefined);
+    assert.equal(api.gets, 1);
+  });
+
+  it("finds a Secret created a moment ago, before the watch has delivered it", async () => {
+    const api = new FakeSecretApi();
+    const store = await cacheOver(api);
+    api.holdEvents = true;
+    const created = await store.create({ metadata: { namespace, name: "prod-sa", labels }, data: { "tls.key": "a2V5" } });
+    assert.equal(created, "created");
+    assert.equal((await store.get(ref("prod-sa")))?.data?.["tls.key"], "a2V5");
+    assert.equal(api.gets, 1);
+    api.releaseEvents();
+    await settle();
+    await store.get(ref("prod-sa"));
+    assert.equal(api.gets, 1, "served from the cache once the watch delivered it");
+  });
+
+  it("keeps CAPI's bootstrap-data Secrets out of the cache and still reads them correctly with a GET", async () => {
+    const api = new FakeSecretApi();
+    const bootstrap = "#cloud-config\n" + "x".repeat(40_000);
+    api.put(namespace, "prod-control-plane-7xk2p", { value: bootstrap }, labels);
+    // Labelled for another cluster: not a name Quorum reads for that cluster.
+    api.put(namespace, "prod-ca", { "tls.crt": "cert" }, { [LABEL_CLUSTER_NAME]: "staging" });
+    const store = await cacheOver(api);
+    assert.equal(dataText((await store.get(ref("prod-control-plane-7xk2p")))!, "value"), bootstrap);
+    assert.equal(dataText((await store.get(ref("prod-ca")))!, "tls.crt"), "cert");
+    assert.deepEqual(store.stats, { cacheReads: 0, apiReads: 2 });
+    assert.equal(api.gets, 2);
+  });
+
+  it("returns a replaced Secret to the next get even before the watch event arrives", async () => {
+    const api = new FakeSecretApi();
+    api.put(namespace, "prod-kubeconfig", { value: "old" }, labels);
+    const store = await cacheOver(api);
+    const existing = (await store.get(ref("prod-kubeconfig")))!;
+    api.holdEvents = true;
+    const written = await store.replace({ ...existing, data: { value: Buffer.from("new").toString("base64") } });
+    const read = (await store.get(ref("prod-kubeconfig")))!;
+    assert.equal(dataText(read, "value"), "new");
+    assert.equal(read.metadata.resourceVersion, written.metadata.resourceVersion);
+    api.releaseEvents();
+    await settle();
+    assert.equal(dataText((await store.get(ref("prod-kubeconfig")))!, "value"), "new");
+    assert.equal(api.gets, 0);
+  });
+
+  it("shows a later change by someone else instead of what this process replaced", async () => {
+    const api = new FakeSecretApi();
+    api.put(namespace, "prod-kubeconfig", { value: "old" }, labels);
+    const store = await cacheOver(api);
+    api.holdEvents = true;
+    const existing = (await store.get(ref("prod-kubeconfig")))!;
+    await store.replace({ ...existing, data: { value: Buffer.from("ours").toString("base64") } });
+    api.put(namespace, "prod-kubeconfig", { value: "theirs" }, labels);
+    assert.equal(dataText((await store.get(ref("prod-kubeconfig")))!, "value"), "ours", "their change has not reached the cache yet");
+    api.releaseEvents();
+    await settle();
+    assert.equal(dataText((await store.get(ref("prod-kubeconfig")))!, "value"), "theirs");
+    assert.equal(api.gets, 0);
+  });
+
+  it("keeps showing the replaced Secret when the first list, answered before the write, arrives after it", async () => {
+    const api = new FakeSecretApi();
+    api.put(namespace, "prod-kubeconfig", { value: "old" }, labels);
+    let deliverList!: () => void;
+    api.listGate = new Promise<void>((resolve) => (deliverList = resolve));
+    const store = await cacheOver(api, { waitForSync: false });
+    const existing = (await store.get(ref("prod-kubeconfig")))!;
+    await store.replace({ ...existing, data: { value: Buffer.from("new").toString("base64") } });
+    deliverList();
+    await store.waitForSync();
+    assert.equal(dataText((await store.get(ref("prod-kubeconfig")))!, "value"), "new");
+    assert.equal(api.gets, 1, "only the read before the first list used a GET");
+  });
+
+  it("reads a Secret deleted after this process replaced it with a GET, and finds it gone", async () => {
+    const api = new FakeSecretApi();
+    api.put(namespace, "prod-kubeconfig", { value: "old" }, labels);
+    const store = await cacheOver(api);
+    api.holdEvents = true;
+    const existing = (await store.get(ref("prod-kubeconfig")))!;
+    await store.replace({ ...existing, data: { value: Buffer.from("new").toString("base64") } });
+    api.remove(namespace, "prod-kubeconfig");
+    api.releaseEvents();
+    await settle();
+    assert.equal(await store.get(ref("prod-kubeconfig")), undefined);
+    assert.equal(api.gets, 1);
+  });
+
+  it("turns a garbage CA Secret from the cache into the same typed error as one read with a GET", async () => {
+    const api = new FakeSecretApi();
+    api.put(namespace, "prod-etcd", { "tls.crt": "not a certificate", "tls.key": "not a key" }, labels);
+    const store = await cacheOver(api);
+    const now = new Date("2030-01-01T00:00:00Z");
+    const fromCache = await readCASecret(ref("prod-etcd"), await store.get(ref("prod-etcd")), now, "to test").then(
+      () => assert.fail("a garbage CA must not load"),
+      (error: unknown) => error,
+    );
+    const fromGet = await readCASecret(ref("prod-etcd"), await api.store.get(ref("prod-etcd")), now, "to test").then(
+      () => assert.fail("a garbage CA must not load"),
+      (error: unknown) => error,
+    );
+    assert.ok(fromCache instanceof SecretGarbageError);
+    assert.equal(fromCache.message, (fromGet as Error).message);
+    assert.equal(api.gets, 1, "only the comparison read used a GET");
+  });
+
+  it("reads with a GET again once stopped", async () => {
+    const api = new FakeSecretApi();
+    api.put(namespace, "prod-ca", { "tls.crt": "cert" }, labels);
+    const store = await cacheOver(api);
+    await store.stop();
+    assert.equal(store.synced, false);
+    assert.equal(dataText((await store.get(ref("prod-ca")))!, "tls.crt"), "cert");
+    assert.equal(api.gets, 1);
+  });
+});
