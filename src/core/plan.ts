@@ -12,7 +12,7 @@ import { PRE_TERMINATE_HOOK } from "../api/constants.ts";
 import type { Action } from "./actions.ts";
 import { assess, describeBlockers, type Blocker, type MachineAssessment, type MemberAssessment, type PlannedOp, type Verdict } from "./assess.ts";
 import { formatDuration } from "./format.ts";
-import { activeMachines, chooseFailureDomain, isUpToDate, outdatedReasons, selectMachineForScaleDown, type ScaleDownChoice } from "./selection.ts";
+import { activeMachines, chooseFailureDomain, isUpToDate, outdatedReasons, selectLeadershipTarget, selectMachineForScaleDown, type ScaleDownChoice } from "./selection.ts";
 import type { MachineView, Snapshot } from "./snapshot.ts";
 
 export interface PlannerParts {
@@ -438,38 +438,16 @@ class Context {
     const verdict = this.check({ kind: "RemoveMember", memberId: member.id });
     if (!verdict.allowed) return this.blocked(`${why}, but removing ${member.label} is blocked`, verdict);
     if (member.leader && !member.learner) {
-      const target = this.leadershipTarget(member.id);
+      const leaving = [machine, ...(this.choice ? [this.choice.machine] : [])];
+      const target = selectLeadershipTarget(this.snapshot, this.base, member.id, leaving);
       if (target) {
+        const to = target.member;
         return {
-          action: { kind: "ForwardLeadership", fromMemberId: member.id, toMemberId: target.id, toMemberName: target.name, reason: `move etcd leadership from ${member.label} to ${target.label} before removing it (${why})` },
+          action: { kind: "ForwardLeadership", fromMemberId: member.id, toMemberId: to.id, toMemberName: to.name, reason: `move etcd leadership from ${member.label} to ${to.label} (${target.why}) before removing it (${why})` },
           check: verdict,
         };
       }
     }
     return { action: { kind: "RemoveMember", memberId: member.id, memberName: member.name, machine, reason: `remove etcd ${member.label} (machine ${machine}), ${then} (${why}); ${verdict.summary}` }, check: verdict };
-  }
-
-  /** The healthy voter most ready to lead: on a Machine that stays and is up to date, furthest in the log. */
-  leadershipTarget(except: string): MemberAssessment | undefined {
-    const applied = (id: string) => this.snapshot.etcd.members.find((member) => member.id === id)?.raftAppliedIndex ?? 0;
-    const stays = (member: MemberAssessment) => {
-      const machine = member.machine === undefined ? undefined : this.machine(member.machine);
-      return machine !== undefined && machine.deleting === undefined && this.choice?.machine !== machine.name;
-    };
-    const fresh = (member: MemberAssessment) => {
-      const machine = member.machine === undefined ? undefined : this.machine(member.machine);
-      return machine !== undefined && isUpToDate(this.snapshot, machine);
-    };
-    const candidates = this.base.members.filter((member) => member.id !== except && !member.learner && member.healthy && member.class !== "ghost");
-    const key = (member: MemberAssessment): (number | string)[] => [stays(member) ? 0 : 1, fresh(member) ? 0 : 1, -applied(member.id), member.name, member.id];
-    return candidates.sort((a, b) => {
-      const ka = key(a);
-      const kb = key(b);
-      for (let i = 0; i < ka.length; i++) {
-        if (ka[i] < kb[i]) return -1;
-        if (ka[i] > kb[i]) return 1;
-      }
-      return 0;
-    })[0];
   }
 }

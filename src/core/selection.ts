@@ -1,7 +1,8 @@
 // Which Machine leaves on a scale-down, where a new one goes, and which Machines are outdated. Deterministic, so
 // after a crash the next reconcile picks the same Machine again and finishes the removal it started.
 import type { MachineView, Snapshot } from "./snapshot.ts";
-import type { Verdict } from "./assess.ts";
+import type { MemberAssessment, Verdict } from "./assess.ts";
+import { formatDuration } from "./format.ts";
 
 /** Why a Machine no longer matches the spec; empty when it is up to date. */
 export function outdatedReasons(snapshot: Snapshot, machine: MachineView): string[] {
@@ -92,12 +93,73 @@ export function selectMachineForScaleDown(snapshot: Snapshot, verdict: Verdict):
     else why = "it is the oldest";
     return { machine, key, why };
   });
-  ranked.sort((a, b) => {
-    for (let i = 0; i < a.key.length; i++) {
-      if (a.key[i] < b.key[i]) return -1;
-      if (a.key[i] > b.key[i]) return 1;
-    }
-    return 0;
-  });
+  ranked.sort((a, b) => compareKeys(a.key, b.key));
   return { machine: ranked[0].machine.name, why: ranked[0].why };
+}
+
+/**
+ * etcd (3.4 and later, strict reconfig check on) refuses to remove a voter with "etcdserver: unhealthy cluster"
+ * unless the member handling the request has been connected to a quorum of the voters for its HealthInterval, 5 s
+ * (mayRemoveMember -> numConnectedSince). Quorum sends the removal to the leader, so a leader that started seconds
+ * ago makes the removal wait out that window.
+ */
+export const ETCD_HEALTH_INTERVAL_MS = 5_000;
+
+/**
+ * How long a member must have been observed before it counts as connected for etcd's HealthInterval. The snapshot
+ * has no start or promotion time, only when Quorum first saw the member, which is when it was added, before its
+ * etcd process started and opened its peer connections; the other 5 s cover that gap. Erring long costs at most
+ * one more leadership move later (about 0.4 s); erring short costs up to 5 s of refused removals.
+ */
+export const LEADERSHIP_SETTLE_MS = ETCD_HEALTH_INTERVAL_MS + 5_000;
+
+export interface LeadershipTarget {
+  member: MemberAssessment;
+  /** Why this one, for the reason: "up to date and a member for 1h". */
+  why: string;
+}
+
+/**
+ * The member to hand etcd leadership to before the leader `leavingMemberId` is removed: a healthy voter, never a
+ * learner, a ghost or the leaving member. `leavingMachines` are Machines about to go (the leaving member's, the next
+ * scale-down choice). Preference, each a tie-break of the one before:
+ *   1. its Machine stays (not deleting, not leaving): else leadership moves again soon;
+ *   2. settled: observed for LEADERSHIP_SETTLE_MS, so etcd accepts the removal at once instead of refusing it
+ *      for up to 5 s; a settled outdated member beats an unsettled up-to-date one, because the second move that
+ *      costs later is shorter than the refusals it saves now;
+ *   3. its Machine is up to date, so a rollout does not have to move leadership again;
+ *   4. among unsettled members, the one observed longest (closest to settling);
+ *   5. the Machine created last (a rollout or scale-down removes the oldest first, so it leaves last);
+ *   6. member id.
+ * Undefined when no other healthy voter exists: the leader is then removed as it is and etcd elects another.
+ */
+export function selectLeadershipTarget(snapshot: Snapshot, verdict: Verdict, leavingMemberId: string, leavingMachines: readonly string[] = []): LeadershipTarget | undefined {
+  const machineOf = (member: MemberAssessment) => (member.machine === undefined ? undefined : snapshot.machines.find((machine) => machine.name === member.machine));
+  const observedFor = (member: MemberAssessment) => {
+    const raw = snapshot.etcd.members.find((candidate) => candidate.id === member.id);
+    return snapshot.now - (raw?.firstObserved ?? snapshot.now);
+  };
+  const ranked = verdict.members
+    .filter((member) => member.id !== leavingMemberId && member.class === "healthy-voter" && member.healthy && !member.learner)
+    .map((member) => {
+      const machine = machineOf(member);
+      const stays = machine !== undefined && machine.deleting === undefined && !leavingMachines.includes(machine.name);
+      const upToDate = machine !== undefined && isUpToDate(snapshot, machine);
+      const age = observedFor(member);
+      const settled = age >= LEADERSHIP_SETTLE_MS;
+      const key: (number | string)[] = [stays ? 0 : 1, settled ? 0 : 1, upToDate ? 0 : 1, settled ? 0 : -age, -(machine?.created ?? Number.NEGATIVE_INFINITY), member.id];
+      const state = `${upToDate ? "up to date" : "outdated"} and a member for ${formatDuration(age)}`;
+      const why = settled ? state : `${state}: no settled voter stays, so etcd may refuse the removal until its peer connections are ${formatDuration(ETCD_HEALTH_INTERVAL_MS)} old`;
+      return { member, key, why };
+    })
+    .sort((a, b) => compareKeys(a.key, b.key));
+  return ranked[0] ? { member: ranked[0].member, why: ranked[0].why } : undefined;
+}
+
+function compareKeys(a: (number | string)[], b: (number | string)[]): number {
+  for (let i = 0; i < a.length; i++) {
+    if (a[i] < b[i]) return -1;
+    if (a[i] > b[i]) return 1;
+  }
+  return 0;
 }
