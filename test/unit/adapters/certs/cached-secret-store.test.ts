@@ -26,6 +26,20 @@ async function cacheOver(api: FakeSecretApi, options: { waitForSync?: boolean } 
   return store;
 }
 
+const kubeconfig = ref("prod-kubeconfig");
+
+/** The text in the kubeconfig Secret's "value" key, as `store` reads it. */
+async function kubeconfigValue(store: CachedSecretStore): Promise<string | undefined> {
+  const secret = await store.get(kubeconfig);
+  return secret && dataText(secret, "value");
+}
+
+/** Reads the kubeconfig Secret and replaces its value, as a rotation does. */
+async function rotateKubeconfig(store: CachedSecretStore, value: string) {
+  const existing = (await store.get(kubeconfig))!;
+  return store.replace({ ...existing, data: { value: Buffer.from(value).toString("base64") } });
+}
+
 describe("CachedSecretStore", () => {
   it("serves the cluster's CA and kubeconfig Secrets from the cache after the first list, without a GET", async () => {
     const api = new FakeSecretApi();
@@ -124,15 +138,14 @@ describe("CachedSecretStore", () => {
     const api = new FakeSecretApi();
     api.put(namespace, "prod-kubeconfig", { value: "old" }, labels);
     const store = await cacheOver(api);
-    const existing = (await store.get(ref("prod-kubeconfig")))!;
     api.holdEvents = true;
-    const written = await store.replace({ ...existing, data: { value: Buffer.from("new").toString("base64") } });
-    const read = (await store.get(ref("prod-kubeconfig")))!;
+    const written = await rotateKubeconfig(store, "new");
+    const read = (await store.get(kubeconfig))!;
     assert.equal(dataText(read, "value"), "new");
     assert.equal(read.metadata.resourceVersion, written.metadata.resourceVersion);
     api.releaseEvents();
     await settle();
-    assert.equal(dataText((await store.get(ref("prod-kubeconfig")))!, "value"), "new");
+    assert.equal(await kubeconfigValue(store), "new");
     assert.equal(api.gets, 0);
   });
 
@@ -141,13 +154,12 @@ describe("CachedSecretStore", () => {
     api.put(namespace, "prod-kubeconfig", { value: "old" }, labels);
     const store = await cacheOver(api);
     api.holdEvents = true;
-    const existing = (await store.get(ref("prod-kubeconfig")))!;
-    await store.replace({ ...existing, data: { value: Buffer.from("ours").toString("base64") } });
+    await rotateKubeconfig(store, "ours");
     api.put(namespace, "prod-kubeconfig", { value: "theirs" }, labels);
-    assert.equal(dataText((await store.get(ref("prod-kubeconfig")))!, "value"), "ours", "their change has not reached the cache yet");
+    assert.equal(await kubeconfigValue(store), "ours", "their change has not reached the cache yet");
     api.releaseEvents();
     await settle();
-    assert.equal(dataText((await store.get(ref("prod-kubeconfig")))!, "value"), "theirs");
+    assert.equal(await kubeconfigValue(store), "theirs");
     assert.equal(api.gets, 0);
   });
 
@@ -157,11 +169,10 @@ describe("CachedSecretStore", () => {
     let deliverList!: () => void;
     api.listGate = new Promise<void>((resolve) => (deliverList = resolve));
     const store = await cacheOver(api, { waitForSync: false });
-    const existing = (await store.get(ref("prod-kubeconfig")))!;
-    await store.replace({ ...existing, data: { value: Buffer.from("new").toString("base64") } });
+    await rotateKubeconfig(store, "new");
     deliverList();
     await store.waitForSync();
-    assert.equal(dataText((await store.get(ref("prod-kubeconfig")))!, "value"), "new");
+    assert.equal(await kubeconfigValue(store), "new");
     assert.equal(api.gets, 1, "only the read before the first list used a GET");
   });
 
@@ -170,12 +181,11 @@ describe("CachedSecretStore", () => {
     api.put(namespace, "prod-kubeconfig", { value: "old" }, labels);
     const store = await cacheOver(api);
     api.holdEvents = true;
-    const existing = (await store.get(ref("prod-kubeconfig")))!;
-    await store.replace({ ...existing, data: { value: Buffer.from("new").toString("base64") } });
+    await rotateKubeconfig(store, "new");
     api.remove(namespace, "prod-kubeconfig");
     api.releaseEvents();
     await settle();
-    assert.equal(await store.get(ref("prod-kubeconfig")), undefined);
+    assert.equal(await store.get(kubeconfig), undefined);
     assert.equal(api.gets, 1);
   });
 
