@@ -71,30 +71,20 @@ export class EtcdClientPool {
    */
   async acquire(key: string, clientOptions: EtcdClientOptions): Promise<EtcdClusterClient> {
     const endpointSet = endpointSetOf(clientOptions.endpoints);
-    let entry = this.kept.get(key);
-    let replaced: PooledClient | undefined;
-    if (entry && (entry.endpointSet !== endpointSet || !sameCredentials(entry.credentials, clientOptions.credentials))) {
-      replaced = entry;
-      this.retire(entry);
-      entry = undefined;
-    }
-    if (!entry) {
-      entry = {
-        key,
-        client: this.options.factory(clientOptions),
-        endpointSet,
-        credentials: clientOptions.credentials,
-        leases: 0,
-        lastReleasedAt: this.now(),
-        retired: false,
-        closed: false,
-      };
+    const current = this.kept.get(key);
+    let entry = current;
+    if (!entry || entry.endpointSet !== endpointSet || !sameCredentials(entry.credentials, clientOptions.credentials)) {
+      // Opened before the old one is retired, so a factory that throws leaves the working client in place.
+      const client = this.options.factory(clientOptions);
+      if (current) this.retire(current);
+      entry = { key, client, endpointSet, credentials: clientOptions.credentials, leases: 0, lastReleasedAt: this.now(), retired: false, closed: false };
       this.kept.set(key, entry);
       this.startSweeping();
     }
-    entry.leases++;
-    const lease = new EtcdClientLease(entry.client, `etcd client of cluster ${key}`, () => this.release(entry));
-    if (replaced && replaced.leases === 0) await this.closeClient(replaced, "its endpoints or credentials changed");
+    const leased = entry;
+    leased.leases++;
+    const lease = new EtcdClientLease(leased.client, `etcd client of cluster ${key}`, () => this.release(leased));
+    if (current && current !== leased && current.leases === 0) await this.closeClient(current, "its endpoints or credentials changed");
     return lease;
   }
 
@@ -122,7 +112,7 @@ export class EtcdClientPool {
   async closeAll(): Promise<void> {
     const all = [...this.kept.values()];
     for (const entry of all) this.retire(entry);
-    await Promise.all(all.map((entry) => this.closeClient(entry, "the controller is shutting down")));
+    await Promise.all(all.map((entry) => this.closeClient(entry, "every etcd client was closed (shutdown or lost leadership)")));
   }
 
   /** Clusters with a kept client. */

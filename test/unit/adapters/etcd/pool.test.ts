@@ -169,6 +169,24 @@ describe("etcd client pool", () => {
     await assert.rejects(etcd.listMembers(), /^Error: etcd client of cluster team-a\/prod: used after close\(\); ask WorkloadAccess\.etcd\(\) for a new one/);
   });
 
+  it("keeps the working client when a new one cannot be opened for the changed endpoints", async () => {
+    const fakes = new FakeEtcdClients();
+    let refuse = false;
+    const etcdClients = new EtcdClientPool({
+      factory: (options) => {
+        if (refuse) throw new Error(`etcd of cluster team-a/prod: cannot open a client for ${options.endpoints.at(-1)}`);
+        return fakes.factory(options);
+      },
+      log: silentLogger,
+      idleSweep: false,
+    });
+    await reconcile(etcdClients, "team-a/prod", optionsFor("team-a/prod"));
+    refuse = true;
+    await assert.rejects(etcdClients.acquire("team-a/prod", optionsFor("team-a/prod", { endpoints: [...endpoints, "https://10.0.0.9:2379"] })), /cannot open a client for https:\/\/10\.0\.0\.9:2379/);
+    assert.equal(await reconcile(etcdClients, "team-a/prod", optionsFor("team-a/prod")), "client-1");
+    assert.equal(fakes.opened[0].closes, 0);
+  });
+
   it("logs a client that fails to close, naming the cluster, without failing the reconcile that replaced it", async () => {
     const fakes = new FakeEtcdClients();
     const warnings: string[] = [];
