@@ -2,7 +2,8 @@
 // - a key is queued at most once (adding it again while it waits is a no-op);
 // - a key is processed by one worker at a time; added while it runs, it runs once more afterwards;
 // - a failed key is retried with per-key exponential backoff that resets on success;
-// - a worker may ask for a delayed re-run (a planner `Wait`);
+// - a worker may ask for a delayed re-run (a planner `Wait`); such timed re-runs and backoff retries wait behind
+//   keys added by events, so at a thousand idle clusters a poll never delays a reaction to a change;
 // - keys added before `start` wait, so informers can sync before any reconcile runs.
 import { backoffDelay, systemClock, type Clock, type TimerHandle } from "./clock.ts";
 import { errorMessage, silentLogger, type Logger } from "./log.ts";
@@ -48,8 +49,12 @@ export class WorkQueue {
   private readonly clock: Clock;
   private readonly logger: Logger;
 
+  /** Keys added by events, processed first. */
   private readonly ready: string[] = [];
   private readonly readySet = new Set<string>();
+  /** Keys whose timed re-run (poll, backoff) came due; a key moved to `ready` by an event is skipped here. */
+  private readonly readyLater: string[] = [];
+  private readonly readyLaterSet = new Set<string>();
   private readonly processing = new Set<string>();
   /** Keys added while being processed: they run again when the current run ends. */
   private readonly dirty = new Set<string>();
@@ -74,7 +79,7 @@ export class WorkQueue {
 
   /** Keys waiting to be processed now (not counting delayed ones or those in flight). */
   get depth(): number {
-    return this.ready.length;
+    return this.readySet.size + this.readyLaterSet.size;
   }
 
   /** Keys waiting for a delayed re-run or a backoff retry. */
@@ -97,14 +102,25 @@ export class WorkQueue {
   }
 
   add(key: string): void {
+    this.enqueue(key, false);
+  }
+
+  private enqueue(key: string, timed: boolean): void {
     if (this.shuttingDown) return;
     if (this.processing.has(key)) {
       this.dirty.add(key);
       return;
     }
     if (this.readySet.has(key)) return;
-    this.readySet.add(key);
-    this.ready.push(key);
+    if (timed) {
+      if (this.readyLaterSet.has(key)) return;
+      this.readyLaterSet.add(key);
+      this.readyLater.push(key);
+    } else {
+      this.readyLaterSet.delete(key);
+      this.readySet.add(key);
+      this.ready.push(key);
+    }
     this.dispatch();
   }
 
@@ -123,7 +139,7 @@ export class WorkQueue {
     }
     const handle = this.clock.setTimeout(() => {
       this.delayed.delete(key);
-      this.add(key);
+      this.enqueue(key, true);
     }, delayMs);
     this.delayed.set(key, { at, handle });
   }
@@ -146,6 +162,8 @@ export class WorkQueue {
     this.delayed.clear();
     this.ready.length = 0;
     this.readySet.clear();
+    this.readyLater.length = 0;
+    this.readyLaterSet.clear();
     this.dirty.clear();
     if (options.abortInFlight && !this.abortController.signal.aborted) {
       this.abortController.abort(new Error(`work queue ${this.name} shut down`));
@@ -156,9 +174,9 @@ export class WorkQueue {
   private dispatch(): void {
     const worker = this.worker;
     if (!worker || this.shuttingDown) return;
-    while (this.processing.size < this.concurrency && this.ready.length > 0) {
-      const key = this.ready.shift() as string;
-      this.readySet.delete(key);
+    while (this.processing.size < this.concurrency) {
+      const key = this.next();
+      if (key === undefined) break;
       // The run about to start decides the key's next schedule itself (requeue, backoff or nothing),
       // so an older pending re-run would only repeat it.
       const pending = this.delayed.get(key);
@@ -170,6 +188,19 @@ export class WorkQueue {
       const run: Promise<void> = this.process(worker, key).finally(() => this.inFlight.delete(run));
       this.inFlight.add(run);
     }
+  }
+
+  private next(): string | undefined {
+    while (this.ready.length > 0) {
+      const key = this.ready.shift() as string;
+      if (this.readySet.delete(key)) return key;
+    }
+    while (this.readyLater.length > 0) {
+      const key = this.readyLater.shift() as string;
+      // Skipped when an event moved it ahead meanwhile.
+      if (this.readyLaterSet.delete(key)) return key;
+    }
+    return undefined;
   }
 
   private async process(worker: QueueWorker, key: string): Promise<void> {

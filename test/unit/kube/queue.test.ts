@@ -118,6 +118,25 @@ describe("WorkQueue", () => {
     await queue.shutdown();
   });
 
+  it("reconciles a key added by an event before keys whose timed re-run came due earlier", async () => {
+    const { clock, queue, w } = startedQueue(1);
+    queue.add("ns/busy");
+    await settle();
+    queue.addAfter("ns/poll-1", 100);
+    queue.addAfter("ns/poll-2", 100);
+    await clock.advance(100);
+    queue.add("ns/event");
+    queue.add("ns/poll-2");
+    assert.equal(queue.depth, 3, "a timed key moved ahead by an event is counted once");
+    for (let i = 0; i < 4; i++) {
+      w.calls[i].finish();
+      await settle();
+    }
+    assert.deepEqual(w.keys(), ["ns/busy", "ns/event", "ns/poll-2", "ns/poll-1"]);
+    assert.equal(queue.depth, 0);
+    await queue.shutdown();
+  });
+
   it("reconciles different keys in parallel up to the concurrency limit", async () => {
     const { queue, w } = startedQueue(2);
     for (const key of ["ns/a", "ns/b", "ns/c", "ns/d"]) queue.add(key);
