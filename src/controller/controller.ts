@@ -1,8 +1,11 @@
 // The QuorumControlPlane controller as the runtime's Manager runs it: what it watches, how an event on a Machine
 // or a Cluster maps to the QuorumControlPlane it concerns, and the reconcile call with the per-key etcd poll.
 import { CAPI_GROUP, CAPI_VERSION, GROUP, KIND, LABEL_CONTROL_PLANE_NAME, PLURAL, VERSION } from "../api/constants.ts";
-import type { Controller, WatchSpec } from "../adapters/kube/manager.ts";
+import type { Informer, WatchTarget } from "../adapters/kube/informer.ts";
+import type { Controller, ReconcileContext, WatchSpec } from "../adapters/kube/manager.ts";
 import type { KubeObject } from "../adapters/kube/rest.ts";
+import { cachedManagement, cacheLookup, type ManagementCaches } from "./cached-management.ts";
+import { Expectations } from "./expectations.ts";
 import { reconcile, type ReconcilerDeps } from "./reconcile.ts";
 
 export interface ControllerOptions {
@@ -25,11 +28,14 @@ export function quorumController(options: ControllerOptions): Controller {
   };
   const labelSelector = options.watchFilter ? `cluster.x-k8s.io/watch-filter=${options.watchFilter}` : undefined;
   const scope = { ...(options.namespace ? { namespace: options.namespace } : {}), ...(labelSelector ? { labelSelector } : {}) };
+  const controlPlanes: WatchTarget = { resource: { group: GROUP, version: VERSION, plural: PLURAL, namespaced: true }, ...scope };
+  const machines: WatchTarget = { resource: { group: CAPI_GROUP, version: CAPI_VERSION, plural: "machines", namespaced: true }, ...(options.namespace ? { namespace: options.namespace } : {}), labelSelector: labelSelector ? `${LABEL_CONTROL_PLANE_NAME},${labelSelector}` : LABEL_CONTROL_PLANE_NAME };
+  const clusters: WatchTarget = { resource: { group: CAPI_GROUP, version: CAPI_VERSION, plural: "clusters", namespaced: true }, ...scope };
   const watches: WatchSpec[] = [
-    { target: { resource: { group: GROUP, version: VERSION, plural: PLURAL, namespaced: true }, ...scope }, keysFor: (qcp: KubeObject) => noteEvent(`${qcp.metadata.namespace}/${qcp.metadata.name}`) },
+    { target: controlPlanes, keysFor: (qcp: KubeObject) => noteEvent(`${qcp.metadata.namespace}/${qcp.metadata.name}`) },
     {
       // A Machine event concerns the QuorumControlPlane named in its control-plane-name label.
-      target: { resource: { group: CAPI_GROUP, version: CAPI_VERSION, plural: "machines", namespaced: true }, ...(options.namespace ? { namespace: options.namespace } : {}), labelSelector: labelSelector ? `${LABEL_CONTROL_PLANE_NAME},${labelSelector}` : LABEL_CONTROL_PLANE_NAME },
+      target: machines,
       keysFor: (machine: KubeObject) => {
         const owner = machine.metadata.labels?.[LABEL_CONTROL_PLANE_NAME];
         return owner ? noteEvent(`${machine.metadata.namespace}/${owner}`) : [];
@@ -37,18 +43,38 @@ export function quorumController(options: ControllerOptions): Controller {
     },
     {
       // A Cluster event (pause, endpoint, failure domains, initialization) concerns its control plane.
-      target: { resource: { group: CAPI_GROUP, version: CAPI_VERSION, plural: "clusters", namespaced: true }, ...scope },
+      target: clusters,
       keysFor: (cluster: KubeObject) => {
         const ref = (cluster as KubeObject & { spec?: { controlPlaneRef?: { kind?: string; name?: string } } }).spec?.controlPlaneRef;
         return ref?.kind === KIND && ref.name ? noteEvent(`${cluster.metadata.namespace}/${ref.name}`) : [];
       },
     },
   ];
+  // Reads come from these caches; writes leave expectations so a reconcile never plans on a cache that has not
+  // seen Quorum's own last write yet.
+  const expectations = new Expectations(options.deps.clock);
+  const cachesOf = (context: ReconcileContext): ManagementCaches => {
+    const informers = { controlPlanes: context.informer(controlPlanes), clusters: context.informer(clusters), machines: context.informer(machines) as Informer<KubeObject> };
+    return {
+      controlPlane: (key) => informers.controlPlanes.get(key),
+      cluster: (key) => informers.clusters.get(key),
+      machines: (namespace) => informers.machines.list(namespace),
+      machine: (key) => informers.machines.get(key),
+    };
+  };
   return {
     name: CONTROLLER_NAME,
     watches,
-    async reconcile(key) {
+    async reconcile(key, context) {
       const [namespace, name] = key.split("/");
+      const caches = cachesOf(context);
+      const waiting = expectations.pending(key, cacheLookup(caches));
+      if (waiting.waitingFor.length > 0) {
+        // The watch event that brings the write re-queues the key at once; the retry is only for a lost event.
+        options.deps.log.debug(`waiting for the cache to show ${waiting.waitingFor.join(", ")}`, { object: key });
+        return { requeueAfterMs: waiting.retryInMs };
+      }
+      if (!caches.controlPlane(key)) expectations.forget(key);
       const triggeredAt = eventAt.get(key) ?? lastReconciledAt.get(key);
       eventAt.delete(key);
       lastReconciledAt.set(key, options.deps.clock());
@@ -56,7 +82,7 @@ export function quorumController(options: ControllerOptions): Controller {
       const seconds = () => Number(process.hrtime.bigint() - started) / 1e9;
       let result;
       try {
-        result = await reconcile(namespace, name, options.deps, triggeredAt);
+        result = await reconcile(namespace, name, { ...options.deps, management: cachedManagement(options.deps.management, caches, expectations, key) }, triggeredAt);
       } catch (error) {
         options.deps.metrics?.reconcileDuration.observe({ result: "error" }, seconds());
         throw error;

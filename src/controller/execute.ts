@@ -25,7 +25,12 @@ export interface ExecutionResult {
   message: string;
   /** Status fields the action itself must record (the remediation history). */
   statusUpdate?: Record<string, unknown>;
+  /** The call was refused for now (a learner etcd finds not caught up yet): look again after this long. */
+  retryAfterMs?: number;
 }
+
+/** etcd compares a learner with the leader itself; when it disagrees with our reading, ask again shortly. */
+const PROMOTE_RETRY_MS = 250;
 
 export async function execute(action: Action, context: ExecutionContext): Promise<ExecutionResult> {
   const namespace = context.controlPlane.metadata.namespace ?? "default";
@@ -36,7 +41,7 @@ export async function execute(action: Action, context: ExecutionContext): Promis
       return { message: await createMachine(action.failureDomain, context) };
     case "PromoteLearner": {
       const result = await (await context.etcd()).promoteLearner(action.memberId);
-      return { message: result.promoted ? `promoted learner ${action.memberName} to voter` : `learner ${action.memberName} is not caught up yet; will retry` };
+      return result.promoted ? { message: `promoted learner ${action.memberName} to voter` } : { message: `learner ${action.memberName} is not caught up yet; will retry`, retryAfterMs: PROMOTE_RETRY_MS };
     }
     case "ForwardLeadership":
       await (await context.etcd()).moveLeader(action.toMemberId);

@@ -49,8 +49,15 @@ export class ReconcileError extends Error {
   }
 }
 
-/** After an action, look again at once: its effect is visible in the sources of truth within milliseconds. */
-const AFTER_ACTION_MS = 250;
+/**
+ * After an action, look again at once: an etcd change is visible right away, and a change to a Kubernetes object
+ * makes the next reconcile wait for its watch event (expectations.ts) instead of planning on a stale cache.
+ */
+const AFTER_ACTION_MS = 0;
+/** A conflict means the cache missed someone else's write: its watch event is on the way. */
+const AFTER_CONFLICT_MS = 250;
+/** Idle polls of many clusters spread out instead of all landing in the same second. */
+const IDLE_POLL_JITTER = 0.1;
 /** How soon a removal etcd refused for now is asked again (etcd's own health window is 5 s). */
 const ETCD_REFUSAL_RETRY_MS = 1_000;
 
@@ -112,6 +119,7 @@ export async function reconcile(namespace: string, name: string, deps: Reconcile
     log(action.kind === "Wait" ? "debug" : "info", `next action: ${action.kind}: ${action.reason}`, { action: action.kind });
 
     let actionStatus: Record<string, unknown> | undefined;
+    let retryAfterMs: number | undefined;
     if (action.kind !== "Wait") {
       try {
         const result = await execute(action, {
@@ -123,6 +131,7 @@ export async function reconcile(namespace: string, name: string, deps: Reconcile
           etcd: async () => etcd ?? (await deps.workload.etcd(controlPlane, cluster, [])),
         });
         actionStatus = result.statusUpdate;
+        retryAfterMs = result.retryAfterMs;
         deps.metrics?.actions.inc({ kind: action.kind });
         if (triggeredAt !== undefined) deps.metrics?.stepLatency.observe({ kind: action.kind }, Math.max(0, deps.clock() - triggeredAt) / 1000);
         log("info", result.message, { action: action.kind });
@@ -134,7 +143,7 @@ export async function reconcile(namespace: string, name: string, deps: Reconcile
         // again soon rather than report a failure; the next plan sees the change.
         if (isConflict(error)) {
           log("debug", `${action.kind} hit a conflict; re-planning`, { action: action.kind });
-          return { requeueAfterMs: AFTER_ACTION_MS, action };
+          return { requeueAfterMs: AFTER_CONFLICT_MS, action };
         }
         // etcd refuses a removal ("unhealthy cluster") until its leader has been connected to enough members for 5 s,
         // which is every rollout right after leadership moved to the member that just joined. assess has judged the
@@ -163,11 +172,17 @@ export async function reconcile(namespace: string, name: string, deps: Reconcile
     await writeStatus(controlPlane, status, deps);
     recordEtcdMetrics(deps.metrics, `${namespace}/${clusterName}`, verdict);
 
-    if (action.kind !== "Wait") return { requeueAfterMs: AFTER_ACTION_MS, action };
-    return { requeueAfterMs: Math.min(action.recheckAfterMs, deps.etcdPollIntervalMs), action };
+    if (action.kind !== "Wait") return { requeueAfterMs: retryAfterMs ?? AFTER_ACTION_MS, action };
+    const recheckAfterMs = Math.min(action.recheckAfterMs, deps.etcdPollIntervalMs);
+    return { requeueAfterMs: recheckAfterMs >= deps.etcdPollIntervalMs ? jittered(recheckAfterMs) : recheckAfterMs, action };
   } finally {
     await etcd?.close().catch((error: unknown) => log("warn", `closing the etcd client failed: ${errorText(error)}`));
   }
+}
+
+/** The poll interval shortened by up to 10 %, so a poll is never later than the interval promises. */
+function jittered(ms: number): number {
+  return Math.round(ms * (1 - IDLE_POLL_JITTER * Math.random()));
 }
 
 function owningClusterName(controlPlane: QuorumControlPlane): string | undefined {

@@ -75,14 +75,16 @@ export class ManagementClient {
    * Sets (string) or removes (null) annotations with a merge patch that carries the resourceVersion it was
    * decided on, so a decision made on a stale Machine fails with a conflict instead of acting.
    */
-  async patchAnnotations(apiVersion: string, kind: string, namespace: string, name: string, annotations: Record<string, string | null>, resourceVersion?: string): Promise<void> {
+  async patchAnnotations(apiVersion: string, kind: string, namespace: string, name: string, annotations: Record<string, string | null>, resourceVersion?: string): Promise<string | undefined> {
     const patch = { apiVersion, kind, metadata: { name, namespace, annotations, ...(resourceVersion ? { resourceVersion } : {}) } };
-    await this.objects.patch(patch as KubernetesObject, undefined, undefined, FIELD_MANAGER, undefined, PatchStrategy.MergePatch);
+    const written = await this.objects.patch(patch as KubernetesObject, undefined, undefined, FIELD_MANAGER, undefined, PatchStrategy.MergePatch);
+    return written.metadata?.resourceVersion;
   }
 
-  async setFinalizers(controlPlane: QuorumControlPlane, finalizers: string[]): Promise<void> {
+  async setFinalizers(controlPlane: QuorumControlPlane, finalizers: string[]): Promise<string | undefined> {
     const patch = { apiVersion: API_VERSION, kind: KIND, metadata: { name: controlPlane.metadata.name, namespace: controlPlane.metadata.namespace, finalizers, resourceVersion: controlPlane.metadata.resourceVersion } };
-    await this.objects.patch(patch as KubernetesObject, undefined, undefined, FIELD_MANAGER, undefined, PatchStrategy.MergePatch);
+    const written = await this.objects.patch(patch as KubernetesObject, undefined, undefined, FIELD_MANAGER, undefined, PatchStrategy.MergePatch);
+    return written.metadata?.resourceVersion;
   }
 
   /** Writes status through the /status subresource with a JSON merge patch (only the given fields change). */

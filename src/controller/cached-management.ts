@@ -1,0 +1,76 @@
+// The ManagementApi of one reconcile: reads of the QuorumControlPlane, its Cluster and its Machines come from the
+// informer caches the controller watches anyway (no API request at all on an idle reconcile); writes go to the
+// API server and leave an expectation of what the cache must show once it has caught up (expectations.ts).
+// Templates are still read from the API server: only a CreateMachine needs them.
+import type { Cluster, Machine } from "../api/capi.ts";
+import { API_VERSION, KIND, LABEL_CONTROL_PLANE_NAME } from "../api/constants.ts";
+import type { QuorumControlPlane } from "../api/types.ts";
+import type { KubeObject } from "../adapters/kube/rest.ts";
+import type { CacheLookup, Expectations } from "./expectations.ts";
+import type { ManagementApi } from "./ports.ts";
+
+export interface ManagementCaches {
+  controlPlane(key: string): KubeObject | undefined;
+  cluster(key: string): KubeObject | undefined;
+  /** Machines of a namespace labelled with a control-plane name. */
+  machines(namespace: string): KubeObject[];
+  machine(key: string): KubeObject | undefined;
+}
+
+export function cacheLookup(caches: ManagementCaches): CacheLookup {
+  return (kind, object) => (kind === "Machine" ? caches.machine(object) : caches.controlPlane(object));
+}
+
+/**
+ * `key` is the QuorumControlPlane being reconciled: every write made through this object is expected under it.
+ * Objects handed out are copies, so nothing a reconcile does can change what the cache holds.
+ */
+export function cachedManagement(api: ManagementApi, caches: ManagementCaches, expectations: Expectations, key: string): ManagementApi {
+  const machineKey = (namespace: string, name: string) => `${namespace}/${name}`;
+  return {
+    async getControlPlane(namespace, name) {
+      const cached = copy(caches.controlPlane(`${namespace}/${name}`)) as QuorumControlPlane | undefined;
+      // Items of a list response may come without apiVersion and kind; Events need both.
+      return cached && { ...cached, apiVersion: cached.apiVersion ?? API_VERSION, kind: cached.kind ?? KIND };
+    },
+    async getCluster(namespace, name) {
+      return copy(caches.cluster(`${namespace}/${name}`)) as Cluster | undefined;
+    },
+    async listControlPlaneMachines(namespace, controlPlaneName) {
+      const owned = caches.machines(namespace).filter((machine) => machine.metadata.labels?.[LABEL_CONTROL_PLANE_NAME] === controlPlaneName);
+      return owned.map((machine) => copy(machine) as unknown as Machine).sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
+    },
+    getReferenced: (ref, namespace, referencedBy) => api.getReferenced(ref, namespace, referencedBy),
+    async createIfAbsent(object) {
+      const result = await api.createIfAbsent(object);
+      if (object.kind === "Machine") expectations.expectPresent(key, "Machine", machineKey(object.metadata.namespace ?? "default", object.metadata.name));
+      return result;
+    },
+    async deleteMachine(namespace, name) {
+      const cached = caches.machine(machineKey(namespace, name));
+      await api.deleteMachine(namespace, name);
+      if (cached && !cached.metadata.deletionTimestamp) expectations.expectChange(key, "Machine", machineKey(namespace, name), cached.metadata.resourceVersion, undefined, { mayBeGone: true });
+    },
+    async patchAnnotations(apiVersion, kind, namespace, name, annotations, resourceVersion) {
+      const before = resourceVersion ?? (kind === "Machine" ? caches.machine(machineKey(namespace, name))?.metadata.resourceVersion : undefined);
+      const written = await api.patchAnnotations(apiVersion, kind, namespace, name, annotations, resourceVersion);
+      if (kind === "Machine") expectations.expectChange(key, "Machine", machineKey(namespace, name), before, written);
+      return written;
+    },
+    async setFinalizers(controlPlane, finalizers) {
+      const written = await api.setFinalizers(controlPlane, finalizers);
+      expectations.expectChange(key, "QuorumControlPlane", key, controlPlane.metadata.resourceVersion, written, { mayBeGone: true });
+      return written;
+    },
+    async patchStatus(controlPlane, status) {
+      const written = await api.patchStatus(controlPlane, status);
+      expectations.expectChange(key, "QuorumControlPlane", key, controlPlane.metadata.resourceVersion, written.metadata?.resourceVersion);
+      return written;
+    },
+    event: (controlPlane, type, reason, message, now) => api.event(controlPlane, type, reason, message, now),
+  };
+}
+
+function copy<T>(object: T | undefined): T | undefined {
+  return object === undefined ? undefined : structuredClone(object);
+}
