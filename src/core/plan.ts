@@ -35,6 +35,11 @@ export interface Decision {
  * is cheap; idle clusters are only polled at --etcd-poll-interval.
  */
 export const RECHECK_MS = {
+  /**
+   * A member was added and is starting or catching up: its progress shows only in etcd, and the next step
+   * (promote, then remove the old member) follows it. 5 status rounds a second on the one cluster in flight.
+   */
+  joining: 200,
   converging: 1_000,
   blocked: 15_000,
   idle: 60_000,
@@ -346,7 +351,7 @@ class Context {
       if (verdict.allowed) {
         return { action: { kind: "PromoteLearner", memberId: member.id, memberName: member.name, reason: `promote ${member.label} to voter: it has caught up with the leader; ${verdict.summary}` }, check: verdict };
       }
-      this.waits.push(this.blocked(`new ${member.label} is joining`, verdict, RECHECK_MS.converging));
+      this.waits.push(this.blocked(`new ${member.label} is joining`, verdict, RECHECK_MS.joining));
     }
     return undefined;
   }
@@ -367,7 +372,8 @@ class Context {
       const grace = this.spec.etcd.memberJoinGracePeriodMs - (this.snapshot.now - machine.created);
       return `machine ${machine.name} is ${this.info(machine.name)?.detail ?? "provisioning"}; it is replaced if no member joins within ${formatDuration(grace)}`;
     });
-    return { action: waitFor(`${parts.join("; ")}; the next step waits until it has joined`, RECHECK_MS.converging, joining.map((machine) => `machine ${machine.name}`).join(", ")) };
+    const memberAdded = joining.some((machine) => this.memberOf(machine.name) !== undefined);
+    return { action: waitFor(`${parts.join("; ")}; the next step waits until it has joined`, memberAdded ? RECHECK_MS.joining : RECHECK_MS.converging, joining.map((machine) => `machine ${machine.name}`).join(", ")) };
   }
 
   scaleDownContext(): string {
