@@ -4,6 +4,7 @@ import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import type { Server } from "node:http";
 import winston from "winston";
 import { ManagementClient } from "./adapters/capi/management.ts";
+import { CachedSecretStore } from "./adapters/certs/cached-secret-store.ts";
 import { coreV1SecretStore } from "./adapters/certs/secret-store.ts";
 import { Manager } from "./adapters/kube/manager.ts";
 import { KubeRest } from "./adapters/kube/rest.ts";
@@ -44,7 +45,11 @@ async function main(argv: string[]): Promise<void> {
   const kubeConfig = loadKubeConfig(flags);
   const metrics = createMetrics();
   const management = new ManagementClient(kubeConfig);
-  const workload = new ClusterWorkloadAccess({ secrets: coreV1SecretStore(kubeConfig.makeApiClient(CoreV1Api)), etcdCallDeadlineMs: flags.etcdCallTimeoutMs });
+  const rest = new KubeRest(kubeConfig);
+  // Cluster Secrets are read on every reconcile: from a watch-backed cache (CAPI's own selector), not the API server.
+  const secrets = new CachedSecretStore({ inner: coreV1SecretStore(kubeConfig.makeApiClient(CoreV1Api)), rest, ...(flags.namespace ? { namespace: flags.namespace } : {}), informer: { logger: log } });
+  secrets.start();
+  const workload = new ClusterWorkloadAccess({ secrets, etcdCallDeadlineMs: flags.etcdCallTimeoutMs });
   const controller = quorumController({
     ...(flags.namespace ? { namespace: flags.namespace } : {}),
     ...(flags.watchFilter ? { watchFilter: flags.watchFilter } : {}),
@@ -61,7 +66,7 @@ async function main(argv: string[]): Promise<void> {
   });
   const manager = new Manager({
     controllers: [controller],
-    rest: new KubeRest(kubeConfig),
+    rest,
     // POD_NAME (from the downward API) is unique per replica and readable in `kubectl get lease`.
     ...(flags.leaderElect ? { leaderElection: { namespace: flags.leaderElectionNamespace, name: flags.leaderElectionId, ...(process.env.POD_NAME ? { identity: process.env.POD_NAME } : {}) } } : {}),
     queue: { concurrency: flags.concurrency },

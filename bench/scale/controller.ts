@@ -13,6 +13,7 @@ import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import { Counter } from "prom-client";
 import winston from "winston";
 import { ManagementClient } from "../../src/adapters/capi/management.ts";
+import { CachedSecretStore } from "../../src/adapters/certs/cached-secret-store.ts";
 import { coreV1SecretStore } from "../../src/adapters/certs/secret-store.ts";
 import { Manager, type Controller } from "../../src/adapters/kube/manager.ts";
 import { KubeRest } from "../../src/adapters/kube/rest.ts";
@@ -80,7 +81,10 @@ const kubeConfig = new KubeConfig();
 if (flags.kubeconfig) kubeConfig.loadFromFile(flags.kubeconfig);
 else kubeConfig.loadFromDefault();
 const world = new SimulatedWorkloads(latencyMs);
-const real = new ClusterWorkloadAccess({ secrets: coreV1SecretStore(kubeConfig.makeApiClient(CoreV1Api)), etcdCallDeadlineMs: flags.etcdCallTimeoutMs, etcdClientFactory: world.etcdClientFactory });
+const rest = new KubeRest(kubeConfig);
+const secrets = new CachedSecretStore({ inner: coreV1SecretStore(kubeConfig.makeApiClient(CoreV1Api)), rest, ...(flags.namespace ? { namespace: flags.namespace } : {}), informer: { logger: log } });
+secrets.start();
+const real = new ClusterWorkloadAccess({ secrets, etcdCallDeadlineMs: flags.etcdCallTimeoutMs, etcdClientFactory: world.etcdClientFactory });
 const inner = quorumController({
   ...(flags.namespace ? { namespace: flags.namespace } : {}),
   ...(flags.watchFilter ? { watchFilter: flags.watchFilter } : {}),
@@ -104,7 +108,7 @@ const timed: Controller = {
 };
 const manager = new Manager({
   controllers: [timed],
-  rest: new KubeRest(kubeConfig),
+  rest,
   ...(flags.leaderElect ? { leaderElection: { namespace: flags.leaderElectionNamespace, name: flags.leaderElectionId, identity: "quorum-bench" } } : {}),
   queue: { concurrency: flags.concurrency },
   logger: log,
