@@ -3,7 +3,6 @@
 // observeEtcd() (member list, every member's status, alarms), close(). A kept client must not let a member
 // that died, froze or came back make any later round slower or wrong than a fresh client would.
 import assert from "node:assert/strict";
-import { setTimeout as sleep } from "node:timers/promises";
 import { after, before, describe, it } from "node:test";
 import type { Cluster } from "../../src/api/capi.ts";
 import type { QuorumControlPlane } from "../../src/api/types.ts";
@@ -12,7 +11,7 @@ import type { EtcdClientOptions } from "../../src/adapters/etcd/types.ts";
 import { observeEtcd } from "../../src/adapters/etcd/view.ts";
 import { silentLogger } from "../../src/adapters/kube/log.ts";
 import { ClusterWorkloadAccess } from "../../src/adapters/workload/access.ts";
-import { startEtcdCluster, type EtcdCluster, type EtcdMember } from "../env/index.ts";
+import { eventually, startEtcdCluster, type EtcdCluster, type EtcdMember } from "../env/index.ts";
 import { MemorySecretStore } from "../unit/adapters/memory-secret-store.ts";
 
 // Long enough for a healthy member on a loaded 2-core machine, short enough to keep the suite quick.
@@ -50,21 +49,6 @@ async function round(): Promise<Round> {
     return { ms, unreachable, memberCount: members.length };
   } finally {
     await etcd.close();
-  }
-}
-
-async function eventually<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await probe();
-      if (value !== undefined) return value;
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ""}`);
-    await sleep(250);
   }
 }
 
@@ -145,7 +129,7 @@ describe("the etcd client kept per workload cluster, on a real 3-member TLS clus
       victim.resume();
     }
     // A resumed member may need a moment to answer again (its peers reconnect): eventually, not at once.
-    await eventually(`${victim.name} to answer the kept client again`, async () => ((await round()).unreachable.length === 0 ? true : undefined));
+    await eventually(`${victim.name} to answer the kept client again`, async () => ((await round()).unreachable.length === 0 ? true : undefined), { timeoutMs: 30_000 });
     const { ms, unreachable } = await round();
     assert.deepEqual(unreachable, []);
     assert.ok(ms < deadlineMs, `a healthy round after the pause took ${Math.round(ms)} ms`);
