@@ -49,7 +49,7 @@ async function main(argv: string[]): Promise<void> {
   // Cluster Secrets are read on every reconcile: from a watch-backed cache (CAPI's own selector), not the API server.
   const secrets = new CachedSecretStore({ inner: coreV1SecretStore(kubeConfig.makeApiClient(CoreV1Api)), rest, ...(flags.namespace ? { namespace: flags.namespace } : {}), informer: { logger: log } });
   secrets.start();
-  const workload = new ClusterWorkloadAccess({ secrets, etcdCallDeadlineMs: flags.etcdCallTimeoutMs });
+  const workload = new ClusterWorkloadAccess({ secrets, etcdCallDeadlineMs: flags.etcdCallTimeoutMs, log });
   const controller = quorumController({
     ...(flags.namespace ? { namespace: flags.namespace } : {}),
     ...(flags.watchFilter ? { watchFilter: flags.watchFilter } : {}),
@@ -74,6 +74,8 @@ async function main(argv: string[]): Promise<void> {
     onEvent: (event) => {
       if (event.type === "starting-workers") metrics.leader.set(1);
       if (event.type === "stopped-leading" || event.type === "stopped") metrics.leader.set(0);
+      // A standby keeps no connections to workload etcd; they are opened again if it leads again.
+      if (event.type === "stopped-leading") void workload.closeAll();
     },
   });
 
@@ -88,7 +90,7 @@ async function main(argv: string[]): Promise<void> {
   manager.stopOnSignals(["SIGTERM", "SIGINT"], (code) => {
     for (const server of servers) server.close();
     log.info("stopped", { code });
-    process.exit(code);
+    void Promise.all([workload.closeAll(), secrets.stop()]).finally(() => process.exit(code));
   });
   log.info("quorum controller starting", { leaderElect: flags.leaderElect, namespace: flags.namespace ?? "(all)", concurrency: flags.concurrency });
   manager.start();

@@ -12,7 +12,7 @@ import { previousEtcdView, type Observation } from "./snapshot-builder.ts";
 
 export interface ObservedWorld {
   observation: Observation;
-  /** The etcd client opened for this reconcile (undefined when there was nothing to reach); the caller closes it. */
+  /** The etcd client of this reconcile (undefined when there was nothing to reach); the caller closes (releases) it. */
   etcd?: EtcdClusterClient;
   /** Why the workload Nodes could not be listed, when they could not (shown in status, never fatal). */
   nodesError?: string;

@@ -24,7 +24,7 @@ export interface ManagementApi {
 export interface WorkloadAccess {
   /** Creates the cluster's CA/etcd/sa/proxy Secrets when absent and keeps the kubeconfig Secret fresh. */
   ensureCertificates(controlPlane: QuorumControlPlane, cluster: Cluster): Promise<void>;
-  /** An etcd client for the cluster, reaching members through the given endpoints (https URLs). */
+  /** An etcd client for the cluster, reaching members through the given endpoints (https URLs); close() releases it. */
   etcd(controlPlane: QuorumControlPlane, cluster: Cluster, endpoints: string[]): Promise<EtcdClusterClient>;
   /** The workload cluster's Nodes, or an error when its API is not reachable (yet). */
   nodes(controlPlane: QuorumControlPlane, cluster: Cluster): Promise<Node[]>;

@@ -70,7 +70,7 @@ export interface EtcdClusterClient {
   removeMember(memberId: string): Promise<{ removed: boolean }>;
   /** Makes `toMemberId` the leader (asked of the current leader, as etcd requires). No-op when it already is. */
   moveLeader(toMemberId: string): Promise<void>;
-  /** Closes every connection this client opened. Safe to call twice. */
+  /** Closes every connection this client opened, or, for a handle of a pooled client, hands it back. Safe to call twice. */
   close(): Promise<void>;
 }
 
