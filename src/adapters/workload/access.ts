@@ -2,6 +2,7 @@
 // Holds the per-cluster caches: etcd client certificates, workload API clients, and one etcd client per cluster
 // kept between reconciles (pool.ts; what etcd() returns is a lease the caller closes after each reconcile).
 // Call closeAll() at shutdown.
+import { createHash } from "node:crypto";
 import type { Cluster, Node } from "../../api/capi.ts";
 import type { QuorumControlPlane } from "../../api/types.ts";
 import type { WorkloadAccess } from "../../controller/ports.ts";
@@ -36,6 +37,8 @@ export interface WorkloadAccessOptions {
 }
 
 export const DEFAULT_ETCD_CALL_DEADLINE_MS = 5_000;
+/** How long a passed certificate check holds when nothing it read changed (expiry is seen within this much). */
+const CERTIFICATES_RECHECK_MS = 60_000;
 
 export interface CertificatesOutcome {
   secrets: EnsureCertificatesResult;
@@ -50,6 +53,8 @@ export class ClusterWorkloadAccess implements WorkloadAccess {
   private readonly etcdCallDeadlineMs: number;
   private readonly etcdClientFactory: EtcdClusterClientFactory;
   private readonly etcdClients: EtcdClientPool;
+  /** Per namespace/cluster: when its certificate Secrets last passed the check, and their versions then. */
+  private readonly checkedCertificates = new Map<string, { at: number; fingerprint: string }>();
 
   constructor(private readonly options: WorkloadAccessOptions) {
     this.etcdCertificates = new EtcdClientCertificates(options.secrets, options.etcdCredentials);
@@ -64,8 +69,32 @@ export class ClusterWorkloadAccess implements WorkloadAccess {
     });
   }
 
+  /**
+   * reconcileCertificates, skipped while none of the cluster's certificate Secrets (nor its endpoint) changed since
+   * the last successful check and that check is less than a minute old: parsing and matching CA keys on every
+   * reconcile was most of an idle reconcile's cost. Any change to a Secret is seen at the next reconcile.
+   */
   async ensureCertificates(controlPlane: QuorumControlPlane, cluster: Cluster): Promise<void> {
+    const key = `${namespaceOf(controlPlane)}/${cluster.metadata.name}`;
+    const now = this.clock().getTime();
+    const last = this.checkedCertificates.get(key);
+    if (last && now - last.at < CERTIFICATES_RECHECK_MS && last.fingerprint === (await this.certificatesFingerprint(controlPlane, cluster))) return;
+    this.checkedCertificates.delete(key);
     await this.reconcileCertificates(controlPlane, cluster);
+    this.checkedCertificates.set(key, { at: now, fingerprint: await this.certificatesFingerprint(controlPlane, cluster) });
+  }
+
+  /** Identifies the current version of every Secret and input the certificate check depends on. */
+  private async certificatesFingerprint(controlPlane: QuorumControlPlane, cluster: Cluster): Promise<string> {
+    const namespace = namespaceOf(controlPlane);
+    const name = cluster.metadata.name;
+    const endpoint = cluster.spec?.controlPlaneEndpoint;
+    const parts = [controlPlane.metadata.uid ?? "", `${endpoint?.host ?? ""}:${endpoint?.port ?? ""}`];
+    for (const secret of [secretName.ca(name), secretName.etcd(name), secretName.sa(name), secretName.proxy(name), secretName.kubeconfig(name)]) {
+      const object = await this.options.secrets.get({ namespace, name: secret });
+      parts.push(!object ? "-" : (object.metadata.resourceVersion ?? createHash("sha256").update(JSON.stringify(object.data ?? {})).digest("hex")));
+    }
+    return parts.join("|");
   }
 
   /** ensureCertificates, telling what it did (for an Event when a Secret was created or rotated). */
@@ -111,6 +140,7 @@ export class ClusterWorkloadAccess implements WorkloadAccess {
 
   async forget(namespace: string, clusterName: string): Promise<void> {
     this.etcdCertificates.forget(namespace, clusterName);
+    this.checkedCertificates.delete(`${namespace}/${clusterName}`);
     this.workloadClients.forget(namespace, clusterName);
     await this.etcdClients.forget(clusterKey(namespace, clusterName));
   }

@@ -5,6 +5,7 @@ import { describe, it } from "node:test";
 import type { Cluster } from "../../../../src/api/capi.ts";
 import type { QuorumControlPlane } from "../../../../src/api/types.ts";
 import { createCA, oneHour, validFor } from "../../../../src/adapters/certs/pki.ts";
+import { CertificateExpiredError, SecretGarbageError } from "../../../../src/adapters/errors.ts";
 import { silentLogger } from "../../../../src/adapters/kube/log.ts";
 import { ClusterWorkloadAccess } from "../../../../src/adapters/workload/access.ts";
 import { FakeEtcdClients } from "../etcd/fake-clients.ts";
@@ -126,5 +127,32 @@ describe("workload access: etcd clients across reconciles", () => {
     await reconcile(access, "team-b", "prod");
     await access.closeAll();
     assert.deepEqual(fakes.opened.map((client) => client.closes), [1, 1]);
+  });
+});
+
+describe("workload access: certificate checks across reconciles", () => {
+  const ns = "team-c";
+  const name = "prod";
+  const withEndpoint = (): Cluster => ({ metadata: { name, namespace: ns }, spec: { controlPlaneEndpoint: { host: "10.0.0.9", port: 6443 } } });
+
+  it("reports a CA Secret that turned to garbage at the very next reconcile, even right after a passed check", async () => {
+    const { store, access } = await setup();
+    await access.ensureCertificates(controlPlane(ns, name), withEndpoint());
+    await access.ensureCertificates(controlPlane(ns, name), withEndpoint());
+    store.seed(ns, `${name}-ca`, { "tls.crt": "not a certificate", "tls.key": "nor a key" });
+    await assert.rejects(access.ensureCertificates(controlPlane(ns, name), withEndpoint()), (error: unknown) => error instanceof SecretGarbageError && error.message.includes(`${ns}/${name}-ca`));
+    await access.closeAll();
+  });
+
+  it("reports a CA that expired since the last passed check within a minute, with nothing else changed", async () => {
+    const { store, access, advance } = await setup();
+    const ca = await createCA("short-lived", validFor(10 * 60_000, start));
+    store.seed(ns, `${name}-ca`, { "tls.crt": ca.certPem, "tls.key": ca.keyPem });
+    advance(9.5 * 60_000);
+    await access.ensureCertificates(controlPlane(ns, name), withEndpoint());
+    // Expired 30 s ago; the last passed check was a minute ago.
+    advance(60_000);
+    await assert.rejects(access.ensureCertificates(controlPlane(ns, name), withEndpoint()), CertificateExpiredError);
+    await access.closeAll();
   });
 });
