@@ -21,6 +21,16 @@ import {
   type WatchEvent,
 } from "./rest.ts";
 
+/**
+ * Drops metadata.managedFields, which no reconciler reads and which is often the largest part of an object
+ * (server-side apply bookkeeping): the Manager caches objects without it, as controller-runtime does.
+ */
+export function stripManagedFields<T extends KubeObject>(obj: T): T {
+  if (!obj.metadata || !("managedFields" in obj.metadata)) return obj;
+  const { managedFields: _dropped, ...metadata } = obj.metadata as T["metadata"] & { managedFields?: unknown };
+  return { ...obj, metadata } as T;
+}
+
 /** The key of an object in caches and queues: "namespace/name", or "name" for cluster-scoped objects. */
 export function objectKey(obj: { metadata: { name: string; namespace?: string } }): string {
   return obj.metadata.namespace ? `${obj.metadata.namespace}/${obj.metadata.name}` : obj.metadata.name;
@@ -155,6 +165,8 @@ export class Informer<T extends KubeObject> {
   private readonly logger: Logger;
   private readonly transform: ((obj: T) => T | undefined) | undefined;
   private readonly cache = new Map<string, T>();
+  /** The same objects by namespace, so listing one namespace does not walk every object. */
+  private readonly byNamespace = new Map<string, Map<string, T>>();
   private readonly handlers: InformerHandlers<T>[] = [];
   private readonly stopController = new AbortController();
   private readonly syncWaiters = new Set<{ resolve: () => void; reject: (err: unknown) => void }>();
@@ -245,8 +257,8 @@ export class Informer<T extends KubeObject> {
 
   /** Objects in the cache, optionally of one namespace. */
   list(namespace?: string): T[] {
-    const all = [...this.cache.values()];
-    return namespace === undefined ? all : all.filter((obj) => obj.metadata.namespace === namespace);
+    if (namespace === undefined) return [...this.cache.values()];
+    return [...(this.byNamespace.get(namespace)?.values() ?? [])];
   }
 
   /** One object by key ("namespace/name" or "name"). */
@@ -344,11 +356,11 @@ export class Informer<T extends KubeObject> {
       const gone = obj ?? old;
       // An object the transform leaves out and that was never cached: nothing changed for the handlers.
       if (gone === undefined) return;
-      this.cache.delete(key);
+      this.remove(key, gone);
       this.notify("delete", gone, old);
       return;
     }
-    this.cache.set(key, obj);
+    this.store(key, obj);
     if (!old) this.notify("add", obj, undefined);
     else if (old.metadata.resourceVersion !== obj.metadata.resourceVersion) this.notify("update", obj, old);
   }
@@ -362,10 +374,26 @@ export class Informer<T extends KubeObject> {
     }
     for (const [key, old] of [...this.cache]) {
       if (!seen.has(key)) {
-        this.cache.delete(key);
+        this.remove(key, old);
         this.notify("delete", old, old);
       }
     }
+  }
+
+  private store(key: string, obj: T): void {
+    this.cache.set(key, obj);
+    const namespace = obj.metadata.namespace ?? "";
+    let objects = this.byNamespace.get(namespace);
+    if (!objects) this.byNamespace.set(namespace, (objects = new Map()));
+    objects.set(key, obj);
+  }
+
+  private remove(key: string, obj: T): void {
+    this.cache.delete(key);
+    const namespace = obj.metadata.namespace ?? "";
+    const objects = this.byNamespace.get(namespace);
+    objects?.delete(key);
+    if (objects?.size === 0) this.byNamespace.delete(namespace);
   }
 
   private markSynced(): void {

@@ -8,7 +8,7 @@
 // drains the workers while the lease is still held and renewed, then releases it.
 import type { Clock } from "./clock.ts";
 import { errorMessage, silentLogger, type Logger } from "./log.ts";
-import { describeTarget, Informer, kubeListerWatcher, objectKey, type InformerOptions, type ListerWatcher, type WatchTarget } from "./informer.ts";
+import { describeTarget, Informer, kubeListerWatcher, objectKey, stripManagedFields, type InformerOptions, type ListerWatcher, type WatchTarget } from "./informer.ts";
 import { CLIENT_GO_TIMINGS, defaultIdentity, kubeLeaseClient, LeaderElector, type LeaderElectionTimings, type LeaseClient } from "./leader.ts";
 import { WorkQueue, type ReconcileResult, type WorkQueueOptions } from "./queue.ts";
 import type { KubeObject, KubeRest } from "./rest.ts";
@@ -313,6 +313,7 @@ export class Manager {
         ? this.options.listerWatcherFor(target)
         : kubeListerWatcher<KubeObject>(this.options.rest as KubeRest, target);
       informer = new Informer(source, {
+        transform: stripManagedFields,
         ...this.options.informer,
         logger: this.options.informer?.logger ?? this.logger,
         clock: this.options.informer?.clock ?? this.options.clock,

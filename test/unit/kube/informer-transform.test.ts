@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { Informer } from "../../../src/adapters/kube/informer.ts";
+import { Informer, stripManagedFields } from "../../../src/adapters/kube/informer.ts";
 import { FakeApi, type ConfigMap } from "./fake-api.ts";
 import { ManualClock, settle } from "./manual-clock.ts";
 
@@ -69,5 +69,14 @@ describe("Informer with a transform", () => {
     assert.equal(informer.get("ns/keep-a"), undefined);
     assert.deepEqual(events, ["delete keep-a=x"], "handlers see the last object they were given");
     await informer.stop();
+  });
+});
+
+describe("stripManagedFields (the Manager's default transform)", () => {
+  it("drops metadata.managedFields and keeps everything else, without changing the object it was given", () => {
+    const received = { metadata: { name: "m", namespace: "ns", resourceVersion: "7", labels: { a: "b" }, managedFields: [{ manager: "capi", operation: "Update" }] }, data: { value: "x" } } as ConfigMap & { metadata: { managedFields: unknown[] } };
+    const cached = stripManagedFields(received);
+    assert.deepEqual(cached, { metadata: { name: "m", namespace: "ns", resourceVersion: "7", labels: { a: "b" } }, data: { value: "x" } });
+    assert.equal(received.metadata.managedFields.length, 1);
   });
 });
