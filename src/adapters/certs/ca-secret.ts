@@ -1,7 +1,7 @@
 // Reads a CA (certificate + private key) out of a CAPI-style Secret (data keys tls.crt, tls.key) and turns
 // every way it can be wrong into a typed error that names the Secret and the fix. Users bring their own CAs,
 // so "wrong" is expected input, not a bug: nothing here may throw an untyped error for bad content.
-import { createPrivateKey } from "node:crypto";
+import { createHash, createPrivateKey } from "node:crypto";
 import { CAKeyMismatchError, CertificateExpiredError, SecretGarbageError, SecretMissingError, type SecretRef } from "../errors.ts";
 import { certificateMatchesKey, decodeCertificatePem, loadCA, type CertificateAuthority } from "./pki.ts";
 import { dataText, refOf, type SecretObject } from "./secret-store.ts";
@@ -29,15 +29,43 @@ export async function readCASecret(
         "if you bring your own CA, create it with tls.crt and tls.key",
     );
   }
+  const ca = await checkedCA(secret);
+  if (now < ca.notBefore || now > ca.notAfter) {
+    throw new CertificateExpiredError(refOf(secret), ca.subject || "(empty subject)", ca.notBefore, ca.notAfter, now);
+  }
+  return ca;
+}
+
+/**
+ * Parsing a CA, matching its key and importing it for signing cost milliseconds, and every reconcile of every
+ * cluster reads its CAs: the outcome is kept per Secret content (tls.crt + tls.key), so only a changed Secret is
+ * parsed again. Expiry depends on the time and is checked by the caller on every read.
+ */
+type CheckedCA = CertificateAuthority & { subject: string; notBefore: Date };
+const checkedCAs = new Map<string, { fingerprint: string; outcome: Promise<CheckedCA> }>();
+const CHECKED_CAS_MAX = 10_000;
+
+function checkedCA(secret: SecretObject): Promise<CheckedCA> {
+  const key = `${secret.metadata.namespace}/${secret.metadata.name}`;
+  const fingerprint = createHash("sha256").update(secret.data?.[TLS_CRT] ?? "").update("\0").update(secret.data?.[TLS_KEY] ?? "").digest("hex");
+  const known = checkedCAs.get(key);
+  if (known?.fingerprint === fingerprint) return known.outcome;
+  const outcome = checkCA(secret);
+  checkedCAs.delete(key);
+  if (checkedCAs.size >= CHECKED_CAS_MAX) checkedCAs.delete(checkedCAs.keys().next().value as string);
+  checkedCAs.set(key, { fingerprint, outcome });
+  // A failure is kept too (the same garbage fails the same way), but must not be an unhandled rejection here.
+  outcome.catch(() => undefined);
+  return outcome;
+}
+
+async function checkCA(secret: SecretObject): Promise<CheckedCA> {
   const { certPem, keyPem } = caMaterial(secret);
   const certificate = decodeCertificatePem(certPem);
   const subject = certificate.subject || "(empty subject)";
   if (!certificateMatchesKey(certPem, keyPem)) throw new CAKeyMismatchError(refOf(secret), subject);
-  if (now < certificate.notBefore || now > certificate.notAfter) {
-    throw new CertificateExpiredError(refOf(secret), subject, certificate.notBefore, certificate.notAfter, now);
-  }
   try {
-    return await loadCA(certPem, keyPem);
+    return Object.assign(await loadCA(certPem, keyPem), { subject, notBefore: certificate.notBefore });
   } catch (error) {
     // loadCA rejects a leaf certificate and key types Quorum cannot sign with.
     throw new SecretGarbageError(refOf(secret), TLS_CRT, `cannot be used as a signing CA (${errorMessage(error)})`, caFix, {
