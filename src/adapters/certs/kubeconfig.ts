@@ -2,7 +2,7 @@
 // kubeconfig for the workload cluster's control-plane endpoint, with a client certificate signed by the
 // cluster CA (O=system:masters), rotated at half its lifetime like KCP does. CAPI itself (its cluster cache)
 // and users (clusterctl get kubeconfig) read it, so it must always be valid.
-import { X509Certificate } from "node:crypto";
+import { createHash, X509Certificate } from "node:crypto";
 import { parse, stringify } from "yaml";
 import { secretName } from "../../api/constants.ts";
 import { SecretGarbageError, type SecretRef } from "../errors.ts";
@@ -81,6 +81,26 @@ export type KubeconfigDecision = { rotate: false } | { rotate: true; reason: str
  */
 export function kubeconfigDecision(current: string | undefined, wanted: { server: string; caPem: string }, now: Date): KubeconfigDecision {
   if (current === undefined) return { rotate: true, reason: "absent" };
+  // Parsing and verifying the client certificate is most of the cost, and the answer only depends on the time
+  // through its half life: keep the rest per (kubeconfig, server, CA).
+  const fingerprint = createHash("sha256").update(current).update("\0").update(wanted.server).update("\0").update(wanted.caPem).digest("hex");
+  let checked = checkedKubeconfigs.get(fingerprint);
+  if (!checked) {
+    checked = checkKubeconfig(current, wanted);
+    if (checkedKubeconfigs.size >= CHECKED_KUBECONFIGS_MAX) checkedKubeconfigs.delete(checkedKubeconfigs.keys().next().value as string);
+    checkedKubeconfigs.set(fingerprint, checked);
+  }
+  if ("rotate" in checked) return checked;
+  if (now.getTime() >= checked.halfLife) {
+    return { rotate: true, reason: `client certificate is past half its lifetime (expires ${new Date(checked.notAfter).toISOString()})` };
+  }
+  return { rotate: false };
+}
+
+const checkedKubeconfigs = new Map<string, { rotate: true; reason: string } | { halfLife: number; notAfter: number }>();
+const CHECKED_KUBECONFIGS_MAX = 10_000;
+
+function checkKubeconfig(current: string, wanted: { server: string; caPem: string }): { rotate: true; reason: string } | { halfLife: number; notAfter: number } {
   let contents: KubeconfigContents;
   try {
     contents = parseKubeconfig(current);
@@ -100,11 +120,7 @@ export function kubeconfigDecision(current: string | undefined, wanted: { server
   if (!client.checkIssued(ca) || !client.verify(ca.publicKey)) return { rotate: true, reason: "client certificate is not signed by the cluster CA" };
   const notBefore = new Date(client.validFrom).getTime();
   const notAfter = new Date(client.validTo).getTime();
-  const halfLife = notBefore + (notAfter - notBefore) / 2;
-  if (now.getTime() >= halfLife) {
-    return { rotate: true, reason: `client certificate is past half its lifetime (expires ${new Date(notAfter).toISOString()})` };
-  }
-  return { rotate: false };
+  return { halfLife: notBefore + (notAfter - notBefore) / 2, notAfter };
 }
 
 export interface EnsureKubeconfigOptions {
