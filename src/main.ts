@@ -7,6 +7,7 @@ import { ManagementClient } from "./adapters/capi/management.ts";
 import { CachedSecretStore } from "./adapters/certs/cached-secret-store.ts";
 import { coreV1SecretStore } from "./adapters/certs/secret-store.ts";
 import { Manager } from "./adapters/kube/manager.ts";
+import { reuseConnections } from "./adapters/kube/keep-alive.ts";
 import { KubeRest } from "./adapters/kube/rest.ts";
 import { ClusterWorkloadAccess } from "./adapters/workload/access.ts";
 import { plan } from "./core/plan.ts";
@@ -32,7 +33,7 @@ function loadKubeConfig(flags: Flags): KubeConfig {
   if (flags.kubeconfig) kubeConfig.loadFromFile(flags.kubeconfig);
   else kubeConfig.loadFromDefault();
   if (!kubeConfig.getCurrentCluster()) throw new Error("no management cluster: pass --kubeconfig FILE, set KUBECONFIG, or run in a pod with a service account");
-  return kubeConfig;
+  return reuseConnections(kubeConfig);
 }
 
 async function main(argv: string[]): Promise<void> {

@@ -8,6 +8,7 @@ import { secretName } from "../../api/constants.ts";
 import { kubeconfigFromSecret } from "../certs/kubeconfig.ts";
 import type { SecretStore } from "../certs/secret-store.ts";
 import { SecretMissingError, statusMessageOf, WorkloadApiError, type SecretRef } from "../errors.ts";
+import { reuseConnections } from "../kube/keep-alive.ts";
 import { errorMessage } from "../kube/log.ts";
 
 export const DEFAULT_WORKLOAD_TIMEOUT_MS = 10_000;
@@ -66,6 +67,8 @@ export class WorkloadClients {
     const { text, contents } = kubeconfigFromSecret(ref, secret);
     const config = new KubeConfig();
     config.loadFromString(text);
+    // Nodes are listed on every reconcile: keep the connection instead of a TLS handshake each time.
+    reuseConnections(config);
     const client = { fingerprint, server: contents.server, core: config.makeApiClient(CoreV1Api) };
     this.cache.set(key, client);
     return client;

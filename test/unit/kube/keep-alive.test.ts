@@ -1,0 +1,56 @@
+// client-node's API clients against a loopback HTTPS server that counts TLS connections: without
+// reuseConnections every call opens a new one (client-node 1.4.0 builds a new agent per request).
+import assert from "node:assert/strict";
+import { createServer, type Server } from "node:https";
+import { after, before, describe, it } from "node:test";
+import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
+import { createCA, issueCertificate, oneHour, validFor } from "../../../src/adapters/certs/pki.ts";
+import { reuseConnections } from "../../../src/adapters/kube/keep-alive.ts";
+
+describe("reuseConnections", () => {
+  let server: Server;
+  let caPem = "";
+  let port = 0;
+  let connections = 0;
+
+  before(async () => {
+    const ca = await createCA("keep-alive-test", validFor(oneHour));
+    const serving = await issueCertificate(ca, { commonName: "127.0.0.1", ipAddresses: ["127.0.0.1"], usages: "server", validity: validFor(oneHour) });
+    caPem = ca.certPem;
+    server = createServer({ cert: serving.certPem, key: serving.keyPem }, (_request, response) => {
+      response.writeHead(200, { "Content-Type": "application/json" }).end(JSON.stringify({ apiVersion: "v1", kind: "NamespaceList", metadata: {}, items: [] }));
+    });
+    server.on("secureConnection", () => connections++);
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    port = (server.address() as { port: number }).port;
+  });
+
+  after(async () => {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  });
+
+  function kubeConfig(): KubeConfig {
+    const config = new KubeConfig();
+    config.loadFromOptions({
+      clusters: [{ name: "c", server: `https://127.0.0.1:${port}`, caData: Buffer.from(caPem).toString("base64"), skipTLSVerify: false }],
+      users: [{ name: "u", token: "t" }],
+      contexts: [{ name: "x", cluster: "c", user: "u" }],
+      currentContext: "x",
+    });
+    return config;
+  }
+
+  async function connectionsFor(config: KubeConfig, calls: number): Promise<number> {
+    const before = connections;
+    const api = config.makeApiClient(CoreV1Api);
+    for (let i = 0; i < calls; i++) await api.listNamespace();
+    server.closeAllConnections();
+    return connections - before;
+  }
+
+  it("serves five API calls over one TLS connection, where plain client-node opens five", async () => {
+    assert.equal(await connectionsFor(kubeConfig(), 5), 5, "client-node alone opens a connection per call");
+    assert.equal(await connectionsFor(reuseConnections(kubeConfig()), 5), 1);
+  });
+});
