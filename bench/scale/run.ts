@@ -564,7 +564,7 @@ async function main(): Promise<void> {
     if (driver.errors.length > 0) notes.push(`driver errors (first 5 of ${driver.errors.length}): ${driver.errors.slice(0, 5).join(" | ")}`);
     notes.push("Levels are cumulative on one API server and one controller process (a growing management cluster); the idle windows of the smaller levels are shortened from 5 minutes to fit `make bench` in 30 minutes.");
     notes.push("Lease writes are the leader election's renewals (one every 2 s, whatever the number of clusters); writesPerMinute.excludingLease is what the 0-writes target is judged on.");
-    notes.push("The controller runs under tsx (TypeScript transpiled at load), which adds to RSS compared with the compiled dist/ build; the 0-cluster baseline shows that fixed cost.");
+    notes.push("The controller runs compiled to JavaScript (tsc into .cache/bench-scale), as the container runs dist/main.js; the 0-cluster baseline is its fixed cost (Node, client-node, etcd3/gRPC, winston).");
     const path = result.finish(results, notes);
     progress(NAME, `wrote ${path}`);
   } finally {
