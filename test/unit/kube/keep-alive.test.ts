@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { createServer, type Server } from "node:https";
 import { after, before, describe, it } from "node:test";
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
-import { createCA, issueCertificate, oneHour, validFor } from "../../../src/adapters/certs/pki.ts";
+import { createCA, issueCertificate, oneDay, oneHour, validFor } from "../../../src/adapters/certs/pki.ts";
 import { reuseConnections } from "../../../src/adapters/kube/keep-alive.ts";
 
 describe("reuseConnections", () => {
@@ -14,7 +14,7 @@ describe("reuseConnections", () => {
   let connections = 0;
 
   before(async () => {
-    const ca = await createCA("keep-alive-test", validFor(oneHour));
+    const ca = await createCA("keep-alive-test", validFor(oneDay));
     const serving = await issueCertificate(ca, { commonName: "127.0.0.1", ipAddresses: ["127.0.0.1"], usages: "server", validity: validFor(oneHour) });
     caPem = ca.certPem;
     server = createServer({ cert: serving.certPem, key: serving.keyPem }, (_request, response) => {
