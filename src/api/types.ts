@@ -105,6 +105,8 @@ export interface EtcdMemberStatus {
   error?: string;
   /** When Quorum first saw this member (RFC 3339); grace periods count from here across restarts. */
   firstObserved?: string;
+  /** When Quorum first saw this member started (RFC 3339): etcd refuses some removals until it is 5 s old. */
+  startedObserved?: string;
   /** Last raft applied index seen, and when it last moved (learner stall detection). */
   raftAppliedIndex?: number;
   lastProgress?: string;

@@ -157,10 +157,19 @@ export function previousEtcdView(status: QuorumControlPlane["status"], now: numb
     leader: entry.leader,
     errors: [],
     firstObserved: (entry.firstObserved && Date.parse(entry.firstObserved)) || now,
+    ...startedObservedOf(entry, now),
     lastProgress: (entry.lastProgress && Date.parse(entry.lastProgress)) || now,
     ...(entry.raftAppliedIndex !== undefined ? { raftAppliedIndex: entry.raftAppliedIndex } : {}),
   }));
   return { observed: true, members, alarms: [] };
+}
+
+/** A started member whose status predates startedObserved counts as started when it was first observed. */
+function startedObservedOf(entry: EtcdMemberStatus, now: number): Pick<MemberView, "startedObserved"> {
+  const recorded = entry.startedObserved ? Date.parse(entry.startedObserved) : Number.NaN;
+  if (!Number.isNaN(recorded)) return { startedObserved: recorded };
+  if (entry.name === "") return {};
+  return { startedObserved: (entry.firstObserved && Date.parse(entry.firstObserved)) || now };
 }
 
 function sortKeys(value: unknown): unknown {

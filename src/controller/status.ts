@@ -141,7 +141,8 @@ function nextAction(action: Action): NonNullable<QuorumControlPlaneStatus["nextA
 }
 
 /**
- * Adds what Quorum must remember across restarts: when it first saw each member (grace periods) and, for learners
+ * Adds what Quorum must remember across restarts: when it first saw each member (grace periods) and saw it started
+ * (etcd's removal window) and, for learners
  * only, their applied index and when it last moved (stall detection). Voters' indices move all the time; keeping
  * them out of status is what lets an idle cluster cost no writes.
  */
@@ -152,6 +153,7 @@ function withMemory(members: EtcdMemberStatus[], snapshot: Snapshot): EtcdMember
     return {
       ...entry,
       firstObserved: new Date(member.firstObserved).toISOString(),
+      ...(member.startedObserved !== undefined ? { startedObserved: new Date(member.startedObserved).toISOString() } : {}),
       ...(member.learner && member.raftAppliedIndex !== undefined ? { raftAppliedIndex: member.raftAppliedIndex, lastProgress: new Date(member.lastProgress).toISOString() } : {}),
     };
   });

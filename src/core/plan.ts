@@ -12,7 +12,17 @@ import { PRE_TERMINATE_HOOK } from "../api/constants.ts";
 import type { Action } from "./actions.ts";
 import { assess, describeBlockers, type Blocker, type MachineAssessment, type MemberAssessment, type PlannedOp, type Verdict } from "./assess.ts";
 import { formatDuration } from "./format.ts";
-import { activeMachines, chooseFailureDomain, isUpToDate, outdatedReasons, selectLeadershipTarget, selectMachineForScaleDown, type ScaleDownChoice } from "./selection.ts";
+import {
+  activeMachines,
+  chooseFailureDomain,
+  ETCD_HEALTH_INTERVAL_MS,
+  isUpToDate,
+  outdatedReasons,
+  removalWindow,
+  selectLeadershipTarget,
+  selectMachineForScaleDown,
+  type ScaleDownChoice,
+} from "./selection.ts";
 import type { MachineView, Snapshot } from "./snapshot.ts";
 
 export interface PlannerParts {
@@ -52,8 +62,11 @@ interface Step {
   check?: Verdict;
 }
 
+/** The shortest recheck a Wait asks for: fast enough for a joining member, never a busy loop. */
+export const MIN_RECHECK_MS = 100;
+
 function waitFor(reason: string, recheckAfterMs: number, blockedBy?: string): WaitAction {
-  return { kind: "Wait", reason, recheckAfterMs: Math.max(1_000, Math.round(recheckAfterMs)), ...(blockedBy ? { blockedBy } : {}) };
+  return { kind: "Wait", reason, recheckAfterMs: Math.max(MIN_RECHECK_MS, Math.round(recheckAfterMs)), ...(blockedBy ? { blockedBy } : {}) };
 }
 
 function subjects(blockers: Blocker[]): string {
@@ -453,6 +466,14 @@ class Context {
           check: verdict,
         };
       }
+    }
+    const window = removalWindow(this.snapshot, member.id);
+    if (window) {
+      const young = window.waiting.map(({ id, ageMs }) => ({ label: this.base.members.find((candidate) => candidate.id === id)?.label ?? `member ${id}`, ageMs }));
+      const reason =
+        `${why}: removing ${member.label} waits ${formatDuration(window.waitMs)}, because etcd refuses a voter removal until ${window.needed} voter${window.needed === 1 ? "" : "s"} ` +
+        `besides the leader have been connected to it for ${formatDuration(ETCD_HEALTH_INTERVAL_MS)} (${young.map(({ label, ageMs }) => `${label} started ${formatDuration(ageMs)} ago`).join(", ")})`;
+      return { action: waitFor(reason, window.waitMs, young.map(({ label }) => label).join(", ")), check: verdict };
     }
     return { action: { kind: "RemoveMember", memberId: member.id, memberName: member.name, machine, reason: `remove etcd ${member.label} (machine ${machine}), ${then} (${why}); ${verdict.summary}` }, check: verdict };
   }

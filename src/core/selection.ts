@@ -113,6 +113,44 @@ export const ETCD_HEALTH_INTERVAL_MS = 5_000;
  */
 export const LEADERSHIP_SETTLE_MS = ETCD_HEALTH_INTERVAL_MS + 5_000;
 
+/** etcd's removal window still closed: how long until it opens, and the members it waits on. */
+export interface RemovalWindow {
+  waitMs: number;
+  /** The voters that must still age, and how long ago each was seen started. */
+  waiting: { id: string; ageMs: number }[];
+  /** Voters other than the leader that must have been connected for ETCD_HEALTH_INTERVAL_MS. */
+  needed: number;
+}
+
+/**
+ * Whether etcd would refuse removing voter `memberId` right now with "unhealthy cluster", and for how long.
+ * etcd's check (mayRemoveMember): the member serving the call, which is the leader for Quorum, counts itself and
+ * every voter whose peer connection to it is ETCD_HEALTH_INTERVAL_MS old, and refuses unless that count minus the
+ * leaving voter still reaches a quorum of the voters that stay. A connection is at least as old as Quorum's first
+ * sight of the member started (startedObserved), so the estimate errs towards waiting a little long, never short.
+ * Undefined when etcd accepts now, and when waiting cannot help (too few reachable voters: the health check and
+ * etcd's own refusal speak then); a leaving member that is not reachable is removed at once (etcd skips the check).
+ */
+export function removalWindow(snapshot: Snapshot, memberId: string): RemovalWindow | undefined {
+  const members = snapshot.etcd.members;
+  const leaving = members.find((member) => member.id === memberId);
+  const leader = members.find((member) => member.leader);
+  if (!leaving || leaving.learner || !leaving.reachable || !leader) return undefined;
+  const voters = members.filter((member) => !member.learner);
+  const needed = Math.floor((voters.length - 1) / 2) + 1;
+  const ages = voters
+    .filter((member) => member.id !== leader.id && member.reachable && member.startedObserved !== undefined)
+    .map((member) => ({ member, age: snapshot.now - (member.startedObserved ?? snapshot.now) }))
+    .sort((a, b) => b.age - a.age);
+  if (ages.length < needed || ages[needed - 1].age >= ETCD_HEALTH_INTERVAL_MS) return undefined;
+  const waiting = ages.slice(0, needed).filter(({ age }) => age < ETCD_HEALTH_INTERVAL_MS);
+  return {
+    waitMs: ETCD_HEALTH_INTERVAL_MS - ages[needed - 1].age,
+    waiting: waiting.map(({ member, age }) => ({ id: member.id, ageMs: age })),
+    needed,
+  };
+}
+
 export interface LeadershipTarget {
   member: MemberAssessment;
   /** Why this one, for the reason: "up to date and a member for 1h". */

@@ -122,6 +122,11 @@ export interface MemberView {
   errors: string[];
   /** First time Quorum saw this member (from status; falls back to now). Drives grace periods. */
   firstObserved: number;
+  /**
+   * First time Quorum saw this member started (named), from status. Its peer connections are at least this old,
+   * which is what etcd's removal check counts (see removalWindow). Undefined while it has not started.
+   */
+  startedObserved?: number;
   /** Last time raftAppliedIndex was seen to move (learner stall detection). */
   lastProgress: number;
 }

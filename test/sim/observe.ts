@@ -34,9 +34,11 @@ export function observe(world: World, staleMachines?: MachineView[]): Observed {
     const applied = member.raftAppliedIndex;
     const progressed = before === undefined || (applied !== undefined && applied !== before.appliedIndex);
     const firstObserved = before?.firstObserved ?? world.now;
+    const startedObserved = before?.startedObserved ?? (member.name !== "" ? world.now : undefined);
+    const started = startedObserved === undefined ? {} : { startedObserved };
     const lastProgress = progressed ? world.now : before.lastProgress;
-    members.push({ ...member, firstObserved, lastProgress });
-    memory.members.set(member.id, { firstObserved, lastProgress, ...(applied !== undefined ? { appliedIndex: applied } : before?.appliedIndex !== undefined ? { appliedIndex: before.appliedIndex } : {}) });
+    members.push({ ...member, firstObserved, ...started, lastProgress });
+    memory.members.set(member.id, { firstObserved, ...started, lastProgress, ...(applied !== undefined ? { appliedIndex: applied } : before?.appliedIndex !== undefined ? { appliedIndex: before.appliedIndex } : {}) });
   }
   // A member list that could not be read says nothing about who left: keep the memory as it was.
   if (!etcd.observed) memory.members = new Map(world.memory.members);

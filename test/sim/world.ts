@@ -100,7 +100,7 @@ export interface SimSpec {
 
 /** What the real controller keeps in QuorumControlPlane status between reconciles (and may lose). */
 export interface ControllerMemory {
-  members: Map<string, { firstObserved: number; appliedIndex?: number; lastProgress: number }>;
+  members: Map<string, { firstObserved: number; startedObserved?: number; appliedIndex?: number; lastProgress: number }>;
   lastRemediation?: { machine: string; time: number; retryCount: number };
 }
 

@@ -34,8 +34,15 @@ export async function observeEtcd(client: EtcdClusterClient): Promise<EtcdObserv
   }
 }
 
+/** Kept from `previous` once set; set to `now` the first time the member is seen with a name (started). */
+function startedObserved(name: string, before: MemberView | undefined, now: number): Pick<MemberView, "startedObserved"> {
+  const at = before?.startedObserved ?? (name !== "" ? now : undefined);
+  return at === undefined ? {} : { startedObserved: at };
+}
+
 /**
- * firstObserved comes from `previous` when the member was seen before, else `now`; lastProgress moves to
+ * firstObserved comes from `previous` when the member was seen before, else `now` (startedObserved likewise, from
+ * its first sighting with a name); lastProgress moves to
  * `now` whenever raftAppliedIndex moved (or the member is new).
  */
 export function toEtcdView(result: EtcdObservationResult, now: number, previous?: EtcdView): EtcdView {
@@ -58,6 +65,7 @@ export function toEtcdView(result: EtcdObservationResult, now: number, previous?
       leader: status?.leader ?? false,
       errors: status ? status.errors : ["no status asked"],
       firstObserved: before?.firstObserved ?? now,
+      ...startedObserved(member.name, before, now),
       lastProgress: progressed ? now : before.lastProgress,
     };
     if (status?.raftTerm !== undefined) view.raftTerm = status.raftTerm;

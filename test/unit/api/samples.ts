@@ -75,7 +75,7 @@ export const completeStatus: DeepRequired<QuorumControlPlaneStatus> = {
   etcd: {
     members: [
       { id: "8e9e05c52164694d", name: "qcp-1", machine: "qcp-1", node: "qcp-1", learner: false, healthy: true, leader: true, state: "voter", error: "",
-        firstObserved: "2026-03-01T09:00:00Z", raftAppliedIndex: 41230, lastProgress: "2026-03-01T10:00:04Z" },
+        firstObserved: "2026-03-01T09:00:00Z", startedObserved: "2026-03-01T09:00:03Z", raftAppliedIndex: 41230, lastProgress: "2026-03-01T10:00:04Z" },
     ],
     quorum: { voters: 3, healthyVoters: 2, quorumSize: 2, failuresTolerated: 0 },
     lastObserved: "2026-03-01T10:00:05Z",

@@ -40,6 +40,14 @@ describe("buildSnapshot", () => {
     assert.equal(previousEtcdView(undefined, NOW).members.length, 0);
   });
 
+  it("remembers when a member was first seen started; a started member from an older status counts from its first sighting", () => {
+    const entry = { id: "7", name: "cp-a", learner: false, healthy: true, leader: false, firstObserved: "2026-11-29T11:00:00Z" };
+    const recorded = previousEtcdView({ etcd: { members: [{ ...entry, startedObserved: "2026-11-29T11:00:04Z" }] } }, NOW);
+    assert.equal(recorded.members[0].startedObserved, Date.parse("2026-11-29T11:00:04Z"));
+    assert.equal(previousEtcdView({ etcd: { members: [entry] } }, NOW).members[0].startedObserved, Date.parse("2026-11-29T11:00:00Z"));
+    assert.equal(previousEtcdView({ etcd: { members: [{ ...entry, name: "" }] } }, NOW).members[0].startedObserved, undefined);
+  });
+
   it("names the object and the field when a duration in the spec is invalid", () => {
     assert.throws(() => buildSnapshot(observation({ controlPlane: controlPlane({ etcd: { ghostMemberGracePeriod: "five minutes" } }) })), /QuorumControlPlane ns\/cp spec\.etcd\.ghostMemberGracePeriod: "five minutes" is not a duration/);
   });

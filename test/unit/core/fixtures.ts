@@ -91,6 +91,7 @@ export function member(name: string, overrides: Partial<MemberView> = {}): Membe
     raftAppliedIndex: 5000,
     errors: [],
     firstObserved: NOW - 60 * MINUTE,
+    startedObserved: NOW - 60 * MINUTE,
     lastProgress: NOW,
     ...overrides,
   };
@@ -151,9 +152,19 @@ export function withLeader(members: MemberView[], name: string): MemberView[] {
 // An idealised world: every action succeeds at once and new Machines join healthy at the next step.
 
 let created = 0;
+
+/**
+ * A Wait that only lets time pass (etcd's removal window: seconds at most), as opposed to waiting on something the
+ * idealised world never does by itself. Walks step over it with applyIdeal, which moves the clock by its recheck.
+ */
+export function passesTime(action: Action): boolean {
+  return action.kind === "Wait" && action.recheckAfterMs <= 5 * SECOND;
+}
+
+/** Applies `action`; the clock moves 10 s per action, or by a Wait's recheck. */
 export function applyIdeal(current: Snapshot, action: Action): Snapshot {
   const next: Snapshot = structuredClone(current);
-  next.now += 10 * SECOND;
+  next.now += action.kind === "Wait" ? action.recheckAfterMs : 10 * SECOND;
   const findMachine = (name: string) => next.machines.find((candidate) => candidate.name === name);
   switch (action.kind) {
     case "CreateMachine": {
@@ -162,7 +173,7 @@ export function applyIdeal(current: Snapshot, action: Action): Snapshot {
       next.machines.push(made);
       next.nodes.push(nodeFor(made));
       const leader = next.etcd.members.find((candidate) => candidate.leader);
-      next.etcd.members.push(member(name, { leader: !leader, firstObserved: next.now, lastProgress: next.now }));
+      next.etcd.members.push(member(name, { leader: !leader, firstObserved: next.now, startedObserved: next.now, lastProgress: next.now }));
       next.etcd.observed = true;
       delete next.etcd.error;
       break;

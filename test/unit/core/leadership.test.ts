@@ -9,7 +9,7 @@ import { assess } from "../../../src/core/assess.ts";
 import { plan } from "../../../src/core/plan.ts";
 import { ETCD_HEALTH_INTERVAL_MS, LEADERSHIP_SETTLE_MS, selectLeadershipTarget } from "../../../src/core/selection.ts";
 import type { MachineView, MemberView, Snapshot } from "../../../src/core/snapshot.ts";
-import { applyIdeal, dead, healthyMachines, idOf, machine, member, MINUTE, NOW, OLD_VERSION, SECOND, snapshot, withLeader } from "./fixtures.ts";
+import { applyIdeal, dead, healthyMachines, passesTime, idOf, machine, member, MINUTE, NOW, OLD_VERSION, SECOND, snapshot, withLeader } from "./fixtures.ts";
 
 /** A rolling upgrade one step in: outdated m-1..m-3 (m-1 leads, m-1 leaves first) and the up-to-date n-1. */
 function rollout(newMember: Partial<MemberView> = {}, newMachine: Partial<MachineView> = {}): Snapshot {
@@ -123,7 +123,7 @@ function oneSecondLater(current: Snapshot, action: Action): Snapshot {
   const at = (time: number) => (time === then ? now : time);
   next.now = now;
   next.machines = next.machines.map((candidate) => ({ ...candidate, created: at(candidate.created), ...(candidate.deleting !== undefined ? { deleting: at(candidate.deleting) } : {}) }));
-  next.etcd.members = next.etcd.members.map((candidate) => ({ ...candidate, firstObserved: at(candidate.firstObserved), lastProgress: at(candidate.lastProgress) }));
+  next.etcd.members = next.etcd.members.map((candidate) => ({ ...candidate, firstObserved: at(candidate.firstObserved), ...(candidate.startedObserved !== undefined ? { startedObserved: at(candidate.startedObserved) } : {}), lastProgress: at(candidate.lastProgress) }));
   return next;
 }
 
@@ -133,7 +133,11 @@ describe("leadership during a rolling upgrade whose steps follow each other with
     const actions: Action[] = [];
     for (let i = 0; i < 40; i++) {
       const { action } = plan(current);
-      if (action.kind === "Wait") break;
+      if (action.kind === "Wait") {
+        if (!passesTime(action)) break;
+        current = applyIdeal(current, action);
+        continue;
+      }
       if (action.kind === "RemoveMember") {
         const leader = current.etcd.members.find((candidate) => candidate.leader);
         assert.ok(leader, "a removal needs a leader to handle it");

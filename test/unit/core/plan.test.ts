@@ -4,7 +4,7 @@ import { isDisruptive, type Action } from "../../../src/core/actions.ts";
 import { assess, type PlannedOp, type Verdict } from "../../../src/core/assess.ts";
 import { makePlanner, plan, type Decision } from "../../../src/core/plan.ts";
 import type { Snapshot } from "../../../src/core/snapshot.ts";
-import { applyIdeal, dead, healthyMachines, idOf, machine, member, MINUTE, NOW, OLD_VERSION, SECOND, snapshot, withLeader } from "./fixtures.ts";
+import { applyIdeal, dead, healthyMachines, passesTime, idOf, machine, member, MINUTE, NOW, OLD_VERSION, SECOND, snapshot, withLeader } from "./fixtures.ts";
 
 interface Expectation {
   kind: Action["kind"];
@@ -380,14 +380,14 @@ describe("plan: table of situations", () => {
   }
 });
 
-/** Runs the planner against the idealised world until it waits; returns the actions it took. */
+/** Runs the planner against the idealised world until it waits for more than time; returns the actions it took. */
 function converge(start: Snapshot, limit = 40): { actions: Action[]; end: Snapshot; final: Action } {
   let current = start;
   const actions: Action[] = [];
   for (let i = 0; i < limit; i++) {
     const { action } = plan(current);
-    if (action.kind === "Wait") return { actions, end: current, final: action };
-    actions.push(action);
+    if (action.kind === "Wait" && !passesTime(action)) return { actions, end: current, final: action };
+    if (action.kind !== "Wait") actions.push(action);
     current = applyIdeal(current, action);
   }
   throw new Error(`no convergence after ${limit} steps: ${actions.map((action) => action.kind).join(", ")}`);
@@ -430,7 +430,7 @@ describe("plan: walks", () => {
     let current = snapshot({ ...outdatedThree(), controlPlane: { maxSurge: 0 } });
     for (let i = 0; i < 40; i++) {
       const { action } = plan(current);
-      if (action.kind === "Wait") break;
+      if (action.kind === "Wait" && !passesTime(action)) break;
       current = applyIdeal(current, action);
       assert.ok(current.machines.filter((candidate) => candidate.deleting === undefined).length <= 3);
     }

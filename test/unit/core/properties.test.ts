@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import fc from "fast-check";
 import { isDisruptive, type Action } from "../../../src/core/actions.ts";
-import { plan } from "../../../src/core/plan.ts";
+import { MIN_RECHECK_MS, plan } from "../../../src/core/plan.ts";
 import type { MachineView, MemberView, Snapshot } from "../../../src/core/snapshot.ts";
 import { clusterView, controlPlane, MINUTE, NOW, OLD_VERSION, VERSION } from "./fixtures.ts";
 
@@ -28,6 +28,7 @@ const machineArb = fc.record({
   erroring: fc.integer({ min: 0, max: 9 }).map((n) => n === 0),
   applied: fc.integer({ min: 0, max: 5000 }),
   firstSeenMin: fc.integer({ min: 0, max: 120 }),
+  startedSecondsAgo: fc.integer({ min: 0, max: 12 }),
   progressMin: fc.integer({ min: 0, max: 20 }),
 });
 
@@ -90,6 +91,7 @@ const snapshotArb = fc
         raftAppliedIndex: spec.applied,
         errors: spec.erroring ? ["etcdserver: request timed out"] : [],
         firstObserved: NOW - spec.firstSeenMin * MINUTE,
+        ...(spec.kind === "unstarted" ? {} : { startedObserved: NOW - Math.min(spec.firstSeenMin * MINUTE, spec.startedSecondsAgo * 1_000) }),
         lastProgress: NOW - spec.progressMin * MINUTE,
       });
     });
@@ -193,7 +195,7 @@ describe("plan: properties over random snapshots", () => {
       fc.property(snapshotArb, (s) => {
         const { action } = plan(s);
         assert.ok(action.reason.length > 0);
-        if (action.kind === "Wait") assert.ok(action.recheckAfterMs >= 1000);
+        if (action.kind === "Wait") assert.ok(action.recheckAfterMs >= MIN_RECHECK_MS);
         if (s.controlPlane.paused || s.cluster.paused) assert.equal(action.kind, "Wait");
         if (!s.etcd.observed) assert.ok(!isDisruptive(action), `${action.kind} without the member list`);
       }),

@@ -62,6 +62,15 @@ describe("etcd view", () => {
     assert.equal(moved.members[0].lastProgress, 3000);
   });
 
+  it("records when a member was first seen started (named) and keeps it; a member not started yet has none", () => {
+    const first = toEtcdView({ ok: true, observation }, 1000);
+    assert.deepEqual(first.members.map((member) => member.startedObserved), [1000, 1000, undefined]);
+    const started = { ...observation, members: [members[0], members[1], { ...members[2], name: "cp-c", clientURLs: ["https://10.0.0.3:2379"] }] };
+    const second = toEtcdView({ ok: true, observation: started }, 4000, first);
+    assert.deepEqual(second.members.map((member) => member.startedObserved), [1000, 1000, 4000]);
+    assert.deepEqual(toEtcdView({ ok: true, observation: started }, 9000, second).members.map((member) => member.startedObserved), [1000, 1000, 4000]);
+  });
+
   it("reports an unobserved membership with the reason when no endpoint answered", async () => {
     const failing = fakeClient({
       listMembers: async () => {
