@@ -14,7 +14,8 @@ import { freePort, startProcess } from "../../test/env/index.ts";
 import { startStack, type ControllerStack } from "../../test/integration/controller/stack.ts";
 import { benchDir, progress, startResult } from "../lib/results.ts";
 import { rounded, summarize, type Summary } from "../lib/stats.ts";
-import { actionEffects, auditWorldEvents, controllerActions, EtcdMonitor, type ActionRecord, type WorldEvent, type WorldEventKind } from "./timeline.ts";
+import { ETCD_HEALTH_INTERVAL_MS } from "../../src/core/selection.ts";
+import { actionEffects, auditWorldEvents, controllerActions, EtcdMonitor, removalWindowEvents, type ActionRecord, type WorldEvent, type WorldEventKind } from "./timeline.ts";
 
 const NAME = "steps";
 const NAMESPACE = "bench-steps";
@@ -29,8 +30,10 @@ const PRECONDITIONS: Record<string, WorldEventKind[]> = {
   // With maxSurge 1 the next Machine may come once the old one's member is gone and its hook released.
   CreateMachine: ["spec-changed", "promoted", "machine-gone", "member-removed", "hook-released"],
   PromoteLearner: ["caught-up"],
-  ForwardLeadership: ["spec-changed", "promoted", "machine-gone"],
-  RemoveMember: ["spec-changed", "promoted", "leader-changed", "machine-gone"],
+  // A scale-down by more than one moves on once the previous Machine's member is gone and its hook released.
+  ForwardLeadership: ["spec-changed", "promoted", "machine-gone", "member-removed", "hook-released"],
+  // etcd refuses a voter removal until 5 s after a member started (etcd-window-open, derived from learner-started).
+  RemoveMember: ["spec-changed", "promoted", "leader-changed", "machine-gone", "hook-released", "etcd-window-open"],
   DeleteMachine: ["member-removed"],
   ReleaseHook: ["member-removed", "machine-deleting"],
 };
@@ -135,7 +138,7 @@ async function main(): Promise<void> {
 
     const auditLog = stack.auditLog as string;
     const actions = controllerActions(readFileSync(logFile, "utf8"));
-    const events = [...auditWorldEvents(auditLog, CONTROLLER_USER), ...etcdEvents, ...actionEffects(actions)].sort((a, b) => a.at - b.at);
+    const events = [...auditWorldEvents(auditLog, CONTROLLER_USER), ...etcdEvents, ...removalWindowEvents(etcdEvents, ETCD_HEALTH_INTERVAL_MS), ...actionEffects(actions)].sort((a, b) => a.at - b.at);
     const { samples, unmatched, retries } = stepSamples(actions, events, phases);
     const rolloutResults = phases.filter((candidate) => candidate.name.startsWith("rollout")).map((rollout) => rolloutOverhead(rollout, actions, events, samples));
 
@@ -168,6 +171,7 @@ async function main(): Promise<void> {
     const notes = [
       `Preconditions seen by the etcd monitor are late by up to one monitor round (every ${monitorIntervalMs} ms, round p50 ${results.monitor.roundMs.p50} ms), which makes those latencies look shorter by as much; preconditions that are the effect of Quorum's own call (a promotion, a removal) are taken when that call returned, from the controller's log.`,
       "Step latency is measured to the decision line the controller logs just before its first call of the step (log timestamps are milliseconds, same host clock as the audit log and the monitor).",
+      `etcd refuses a voter removal ("unhealthy cluster") until the leader has had enough voters connected for ${ETCD_HEALTH_INTERVAL_MS} ms, so a removal's preconditions include each member's start (monitor) + ${ETCD_HEALTH_INTERVAL_MS} ms (etcd-window-open); refusals below count the removals etcd refused anyway.`,
     ];
     const path = result.finish(results, notes);
     progress(NAME, `wrote ${path}`);

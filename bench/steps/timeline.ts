@@ -20,7 +20,8 @@ export type WorldEventKind =
   | "promoted"
   | "leader-changed"
   | "member-removed"
-  | "hook-released";
+  | "hook-released"
+  | "etcd-window-open";
 
 export interface WorldEvent {
   at: number;
@@ -227,4 +228,14 @@ export function actionEffects(actions: ActionRecord[]): WorldEvent[] {
   return actions
     .filter((action) => !action.retry && action.completedAt !== undefined && effectOf[action.kind])
     .map((action) => ({ at: action.completedAt as number, kind: effectOf[action.kind], subject: action.message, source: "controller-log" as const }));
+}
+
+/**
+ * etcd refuses a voter removal until the leader has had enough voters connected for its HealthInterval (5 s), so
+ * a removal can become possible only that long after a member started: one derived event per started member.
+ */
+export function removalWindowEvents(events: WorldEvent[], healthIntervalMs: number): WorldEvent[] {
+  return events
+    .filter((event) => event.kind === "learner-started")
+    .map((event) => ({ at: event.at + healthIntervalMs, kind: "etcd-window-open" as const, subject: event.subject, source: event.source }));
 }
