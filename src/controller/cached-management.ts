@@ -23,22 +23,24 @@ export function cacheLookup(caches: ManagementCaches): CacheLookup {
 
 /**
  * `key` is the QuorumControlPlane being reconciled: every write made through this object is expected under it.
- * Objects handed out are copies, so nothing a reconcile does can change what the cache holds.
+ * Objects handed out are the cached ones, deep-frozen the first time they are handed out: nothing a reconcile does
+ * can change what the cache holds (a write throws a TypeError in strict-mode code), and an idle reconcile copies
+ * nothing. The informers replace an object on every event, so each version is frozen once.
  */
 export function cachedManagement(api: ManagementApi, caches: ManagementCaches, expectations: Expectations, key: string): ManagementApi {
   const machineKey = (namespace: string, name: string) => `${namespace}/${name}`;
   return {
     async getControlPlane(namespace, name) {
-      const cached = copy(caches.controlPlane(`${namespace}/${name}`)) as QuorumControlPlane | undefined;
+      const cached = readOnly(caches.controlPlane(`${namespace}/${name}`)) as QuorumControlPlane | undefined;
       // Items of a list response may come without apiVersion and kind; Events need both.
       return cached && { ...cached, apiVersion: cached.apiVersion ?? API_VERSION, kind: cached.kind ?? KIND };
     },
     async getCluster(namespace, name) {
-      return copy(caches.cluster(`${namespace}/${name}`)) as Cluster | undefined;
+      return readOnly(caches.cluster(`${namespace}/${name}`)) as Cluster | undefined;
     },
     async listControlPlaneMachines(namespace, controlPlaneName) {
       const owned = caches.machines(namespace).filter((machine) => machine.metadata.labels?.[LABEL_CONTROL_PLANE_NAME] === controlPlaneName);
-      return owned.map((machine) => copy(machine) as unknown as Machine).sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
+      return owned.map((machine) => readOnly(machine) as unknown as Machine).sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
     },
     getReferenced: (ref, namespace, referencedBy) => api.getReferenced(ref, namespace, referencedBy),
     async createIfAbsent(object) {
@@ -71,6 +73,17 @@ export function cachedManagement(api: ManagementApi, caches: ManagementCaches, e
   };
 }
 
-function copy<T>(object: T | undefined): T | undefined {
-  return object === undefined ? undefined : structuredClone(object);
+const frozenObjects = new WeakSet<object>();
+
+function readOnly<T>(object: T | undefined): T | undefined {
+  if (object === undefined || object === null || typeof object !== "object" || frozenObjects.has(object)) return object;
+  deepFreeze(object);
+  frozenObjects.add(object);
+  return object;
+}
+
+function deepFreeze(value: unknown): void {
+  if (value === null || typeof value !== "object" || Object.isFrozen(value)) return;
+  Object.freeze(value);
+  for (const child of Object.values(value)) deepFreeze(child);
 }

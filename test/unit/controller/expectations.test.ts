@@ -96,12 +96,16 @@ describe("reads from the informer caches with read-your-writes", () => {
     assert.deepEqual(expectations.pending(KEY, lookup).waitingFor, [], "a lost watch event costs at most the timeout");
   });
 
-  it("hands out copies, so a reconcile cannot change what the cache holds", async () => {
+  it("hands out the cached objects read-only, so a reconcile cannot change what the cache holds and copies nothing", async () => {
     const { machines, caches } = fakeCaches();
     machines.set("ns/cp-1", object("cp-1", "3"));
     const management = cachedManagement(fakeApi(), caches, new Expectations(() => 0), KEY);
     const [machine] = await management.listControlPlaneMachines("ns", "cp");
-    (machine.metadata.labels as Record<string, string>).changed = "yes";
+    assert.throws(() => {
+      (machine.metadata.labels as Record<string, string>).changed = "yes";
+    }, TypeError);
     assert.equal(machines.get("ns/cp-1")?.metadata.labels?.changed, undefined);
+    const [again] = await management.listControlPlaneMachines("ns", "cp");
+    assert.equal(again, machine, "the same object, not a copy");
   });
 });
