@@ -62,6 +62,11 @@ interface Step {
   check?: Verdict;
 }
 
+/** Seconds with one decimal, for waits shorter than formatDuration's whole seconds: "3.8s". */
+function seconds(ms: number): string {
+  return `${(Math.max(0, ms) / 1000).toFixed(1)}s`;
+}
+
 /** The shortest recheck a Wait asks for: fast enough for a joining member, never a busy loop. */
 export const MIN_RECHECK_MS = 100;
 
@@ -471,8 +476,8 @@ class Context {
     if (window) {
       const young = window.waiting.map(({ id, ageMs }) => ({ label: this.base.members.find((candidate) => candidate.id === id)?.label ?? `member ${id}`, ageMs }));
       const reason =
-        `${why}: removing ${member.label} waits ${formatDuration(window.waitMs)}, because etcd refuses a voter removal until ${window.needed} voter${window.needed === 1 ? "" : "s"} ` +
-        `besides the leader have been connected to it for ${formatDuration(ETCD_HEALTH_INTERVAL_MS)} (${young.map(({ label, ageMs }) => `${label} started ${formatDuration(ageMs)} ago`).join(", ")})`;
+        `${why}: removing ${member.label} waits ${seconds(window.waitMs)}, because etcd refuses a voter removal until ${window.needed} voter${window.needed === 1 ? "" : "s"} ` +
+        `besides the leader have been connected to it for ${formatDuration(ETCD_HEALTH_INTERVAL_MS)} (${young.map(({ label, ageMs }) => `${label} started ${seconds(ageMs)} ago`).join(", ")})`;
       return { action: waitFor(reason, window.waitMs, young.map(({ label }) => label).join(", ")), check: verdict };
     }
     return { action: { kind: "RemoveMember", memberId: member.id, memberName: member.name, machine, reason: `remove etcd ${member.label} (machine ${machine}), ${then} (${why}); ${verdict.summary}` }, check: verdict };

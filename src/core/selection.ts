@@ -106,10 +106,10 @@ export function selectMachineForScaleDown(snapshot: Snapshot, verdict: Verdict):
 export const ETCD_HEALTH_INTERVAL_MS = 5_000;
 
 /**
- * How long a member must have been observed before it counts as connected for etcd's HealthInterval. The snapshot
- * has no start or promotion time, only when Quorum first saw the member, which is when it was added, before its
- * etcd process started and opened its peer connections; the other 5 s cover that gap. Erring long costs at most
- * one more leadership move later (about 0.4 s); erring short costs up to 5 s of refused removals.
+ * How long a member must have been observed (firstObserved: when it was added, before its etcd process started and
+ * opened its peer connections; the other 5 s cover that gap) before the leadership choice counts it as settled.
+ * Erring long costs at most one more leadership move later (about 0.4 s). The removal itself then waits on
+ * removalWindow, which counts from when the member was seen started.
  */
 export const LEADERSHIP_SETTLE_MS = ETCD_HEALTH_INTERVAL_MS + 5_000;
 

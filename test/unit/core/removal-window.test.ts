@@ -116,7 +116,8 @@ describe("plan: scaling down right after a member joined", () => {
     const { action } = plan(scaleDownAfterRollout(1_200));
     assert.equal(action.kind, "Wait", action.reason);
     assert.equal(action.recheckAfterMs, 3_800);
-    assert.match(action.reason, /etcd refuses a voter removal until 2 voters besides the leader have been connected to it for 5s \(member n-1 .*started 1s ago\)/);
+    assert.match(action.reason, /etcd refuses a voter removal until 2 voters besides the leader have been connected to it for 5s \(member n-1 .*started 1\.2s ago\)/);
+    assert.match(action.reason, /waits 3\.8s/);
     assert.match(action.kind === "Wait" ? (action.blockedBy ?? "") : "", /member n-1/);
   });
 
