@@ -147,29 +147,32 @@ function nodeView(node: Node): NodeView {
  * controller keeps its grace periods; if status was lost the clock restarts, which only delays a removal.
  */
 export function previousEtcdView(status: QuorumControlPlane["status"], now: number): EtcdView {
-  const members = (status?.etcd?.members ?? []).map((entry: EtcdMemberStatus): MemberView => ({
-    id: entry.id,
-    name: entry.name,
-    peerURLs: [],
-    clientURLs: [],
-    learner: entry.learner,
-    reachable: entry.healthy,
-    leader: entry.leader,
-    errors: [],
-    firstObserved: (entry.firstObserved && Date.parse(entry.firstObserved)) || now,
-    ...startedObservedOf(entry, now),
-    lastProgress: (entry.lastProgress && Date.parse(entry.lastProgress)) || now,
-    ...(entry.raftAppliedIndex !== undefined ? { raftAppliedIndex: entry.raftAppliedIndex } : {}),
-  }));
+  const members = (status?.etcd?.members ?? []).map((entry: EtcdMemberStatus): MemberView => {
+    const firstObserved = (entry.firstObserved && Date.parse(entry.firstObserved)) || now;
+    return {
+      id: entry.id,
+      name: entry.name,
+      peerURLs: [],
+      clientURLs: [],
+      learner: entry.learner,
+      reachable: entry.healthy,
+      leader: entry.leader,
+      errors: [],
+      firstObserved,
+      ...startedObservedOf(entry, firstObserved),
+      lastProgress: (entry.lastProgress && Date.parse(entry.lastProgress)) || now,
+      ...(entry.raftAppliedIndex !== undefined ? { raftAppliedIndex: entry.raftAppliedIndex } : {}),
+    };
+  });
   return { observed: true, members, alarms: [] };
 }
 
 /** A started member whose status predates startedObserved counts as started when it was first observed. */
-function startedObservedOf(entry: EtcdMemberStatus, now: number): Pick<MemberView, "startedObserved"> {
+function startedObservedOf(entry: EtcdMemberStatus, firstObserved: number): Pick<MemberView, "startedObserved"> {
   const recorded = entry.startedObserved ? Date.parse(entry.startedObserved) : Number.NaN;
   if (!Number.isNaN(recorded)) return { startedObserved: recorded };
   if (entry.name === "") return {};
-  return { startedObserved: (entry.firstObserved && Date.parse(entry.firstObserved)) || now };
+  return { startedObserved: firstObserved };
 }
 
 function sortKeys(value: unknown): unknown {

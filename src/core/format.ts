@@ -10,3 +10,8 @@ export function formatDuration(ms: number): string {
   if (minutes > 0) return `${minutes}m${seconds > 0 ? `${seconds}s` : ""}`;
   return `${seconds}s`;
 }
+
+/** Seconds with one decimal, for waits shorter than formatDuration's whole seconds: "3.8s". */
+export function formatSeconds(ms: number): string {
+  return `${(Math.max(0, ms) / 1000).toFixed(1)}s`;
+}

@@ -11,7 +11,7 @@
 import { PRE_TERMINATE_HOOK } from "../api/constants.ts";
 import type { Action } from "./actions.ts";
 import { assess, describeBlockers, type Blocker, type MachineAssessment, type MemberAssessment, type PlannedOp, type Verdict } from "./assess.ts";
-import { formatDuration } from "./format.ts";
+import { formatDuration, formatSeconds } from "./format.ts";
 import {
   activeMachines,
   chooseFailureDomain,
@@ -60,11 +60,6 @@ type WaitAction = Extract<Action, { kind: "Wait" }>;
 interface Step {
   action: Action;
   check?: Verdict;
-}
-
-/** Seconds with one decimal, for waits shorter than formatDuration's whole seconds: "3.8s". */
-function seconds(ms: number): string {
-  return `${(Math.max(0, ms) / 1000).toFixed(1)}s`;
 }
 
 /** The shortest recheck a Wait asks for: fast enough for a joining member, never a busy loop. */
@@ -166,9 +161,13 @@ class Context {
     return this.base.machines.find((candidate) => candidate.name === machine);
   }
 
+  member(id: string): MemberAssessment | undefined {
+    return this.base.members.find((member) => member.id === id);
+  }
+
   memberOf(machine: string): MemberAssessment | undefined {
     const id = this.info(machine)?.memberId;
-    return id === undefined ? undefined : this.base.members.find((member) => member.id === id);
+    return id === undefined ? undefined : this.member(id);
   }
 
   machine(name: string): MachineView | undefined {
@@ -474,10 +473,10 @@ class Context {
     }
     const window = removalWindow(this.snapshot, member.id);
     if (window) {
-      const young = window.waiting.map(({ id, ageMs }) => ({ label: this.base.members.find((candidate) => candidate.id === id)?.label ?? `member ${id}`, ageMs }));
+      const young = window.waiting.map(({ id, ageMs }) => ({ label: this.member(id)?.label ?? `member ${id}`, ageMs }));
       const reason =
-        `${why}: removing ${member.label} waits ${seconds(window.waitMs)}, because etcd refuses a voter removal until ${window.needed} voter${window.needed === 1 ? "" : "s"} ` +
-        `besides the leader have been connected to it for ${formatDuration(ETCD_HEALTH_INTERVAL_MS)} (${young.map(({ label, ageMs }) => `${label} started ${seconds(ageMs)} ago`).join(", ")})`;
+        `${why}: removing ${member.label} waits ${formatSeconds(window.waitMs)}, because etcd refuses a voter removal until ${window.needed} voter${window.needed === 1 ? "" : "s"} ` +
+        `besides the leader have been connected to it for ${formatDuration(ETCD_HEALTH_INTERVAL_MS)} (${young.map(({ label, ageMs }) => `${label} started ${formatSeconds(ageMs)} ago`).join(", ")})`;
       return { action: waitFor(reason, window.waitMs, young.map(({ label }) => label).join(", ")), check: verdict };
     }
     return { action: { kind: "RemoveMember", memberId: member.id, memberName: member.name, machine, reason: `remove etcd ${member.label} (machine ${machine}), ${then} (${why}); ${verdict.summary}` }, check: verdict };

@@ -139,8 +139,7 @@ export function removalWindow(snapshot: Snapshot, memberId: string): RemovalWind
   const voters = members.filter((member) => !member.learner);
   const needed = Math.floor((voters.length - 1) / 2) + 1;
   const ages = voters
-    .filter((member) => member.id !== leader.id && member.reachable && member.startedObserved !== undefined)
-    .map((member) => ({ member, age: snapshot.now - (member.startedObserved ?? snapshot.now) }))
+    .flatMap((member) => (member.id !== leader.id && member.reachable && member.startedObserved !== undefined ? [{ member, age: snapshot.now - member.startedObserved }] : []))
     .sort((a, b) => b.age - a.age);
   if (ages.length < needed || ages[needed - 1].age >= ETCD_HEALTH_INTERVAL_MS) return undefined;
   const waiting = ages.slice(0, needed).filter(({ age }) => age < ETCD_HEALTH_INTERVAL_MS);
