@@ -54,7 +54,7 @@ export function claimMachines(machines: Machine[], controlPlane: { metadata: Pic
       continue;
     }
     const owner = describeOwner(controller, controlPlane.metadata.namespace ?? machine.metadata.namespace ?? "default");
-    const why = !ownedByUs ? `its controller is ${owner}` : `its spec.clusterName is ${JSON.stringify(machine.spec?.clusterName ?? "")}, not ${clusterName}`;
+    const why = ownedByUs ? `its spec.clusterName is ${JSON.stringify(machine.spec?.clusterName ?? "")}, not ${clusterName}` : controller ? `its controller is ${owner}` : "it has no controller ownerRef";
     foreign.push({ machine, owner, sameCluster, why });
   }
   return { owned, foreign };

@@ -133,7 +133,7 @@ describe("claimMachines, the one rule both ManagementApi implementations and rec
         ["cp-old", true, "its controller is QuorumControlPlane ns/cp (uid uid-before-recreate)"],
         ["kcp-a", true, "its controller is KubeadmControlPlane ns/cp"],
         ["cp-moved", false, 'its spec.clusterName is "c2", not c1'],
-        ["cp-orphan", true, "its controller is no controller owner"],
+        ["cp-orphan", true, "it has no controller ownerRef"],
       ],
     );
   });
