@@ -2,7 +2,11 @@
 // Cluster — a copy-paste mistake, a migration from KubeadmControlPlane — saw the first one's healthy members as
 // ghosts and removed them one by one, 4 voters -> 1. Two rules close that:
 //   1. Quorum acts only when the Cluster's spec.controlPlaneRef names this QuorumControlPlane. Otherwise it takes
-//      no step at all and says which control plane the Cluster does name, and the fix.
+//      no step at all and says which control plane the Cluster does name, and the fix. The one exception is the
+//      fix itself: a QuorumControlPlane being deleted still removes its own Machines and their members (under the
+//      same health check, never a member that maps to none of its Machines), and the named control plane holds its
+//      own steps while those Machines exist (rule 2), so only one of the two acts at a time and the deletion
+//      cannot wedge on a finalizer.
 //   2. Control-plane Machines of our Cluster that are not ours (another controller owner UID) have etcd members in
 //      our etcd that we cannot judge: assess would call them ghosts. While they exist Quorum takes no step that
 //      creates, removes or deletes anything; hooks, learner promotion and status go on.
@@ -12,7 +16,7 @@
 // together lose quorum; no step is the only safe one until a single owner remains.
 import { GROUP, KIND } from "../api/constants.ts";
 import { namesControlPlane } from "../api/ownership.ts";
-import type { Action } from "./actions.ts";
+import { ACTION_KINDS, type Action } from "./actions.ts";
 import type { ForeignMachineView, Snapshot } from "./snapshot.ts";
 
 export interface OwnershipConflict {
@@ -21,18 +25,26 @@ export interface OwnershipConflict {
   message: string;
   /** The other claimant(s), for status.nextAction.blockedBy. */
   claimant: string;
-  /** What Quorum holds back: every step, only steps that add or take away members and Machines, or nothing. */
-  holds: "everything" | "membership" | "nothing";
+  /**
+   * What Quorum holds back: every step; everything but removing its own Machines and their members (it is being
+   * deleted); every step that adds or removes a member or a Machine; or nothing.
+   */
+  holds: "everything" | "allButOwnRemovals" | "membership" | "nothing";
 }
 
-/** Steps that neither add nor take away a member or a Machine: safe beside another owner's Machines. */
-const ALLOWED_BESIDE_FOREIGN_MACHINES: ReadonlySet<Action["kind"]> = new Set(["AddHook", "PromoteLearner", "ReleaseHook", "Wait"]);
+const ALLOWED: Record<OwnershipConflict["holds"], ReadonlySet<Action["kind"]>> = {
+  everything: new Set(["Wait"]),
+  // Never RemoveGhost: a member that maps to none of our Machines may be the other owner's; never CreateMachine.
+  allButOwnRemovals: new Set(["Wait", "AddHook", "ForwardLeadership", "RemoveMember", "DeleteMachine", "ReleaseHook"]),
+  // Steps that neither add nor remove an etcd member nor create or delete a Machine.
+  membership: new Set(["Wait", "AddHook", "PromoteLearner", "ReleaseHook"]),
+  nothing: new Set(ACTION_KINDS),
+};
 
-/** Whether `action` may be taken while `conflict` holds. */
+/** Whether `action` may be taken while `conflict` lasts. A Wait always may. */
 export function allowedDespite(conflict: OwnershipConflict, action: Action): boolean {
-  if (conflict.holds === "everything") return false;
-  if (conflict.holds === "membership") return ALLOWED_BESIDE_FOREIGN_MACHINES.has(action.kind);
-  return true;
+  if (action.kind === "RemoveMember" && conflict.holds === "allButOwnRemovals" && action.machine === undefined) return false;
+  return ALLOWED[conflict.holds].has(action.kind);
 }
 
 export function ownershipConflict(snapshot: Snapshot): OwnershipConflict | undefined {
@@ -42,21 +54,20 @@ export function ownershipConflict(snapshot: Snapshot): OwnershipConflict | undef
   const ref = snapshot.cluster.controlPlaneRef;
   if (!namesControlPlane(ref, name)) {
     const wanted = `{apiGroup: ${GROUP}, kind: ${KIND}, name: ${name}}`;
+    const holds = snapshot.controlPlane.deleting ? "allButOwnRemovals" : "everything";
     if (!ref || !ref.name) {
       return {
         reason: "NotReferencedByCluster",
-        holds: "everything",
+        holds,
         claimant: cluster,
         message: `${cluster} has no spec.controlPlaneRef, so nothing names ${key} as its control plane: Quorum does nothing here; set the Cluster's spec.controlPlaneRef to ${wanted}, or delete this QuorumControlPlane`,
       };
     }
     const other = `${ref.kind}${ref.kind === KIND && ref.apiGroup !== GROUP ? `.${ref.apiGroup || "(no apiGroup)"}` : ""} ${namespace}/${ref.name}`;
-    return {
-      reason: "NotReferencedByCluster",
-      holds: "everything",
-      claimant: other,
-      message: `${cluster} names ${other} in spec.controlPlaneRef, not this QuorumControlPlane: Quorum does nothing here; delete this QuorumControlPlane or point the Cluster at it (${wanted})`,
-    };
+    const what = snapshot.controlPlane.deleting
+      ? `this QuorumControlPlane is being deleted, so it removes its own Machines and their members one at a time and never a member that maps to none of them (it may be ${other}'s)`
+      : `Quorum does nothing here; delete this QuorumControlPlane or point the Cluster at it (${wanted})`;
+    return { reason: "NotReferencedByCluster", holds, claimant: other, message: `${cluster} names ${other} in spec.controlPlaneRef, not this QuorumControlPlane: ${what}` };
   }
   const inCluster = snapshot.cluster.foreignMachines.filter((machine) => machine.sameCluster);
   if (inCluster.length > 0) {

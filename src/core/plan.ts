@@ -87,10 +87,10 @@ export function makePlanner(parts?: Partial<PlannerParts>): (s: Snapshot) => Dec
   return (snapshot: Snapshot) => holdBesideOtherOwners(snapshot, decide(snapshot, used));
 }
 
-/** Another owner's Machines in our Cluster hold back every step that adds or takes away a member or a Machine. */
+/** Another owner's Machines in our Cluster, or our own deletion beside the named owner, hold back some steps (src/core/ownership.ts). */
 function holdBesideOtherOwners(snapshot: Snapshot, decision: Decision): Decision {
   const conflict = ownershipConflict(snapshot);
-  if (!conflict || conflict.holds !== "membership" || allowedDespite(conflict, decision.action)) return decision;
+  if (!conflict || allowedDespite(conflict, decision.action)) return decision;
   const held = `${decision.action.kind} (${decision.action.reason})`;
   return { action: waitFor(`${conflict.message}; held back: ${held}`, RECHECK_MS.blocked, conflict.claimant), assessment: decision.assessment };
 }

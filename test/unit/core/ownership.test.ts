@@ -57,6 +57,19 @@ describe("a second QuorumControlPlane labelled for a Cluster that names the firs
     });
   }
 
+  it("once deleted, as its condition advises, still releases the hook of its own Machine whose member is gone", () => {
+    const view = copysView({ machines: [machine("copy-1", { deleting: NOW - MINUTE })], controlPlane: { deleting: true } });
+    assert.deepEqual(plan(view).action, { kind: "ReleaseHook", machine: "copy-1", reason: plan(view).action.reason });
+    assert.equal(ownershipConflict(view)?.reason, "NotReferencedByCluster", "the condition still names the other claimant");
+  });
+
+  it("once deleted, never removes a member that maps to none of its Machines: it may be the first one's", () => {
+    const decision = plan(copysView({ machines: [machine("copy-1")], members: [member("copy-1")], controlPlane: { deleting: true } }));
+    assert.notEqual(decision.action.kind, "RemoveGhost");
+    assert.notEqual(decision.action.kind, "CreateMachine");
+    assert.match(decision.action.reason, /is being deleted, so it removes its own Machines and their members one at a time and never a member that maps to none of them/);
+  });
+
   it("names a KubeadmControlPlane the Cluster still points at, as after an unfinished migration", () => {
     const view = copysView({ machines: [], cluster: { controlPlaneRef: { apiGroup: GROUP, kind: "KubeadmControlPlane", name: "other" } } });
     const decision = plan(view);
