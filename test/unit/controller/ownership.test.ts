@@ -60,7 +60,10 @@ function world(options: WorldOptions) {
     createIfAbsent: async (object) => assert.fail(`no create expected (${object.kind} ${object.metadata.name})`),
     deleteMachine: async (_namespace, name) => assert.fail(`no delete expected (${name})`),
     patchAnnotations: async (_v, kind, _ns, name, annotations) => assert.fail(`no annotation patch expected (${kind} ${name} ${JSON.stringify(annotations)})`),
-    setFinalizers: async () => assert.fail("no finalizer change expected"),
+    setFinalizers: async (_object, finalizers) => {
+      writes.push(`finalizers ${JSON.stringify(finalizers)}`);
+      return undefined;
+    },
     patchStatus: async (object, status) => {
       statuses.push(status as QuorumControlPlaneStatus);
       return object;
@@ -174,6 +177,14 @@ describe("reconcile with two owners for one Cluster", () => {
     assert.deepEqual(writes, []);
     assert.equal(statuses.at(-1)?.replicas, 1);
     assert.equal(conditionOf(statuses.at(-1), "OwnershipConflict")?.reason, "NotReferencedByCluster");
+  });
+
+  it("lets a deleted copy with no Machines of its own go at once, though the first one's Machines share its Cluster", async () => {
+    const deleted = qcp("cp-copy", "uid-copy");
+    deleted.metadata.deletionTimestamp = "2026-11-29T11:59:00Z";
+    const { deps, writes } = world({ reconciled: deleted, machines: first, members: ["cp-a", "cp-b", "cp-c"] });
+    await reconcile("ns", "cp-copy", deps);
+    assert.deepEqual(writes, ["finalizers []"]);
   });
 
   it("keeps the first one idle and healthy with no conflict while the copy waits", async () => {
