@@ -47,6 +47,8 @@ export const CONDITION = {
   Ready: "Ready",
   Available: "Available",
   EtcdClusterHealthy: "EtcdClusterHealthy",
+  /** False while a member maps to no Machine (reason UnmappedMember for a healthy one, GhostMember otherwise). */
+  EtcdMembersMapped: "EtcdMembersMapped",
   RollingOut: "RollingOut",
   ScalingUp: "ScalingUp",
   ScalingDown: "ScalingDown",
