@@ -308,9 +308,10 @@ export function assess(snapshot: Snapshot, op: PlannedOp, mapMembers: (snapshot:
       // leadership) to a member no Machine stands behind once the last managed voter leaves.
       // An unmapped member may be the live member of a Machine Quorum cannot identify yet (issue 12, bug 1): with
       // it in the count, removing a healthy voter could leave that Machine's etcd as the deciding vote. Removing one
-      // unmapped member a user named is the exception: the others do not block it (each would block the other).
-      else if (member.class === "unmapped" && removal === "voter") found.push({ subject: member.label, why: `is healthy but maps to no Machine, so no healthy voter is removed while it is unexplained: ${unmappedFix(member)}` });
-      else if (member.machine === undefined && removal === "voter") found.push({ subject: member.label, why: `maps to no Machine yet (${member.state})` });
+      // unmapped member a user named is the exception: the others do not block it (each would block the other). Nor
+      // does it block while the control plane is being deleted: every member goes then.
+      else if (member.class === "unmapped" && removal === "voter" && !snapshot.controlPlane.deleting) found.push({ subject: member.label, why: `is healthy but maps to no Machine, so no healthy voter is removed while it is unexplained: ${unmappedFix(member)}` });
+      else if (member.machine === undefined && removal === "voter" && !snapshot.controlPlane.deleting) found.push({ subject: member.label, why: `maps to no Machine yet (${member.state})` });
     }
     for (const machine of machines) {
       if (machine.class !== "provisioning" || machine.name === exceptMachine) continue;
@@ -441,7 +442,8 @@ export function assess(snapshot: Snapshot, op: PlannedOp, mapMembers: (snapshot:
       if (!member) {
         // A member not mapped yet may be this Machine's, listed before its addresses or Node reached the cache (a
         // fresh kubeadm init, a lagging informer): letting the Machine go now would strand that member as a ghost.
-        const unmapped = members.filter((candidate) => candidate.machine === undefined && candidate.class !== "ghost");
+        // A control plane being deleted takes every member with it, so there is nothing left to protect then.
+        const unmapped = snapshot.controlPlane.deleting ? [] : members.filter((candidate) => candidate.machine === undefined && candidate.class !== "ghost");
         if (unmapped.length > 0) {
           for (const candidate of unmapped) blockers.push({ subject: candidate.label, why: `maps to no Machine yet and may be the member of machine ${machine.name}${candidate.class === "unmapped" ? `: ${unmappedFix(candidate)}` : ""}` });
           return finish(current, hasQuorum, false, false, `machine ${machine.name} shows no member, but ${unmapped.map((candidate) => candidate.label).join(", ")} is not mapped yet`);

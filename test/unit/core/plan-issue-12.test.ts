@@ -64,6 +64,12 @@ describe("issue 12 bug 1: a live member that maps to no Machine never gets its M
     assert.ok(!isDisruptive(decision.action), names(decision.action));
   });
 
+  it("does not hold back the deletion of the whole control plane, which takes every member with it", () => {
+    const parts = lone();
+    const decision = decide({ ...parts, machines: [freshMachine("cp-0", "54.12.3.4", { deleting: NOW - MINUTE })], controlPlane: { replicas: 1, deleting: true } });
+    assert.equal(decision.action.kind, "ReleaseHook", names(decision.action));
+  });
+
   it("maps the member once the Node gets the Machine's providerID, and then has nothing to do", () => {
     const parts = lone();
     const nodes = parts.nodes.map((node) => ({ ...node, providerID: "aws:///us-east-1a/i-cp-0" }));
