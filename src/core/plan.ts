@@ -16,6 +16,7 @@ import {
   activeMachines,
   chooseFailureDomain,
   ETCD_HEALTH_INTERVAL_MS,
+  hasDeadVoter,
   isUpToDate,
   outdatedReasons,
   removalWindow,
@@ -208,6 +209,16 @@ class Context {
       // strict policy refuses it next to a ghost, an unhealthy voter or an unproven joiner.
       const grow = this.active.length < this.desired ? this.scaleUp() : undefined;
       if (grow?.action.kind === "CreateMachine") return grow;
+      // What is blocked above is often blocked by a dead voter (the strict policy refuses every healthy removal while
+      // it lives). When fewer Machines are wanted and the dead voter's Machine is the one to go, removing it never
+      // costs quorum and is what unblocks the rest (issue 12, bug 3: a healthy Machine being deleted, a dead one
+      // staying, waited forever).
+      const choice = this.choice;
+      const machine = choice === undefined ? undefined : this.machine(choice.machine);
+      if (machine && hasDeadVoter(this.base, machine)) {
+        const shrink = this.scaleDown();
+        if (shrink && shrink.action.kind !== "Wait") return shrink;
+      }
       // Anything blocked above (a ghost, a member that cannot be removed yet) also holds back scaling and
       // rollout: one thing at a time, and never a new disruption next to an unresolved one.
       const [first, ...rest] = this.waits;

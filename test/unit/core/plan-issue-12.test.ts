@@ -170,15 +170,18 @@ describe("issue 12 bug 2: a stale member with a live Machine's name never costs 
 });
 
 describe("issue 12 bug 3: a scale-down next to a dead voter removes the dead voter's Machine first and reaches the spec", () => {
-  const table: { name: string; machines: number; replicas: number; deadMachine: string }[] = [
+  const table: { name: string; machines: number; replicas: number; deadMachine: string; remediate?: string }[] = [
     { name: "3 -> 1 with m-2 dead", machines: 3, replicas: 1, deadMachine: "m-2" },
     { name: "3 -> 1 with m-3 dead", machines: 3, replicas: 1, deadMachine: "m-3" },
     { name: "3 -> 2 with m-3 dead", machines: 3, replicas: 2, deadMachine: "m-3" },
     { name: "5 -> 3 with m-4 dead", machines: 5, replicas: 3, deadMachine: "m-4" },
+    // The healthy Machine a MachineHealthCheck flagged cannot leave while m-2's voter is dead: m-2 must go first.
+    { name: "3 -> 1 with m-2 dead and remediation requested for healthy m-1", machines: 3, replicas: 1, deadMachine: "m-2", remediate: "m-1" },
   ];
   for (const row of table) {
     it(`${row.name}: the dead voter's Machine goes first and the walk ends at ${row.replicas} healthy members`, () => {
       const h = healthyMachines(row.machines);
+      for (const candidate of h.machines) candidate.remediationRequested = candidate.name === row.remediate;
       const members = h.members.map((candidate) => (candidate.name === row.deadMachine ? dead(candidate.name) : candidate));
       let current = snapshot({ machines: h.machines, members, controlPlane: { replicas: row.replicas } });
       const actions: Action[] = [];
@@ -197,4 +200,20 @@ describe("issue 12 bug 3: a scale-down next to a dead voter removes the dead vot
       assert.match(plan(current).action.reason, /nothing to do/);
     });
   }
+});
+
+describe("issue 12 bug 3: a Machine being deleted does not wait forever on a dead voter that could leave", () => {
+  it("removes the dead voter's Machine first when fewer Machines are wanted, which unblocks the deletion", () => {
+    // A user deleted healthy m-1 (its member must leave first), m-5's voter is dead, and 4 active Machines are one
+    // more than the 3 replicas: removing m-1's healthy member is refused while m-5 lives; removing m-5's is not.
+    const h = healthyMachines(5);
+    h.machines[0].deleting = NOW - MINUTE;
+    const members = withLeader(h.members, "m-2").map((candidate) => (candidate.name === "m-5" ? dead("m-5") : candidate));
+    const decision = decide({ machines: h.machines, members, controlPlane: { replicas: 3 } });
+    assert.equal(decision.action.kind, "RemoveMember", names(decision.action));
+    assert.equal(decision.action.kind === "RemoveMember" && decision.action.machine, "m-5");
+    const after = applyIdeal(snapshot({ machines: h.machines, members, controlPlane: { replicas: 3 } }), decision.action);
+    const next = plan(after).action;
+    assert.ok(next.kind === "RemoveMember" || next.kind === "ForwardLeadership" || next.kind === "DeleteMachine", names(next));
+  });
 });

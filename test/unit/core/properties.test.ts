@@ -244,11 +244,12 @@ describe("plan: members that map to no Machine", () => {
   });
 });
 
-// Liveness: a world of joined Machines, each with its voter (some dead), where fewer Machines are wanted. Nothing in
+// Liveness: a world of joined Machines, each with its voter (some dead, some with remediation requested), where fewer
+// Machines are wanted. Nothing in
 // it changes by itself (a dead member stays dead), so a Wait there is a Wait forever.
 const shrinkingArb = fc
   .record({
-    members: fc.array(fc.record({ dead: fc.integer({ min: 0, max: 3 }).map((n) => n === 0), erroring: fc.boolean(), old: fc.boolean(), ageMin: fc.integer({ min: 30, max: 300 }), domain: fc.constantFrom("fd-a", "fd-b", "fd-c") }), { minLength: 2, maxLength: 6 }),
+    members: fc.array(fc.record({ dead: fc.integer({ min: 0, max: 3 }).map((n) => n === 0), erroring: fc.boolean(), marked: fc.integer({ min: 0, max: 4 }).map((n) => n === 0), old: fc.boolean(), ageMin: fc.integer({ min: 30, max: 300 }), domain: fc.constantFrom("fd-a", "fd-b", "fd-c") }), { minLength: 2, maxLength: 6 }),
     replicas: fc.constantFrom(1, 3, 5),
     maxSurge: fc.constantFrom<0 | 1>(0, 1),
     memberRemoval: fc.constantFrom<"BeforeDelete" | "AfterDrain">("BeforeDelete", "AfterDrain"),
@@ -275,7 +276,8 @@ const shrinkingArb = fc
         infrastructureReady: true,
         bootstrapReady: true,
         hasPreTerminateHook: true,
-        remediationRequested: false,
+        // A MachineHealthCheck asked for it: it should leave first, unless it cannot leave yet.
+        remediationRequested: spec.marked,
         failed: false,
         markedForDeletion: false,
       });
