@@ -172,7 +172,7 @@ function classifyMembers(snapshot: Snapshot, mapping: Map<string, string>): Memb
       else if (!started) state = stalled ? "unstarted past its join grace period" : "unstarted";
       else if (member.learner) state = stalled ? "learner, stalled" : catchUp === undefined ? "learner" : `learner, ${Math.floor(catchUp * 100)}% caught up`;
       else state = member.leader ? "leader" : "voter";
-      if (unmapped) state = `unmapped ${state}: maps to no Machine (${candidates.length > 0 ? `candidates: ${candidates.map((name) => `machine ${name}`).join(", ")}` : "no Machine without a member could host it"})`;
+      if (unmapped) state = `unmapped ${state}: maps to no Machine (${candidates.length > 0 ? `candidates: ${machineList(candidates, ", ")}` : "no Machine without a member could host it"})`;
       else if (!ghost && machineName === undefined) state += `, maps to no Machine yet (ghost in ${formatDuration(settings.ghostGracePeriodMs - unmappedFor)})`;
       if (machine?.deleting !== undefined) state += ", machine deleting";
 
@@ -476,9 +476,15 @@ export function removalRequested(snapshot: Snapshot, memberId: string): boolean 
   return (snapshot.controlPlane.removeMemberIds ?? []).some((entry) => namesMemberId(entry, memberId));
 }
 
+/** "machine a, machine b and 3 more": a status line stays readable however many Machines lack a member. */
+function machineList(names: string[], separator: string): string {
+  const shown = names.slice(0, 5).map((name) => `machine ${name}`).join(separator);
+  return names.length > 5 ? `${shown} (and ${names.length - 5} more)` : shown;
+}
+
 /** What a user does about an unmapped member, for blockers and the EtcdMembersMapped condition. */
 export function unmappedFix(member: MemberAssessment): string {
-  const hosts = member.candidates && member.candidates.length > 0 ? member.candidates.map((name) => `machine ${name}`).join(" or ") : "its Machine";
+  const hosts = member.candidates && member.candidates.length > 0 ? machineList(member.candidates, " or ") : "its Machine";
   return (
     `if it runs on ${hosts}, give that Machine the member's address in status.addresses or a nodeRef to the Node named ${member.name || "after it"}; ` +
     `if it is stale, annotate the QuorumControlPlane with ${REMOVE_MEMBER_ANNOTATION}=${member.id} to remove it`

@@ -50,6 +50,14 @@ describe("issue 12 bug 1: a live member that maps to no Machine never gets its M
     assert.match(assessed.state, /unmapped.*machine cp-0/);
   });
 
+  it("names at most five candidate Machines, so the status stays readable during a long rollout", () => {
+    const parts = lone();
+    const machines = ["cp-0", "cp-1", "cp-2", "cp-3", "cp-4", "cp-5", "cp-6"].map((name, index) => freshMachine(name, `54.12.3.${index + 4}`));
+    const state = decide({ ...parts, machines }).assessment.members[0].state;
+    assert.match(state, /machine cp-4 \(and 2 more\)/);
+    assert.ok(!state.includes("cp-5"), state);
+  });
+
   it("stays unmapped, not a ghost, however long past the ghost grace period", () => {
     const parts = lone();
     const decision = decide({ ...parts, members: parts.members.map((candidate) => ({ ...candidate, firstObserved: NOW - 24 * 60 * MINUTE })) });
