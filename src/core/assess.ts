@@ -4,7 +4,7 @@
 // that looked healthy could not survive one more failure. Pure: everything comes from the snapshot.
 import { REMOVE_MEMBER_ANNOTATION } from "../api/constants.ts";
 import type { EtcdMemberStatus, EtcdQuorumStatus } from "../api/types.ts";
-import type { MachineView, MemberView, Snapshot } from "./snapshot.ts";
+import type { MemberView, Snapshot } from "./snapshot.ts";
 import { formatDuration } from "./format.ts";
 import { candidateHosts, mapMembersToMachines, namesMemberId, peerHost } from "./identity.ts";
 
