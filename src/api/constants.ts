@@ -33,6 +33,12 @@ export const TEMPLATE_HASH_ANNOTATION = "controlplane.cluster.x-k8s.io/quorum-te
 export const MEMBER_NAME_ANNOTATION = "controlplane.cluster.x-k8s.io/quorum-etcd-member";
 /** A user asks for this Machine to be replaced, like KCP's remediation-in-progress / delete-machine. */
 export const DELETE_MACHINE_ANNOTATION = "cluster.x-k8s.io/delete-machine";
+/**
+ * On the QuorumControlPlane: comma-separated etcd member ids (decimal as in status.etcd.members, or hex as etcdctl
+ * prints them) a user asks Quorum to remove although they map to no Machine and are healthy. Still judged by the
+ * health check; Quorum never removes a healthy unmapped member on its own, since it may be a Machine's live member.
+ */
+export const REMOVE_MEMBER_ANNOTATION = "controlplane.cluster.x-k8s.io/quorum-remove-etcd-member";
 
 export const FINALIZER = "controlplane.cluster.x-k8s.io/quorum";
 
@@ -41,6 +47,8 @@ export const CONDITION = {
   Ready: "Ready",
   Available: "Available",
   EtcdClusterHealthy: "EtcdClusterHealthy",
+  /** False while a member maps to no Machine (reason UnmappedMember for a healthy one, GhostMember otherwise). */
+  EtcdMembersMapped: "EtcdMembersMapped",
   RollingOut: "RollingOut",
   ScalingUp: "ScalingUp",
   ScalingDown: "ScalingDown",

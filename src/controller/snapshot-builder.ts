@@ -3,7 +3,7 @@
 import { createHash } from "node:crypto";
 import type { Cluster, Machine, Node } from "../api/capi.ts";
 import { OWNER_REMEDIATED_CONDITION } from "../api/capi.ts";
-import { DEFAULTS, DELETE_MACHINE_ANNOTATION, MEMBER_NAME_ANNOTATION, PAUSED_ANNOTATION, PRE_TERMINATE_HOOK, TEMPLATE_HASH_ANNOTATION } from "../api/constants.ts";
+import { DEFAULTS, DELETE_MACHINE_ANNOTATION, MEMBER_NAME_ANNOTATION, PAUSED_ANNOTATION, PRE_TERMINATE_HOOK, REMOVE_MEMBER_ANNOTATION, TEMPLATE_HASH_ANNOTATION } from "../api/constants.ts";
 import { durationOr } from "../api/duration.ts";
 import type { ForeignMachine } from "../api/ownership.ts";
 import type { EtcdMemberStatus, QuorumControlPlane } from "../api/types.ts";
@@ -65,6 +65,7 @@ function controlPlaneView(qcp: QuorumControlPlane): ControlPlaneView {
     memberRemoval: rolling?.memberRemoval ?? DEFAULTS.memberRemoval,
     deleting: Boolean(qcp.metadata.deletionTimestamp),
     paused: qcp.metadata.annotations?.[PAUSED_ANNOTATION] !== undefined,
+    removeMemberIds: (qcp.metadata.annotations?.[REMOVE_MEMBER_ANNOTATION] ?? "").split(",").map((id) => id.trim()).filter((id) => id !== ""),
     remediation: {
       maxRetry: spec.remediation?.maxRetry ?? DEFAULTS.remediationMaxRetry,
       retryPeriodMs: durationOr(`${key} spec.remediation.retryPeriod`, spec.remediation?.retryPeriod, DEFAULTS.remediationRetryPeriodSeconds * 1000),

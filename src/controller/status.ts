@@ -4,7 +4,7 @@
 import { CONDITION, LABEL_CONTROL_PLANE_NAME } from "../api/constants.ts";
 import type { Condition, EtcdMemberStatus, QuorumControlPlane, QuorumControlPlaneStatus } from "../api/types.ts";
 import type { Action } from "../core/actions.ts";
-import { describeBlockers, memberStatuses, quorumStatus, type Verdict } from "../core/assess.ts";
+import { describeBlockers, memberStatuses, quorumStatus, unmappedFix, type Verdict } from "../core/assess.ts";
 import { ownershipConflict } from "../core/ownership.ts";
 import { isUpToDate } from "../core/selection.ts";
 import type { Snapshot } from "../core/snapshot.ts";
@@ -89,6 +89,7 @@ function conditionInputs(inputs: StatusInputs, counts: { ready: number; upToDate
       reason: !verdict.observed ? "EtcdNotObserved" : allVotersHealthy ? "Healthy" : "MembersUnhealthy",
       message: !verdict.observed ? (snapshot.etcd.error ?? "") : unhealthySummary(verdict) || etcdProblems || `all ${verdict.quorum.voters} voters healthy, tolerates ${verdict.quorum.failuresTolerated} failure(s)`,
     },
+    membersMappedCondition(verdict),
     {
       type: CONDITION.RollingOut,
       status: outdated.length > 0 ? "True" : "False",
@@ -137,6 +138,23 @@ function unhealthySummary(verdict: Verdict): string {
     .filter((member) => member.class === "unhealthy-voter" || member.class === "ghost")
     .map((member) => `${member.label} is ${member.class === "ghost" ? "a ghost (maps to no Machine)" : `unhealthy${member.error ? ` (${member.error})` : ""}`}`)
     .join("; ");
+}
+
+/**
+ * Members that map to no Machine, named with the Machines that could host them and the fix: a healthy one (unmapped)
+ * blocks healthy removals and the deletion of those Machines until a user acts; a ghost is removed once that is safe.
+ */
+function membersMappedCondition(verdict: Verdict): ConditionInput {
+  const type = CONDITION.EtcdMembersMapped;
+  if (!verdict.observed) return { type, status: "Unknown", reason: "EtcdNotObserved", message: "" };
+  const unmapped = verdict.members.filter((member) => member.class === "unmapped");
+  if (unmapped.length > 0) {
+    const message = unmapped.map((member) => `${member.label} (id ${member.id}) is healthy but maps to no Machine (${member.state}); ${unmappedFix(member)}`).join("; ");
+    return { type, status: "False", reason: "UnmappedMember", message: `${message}; until then no healthy voter is removed and no Machine without a member is deleted` };
+  }
+  const ghosts = verdict.members.filter((member) => member.class === "ghost");
+  if (ghosts.length > 0) return { type, status: "False", reason: "GhostMember", message: `${ghosts.map((member) => `${member.label} (id ${member.id})`).join(", ")} maps to no Machine and is not healthy: removed once that keeps quorum` };
+  return { type, status: "True", reason: "AllMembersMapped", message: "" };
 }
 
 function nextAction(action: Action): NonNullable<QuorumControlPlaneStatus["nextAction"]> {

@@ -2,9 +2,11 @@
 // operation*", not "is it 1:1 right now": KCP's 1:1 check wedged forever after a crash between removing a
 // member and deleting its Machine, and k3s's check ignored members that map to no node (ghosts), so a cluster
 // that looked healthy could not survive one more failure. Pure: everything comes from the snapshot.
+import { REMOVE_MEMBER_ANNOTATION } from "../api/constants.ts";
 import type { EtcdMemberStatus, EtcdQuorumStatus } from "../api/types.ts";
-import type { MachineView, MemberView, Snapshot } from "./snapshot.ts";
+import type { MemberView, Snapshot } from "./snapshot.ts";
 import { formatDuration } from "./format.ts";
+import { candidateHosts, mapMembersToMachines, namesMemberId, peerHost } from "./identity.ts";
 
 /** The operation the planner is about to take; assess projects the voter set after it. */
 export type PlannedOp =
@@ -19,7 +21,13 @@ export type PlannedOp =
   | { kind: "DeleteMachine"; machine: string }
   | { kind: "ReleaseHook"; machine: string };
 
-export type MemberClass = "healthy-voter" | "unhealthy-voter" | "joining-learner" | "unstarted-joiner" | "ghost";
+/**
+ * unmapped: started and healthy, but maps to no Machine (a Machine without addresses or nodeRef yet, a live member
+ * Quorum does not manage). It is never a ghost, whatever its age: removing it could take a live control plane down.
+ * ghost: maps to no Machine past the ghost grace period and is not healthy (never started, unreachable, erroring, a
+ * stalled learner): removed automatically once that is safe.
+ */
+export type MemberClass = "healthy-voter" | "unhealthy-voter" | "joining-learner" | "unstarted-joiner" | "unmapped" | "ghost";
 export type MachineClass = "joined" | "provisioning" | "deleting-with-member" | "deleting-member-gone" | "member-lost";
 
 export interface MemberAssessment {
@@ -44,6 +52,8 @@ export interface MemberAssessment {
   state: string;
   /** Human reference: "member m-2" or "unstarted member 1234 (machine m-4)". */
   label: string;
+  /** For a member that maps to no Machine: the Machines without a member, any of which could be its host. */
+  candidates?: string[];
 }
 
 export interface MachineAssessment {
@@ -108,63 +118,8 @@ function numbers(voters: number, healthyVoters: number): QuorumNumbers {
 // ---------------------------------------------------------------------------------------------------------------
 // Mapping members to Machines
 
-/** Host part of a peer URL ("https://10.0.0.1:2380" -> "10.0.0.1", "https://[::1]:2380" -> "::1"). */
-export function peerHost(url: string): string | undefined {
-  const match = /^[a-z][a-z0-9+.-]*:\/\/(\[[^\]]+\]|[^:/?#]+)/i.exec(url);
-  if (!match) return undefined;
-  return match[1].startsWith("[") ? match[1].slice(1, -1) : match[1];
-}
-
-/** How strongly a member matches a Machine: lower is stronger, undefined is no match. */
-function matchStrength(member: MemberView, machine: MachineView, snapshot: Snapshot): number | undefined {
-  if (member.name !== "") {
-    if (machine.memberName === member.name) return 0;
-    if (machine.nodeName === member.name) return 1;
-    if (machine.name === member.name) return 2;
-    // kubeadm names the member after the Node; the Node is tied to the Machine by providerID.
-    const node = snapshot.nodes.find((candidate) => candidate.name === member.name);
-    if (node?.providerID && machine.providerID && node.providerID === machine.providerID) return 3;
-  }
-  // An unstarted member has no name yet: its peer URL is all that ties it to the Machine that added it.
-  const hosts = member.peerURLs.map(peerHost).filter((host): host is string => host !== undefined);
-  if (hosts.some((host) => machine.addresses.includes(host))) return 4;
-  return undefined;
-}
-
-function memberRank(member: MemberView): [number, number, number, string] {
-  return [member.name !== "" ? 0 : 1, member.learner ? 1 : 0, member.reachable ? 0 : 1, member.id];
-}
-
-function compareTuples(a: readonly (number | string)[], b: readonly (number | string)[]): number {
-  for (let i = 0; i < a.length; i++) {
-    if (a[i] < b[i]) return -1;
-    if (a[i] > b[i]) return 1;
-  }
-  return 0;
-}
-
-/**
- * member id -> Machine name. One member per Machine: when two claim the same Machine (a stale member with the
- * name of a live one), the started voter wins and the other counts as unmapped, so it becomes a ghost in time.
- */
-export function mapMembersToMachines(snapshot: Snapshot): Map<string, string> {
-  const claims = new Map<string, MemberView[]>();
-  for (const member of snapshot.etcd.members) {
-    let best: { machine: MachineView; strength: number } | undefined;
-    for (const machine of snapshot.machines) {
-      const strength = matchStrength(member, machine, snapshot);
-      if (strength === undefined) continue;
-      if (!best || strength < best.strength || (strength === best.strength && machine.name < best.machine.name)) best = { machine, strength };
-    }
-    if (best) claims.set(best.machine.name, [...(claims.get(best.machine.name) ?? []), member]);
-  }
-  const result = new Map<string, string>();
-  for (const [machine, members] of claims) {
-    const winner = [...members].sort((a, b) => compareTuples(memberRank(a), memberRank(b)))[0];
-    result.set(winner.id, machine);
-  }
-  return result;
-}
+// The evidence and its precedence live in identity.ts; re-exported here for callers that know only assess.
+export { mapMembersToMachines, peerHost };
 
 // ---------------------------------------------------------------------------------------------------------------
 // Classification
@@ -175,6 +130,7 @@ function describeMember(member: MemberView, machine: string | undefined): string
 }
 
 function classifyMembers(snapshot: Snapshot, mapping: Map<string, string>): MemberAssessment[] {
+  const candidates = candidateHosts(snapshot, mapping);
   const { now } = snapshot;
   const settings = snapshot.controlPlane.etcd;
   const leader = snapshot.etcd.members.find((member) => member.leader && !member.learner);
@@ -191,7 +147,6 @@ function classifyMembers(snapshot: Snapshot, mapping: Map<string, string>): Memb
       const alarms = alarmsByMember.get(member.id) ?? [];
       const problems = [...(!started ? ["not started"] : !member.reachable ? ["unreachable"] : []), ...member.errors, ...alarms.map((alarm) => `alarm ${alarm}`)];
       const unmappedFor = now - member.firstObserved;
-      const ghost = machineName === undefined && unmappedFor >= settings.ghostGracePeriodMs;
 
       let catchUp: number | undefined;
       if (member.learner && leader?.raftAppliedIndex !== undefined && member.raftAppliedIndex !== undefined) {
@@ -200,9 +155,14 @@ function classifyMembers(snapshot: Snapshot, mapping: Map<string, string>): Memb
       const learnerStalled = member.learner && (now - member.lastProgress > settings.learnerStallMs || now - member.firstObserved > settings.learnerPromotionTimeoutMs);
       const unstartedStalled = !started && now - member.firstObserved > settings.memberJoinGracePeriodMs;
       const stalled = learnerStalled || unstartedStalled;
+      // A healthy member is never a ghost: grace periods measure how long Quorum failed to find its Machine, not
+      // whether it is alive (issue 12, bug 1: a fresh cluster's only member, named after its host, was remediated).
+      const unmapped = machineName === undefined && healthy && !stalled;
+      const ghost = machineName === undefined && !unmapped && unmappedFor >= settings.ghostGracePeriodMs;
 
       let memberClass: MemberClass;
       if (ghost) memberClass = "ghost";
+      else if (unmapped) memberClass = "unmapped";
       else if (!started) memberClass = "unstarted-joiner";
       else if (member.learner) memberClass = "joining-learner";
       else memberClass = healthy ? "healthy-voter" : "unhealthy-voter";
@@ -212,7 +172,8 @@ function classifyMembers(snapshot: Snapshot, mapping: Map<string, string>): Memb
       else if (!started) state = stalled ? "unstarted past its join grace period" : "unstarted";
       else if (member.learner) state = stalled ? "learner, stalled" : catchUp === undefined ? "learner" : `learner, ${Math.floor(catchUp * 100)}% caught up`;
       else state = member.leader ? "leader" : "voter";
-      if (!ghost && machineName === undefined) state += `, maps to no Machine yet (ghost in ${formatDuration(settings.ghostGracePeriodMs - unmappedFor)})`;
+      if (unmapped) state = `unmapped ${state}: maps to no Machine (${candidates.length > 0 ? `candidates: ${machineList(candidates, ", ")}` : "no Machine without a member could host it"})`;
+      else if (!ghost && machineName === undefined) state += `, maps to no Machine yet (ghost in ${formatDuration(settings.ghostGracePeriodMs - unmappedFor)})`;
       if (machine?.deleting !== undefined) state += ", machine deleting";
 
       const node = machine?.nodeName ?? snapshot.nodes.find((candidate) => candidate.name === member.name)?.name;
@@ -230,6 +191,7 @@ function classifyMembers(snapshot: Snapshot, mapping: Map<string, string>): Memb
         ...(problems.length > 0 ? { error: problems.join("; ") } : {}),
         state,
         label: describeMember(member, machineName),
+        ...(machineName === undefined ? { candidates } : {}),
       };
     });
 }
@@ -271,9 +233,10 @@ interface ProjectedVoter {
   healthy: boolean;
 }
 
-export function assess(snapshot: Snapshot, op: PlannedOp): Verdict {
+/** `mapMembers` is a seam for the simulator's planted bugs (a name-only mapping); production uses the default. */
+export function assess(snapshot: Snapshot, op: PlannedOp, mapMembers: (snapshot: Snapshot) => Map<string, string> = mapMembersToMachines): Verdict {
   const observed = snapshot.etcd.observed;
-  const mapping = mapMembersToMachines(snapshot);
+  const mapping = mapMembers(snapshot);
   const members = classifyMembers(snapshot, mapping);
   const machines = classifyMachines(snapshot, members);
   const voters = members.filter((member) => !member.learner);
@@ -333,7 +296,7 @@ export function assess(snapshot: Snapshot, op: PlannedOp): Verdict {
    * blocked by a member that maps to no Machine yet; when the target is itself a ghost, other ghosts and unmapped
    * members do not block it, since each would otherwise block the other forever.
    */
-  const strictBlockers = (exceptMember?: string, exceptMachine?: string, removal: "voter" | "ghost" | "none" = "none"): Blocker[] => {
+  const strictBlockers = (exceptMember?: string, exceptMachine?: string, removal: "voter" | "unmapped" | "ghost" | "none" = "none"): Blocker[] => {
     const removingGhost = removal === "ghost";
     const found: Blocker[] = [];
     for (const member of members) {
@@ -343,7 +306,12 @@ export function assess(snapshot: Snapshot, op: PlannedOp): Verdict {
       } else if (!member.learner && !member.healthy) found.push({ subject: member.label, why: `is an unhealthy voter (${member.error ?? "unhealthy"})` });
       // Not yet a ghost, but nothing Quorum manages either: counting on it could hand the cluster (even its
       // leadership) to a member no Machine stands behind once the last managed voter leaves.
-      else if (member.machine === undefined && removal === "voter") found.push({ subject: member.label, why: `maps to no Machine yet (${member.state})` });
+      // An unmapped member may be the live member of a Machine Quorum cannot identify yet (issue 12, bug 1): with
+      // it in the count, removing a healthy voter could leave that Machine's etcd as the deciding vote. Removing one
+      // unmapped member a user named is the exception: the others do not block it (each would block the other). Nor
+      // does it block while the control plane is being deleted: every member goes then.
+      else if (member.class === "unmapped" && removal === "voter" && !snapshot.controlPlane.deleting) found.push({ subject: member.label, why: `is healthy but maps to no Machine, so no healthy voter is removed while it is unexplained: ${unmappedFix(member)}` });
+      else if (member.machine === undefined && removal === "voter" && !snapshot.controlPlane.deleting) found.push({ subject: member.label, why: `maps to no Machine yet (${member.state})` });
     }
     for (const machine of machines) {
       if (machine.class !== "provisioning" || machine.name === exceptMachine) continue;
@@ -375,7 +343,7 @@ export function assess(snapshot: Snapshot, op: PlannedOp): Verdict {
     const projectedVoters = [...current.filter((voter) => voter.id !== target.id), ...joinerVoters(exceptMachine)];
     const projected = numbers(projectedVoters.length, projectedVoters.filter((voter) => voter.healthy).length);
     const keepsQuorum = projected.voters > 0 && projected.healthyVoters >= projected.quorumSize;
-    const strictFound = strictBlockers(target.id, exceptMachine, removingGhost ? "ghost" : "voter");
+    const strictFound = strictBlockers(target.id, exceptMachine, removingGhost ? "ghost" : target.class === "unmapped" ? "unmapped" : "voter");
     const strict = strictFound.length === 0;
     if (!hasQuorum) blockers.push(noQuorumBlocker());
     if (!keepsQuorum) {
@@ -452,6 +420,11 @@ export function assess(snapshot: Snapshot, op: PlannedOp): Verdict {
         blockers.push({ subject: target.label, why: target.machine !== undefined ? `belongs to machine ${target.machine}, it is not a ghost` : "maps to no Machine but is still within its grace period" });
         return finish(current, hasQuorum, false, false, `${target.label} is not a ghost`);
       }
+      if (target.class === "unmapped" && !removalRequested(snapshot, target.id)) {
+        // Possibly the live member of a Machine whose addresses or Node are not known yet: only a user can say.
+        blockers.push({ subject: target.label, why: `is healthy and maps to no Machine: ${unmappedFix(target)}` });
+        return finish(current, hasQuorum, false, false, `${target.label} is unmapped`);
+      }
       if (target.learner) {
         // A learner is not a voter: removing it cannot cost quorum, but the change still has to commit.
         if (!hasQuorum) blockers.push(noQuorumBlocker());
@@ -469,9 +442,10 @@ export function assess(snapshot: Snapshot, op: PlannedOp): Verdict {
       if (!member) {
         // A member not mapped yet may be this Machine's, listed before its addresses or Node reached the cache (a
         // fresh kubeadm init, a lagging informer): letting the Machine go now would strand that member as a ghost.
-        const unmapped = members.filter((candidate) => candidate.machine === undefined && candidate.class !== "ghost");
+        // A control plane being deleted takes every member with it, so there is nothing left to protect then.
+        const unmapped = snapshot.controlPlane.deleting ? [] : members.filter((candidate) => candidate.machine === undefined && candidate.class !== "ghost");
         if (unmapped.length > 0) {
-          for (const candidate of unmapped) blockers.push({ subject: candidate.label, why: `maps to no Machine yet and may be the member of machine ${machine.name}` });
+          for (const candidate of unmapped) blockers.push({ subject: candidate.label, why: `maps to no Machine yet and may be the member of machine ${machine.name}${candidate.class === "unmapped" ? `: ${unmappedFix(candidate)}` : ""}` });
           return finish(current, hasQuorum, false, false, `machine ${machine.name} shows no member, but ${unmapped.map((candidate) => candidate.label).join(", ")} is not mapped yet`);
         }
         // No member: taking the Machine (or its hook) away changes nothing in etcd. This is the step KCP refused
@@ -495,6 +469,26 @@ export function assess(snapshot: Snapshot, op: PlannedOp): Verdict {
       return voterRemoval(member, `deleting machine ${machine.name} and then removing ${member.label}`, machine.name);
     }
   }
+}
+
+/** The quorum-remove-etcd-member annotation of the QuorumControlPlane names this member. */
+export function removalRequested(snapshot: Snapshot, memberId: string): boolean {
+  return (snapshot.controlPlane.removeMemberIds ?? []).some((entry) => namesMemberId(entry, memberId));
+}
+
+/** "machine a, machine b and 3 more": a status line stays readable however many Machines lack a member. */
+function machineList(names: string[], separator: string): string {
+  const shown = names.slice(0, 5).map((name) => `machine ${name}`).join(separator);
+  return names.length > 5 ? `${shown} (and ${names.length - 5} more)` : shown;
+}
+
+/** What a user does about an unmapped member, for blockers and the EtcdMembersMapped condition. */
+export function unmappedFix(member: MemberAssessment): string {
+  const hosts = member.candidates && member.candidates.length > 0 ? machineList(member.candidates, " or ") : "its Machine";
+  return (
+    `if it runs on ${hosts}, give that Machine the member's address in status.addresses or a nodeRef to the Node named ${member.name || "after it"}; ` +
+    `if it is stale, annotate the QuorumControlPlane with ${REMOVE_MEMBER_ANNOTATION}=${member.id} to remove it`
+  );
 }
 
 // ---------------------------------------------------------------------------------------------------------------

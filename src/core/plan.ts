@@ -8,15 +8,16 @@
 //   -> converging to the spec (joiners, scale down, scale up, rollout) -> nothing to do.
 // Every health question goes to `assess` and every "which Machine" question to `selectForScaleDown`, so the
 // simulator can swap either for a known-bad variant and prove it notices.
-import { PRE_TERMINATE_HOOK } from "../api/constants.ts";
+import { PRE_TERMINATE_HOOK, REMOVE_MEMBER_ANNOTATION } from "../api/constants.ts";
 import type { Action } from "./actions.ts";
-import { assess, describeBlockers, type Blocker, type MachineAssessment, type MemberAssessment, type PlannedOp, type Verdict } from "./assess.ts";
+import { assess, describeBlockers, removalRequested, unmappedFix, type Blocker, type MachineAssessment, type MemberAssessment, type PlannedOp, type Verdict } from "./assess.ts";
 import { formatDuration, formatSeconds } from "./format.ts";
 import { allowedDespite, ownershipConflict } from "./ownership.ts";
 import {
   activeMachines,
   chooseFailureDomain,
   ETCD_HEALTH_INTERVAL_MS,
+  hasDeadVoter,
   isUpToDate,
   outdatedReasons,
   removalWindow,
@@ -76,6 +77,15 @@ function subjects(blockers: Blocker[]): string {
 
 function byName<T extends { name: string }>(items: T[]): T[] {
   return [...items].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
+/**
+ * Which remediation goes first: a Machine without a member, then one whose voter is dead (removing it never costs
+ * quorum, while the strict policy refuses every healthy removal as long as it lives), then the rest.
+ */
+function remediationRank(member: MemberAssessment | undefined): number {
+  if (!member) return 0;
+  return !member.learner && !member.healthy ? 1 : 2;
 }
 
 function byDeletion(machines: MachineView[]): MachineView[] {
@@ -196,6 +206,7 @@ class Context {
       () => this.releaseHooksOfGoneMembers(),
       () => this.finishMachineWhoseMemberIsGone(),
       () => this.removeGhosts(),
+      () => this.removeRequestedUnmapped(),
       () => this.finishDeletingMachines(),
       () => this.evictStalledJoiners(),
       () => this.remediate(),
@@ -211,6 +222,16 @@ class Context {
       // strict policy refuses it next to a ghost, an unhealthy voter or an unproven joiner.
       const grow = this.active.length < this.desired ? this.scaleUp() : undefined;
       if (grow?.action.kind === "CreateMachine") return grow;
+      // What is blocked above is often blocked by a dead voter (the strict policy refuses every healthy removal while
+      // it lives). When fewer Machines are wanted and the dead voter's Machine is the one to go, removing it never
+      // costs quorum and is what unblocks the rest (issue 12, bug 3: a healthy Machine being deleted, a dead one
+      // staying, waited forever).
+      const choice = this.choice;
+      const machine = choice === undefined ? undefined : this.machine(choice.machine);
+      if (machine && hasDeadVoter(this.base, machine)) {
+        const shrink = this.scaleDown();
+        if (shrink && shrink.action.kind !== "Wait") return shrink;
+      }
       // Anything blocked above (a ghost, a member that cannot be removed yet) also holds back scaling and
       // rollout: one thing at a time, and never a new disruption next to an unresolved one.
       const [first, ...rest] = this.waits;
@@ -264,6 +285,20 @@ class Context {
       action: waitFor(`ghost ${names} maps to no Machine and blocks every disruptive step; removing it is not safe yet: ${why}`, RECHECK_MS.blocked, [names, subjects(refusals.flatMap((verdict) => verdict.blockers))].filter(Boolean).join(", ")),
       check: refusals[0],
     });
+    return undefined;
+  }
+
+  /**
+   * A healthy member that maps to no Machine is removed only when a user names it in the quorum-remove-etcd-member
+   * annotation: it may be the live member of a Machine whose addresses or Node are not known yet.
+   */
+  removeRequestedUnmapped(): Step | undefined {
+    for (const member of this.base.members) {
+      if (member.class !== "unmapped" || !removalRequested(this.snapshot, member.id)) continue;
+      const step = this.removeMember(member, undefined, `${REMOVE_MEMBER_ANNOTATION} on ${this.spec.namespace}/${this.spec.name} names ${member.label}, which maps to no Machine`, "as asked");
+      if (step.action.kind !== "Wait") return step;
+      this.waits.push({ action: step.action, ...(step.check ? { check: step.check } : {}) });
+    }
     return undefined;
   }
 
@@ -329,9 +364,16 @@ class Context {
     const targets = this.active
       .filter((machine) => machine.remediationRequested || machine.failed || lostAndNeeded(machine))
       .map((machine) => ({ machine, member: this.memberOf(machine.name) }))
-      .sort((a, b) => Number(a.member !== undefined) - Number(b.member !== undefined) || (a.machine.name < b.machine.name ? -1 : 1));
-    if (targets.length === 0) return undefined;
-    const { machine, member } = targets[0];
+      .sort((a, b) => remediationRank(a.member) - remediationRank(b.member) || (a.machine.name < b.machine.name ? -1 : 1));
+    // Each in turn: one blocked remediation (next to an unmapped member, say) must not hold back a safe one.
+    for (const { machine, member } of targets) {
+      const step = this.remediateOne(machine, member);
+      if (step) return step;
+    }
+    return undefined;
+  }
+
+  remediateOne(machine: MachineView, member: MemberAssessment | undefined): Step | undefined {
     const why = machine.remediationRequested ? "remediation was requested for it" : machine.failed ? "its infrastructure failed for good" : `it ${this.info(machine.name)?.detail ?? "has no etcd member"}`;
 
     const gate = this.remediationGate(machine.name);
@@ -445,6 +487,12 @@ class Context {
 
   idle(): Step {
     const { voters, healthyVoters, quorumSize, failuresTolerated } = this.base.quorum;
+    const unmapped = this.base.members.filter((member) => member.class === "unmapped");
+    if (unmapped.length > 0) {
+      // The spec is met, but a member nobody can place holds back every healthy removal: say so where users look.
+      const labels = unmapped.map((member) => member.label).join(", ");
+      return { action: waitFor(`${this.active.length} of ${this.desired} Machines, but ${labels} maps to no Machine: ${unmapped.map(unmappedFix).join("; ")}`, RECHECK_MS.idle, labels) };
+    }
     return {
       action: waitFor(
         `nothing to do: ${this.active.length} of ${this.desired} Machines up to date; etcd ${healthyVoters} of ${voters} voters healthy (quorum ${quorumSize}, tolerates ${failuresTolerated} failure${failuresTolerated === 1 ? "" : "s"})`,
@@ -470,11 +518,11 @@ class Context {
   }
 
   /** Preflight, leadership off the member, then the removal itself (executors treat an absent member as done). */
-  removeMember(member: MemberAssessment, machine: string, why: string, then: string): Step {
+  removeMember(member: MemberAssessment, machine: string | undefined, why: string, then: string): Step {
     const verdict = this.check({ kind: "RemoveMember", memberId: member.id });
     if (!verdict.allowed) return this.blocked(`${why}, but removing ${member.label} is blocked`, verdict);
     if (member.leader && !member.learner) {
-      const leaving = [machine, ...(this.choice ? [this.choice.machine] : [])];
+      const leaving = [...(machine !== undefined ? [machine] : []), ...(this.choice ? [this.choice.machine] : [])];
       const target = selectLeadershipTarget(this.snapshot, this.base, member.id, leaving);
       if (target) {
         const to = target.member;
@@ -492,6 +540,7 @@ class Context {
         `besides the leader have been connected to it for ${formatDuration(ETCD_HEALTH_INTERVAL_MS)} (${young.map(({ label, ageMs }) => `${label} started ${formatSeconds(ageMs)} ago`).join(", ")})`;
       return { action: waitFor(reason, window.waitMs, young.map(({ label }) => label).join(", ")), check: verdict };
     }
-    return { action: { kind: "RemoveMember", memberId: member.id, memberName: member.name, machine, reason: `remove etcd ${member.label} (machine ${machine}), ${then} (${why}); ${verdict.summary}` }, check: verdict };
+    const of = machine !== undefined ? ` (machine ${machine})` : "";
+    return { action: { kind: "RemoveMember", memberId: member.id, memberName: member.name, ...(machine !== undefined ? { machine } : {}), reason: `remove etcd ${member.label}${of}, ${then} (${why}); ${verdict.summary}` }, check: verdict };
   }
 }

@@ -68,25 +68,44 @@ function unhealthy(verdict: Verdict, machine: MachineView): boolean {
 }
 
 /**
+ * The Machine's member is a started voter that is dead (unreachable or erroring). Not a joiner that has not started
+ * yet: that one is still coming up, and taking its Machine would only restart the join.
+ */
+export function hasDeadVoter(verdict: Verdict, machine: MachineView): boolean {
+  const info = verdict.machines.find((candidate) => candidate.name === machine.name);
+  const member = info?.memberId === undefined ? undefined : verdict.members.find((candidate) => candidate.id === info.memberId);
+  return member !== undefined && member.class === "unhealthy-voter";
+}
+
+/**
  * The Machine to remove next, preferring to finish work: its member already gone, then marked for deletion or
- * remediation, then unhealthy and outdated, then outdated, then in the failure domain with the most Machines,
- * then the oldest; ties by name.
+ * remediation (or failed; unless its voter is healthy and another is dead), then one whose voter is dead, then
+ * unhealthy and outdated, then outdated, then in the failure domain with the most Machines, then the oldest; ties by
+ * name. The dead voter goes before any healthy one because
+ * removing it never costs quorum, while the strict policy refuses every healthy removal as long as it lives: a
+ * scale-down 3 -> 1 that picked a healthy Machine first waited forever (issue 12, bug 3).
  */
 export function selectMachineForScaleDown(snapshot: Snapshot, verdict: Verdict): ScaleDownChoice | undefined {
   const candidates = activeMachines(snapshot);
   if (candidates.length === 0) return undefined;
   const perDomain = machinesPerDomain(candidates);
+  // A marked Machine whose voter is healthy cannot leave while another voter is dead (the strict policy): the dead
+  // voter's Machine goes first then, or the scale-down would wait on the marked one forever.
+  const someDeadVoter = candidates.some((machine) => hasDeadVoter(verdict, machine));
   const ranked = candidates.map((machine) => {
     const outdated = outdatedReasons(snapshot, machine);
     const gone = memberAlreadyGone(snapshot, verdict, machine);
-    const marked = machine.markedForDeletion || machine.remediationRequested;
+    const deadVoter = hasDeadVoter(verdict, machine);
+    const marked = (machine.markedForDeletion || machine.remediationRequested || machine.failed) && (deadVoter || !someDeadVoter);
     const sick = unhealthy(verdict, machine);
     const domainCount = perDomain.get(machine.failureDomain ?? "") ?? 0;
-    const key: (number | string)[] = [gone ? 0 : 1, marked ? 0 : 1, sick && outdated.length > 0 ? 0 : 1, outdated.length > 0 ? 0 : 1, -domainCount, machine.created, machine.name];
+    const key: (number | string)[] = [gone ? 0 : 1, marked ? 0 : 1, deadVoter ? 0 : 1, sick && outdated.length > 0 ? 0 : 1, outdated.length > 0 ? 0 : 1, -domainCount, machine.created, machine.name];
     let why: string;
     if (gone) why = "its etcd member is already gone";
-    else if (machine.markedForDeletion) why = "it is marked for deletion";
-    else if (machine.remediationRequested) why = "remediation was requested for it";
+    else if (marked && machine.markedForDeletion) why = "it is marked for deletion";
+    else if (marked && machine.remediationRequested) why = "remediation was requested for it";
+    else if (marked) why = "its infrastructure failed for good";
+    else if (deadVoter) why = "its etcd member is a dead voter: removing it never costs quorum";
     else if (sick && outdated.length > 0) why = `it is unhealthy and outdated (${outdated.join(", ")})`;
     else if (outdated.length > 0) why = `it is outdated (${outdated.join(", ")})`;
     else if (domainCount > 1 && snapshot.cluster.failureDomains.length > 0) why = `failure domain ${machine.failureDomain ?? "(none)"} has the most Machines (${domainCount}) and it is the oldest there`;

@@ -28,6 +28,8 @@ export interface ControlPlaneView {
   deleting: boolean;
   /** The QuorumControlPlane carries the paused annotation. */
   paused: boolean;
+  /** Member ids listed in the quorum-remove-etcd-member annotation (as written: decimal or hex). */
+  removeMemberIds?: string[];
   remediation: {
     maxRetry: number;
     retryPeriodMs: number;

@@ -1,4 +1,4 @@
-// The planners the simulator can drive: the real plan(), and the seed bugs of issue 2, each planted through
+// The planners the simulator can drive: the real plan(), and the seed bugs of issues 2 and 12, each planted through
 // makePlanner's parts (never by editing the real planner) so the simulator can prove it notices them.
 import { assess, mapMembersToMachines, type Verdict } from "../../src/core/assess.ts";
 import { makePlanner, plan } from "../../src/core/plan.ts";
@@ -42,11 +42,56 @@ const randomScaleDown: PlannerFactory = (rng) =>
     },
   });
 
+/**
+ * (d) Issue 12, bug 2: members are mapped to Machines by name alone, and same-name claimants by member id, so a stale
+ * member with a live Machine's name (at an address no Machine has) takes the Machine and the live member turns ghost.
+ */
+function mapByNameOnly(snapshot: Snapshot): Map<string, string> {
+  const result = new Map<string, string>();
+  const byId = [...snapshot.etcd.members].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  for (const machine of snapshot.machines) {
+    const claimant = byId.find((member) => member.name !== "" && (member.name === machine.memberName || member.name === machine.nodeName || member.name === machine.name) && !result.has(member.id));
+    if (claimant) result.set(claimant.id, machine.name);
+  }
+  return result;
+}
+const nameOnlyMapping: PlannerFactory = () => makePlanner({ assess: (snapshot, op) => assess(snapshot, op, mapByNameOnly) });
+
+/**
+ * (e) Issue 12, bug 1: deleting, remediating or releasing a Machine is judged as if members that map to no Machine
+ * (and are not ghosts) did not exist, so the Machine of a live member Quorum cannot identify yet is taken away.
+ */
+const remediateUnmapped: PlannerFactory = () =>
+  makePlanner({
+    assess: (snapshot, op) => {
+      if (op.kind !== "DeleteMachine" && op.kind !== "ReleaseHook") return assess(snapshot, op);
+      const unexplained = new Set(
+        assess(snapshot, { kind: "Observe" })
+          .members.filter((member) => member.machine === undefined && member.class !== "ghost")
+          .map((member) => member.id),
+      );
+      const members = snapshot.etcd.members.filter((member) => !unexplained.has(member.id));
+      return assess({ ...snapshot, etcd: { ...snapshot.etcd, members } }, op);
+    },
+  });
+
+/** (f) Issue 12, bug 3: scale-down takes the oldest Machine whatever its member's health, and waits on a dead voter. */
+const oldestFirstScaleDown: PlannerFactory = () =>
+  makePlanner({
+    selectForScaleDown: (snapshot: Snapshot) => {
+      const oldest = [...activeMachines(snapshot)].sort((a, b) => a.created - b.created || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))[0];
+      return oldest ? { machine: oldest.name, why: "it is the oldest" } : undefined;
+    },
+  });
+
 export const PLANNERS = {
   real: () => plan,
   "ghost-blind": ghostBlind,
   "one-to-one": oneToOne,
   "random-scale-down": randomScaleDown,
+  "name-only-mapping": nameOnlyMapping,
+  "remediate-unmapped": remediateUnmapped,
+  "oldest-first-scale-down": oldestFirstScaleDown,
 } satisfies Record<string, PlannerFactory>;
 
 export type PlannerName = keyof typeof PLANNERS;

@@ -44,11 +44,23 @@ describe("planner cases found by the simulator: members that map to no Machine",
     assert.ok(removal.blockers.some((blocker) => blocker.subject.includes("stray")), JSON.stringify(removal.blockers));
   });
 
-  it("removes one of two healthy ghosts instead of letting each block the other's removal", () => {
+  it("removes one of two dead ghosts instead of letting each block the other's removal", () => {
     const h = healthyMachines(3);
-    const ghosts = [member("old-1", { peerURLs: ["https://10.9.9.5:2380"], firstObserved: NOW - 30 * MINUTE }), member("old-2", { peerURLs: ["https://10.9.9.6:2380"], firstObserved: NOW - 30 * MINUTE })];
+    const ghosts = [dead("old-1", { peerURLs: ["https://10.9.9.5:2380"], firstObserved: NOW - 30 * MINUTE }), dead("old-2", { peerURLs: ["https://10.9.9.6:2380"], firstObserved: NOW - 30 * MINUTE })];
     const decision = plan(snapshot({ machines: h.machines, members: [...withLeader(h.members, "m-1"), ...ghosts] }));
     assert.equal(decision.action.kind, "RemoveGhost", decision.action.reason);
+  });
+
+  it("leaves two healthy members that map to no Machine alone, and removes the one a user names even while the other stays", () => {
+    const h = healthyMachines(3);
+    const strays = [member("old-1", { peerURLs: ["https://10.9.9.5:2380"], firstObserved: NOW - 30 * MINUTE }), member("old-2", { peerURLs: ["https://10.9.9.6:2380"], firstObserved: NOW - 30 * MINUTE })];
+    const members = [...withLeader(h.members, "m-1"), ...strays];
+    const alone = plan(snapshot({ machines: h.machines, members }));
+    assert.ok(!isDisruptive(alone.action), `${alone.action.kind}: ${alone.action.reason}`);
+    assert.deepEqual(alone.assessment.members.filter((candidate) => candidate.class === "unmapped").map((candidate) => candidate.name), ["old-1", "old-2"]);
+    const named = plan(snapshot({ machines: h.machines, members, controlPlane: { removeMemberIds: [strays[1].id] } }));
+    assert.equal(named.action.kind, "RemoveMember", named.action.reason);
+    assert.equal(named.action.kind === "RemoveMember" && named.action.memberName, "old-2");
   });
 });
 

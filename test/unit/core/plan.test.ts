@@ -145,12 +145,13 @@ const cases: Case[] = [
     name: "a ghost past its grace period blocks the rollout and is named when removing it is not safe",
     snapshot: () => {
       const h = outdatedThree();
+      h.members[1] = dead("m-2");
       h.members[2] = dead("m-3");
-      // A ghost that still answers: removing it while m-3 is down would cost the only spare.
-      const ghost = member("old-7", { peerURLs: ["https://10.9.9.9:2380"], firstObserved: NOW - 30 * MINUTE });
+      // A dead ghost next to two dead voters: removing it would leave 1 healthy of 3, below the quorum of 2.
+      const ghost = dead("old-7", { peerURLs: ["https://10.9.9.9:2380"], firstObserved: NOW - 30 * MINUTE });
       return snapshot({ machines: h.machines, members: [...h.members, ghost] });
     },
-    expect: { kind: "Wait", reason: ["ghost", "old-7", "m-3"], blockedBy: ["old-7"] },
+    expect: { kind: "Wait", reason: ["ghost", "old-7"], blockedBy: ["old-7"] },
   },
   {
     name: "a dead ghost past its grace period is removed when that keeps quorum",
@@ -169,14 +170,14 @@ const cases: Case[] = [
     expect: { kind: "CreateMachine" },
   },
   {
-    name: "one dead voter that is not the one leaving stops a rollout from removing any member, and is named",
+    name: "a dead voter during a surge rollout leaves first, because removing it never costs quorum while every healthy removal is refused",
     snapshot: () => {
       const old = healthyMachines(2, "m", { version: OLD_VERSION });
       const fresh = healthyMachines(2, "n");
       const members = [...old.members, member("n-1"), dead("n-2")];
       return snapshot({ machines: [...old.machines, ...fresh.machines], members });
     },
-    expect: { kind: "Wait", reason: ["n-2", "unhealthy voter"], blockedBy: ["n-2"], recheckAtMost: 15 * SECOND },
+    expect: { kind: "RemoveMember", fields: { memberName: "n-2", machine: "n-2" }, reason: ["dead voter", "3 of 3 voters healthy"] },
   },
   {
     name: "a dead voter with remediation requested loses its member before a replacement is added (1 dead of 3 leaves 2 of 2)",
@@ -269,14 +270,14 @@ const cases: Case[] = [
     expect: { kind: "RemoveMember", fields: { memberId: idOf("m-1") }, reason: ["maxSurge 0"] },
   },
   {
-    name: "maxSurge 0 with a dead voter removes nothing healthy and names the dead one",
+    name: "maxSurge 0 with a dead voter removes the dead one first and nothing healthy (2 of 2 left)",
     snapshot: () => {
       const h = healthyMachines(3, "m", { version: OLD_VERSION });
       const fresh = machine("n-1", { failureDomain: "fd-a" });
       // m-2..m-3 outdated and healthy, n-1 up to date but dead: removing an outdated voter would leave 1 of 2.
       return snapshot({ machines: [h.machines[1], h.machines[2], fresh], members: withLeader([h.members[1], h.members[2], dead("n-1")], "m-3"), controlPlane: { maxSurge: 0 } });
     },
-    expect: { kind: "Wait", reason: ["n-1"], blockedBy: ["n-1"] },
+    expect: { kind: "RemoveMember", fields: { memberName: "n-1", machine: "n-1" }, reason: ["dead voter", "2 of 2 voters healthy"] },
   },
   {
     name: "maxSurge 0 with one replica surges instead, because removing the only member is impossible",

@@ -221,3 +221,122 @@ describe("plan: properties over random snapshots", () => {
     );
   });
 });
+
+describe("plan: members that map to no Machine", () => {
+  /** A started voter that answers and maps to no Machine: the generator's strays never share a name or address. */
+  const healthyStrayVoters = (s: Snapshot) => s.etcd.members.filter((candidate) => candidate.name.startsWith("stray-") && !candidate.learner && healthyByOracle(candidate));
+
+  it("never removes a healthy member that maps to no Machine, nor takes away a Machine without a member while one exists", () => {
+    fc.assert(
+      fc.property(snapshotArb, (s) => {
+        const strays = healthyStrayVoters(s);
+        // A control plane being deleted takes every member with it: nothing is left to protect.
+        if (strays.length === 0 || s.controlPlane.deleting) return;
+        const { action } = plan(s);
+        if (action.kind === "RemoveMember" || action.kind === "RemoveGhost") assert.ok(!strays.some((stray) => stray.id === action.memberId), `${action.kind} of healthy ${action.memberName}: ${action.reason}`);
+        if (action.kind === "DeleteMachine" || action.kind === "Remediate" || action.kind === "ReleaseHook") {
+          const target = s.machines.find((candidate) => candidate.name === action.machine);
+          assert.ok(target && memberOfMachine(s, target), `${action.kind} ${action.machine}, which has no member, next to healthy ${strays[0].name}: ${action.reason}`);
+        }
+      }),
+      { numRuns: RUNS },
+    );
+  });
+});
+
+// Liveness: a world of joined Machines, each with its voter (some dead, some with remediation requested), where fewer
+// Machines are wanted. Nothing in
+// it changes by itself (a dead member stays dead), so a Wait there is a Wait forever.
+const shrinkingArb = fc
+  .record({
+    members: fc.array(fc.record({ dead: fc.integer({ min: 0, max: 3 }).map((n) => n === 0), erroring: fc.boolean(), marked: fc.integer({ min: 0, max: 4 }).map((n) => n === 0), old: fc.boolean(), ageMin: fc.integer({ min: 30, max: 300 }), domain: fc.constantFrom("fd-a", "fd-b", "fd-c") }), { minLength: 2, maxLength: 6 }),
+    replicas: fc.constantFrom(1, 3, 5),
+    maxSurge: fc.constantFrom<0 | 1>(0, 1),
+    memberRemoval: fc.constantFrom<"BeforeDelete" | "AfterDrain">("BeforeDelete", "AfterDrain"),
+    namedAfterHost: fc.boolean(),
+    leaderPick: fc.nat(),
+  })
+  .map((world): Snapshot => {
+    const machines: MachineView[] = [];
+    const members: MemberView[] = [];
+    world.members.forEach((spec, index) => {
+      const name = `m-${index}`;
+      const address = `10.0.0.${index + 2}`;
+      // kubeadm names the member and the Node after the host; the Machine learns the Node from its nodeRef.
+      const host = world.namedAfterHost ? `ip-10-0-0-${index + 2}` : name;
+      machines.push({
+        name,
+        created: NOW - spec.ageMin * MINUTE,
+        version: spec.old ? OLD_VERSION : VERSION,
+        templateHash: "tmpl-1",
+        failureDomain: spec.domain,
+        memberName: host,
+        nodeName: host,
+        addresses: [address],
+        infrastructureReady: true,
+        bootstrapReady: true,
+        hasPreTerminateHook: true,
+        // A MachineHealthCheck asked for it: it should leave first, unless it cannot leave yet.
+        remediationRequested: spec.marked,
+        failed: false,
+        markedForDeletion: false,
+      });
+      members.push({
+        id: String(2000 + index),
+        name: host,
+        peerURLs: [`https://${address}:2380`],
+        clientURLs: [`https://${address}:2379`],
+        learner: false,
+        reachable: !(spec.dead && !spec.erroring),
+        leader: false,
+        errors: spec.dead && spec.erroring ? ["etcdserver: no leader"] : [],
+        firstObserved: NOW - spec.ageMin * MINUTE,
+        startedObserved: NOW - spec.ageMin * MINUTE,
+        lastProgress: NOW,
+      });
+    });
+    const healthy = members.filter(healthyByOracle);
+    if (healthy.length > 0) healthy[world.leaderPick % healthy.length].leader = true;
+    return {
+      now: NOW,
+      controlPlane: { ...controlPlane(), replicas: world.replicas, maxSurge: world.maxSurge, memberRemoval: world.memberRemoval },
+      cluster: clusterView(),
+      machines,
+      nodes: machines.map((candidate) => ({ name: candidate.nodeName ?? candidate.name, ready: true, addresses: candidate.addresses })),
+      etcd: { observed: true, members, alarms: [] },
+    };
+  });
+
+/** Fewer Machines wanted: more than replicas, or a maxSurge-0 rollout (3 or more replicas) that removes first. */
+function wantsFewer(s: Snapshot): boolean {
+  const outdated = s.machines.some((candidate) => candidate.version !== s.controlPlane.version);
+  return s.machines.length > s.controlPlane.replicas || (s.controlPlane.maxSurge === 0 && s.controlPlane.replicas >= 3 && outdated && s.machines.length >= s.controlPlane.replicas);
+}
+
+/**
+ * Some voter can go without risk, by the oracle: a healthy quorum commits the change, the rest keeps a healthy
+ * quorum, and a healthy voter goes only when every other voter is healthy (the strict policy).
+ */
+function someRemovalSafe(s: Snapshot): boolean {
+  const voters = s.etcd.members;
+  const healthy = voters.filter(healthyByOracle).length;
+  if (healthy < Math.floor(voters.length / 2) + 1) return false;
+  return voters.some((leaving) => {
+    const left = healthy - (healthyByOracle(leaving) ? 1 : 0);
+    const strictHolds = !healthyByOracle(leaving) || healthy === voters.length;
+    return voters.length > 1 && left >= Math.floor((voters.length - 1) / 2) + 1 && strictHolds;
+  });
+}
+
+describe("plan: liveness", () => {
+  it("never waits when fewer Machines are wanted and some member can leave without risk (a dead voter goes first)", () => {
+    fc.assert(
+      fc.property(shrinkingArb, (s) => {
+        if (!wantsFewer(s) || !someRemovalSafe(s)) return;
+        const { action } = plan(s);
+        assert.notEqual(action.kind, "Wait", action.reason);
+      }),
+      { numRuns: RUNS },
+    );
+  });
+});
