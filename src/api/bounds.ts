@@ -25,7 +25,7 @@ export const SPEC_DURATION_MINIMUMS: Readonly<Record<string, DurationMinimum>> =
   "spec.etcd.learnerPromotionTimeout": {
     min: "30s",
     minMs: 30_000,
-    why: "a learner needs time to receive etcd's snapshot, so a shorter one evicts learners that are catching up",
+    why: "a learner needs time to receive the snapshot etcd sends it, so a shorter one evicts learners that are catching up",
   },
   "spec.etcd.learnerStallTimeout": {
     min: "30s",

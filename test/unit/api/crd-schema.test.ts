@@ -275,6 +275,8 @@ test("each duration minimum of src/api/bounds.ts is a CEL rule on its field, wit
   const durationPattern = celMatchesPattern(at(qcpSchema, "spec.etcd.ghostMemberGracePeriod")!["x-kubernetes-validations"]![0].rule).source;
   for (const [path, minimum] of Object.entries(SPEC_DURATION_MINIMUMS)) {
     assert.equal(parseDuration(minimum.min), minimum.minMs, `${path}: min ${minimum.min} is not ${minimum.minMs} ms`);
+    // The reason sits inside a single-quoted CEL string: a quote ends it and the apiserver rejects the whole CRD.
+    assert.doesNotMatch(minimum.why, /['"\\]/, `${path}: the reason may not contain quotes or backslashes`);
     const node = at(qcpSchema, path);
     const rules = node?.["x-kubernetes-validations"] ?? [];
     const bound = rules.find((rule) => rule.rule.includes("duration(self)"));
