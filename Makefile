@@ -1,11 +1,11 @@
 # Quorum — see README.md. Every target installs what it needs.
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
-# `make test` is deps -> typecheck -> unit -> sim -> integration, in that order even under `make -j`: every
+# `make test` is deps -> typecheck -> lint -> unit -> sim -> integration, in that order even under `make -j`: every
 # step needs what deps installs, and the integration tests should not share 2 cores with the simulator.
 .NOTPARALLEL:
 
-.PHONY: help deps npm test test-unit sim test-integration typecheck build clean
+.PHONY: help deps npm test test-unit sim test-integration typecheck lint build clean
 
 help: ## list targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -16,10 +16,13 @@ deps: ## install etcd, npm packages, build kube-apiserver + CAPI manager + clust
 npm: ## npm ci only
 	@bash hack/deps.sh npm
 
-test: deps typecheck test-unit sim-ci test-integration ## everything CI runs: types, unit, 1,000 sim schedules, integration
+test: deps typecheck lint test-unit sim-ci test-integration ## everything CI runs: types, lint, unit, 1,000 sim schedules, integration
 
 typecheck: npm ## tsc --noEmit over src, test, e2e
 	npx tsc --noEmit
+
+lint: npm ## ESLint (layer import boundaries included) and Prettier's check; npx prettier --write . fixes the format
+	npm run --silent lint
 
 test-unit: npm ## unit and property tests of the pure core
 	bash hack/run-tests.sh test/unit

@@ -83,7 +83,7 @@ export class WorkloadCluster {
                 this.written.set(key, value);
                 return;
               } catch (error) {
-                if (attempt >= 10) throw new Error(`could not write key ${key} to the workload etcd: ${(error as Error).message}`);
+                if (attempt >= 10) throw new Error(`could not write key ${key} to the workload etcd: ${(error as Error).message}`, { cause: error });
                 await sleep(500);
               }
             }

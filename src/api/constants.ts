@@ -49,6 +49,8 @@ export const CONDITION = {
   MachinesReady: "MachinesReady",
   CertificatesAvailable: "CertificatesAvailable",
   Reconciled: "Reconciled",
+  /** True while another control plane claims this Cluster or its Machines: Quorum then acts less or not at all. */
+  OwnershipConflict: "OwnershipConflict",
 } as const;
 export type ConditionType = (typeof CONDITION)[keyof typeof CONDITION];
 

@@ -3,7 +3,8 @@
 // API server and leave an expectation of what the cache must show once it has caught up (expectations.ts).
 // Templates are still read from the API server: only a CreateMachine needs them.
 import type { Cluster, Machine } from "../api/capi.ts";
-import { API_VERSION, KIND, LABEL_CONTROL_PLANE_NAME } from "../api/constants.ts";
+import { API_VERSION, KIND } from "../api/constants.ts";
+import { concernsControlPlane } from "../api/ownership.ts";
 import type { QuorumControlPlane } from "../api/types.ts";
 import type { KubeObject } from "../adapters/kube/rest.ts";
 import type { CacheLookup, Expectations } from "./expectations.ts";
@@ -12,7 +13,7 @@ import type { ManagementApi } from "./ports.ts";
 export interface ManagementCaches {
   controlPlane(key: string): KubeObject | undefined;
   cluster(key: string): KubeObject | undefined;
-  /** Machines of a namespace labelled with a control-plane name. */
+  /** Machines of a namespace that carry a control-plane-name label (ours and other control planes'). */
   machines(namespace: string): KubeObject[];
   machine(key: string): KubeObject | undefined;
 }
@@ -38,9 +39,9 @@ export function cachedManagement(api: ManagementApi, caches: ManagementCaches, e
     async getCluster(namespace, name) {
       return readOnly(caches.cluster(`${namespace}/${name}`)) as Cluster | undefined;
     },
-    async listControlPlaneMachines(namespace, controlPlaneName) {
-      const owned = caches.machines(namespace).filter((machine) => machine.metadata.labels?.[LABEL_CONTROL_PLANE_NAME] === controlPlaneName);
-      return owned.map((machine) => readOnly(machine) as unknown as Machine).sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
+    async listControlPlaneMachines(namespace, controlPlaneName, clusterName) {
+      const concerned = (caches.machines(namespace) as unknown as Machine[]).filter((machine) => concernsControlPlane(machine, controlPlaneName, clusterName));
+      return concerned.map((machine) => readOnly(machine) as Machine).sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
     },
     getReferenced: (ref, namespace, referencedBy) => api.getReferenced(ref, namespace, referencedBy),
     async createIfAbsent(object) {

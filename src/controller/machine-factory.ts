@@ -3,7 +3,7 @@
 // with deterministic names so that a crash between the three creates is finished, not duplicated, next time.
 import { createHash } from "node:crypto";
 import type { Machine } from "../api/capi.ts";
-import { CAPI_API_VERSION, LABEL_CLUSTER_NAME, LABEL_CONTROL_PLANE, LABEL_CONTROL_PLANE_NAME, PRE_TERMINATE_HOOK, TEMPLATE_HASH_ANNOTATION } from "../api/constants.ts";
+import { API_VERSION, CAPI_API_VERSION, KIND, LABEL_CLUSTER_NAME, LABEL_CONTROL_PLANE, LABEL_CONTROL_PLANE_NAME, PRE_TERMINATE_HOOK, TEMPLATE_HASH_ANNOTATION } from "../api/constants.ts";
 import { parseDuration } from "../api/duration.ts";
 import type { OwnerReference, QuorumControlPlane } from "../api/types.ts";
 
@@ -106,12 +106,18 @@ function cloneTemplate(template: Unstructured, name: string, namespace: string, 
   };
 }
 
+/**
+ * The controller ownerRef is what makes a Machine ours (claimMachines in src/api/ownership.ts), so it is written from
+ * our own constants and never with an empty UID: such a Machine would be nobody's, and Quorum would create another.
+ */
 function ownerReference(controlPlane: QuorumControlPlane): OwnerReference {
+  const uid = controlPlane.metadata.uid;
+  if (!uid) throw new Error(`${KIND} ${controlPlane.metadata.namespace ?? "default"}/${controlPlane.metadata.name} has no metadata.uid: a Machine owned by it could not be told apart from another owner's; read the object from the API server before creating Machines`);
   return {
-    apiVersion: controlPlane.apiVersion,
-    kind: controlPlane.kind,
+    apiVersion: API_VERSION,
+    kind: KIND,
     name: controlPlane.metadata.name,
-    uid: controlPlane.metadata.uid ?? "",
+    uid,
     controller: true,
     blockOwnerDeletion: true,
   };

@@ -8,7 +8,11 @@ import type { Unstructured } from "./machine-factory.ts";
 export interface ManagementApi {
   getControlPlane(namespace: string, name: string): Promise<QuorumControlPlane | undefined>;
   getCluster(namespace: string, name: string): Promise<Cluster | undefined>;
-  listControlPlaneMachines(namespace: string, controlPlaneName: string): Promise<Machine[]>;
+  /**
+   * Machines labelled with this control plane's name and, given a Cluster, every control-plane Machine of that
+   * Cluster (concernsControlPlane in src/api/ownership.ts): the caller tells its own from the others (claimMachines).
+   */
+  listControlPlaneMachines(namespace: string, controlPlaneName: string, clusterName?: string): Promise<Machine[]>;
   getReferenced(ref: ObjectRef, namespace: string, referencedBy: string): Promise<Unstructured>;
   createIfAbsent(object: { apiVersion?: string; kind?: string; metadata: { name: string; namespace?: string } }): Promise<"created" | "exists">;
   deleteMachine(namespace: string, name: string): Promise<void>;

@@ -3,6 +3,7 @@
 // which is what makes a crash between any two calls harmless.
 import type { Cluster } from "../api/capi.ts";
 import { CONDITION, FINALIZER, KIND, LABEL_CLUSTER_NAME, PAUSED_ANNOTATION } from "../api/constants.ts";
+import { claimMachines, namesControlPlane } from "../api/ownership.ts";
 import type { QuorumControlPlane, QuorumControlPlaneStatus } from "../api/types.ts";
 import { EtcdOperationError } from "../adapters/errors.ts";
 import type { Logger } from "../adapters/kube/log.ts";
@@ -90,14 +91,18 @@ export async function reconcile(namespace: string, name: string, deps: Reconcile
   }
 
   try {
-    await deps.workload.ensureCertificates(controlPlane, cluster);
+    // A QuorumControlPlane the Cluster does not name must not create or rewrite the Cluster's Secrets (it would take
+    // over the kubeconfig Secret of the control plane that does run the Cluster); the planner says why it waits.
+    if (namesControlPlane(cluster.spec?.controlPlaneRef, name)) await deps.workload.ensureCertificates(controlPlane, cluster);
   } catch (error) {
     const message = errorText(error);
     await writeProblem(controlPlane, deps, "CertificatesUnavailable", message, CONDITION.CertificatesAvailable);
     throw new ReconcileError(message, "CertificatesUnavailable", { cause: error });
   }
 
-  const machines = await deps.management.listControlPlaneMachines(namespace, name);
+  // Ours are only the Machines whose controller is this object and whose spec.clusterName is our Cluster; the rest are
+  // reported and shown to the planner as other claimants (src/api/ownership.ts).
+  const { owned: machines, foreign } = claimMachines(await deps.management.listControlPlaneMachines(namespace, name, clusterName), controlPlane, clusterName);
   if (controlPlane.metadata.deletionTimestamp && machines.length === 0) {
     await deps.management.setFinalizers(controlPlane, finalizers.filter((finalizer) => finalizer !== FINALIZER));
     await deps.workload.forget(namespace, clusterName);
@@ -110,7 +115,7 @@ export async function reconcile(namespace: string, name: string, deps: Reconcile
     etcd = world.etcd;
     let snapshot: Snapshot;
     try {
-      snapshot = buildSnapshot(world.observation);
+      snapshot = buildSnapshot({ ...world.observation, foreignMachines: foreign });
     } catch (error) {
       await writeProblem(controlPlane, deps, "InvalidSpec", errorText(error));
       throw new ReconcileError(errorText(error), "InvalidSpec", { cause: error });

@@ -5,8 +5,9 @@ import type { Cluster, Machine, Node } from "../api/capi.ts";
 import { OWNER_REMEDIATED_CONDITION } from "../api/capi.ts";
 import { DEFAULTS, DELETE_MACHINE_ANNOTATION, MEMBER_NAME_ANNOTATION, PAUSED_ANNOTATION, PRE_TERMINATE_HOOK, TEMPLATE_HASH_ANNOTATION } from "../api/constants.ts";
 import { durationOr } from "../api/duration.ts";
+import type { ForeignMachine } from "../api/ownership.ts";
 import type { EtcdMemberStatus, QuorumControlPlane } from "../api/types.ts";
-import type { ClusterView, ControlPlaneView, EtcdView, MachineView, MemberView, NodeView, Snapshot } from "../core/snapshot.ts";
+import type { ClusterView, ControlPlaneView, EtcdView, ForeignMachineView, MachineView, MemberView, NodeView, Snapshot } from "../core/snapshot.ts";
 
 export interface Observation {
   now: number;
@@ -16,6 +17,8 @@ export interface Observation {
   nodes: Node[];
   /** Built by the etcd adapter's toEtcdView, with firstObserved/lastProgress carried over from status. */
   etcd: EtcdView;
+  /** Machines listed with ours that claimMachines (src/api/ownership.ts) found not to be ours. */
+  foreignMachines?: ForeignMachine[];
 }
 
 export function buildSnapshot(observation: Observation): Snapshot {
@@ -23,7 +26,7 @@ export function buildSnapshot(observation: Observation): Snapshot {
   return {
     now,
     controlPlane: controlPlaneView(controlPlane),
-    cluster: clusterView(cluster),
+    cluster: clusterView(cluster, observation.foreignMachines ?? []),
     machines: observation.machines.map(machineView).sort((a, b) => a.name.localeCompare(b.name)),
     nodes: observation.nodes.map(nodeView).sort((a, b) => a.name.localeCompare(b.name)),
     etcd: observation.etcd,
@@ -77,7 +80,8 @@ function controlPlaneView(qcp: QuorumControlPlane): ControlPlaneView {
   };
 }
 
-function clusterView(cluster: Cluster): ClusterView {
+function clusterView(cluster: Cluster, foreign: ForeignMachine[]): ClusterView {
+  const ref = cluster.spec?.controlPlaneRef;
   const failureDomains = (cluster.status?.failureDomains ?? [])
     .filter((domain) => domain.controlPlane !== false)
     .map((domain) => domain.name)
@@ -88,6 +92,10 @@ function clusterView(cluster: Cluster): ClusterView {
     failureDomains,
     infrastructureReady: cluster.status?.initialization?.infrastructureProvisioned === true,
     controlPlaneInitialized: cluster.status?.initialization?.controlPlaneInitialized === true,
+    ...(ref ? { controlPlaneRef: { apiGroup: ref.apiGroup ?? "", kind: ref.kind ?? "", name: ref.name ?? "" } } : {}),
+    foreignMachines: foreign
+      .map((entry): ForeignMachineView => ({ name: entry.machine.metadata.name, owner: entry.owner, sameCluster: entry.sameCluster, why: entry.why }))
+      .sort((a, b) => a.name.localeCompare(b.name)),
   };
 }
 

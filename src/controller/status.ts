@@ -5,6 +5,7 @@ import { CONDITION, LABEL_CONTROL_PLANE_NAME } from "../api/constants.ts";
 import type { Condition, EtcdMemberStatus, QuorumControlPlane, QuorumControlPlaneStatus } from "../api/types.ts";
 import type { Action } from "../core/actions.ts";
 import { describeBlockers, memberStatuses, quorumStatus, type Verdict } from "../core/assess.ts";
+import { ownershipConflict } from "../core/ownership.ts";
 import { isUpToDate } from "../core/selection.ts";
 import type { Snapshot } from "../core/snapshot.ts";
 import { setConditions, type ConditionInput } from "./conditions.ts";
@@ -109,6 +110,7 @@ function conditionInputs(inputs: StatusInputs, counts: { ready: number; upToDate
       reason: counts.ready === counts.replicas && counts.replicas > 0 ? "Ready" : "NotReady",
       message: `${counts.ready} of ${counts.replicas} Machines ready${inputs.nodesError ? ` (workload Nodes not readable: ${inputs.nodesError})` : ""}`,
     },
+    ownershipCondition(snapshot),
     {
       type: CONDITION.Reconciled,
       status: "True",
@@ -116,6 +118,13 @@ function conditionInputs(inputs: StatusInputs, counts: { ready: number; upToDate
       message: "",
     },
   ];
+}
+
+/** OwnershipConflict: another control plane claims the Cluster or Machines labelled for this one (src/core/ownership.ts). */
+function ownershipCondition(snapshot: Snapshot): ConditionInput {
+  const conflict = ownershipConflict(snapshot);
+  if (!conflict) return { type: CONDITION.OwnershipConflict, status: "False", reason: "SingleOwner", message: "" };
+  return { type: CONDITION.OwnershipConflict, status: "True", reason: conflict.reason, message: conflict.message };
 }
 
 function readyCondition(verdict: Verdict, ready: number, snapshot: Snapshot): ConditionInput {

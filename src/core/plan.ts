@@ -12,6 +12,7 @@ import { PRE_TERMINATE_HOOK } from "../api/constants.ts";
 import type { Action } from "./actions.ts";
 import { assess, describeBlockers, type Blocker, type MachineAssessment, type MemberAssessment, type PlannedOp, type Verdict } from "./assess.ts";
 import { formatDuration, formatSeconds } from "./format.ts";
+import { allowedDespite, ownershipConflict } from "./ownership.ts";
 import {
   activeMachines,
   chooseFailureDomain,
@@ -83,7 +84,15 @@ function byDeletion(machines: MachineView[]): MachineView[] {
 
 export function makePlanner(parts?: Partial<PlannerParts>): (s: Snapshot) => Decision {
   const used: PlannerParts = { assess, selectForScaleDown: selectMachineForScaleDown, ...parts };
-  return (snapshot: Snapshot) => decide(snapshot, used);
+  return (snapshot: Snapshot) => holdBesideOtherOwners(snapshot, decide(snapshot, used));
+}
+
+/** Another owner's Machines in our Cluster, or our own deletion beside the named owner, hold back some steps (src/core/ownership.ts). */
+function holdBesideOtherOwners(snapshot: Snapshot, decision: Decision): Decision {
+  const conflict = ownershipConflict(snapshot);
+  if (!conflict || allowedDespite(conflict, decision.action)) return decision;
+  const held = `${decision.action.kind} (${decision.action.reason})`;
+  return { action: waitFor(`${conflict.message}; held back: ${held}`, RECHECK_MS.blocked, conflict.claimant), assessment: decision.assessment };
 }
 
 export const plan = makePlanner();
@@ -94,6 +103,10 @@ function decide(snapshot: Snapshot, parts: PlannerParts): Decision {
   const check = (op: PlannedOp): Verdict => parts.assess(snapshot, op);
   const base = check({ kind: "Observe" });
   const decided = (step: Step): Decision => ({ action: step.action, assessment: base, ...(step.check ? { check: step.check } : {}) });
+
+  // One owner first (src/core/ownership.ts): a Cluster that names another control plane gets no step from us at all.
+  const conflict = ownershipConflict(snapshot);
+  if (conflict?.holds === "everything") return decided({ action: waitFor(conflict.message, RECHECK_MS.blocked, conflict.claimant) });
 
   if (snapshot.cluster.paused || spec.paused) {
     const who = snapshot.cluster.paused ? `Cluster ${spec.namespace}/${snapshot.cluster.name} has spec.paused set` : `${key} carries the cluster.x-k8s.io/paused annotation`;

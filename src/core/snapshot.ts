@@ -52,6 +52,23 @@ export interface ClusterView {
   infrastructureReady: boolean;
   /** The workload control plane has been initialised (the first member and apiserver are up). */
   controlPlaneInitialized: boolean;
+  /** Cluster.spec.controlPlaneRef: Quorum acts only when it names this QuorumControlPlane (issue 12, bug 4). */
+  controlPlaneRef?: { apiGroup: string; kind: string; name: string };
+  /**
+   * Machines that carry this QuorumControlPlane's label or are control-plane Machines of its Cluster, but are not
+   * its own (another controller owner UID, or another spec.clusterName). Never acted on, never counted.
+   */
+  foreignMachines: ForeignMachineView[];
+}
+
+export interface ForeignMachineView {
+  name: string;
+  /** Its controller owner as "Kind ns/name", or "no controller owner". */
+  owner: string;
+  /** Its spec.clusterName is this Cluster: its etcd member, if any, is in this Cluster's etcd. */
+  sameCluster: boolean;
+  /** Why it is not ours, for the condition. */
+  why: string;
 }
 
 export interface MachineView {

@@ -29,7 +29,7 @@ export function capiModuleDir(): string {
   try {
     modCache = execFileSync("go", ["env", "GOMODCACHE"], { encoding: "utf8" }).trim();
   } catch (error) {
-    throw new Error(`cannot run \`go env GOMODCACHE\` to find the CAPI CRDs (${(error as Error).message}): install Go, then run make deps`);
+    throw new Error(`cannot run \`go env GOMODCACHE\` to find the CAPI CRDs (${(error as Error).message}): install Go, then run make deps`, { cause: error });
   }
   const dir = join(modCache, `sigs.k8s.io/cluster-api@${capi}`);
   if (!existsSync(dir)) throw new Error(`${dir} does not exist: run \`make deps\` (it downloads cluster-api ${capi})`);

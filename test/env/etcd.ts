@@ -372,7 +372,7 @@ async function retryUntil<T>(
     } catch (error) {
       const err = error as Error;
       if (!retriable(err) || Date.now() > deadline) {
-        throw new Error(`${what} failed: ${err.message}`, { cause: err });
+        throw new Error(`${what} failed: ${err.message}`, { cause: error });
       }
       await sleep(500);
     }

@@ -19,7 +19,7 @@ export async function eventually<T>(
 ): Promise<T> {
   const timeoutMs = options.timeoutMs ?? 60_000;
   const deadline = Date.now() + timeoutMs;
-  let lastSeen = "nothing checked yet";
+  let lastSeen: string;
   for (;;) {
     try {
       const result = await check();

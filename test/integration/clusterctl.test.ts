@@ -47,7 +47,7 @@ describe("clusterctl", () => {
       return await run(clusterctl, [...args, "--config", configFile, "--kubeconfig", apiServer.kubeconfigPath, "-v", "2"], { env: { ...env, ...extraEnv }, timeout: 240_000, maxBuffer: 16 * 1024 * 1024 });
     } catch (error) {
       const failure = error as Error & { stdout?: string; stderr?: string };
-      throw new Error(`clusterctl ${args.join(" ")} failed: ${failure.message}\nstdout:\n${failure.stdout}\nstderr:\n${failure.stderr}`);
+      throw new Error(`clusterctl ${args.join(" ")} failed: ${failure.message}\nstdout:\n${failure.stdout}\nstderr:\n${failure.stderr}`, { cause: error });
     }
   };
 

@@ -1,9 +1,9 @@
 // User mistakes become conditions that name the cause and the fix, and one broken QuorumControlPlane does not stop
-// the controller from reconciling the others.
+// the controller from reconciling the others (nor, when it is a copy-pasted second one, touch the first one's Cluster).
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { CLUSTER_SECRET_TYPE, LABEL_CLUSTER_NAME } from "../../src/api/constants.ts";
+import { API_VERSION, CLUSTER_SECRET_TYPE, KIND, LABEL_CLUSTER_NAME, LABEL_CONTROL_PLANE_NAME } from "../../src/api/constants.ts";
 import type { QuorumControlPlane } from "../../src/api/types.ts";
 import { kubeRequestOk } from "../env/kube.ts";
 import { startStack, type ControllerStack } from "./controller/stack.ts";
@@ -57,6 +57,33 @@ describe("broken QuorumControlPlanes", { timeout: 600_000 }, () => {
     assert.match(reconciled?.message ?? "", /TestMachineTemplate failures\/no-templates-infra referenced by QuorumControlPlane failures\/no-templates spec\.machineTemplate\.infrastructureRef was not found: create it or correct the reference/);
     const qcp = await stack.getControlPlane(NS, "no-templates");
     assert.match(qcp.status?.nextAction?.message ?? "", /no-templates-infra/);
+  });
+
+  it("leaves a healthy Cluster's Machines and members alone when a copy-pasted second QuorumControlPlane is labelled for it, and says why", async () => {
+    // Issue 12, bug 4: the copy used to see the first one's members as ghosts and remove them one by one.
+    const before = await stack.waitConverged(NS, "healthy", 1);
+    const machinesBefore = (await stack.machines(NS, "healthy")).map((machine) => machine.metadata.name);
+    await kubeRequestOk(stack.kubeConfig, `/apis/${API_VERSION}/namespaces/${NS}/quorumcontrolplanes`, {
+      body: { apiVersion: API_VERSION, kind: KIND, metadata: { name: "healthy-copy", namespace: NS, labels: { [LABEL_CLUSTER_NAME]: "healthy" } }, spec: before.spec },
+    });
+    const deadline = Date.now() + 60_000;
+    let copy = await stack.getControlPlane(NS, "healthy-copy");
+    while (!copy.status?.conditions?.some((condition) => condition.type === "OwnershipConflict" && condition.status === "True")) {
+      if (Date.now() > deadline) throw new Error(`QuorumControlPlane ${NS}/healthy-copy never reported OwnershipConflict; status: ${JSON.stringify(copy.status)}`);
+      await sleep(300);
+      copy = await stack.getControlPlane(NS, "healthy-copy");
+    }
+    const conflict = copy.status?.conditions?.find((condition) => condition.type === "OwnershipConflict");
+    assert.match(conflict?.message ?? "", /Cluster failures\/healthy names QuorumControlPlane failures\/healthy in spec\.controlPlaneRef, not this QuorumControlPlane: Quorum does nothing here/);
+    assert.equal(copy.status?.nextAction?.blockedBy, "QuorumControlPlane failures/healthy");
+    // A few reconciles of both later, nothing has moved: same Machines, none deleting, the same healthy member.
+    await sleep(5_000);
+    const machinesAfter = await stack.machines(NS, "healthy");
+    assert.deepEqual(machinesAfter.map((machine) => machine.metadata.name), machinesBefore);
+    assert.ok(machinesAfter.every((machine) => !machine.metadata.deletionTimestamp && machine.metadata.labels?.[LABEL_CONTROL_PLANE_NAME] === "healthy"));
+    const after = await stack.waitConverged(NS, "healthy", 1);
+    assert.deepEqual(after.status?.etcd?.members?.map((member) => member.id), before.status?.etcd?.members?.map((member) => member.id));
+    assert.equal((await stack.getControlPlane(NS, "healthy-copy")).status?.replicas ?? 0, 0);
   });
 
   it("names the garbage CA Secret and leaves it untouched", async () => {

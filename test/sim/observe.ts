@@ -1,6 +1,7 @@
 // What the real observe() would see of the world: Machines from the management cluster, Nodes from the workload
 // apiserver (only while etcd has quorum), the member list as a member that answers reports it, each member's
 // status, and the controller's memory from status. Also returns the memory this reconcile would write back.
+import { GROUP, KIND } from "../../src/api/constants.ts";
 import type { MachineView, MemberView, NodeView, Snapshot } from "../../src/core/snapshot.ts";
 import { CONTROL_PLANE, NAMESPACE, type ControllerMemory, type SimMachine, type SimMember, type World } from "./world.ts";
 
@@ -74,6 +75,8 @@ export function observe(world: World, staleMachines?: MachineView[]): Observed {
       failureDomains: [...world.failureDomains],
       infrastructureReady: true,
       controlPlaneInitialized: world.initialized,
+      controlPlaneRef: { apiGroup: GROUP, kind: KIND, name: CONTROL_PLANE },
+      foreignMachines: [],
     },
     machines: staleMachines ?? machineViews(world),
     nodes: observeNodes(world),

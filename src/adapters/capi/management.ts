@@ -3,6 +3,7 @@
 import { ApiException, CoreV1Api, CustomObjectsApi, KubernetesObjectApi, PatchStrategy, setHeaderOptions, type KubeConfig, type KubernetesObject } from "@kubernetes/client-node";
 import type { Cluster, Machine } from "../../api/capi.ts";
 import { API_VERSION, CAPI_API_VERSION, CONTRACT_LABEL_V1BETA2, GROUP, KIND, LABEL_CONTROL_PLANE_NAME, PLURAL, VERSION } from "../../api/constants.ts";
+import { concernsControlPlane } from "../../api/ownership.ts";
 import type { ObjectRef, QuorumControlPlane, QuorumControlPlaneStatus } from "../../api/types.ts";
 import type { Unstructured } from "../../controller/machine-factory.ts";
 
@@ -37,9 +38,11 @@ export class ManagementClient {
     return this.read<Cluster>(CAPI_API_VERSION, "Cluster", namespace, name);
   }
 
-  async listControlPlaneMachines(namespace: string, controlPlaneName: string): Promise<Machine[]> {
-    const list = await this.objects.list<KubernetesObject>(CAPI_API_VERSION, "Machine", namespace, undefined, undefined, undefined, undefined, `${LABEL_CONTROL_PLANE_NAME}=${controlPlaneName}`);
-    return list.items as unknown as Machine[];
+  /** The same selection as the informer-backed one: every Machine with a control-plane-name label, then the shared rule. */
+  async listControlPlaneMachines(namespace: string, controlPlaneName: string, clusterName?: string): Promise<Machine[]> {
+    const selector = clusterName === undefined ? `${LABEL_CONTROL_PLANE_NAME}=${controlPlaneName}` : LABEL_CONTROL_PLANE_NAME;
+    const list = await this.objects.list<KubernetesObject>(CAPI_API_VERSION, "Machine", namespace, undefined, undefined, undefined, undefined, selector);
+    return (list.items as unknown as Machine[]).filter((machine) => concernsControlPlane(machine, controlPlaneName, clusterName));
   }
 
   /** Reads a referenced object, resolving its version from the CRD's contract label when the ref has only a group. */

@@ -48,7 +48,7 @@ export function parseKubeconfig(text: string): KubeconfigContents {
   try {
     document = parse(text);
   } catch (error) {
-    throw new Error(`is not YAML (${errorMessage(error)})`);
+    throw new Error(`is not YAML (${errorMessage(error)})`, { cause: error });
   }
   if (typeof document !== "object" || document === null) throw new Error("is not a kubeconfig (no YAML mapping)");
   const config = document as {

@@ -202,7 +202,7 @@ export async function decodePrivateKeyPem(pem: string): Promise<CryptoKey> {
     der = key.export({ format: "der", type: "pkcs8" });
     importAlgorithm = importAlgorithmFor(key);
   } catch (error) {
-    throw new Error(`cannot read private key PEM: ${(error as Error).message}: pass a PKCS#8, EC or RSA private key PEM`);
+    throw new Error(`cannot read private key PEM: ${(error as Error).message}: pass a PKCS#8, EC or RSA private key PEM`, { cause: error });
   }
   return webcrypto.subtle.importKey("pkcs8", der, importAlgorithm, true, ["sign"]) as Promise<CryptoKey>;
 }

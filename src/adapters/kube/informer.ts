@@ -86,7 +86,7 @@ export function kubeListerWatcher<T extends KubeObject>(
     async list(signal) {
       const items: T[] = [];
       let continueToken: string | undefined;
-      let resourceVersion = "";
+      let resourceVersion: string;
       // Paged so a management cluster with thousands of Machines does not produce one huge response.
       do {
         const page = await rest.get<KubeList<T>>(path, {

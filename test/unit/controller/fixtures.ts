@@ -1,7 +1,7 @@
 // Realistic objects as the API server returns them, shared by the controller unit tests.
 import type { Cluster, Machine } from "../../../src/api/capi.ts";
-import { API_VERSION, KIND, PRE_TERMINATE_HOOK } from "../../../src/api/constants.ts";
-import type { QuorumControlPlane } from "../../../src/api/types.ts";
+import { API_VERSION, GROUP, KIND, LABEL_CLUSTER_NAME, LABEL_CONTROL_PLANE, LABEL_CONTROL_PLANE_NAME, PRE_TERMINATE_HOOK } from "../../../src/api/constants.ts";
+import type { OwnerReference, QuorumControlPlane } from "../../../src/api/types.ts";
 
 export function controlPlane(overrides: Partial<QuorumControlPlane["spec"]> = {}): QuorumControlPlane {
   return {
@@ -24,7 +24,7 @@ export function controlPlane(overrides: Partial<QuorumControlPlane["spec"]> = {}
 export function cluster(): Cluster {
   return {
     metadata: { name: "c1", namespace: "ns" },
-    spec: { paused: false },
+    spec: { paused: false, controlPlaneRef: { apiGroup: GROUP, kind: KIND, name: "cp" } },
     status: {
       initialization: { infrastructureProvisioned: true, controlPlaneInitialized: true },
       failureDomains: [{ name: "fd-b", controlPlane: true }, { name: "fd-a", controlPlane: true }, { name: "workers", controlPlane: false }],
@@ -32,17 +32,26 @@ export function cluster(): Cluster {
   };
 }
 
-export function machine(name: string, extra: { node?: string; deleting?: string; hash?: string; ownerRemediated?: "True" | "False" } = {}): Machine {
+/** The controller ownerRef Quorum's machine factory writes, naming QuorumControlPlane ns/cp (uid-cp) by default. */
+export function ownedBy(name = "cp", uid = "uid-cp", kind = KIND, apiVersion = API_VERSION): OwnerReference {
+  return { apiVersion, kind, name, uid, controller: true, blockOwnerDeletion: true };
+}
+
+/** A control-plane Machine as CAPI stores it: labelled for its control plane and Cluster, owned by QuorumControlPlane ns/cp. */
+export function machine(name: string, extra: { node?: string; deleting?: string; hash?: string; ownerRemediated?: "True" | "False"; owner?: OwnerReference; controlPlaneName?: string; clusterName?: string } = {}): Machine {
+  const clusterName = extra.clusterName ?? "c1";
   return {
     metadata: {
       name,
       namespace: "ns",
       creationTimestamp: "2026-11-29T10:00:00Z",
+      labels: { [LABEL_CLUSTER_NAME]: clusterName, [LABEL_CONTROL_PLANE]: "", [LABEL_CONTROL_PLANE_NAME]: extra.controlPlaneName ?? "cp" },
+      ownerReferences: [extra.owner ?? ownedBy()],
       ...(extra.deleting ? { deletionTimestamp: extra.deleting } : {}),
       annotations: { [PRE_TERMINATE_HOOK]: "", ...(extra.hash ? { "controlplane.cluster.x-k8s.io/quorum-template-hash": extra.hash } : {}) },
     },
     spec: {
-      clusterName: "c1",
+      clusterName,
       version: "v1.31.2",
       bootstrap: { dataSecretName: `${name}-boot` },
       infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "ProcessMachine", name },

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { LABEL_CLUSTER_NAME, LABEL_CONTROL_PLANE_NAME, PRE_TERMINATE_HOOK } from "../../../src/api/constants.ts";
+import { claimMachines } from "../../../src/api/ownership.ts";
 import { buildMachineObjects, nextMachineName, type Unstructured } from "../../../src/controller/machine-factory.ts";
 import { controlPlane } from "./fixtures.ts";
 
@@ -43,6 +44,23 @@ describe("machine factory", () => {
     assert.equal(machine.metadata.labels?.[LABEL_CLUSTER_NAME], "c1");
     assert.equal(machine.metadata.labels?.[LABEL_CONTROL_PLANE_NAME], "cp");
     assert.equal(machine.metadata.ownerReferences?.[0].uid, "uid-cp");
+  });
+
+  it("creates a Machine the shell's ownership rule claims as this QuorumControlPlane's, and nobody else's", () => {
+    const { machine } = buildMachineObjects({ controlPlane: controlPlane(), clusterName: "c1", machineName: "cp-x-0", templateHash: "h1", infrastructureTemplate: infraTemplate, bootstrapConfigTemplate: bootTemplate });
+    const ours = controlPlane();
+    assert.deepEqual(claimMachines([machine], ours, "c1").owned, [machine]);
+    const copy = { ...ours, metadata: { ...ours.metadata, name: "cp-copy", uid: "uid-copy" } };
+    assert.deepEqual(claimMachines([machine], copy, "c1").owned, []);
+  });
+
+  it("refuses to create a Machine for a QuorumControlPlane without a UID, which no ownership check could claim", () => {
+    const noUid = controlPlane();
+    delete noUid.metadata.uid;
+    assert.throws(
+      () => buildMachineObjects({ controlPlane: noUid, clusterName: "c1", machineName: "m", templateHash: "h", infrastructureTemplate: infraTemplate, bootstrapConfigTemplate: bootTemplate }),
+      /QuorumControlPlane ns\/cp has no metadata\.uid/,
+    );
   });
 
   it("refuses a reference that is not a template, naming it", () => {

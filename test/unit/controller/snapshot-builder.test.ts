@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { buildSnapshot, machineTemplateHash, previousEtcdView, type Observation } from "../../../src/controller/snapshot-builder.ts";
-import { cluster, controlPlane, machine } from "./fixtures.ts";
+import { claimMachines } from "../../../src/api/ownership.ts";
+import { cluster, controlPlane, machine, ownedBy } from "./fixtures.ts";
 
 const NOW = Date.parse("2026-11-29T12:00:00Z");
 
@@ -25,6 +26,14 @@ describe("buildSnapshot", () => {
 
   it("lists only failure domains that may hold control-plane Machines, sorted", () => {
     assert.deepEqual(buildSnapshot(observation()).cluster.failureDomains, ["fd-a", "fd-b"]);
+  });
+
+  it("carries the Cluster's controlPlaneRef and the Machines claimMachines found not to be ours, for the planner's one-owner gate", () => {
+    const kcp = machine("kcp-a", { controlPlaneName: "kcp", owner: ownedBy("kcp", "uid-kcp", "KubeadmControlPlane") });
+    const { foreign } = claimMachines([machine("cp-a"), kcp], controlPlane(), "c1");
+    const view = buildSnapshot(observation({ foreignMachines: foreign })).cluster;
+    assert.deepEqual(view.controlPlaneRef, { apiGroup: "controlplane.cluster.x-k8s.io", kind: "QuorumControlPlane", name: "cp" });
+    assert.deepEqual(view.foreignMachines, [{ name: "kcp-a", owner: "KubeadmControlPlane ns/kcp", sameCluster: true, why: "its controller is KubeadmControlPlane ns/kcp" }]);
   });
 
   it("marks a Machine whose OwnerRemediated condition is False as asking for remediation", () => {

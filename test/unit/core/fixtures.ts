@@ -1,5 +1,6 @@
 // Snapshot builders for the core's unit tests, plus an idealised world that applies an Action the way the
 // executors would if everything succeeded at once (used to walk multi-step scenarios such as 1 -> 3 -> 1).
+import { GROUP, KIND } from "../../../src/api/constants.ts";
 import type { Action } from "../../../src/core/actions.ts";
 import type { ClusterView, ControlPlaneView, MachineView, MemberView, NodeView, Snapshot } from "../../../src/core/snapshot.ts";
 
@@ -29,7 +30,9 @@ export function controlPlane(overrides: Partial<ControlPlaneView> = {}): Control
 }
 
 export function clusterView(overrides: Partial<ClusterView> = {}): ClusterView {
-  return { name: "demo", paused: false, failureDomains: ["fd-a", "fd-b", "fd-c"], infrastructureReady: true, controlPlaneInitialized: true, ...overrides };
+  // Real Clusters name their control plane in spec.controlPlaneRef; the planner acts only when it names this one.
+  const claims = { controlPlaneRef: { apiGroup: GROUP, kind: KIND, name: "qcp" }, foreignMachines: [] };
+  return { name: "demo", paused: false, failureDomains: ["fd-a", "fd-b", "fd-c"], infrastructureReady: true, controlPlaneInitialized: true, ...claims, ...overrides, foreignMachines: overrides.foreignMachines ?? claims.foreignMachines };
 }
 
 /** Stable, distinct addresses per name, so peer-URL mapping in tests is never accidental. */
