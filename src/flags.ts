@@ -19,6 +19,27 @@ export interface Flags {
   help: boolean;
 }
 
+/**
+ * Bounds of the duration flags, [min, max] as Go durations. Each maximum also keeps the value far below
+ * setTimeout's limit (2^31-1 ms, about 24.8 days), above which Node fires the timer after 1 ms: an
+ * `--etcd-poll-interval=24000h` would otherwise poll every etcd in a hot loop.
+ */
+export const DURATION_FLAG_BOUNDS: Readonly<Record<string, { min: string; max: string; why: string }>> = {
+  "--etcd-poll-interval": {
+    min: "500ms",
+    max: "1h",
+    why: "faster floods etcd with status calls, slower hides a dead member or ghost longer",
+  },
+  "--etcd-call-timeout": {
+    min: "100ms",
+    max: "1m",
+    why: "shorter fails healthy members across a network, longer stalls reconciles on a frozen one",
+  },
+};
+
+const POLL = DURATION_FLAG_BOUNDS["--etcd-poll-interval"];
+const CALL = DURATION_FLAG_BOUNDS["--etcd-call-timeout"];
+
 export const USAGE = `quorum-controller — Cluster API control-plane provider for stacked etcd
 
 Usage: node dist/main.js [flags]
@@ -30,8 +51,12 @@ Usage: node dist/main.js [flags]
   --leader-election-namespace NS       namespace of the Lease (default: the pod's namespace or "default")
   --leader-election-id NAME            name of the Lease (default: quorum-controller-leader)
   --concurrency N                      QuorumControlPlanes reconciled in parallel (default: 10)
-  --etcd-poll-interval DURATION        how often each cluster's etcd membership is re-read (default: 10s)
-  --etcd-call-timeout DURATION         hard deadline of each call to one etcd member (default: 2s)
+  --etcd-poll-interval DURATION        how often each cluster's etcd membership is re-read (default: 10s;
+                                       ${POLL.min} to ${POLL.max}:
+                                       ${POLL.why})
+  --etcd-call-timeout DURATION         hard deadline of each call to one etcd member (default: 2s;
+                                       ${CALL.min} to ${CALL.max}:
+                                       ${CALL.why})
   --metrics-bind-address HOST:PORT     Prometheus /metrics (default: 127.0.0.1:8080; "0" disables)
   --health-probe-bind-address HOST:PORT  /healthz and /readyz (default: 127.0.0.1:8081; "0" disables)
   --log-level debug|info|warn|error    (default: info)
@@ -87,6 +112,10 @@ export function parseFlags(argv: string[], env: NodeJS.ProcessEnv = process.env)
 function durationFlag(name: string, text: string): number {
   const ms = parseDuration(text);
   if (ms === undefined || ms <= 0) throw new Error(`${name} must be a positive duration such as 500ms, 10s or 1m (got "${text}")`);
+  const bounds = DURATION_FLAG_BOUNDS[name];
+  if (bounds && (ms < parseDuration(bounds.min)! || ms > parseDuration(bounds.max)!)) {
+    throw new Error(`${name} must be between ${bounds.min} and ${bounds.max} (got "${text}"): ${bounds.why}`);
+  }
   return ms;
 }
 

@@ -41,6 +41,28 @@ export class SecretMissingError extends AdapterError {
   }
 }
 
+/**
+ * Certificate Secrets missing on a cluster whose control plane already runs. Regenerating them would give the
+ * cluster a CA its members do not trust: Quorum's etcd client certificate would be rejected and every safety
+ * check would wait forever. Only a restore from backup fixes it.
+ */
+export class RunningClusterSecretMissingError extends AdapterError {
+  readonly reason = "SecretMissingOnRunningCluster";
+  readonly needsUser = true;
+  constructor(
+    readonly secrets: SecretRef[],
+    /** Why the cluster counts as running, e.g. "Cluster ns/c reports its control plane initialized". */
+    evidence: string,
+  ) {
+    const names = secrets.map(secretKey).join(", ");
+    super(
+      `${secrets.length === 1 ? "Secret" : "Secrets"} ${names} not found, but the cluster is running (${evidence}): ` +
+        `restore ${names} from backup; Quorum does not regenerate the CAs or the service-account key of a running ` +
+        "cluster, since its members would reject certificates from a new CA and its API servers tokens from a new key",
+    );
+  }
+}
+
 /** A Secret exists but a data key is empty or does not hold what it must (PEM certificate, key, kubeconfig). */
 export class SecretGarbageError extends AdapterError {
   readonly reason = "SecretInvalid";

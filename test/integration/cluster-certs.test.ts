@@ -207,6 +207,36 @@ describe("bad cluster Secrets on a real kube-apiserver", () => {
     });
     for (const name of ["mismatch-kubeconfig", "expired-kubeconfig"]) assert.equal(await store.get({ namespace, name }), undefined);
   });
+
+  it("creates no new etcd CA when a user deletes it on a running cluster, and names the Secret and the restore", async () => {
+    const access = new ClusterWorkloadAccess({ secrets: store });
+    const endpoint = { host: "127.0.0.1", port: 6443 };
+    const created = await access.reconcileCertificates(controlPlane("running-cp", "00000000-0000-4000-8000-0000000000d1"), cluster("running", endpoint));
+    assert.deepEqual(created.secrets.created.sort(), ["running-ca", "running-etcd", "running-proxy", "running-sa"]);
+    const kept = await Promise.all(["running-ca", "running-proxy", "running-sa", "running-kubeconfig"].map((name) => core.readNamespacedSecret({ name, namespace })));
+
+    // The cluster runs: CAPI saw its control plane initialise, Quorum counts three Machines.
+    const running = { ...controlPlane("running-cp", "00000000-0000-4000-8000-0000000000d1"), status: { replicas: 3, initialization: { controlPlaneInitialized: true } } };
+    const initialized: Cluster = { ...cluster("running", endpoint), status: { initialization: { infrastructureProvisioned: true, controlPlaneInitialized: true } } };
+    await core.deleteNamespacedSecret({ name: "running-etcd", namespace });
+
+    await assert.rejects(access.reconcileCertificates(running, initialized), {
+      name: "RunningClusterSecretMissingError",
+      message:
+        /^Secret default\/running-etcd not found, but the cluster is running \(Cluster default\/running reports its control plane initialized\): restore default\/running-etcd from backup; Quorum does not regenerate/,
+    });
+    // Nor does anything that would need a new CA go ahead: no etcd client certificate can be issued.
+    await assert.rejects(access.etcd(running, initialized, ["https://127.0.0.1:2379"]), { name: "SecretMissingError", message: /^Secret default\/running-etcd not found: .*restore it from backup/ });
+
+    const etcdSecret = await kubeRequest(management.kubeConfig, `/api/v1/namespaces/${namespace}/secrets/running-etcd`);
+    assert.equal(etcdSecret.status, 404, "no new etcd CA Secret was created");
+    const afterwards = await Promise.all(["running-ca", "running-proxy", "running-sa", "running-kubeconfig"].map((name) => core.readNamespacedSecret({ name, namespace })));
+    assert.deepEqual(
+      afterwards.map((secret) => secret.metadata?.resourceVersion),
+      kept.map((secret) => secret.metadata?.resourceVersion),
+      "the other Secrets are left as they were",
+    );
+  });
 });
 
 interface WorkloadControlPlane {

@@ -93,4 +93,18 @@ describe("broken QuorumControlPlanes", { timeout: 600_000 }, () => {
     const secret = await kubeRequestOk<{ data: Record<string, string> }>(stack.kubeConfig, `/api/v1/namespaces/${NS}/secrets/garbage-ca-etcd`);
     assert.equal(Buffer.from(secret.data["tls.crt"], "base64").toString(), "not a certificate", "a user's Secret is never overwritten");
   });
+
+  it("asks for a restore when a user deletes the etcd CA Secret of the running cluster, and creates no new CA", async () => {
+    await stack.waitConverged(NS, "healthy", 1);
+    const machinesBefore = (await stack.getControlPlane(NS, "healthy")).status?.replicas;
+    await kubeRequestOk(stack.kubeConfig, `/api/v1/namespaces/${NS}/secrets/healthy-etcd`, { method: "DELETE" });
+    const conditions = await conditionEventually(stack, "healthy", "CertificatesAvailable");
+    const certificates = conditions?.find((condition) => condition.type === "CertificatesAvailable");
+    assert.match(certificates?.message ?? "", /^Secret failures\/healthy-etcd not found, but the cluster is running \(.*\): restore failures\/healthy-etcd from backup; Quorum does not regenerate/);
+    // A few more reconciles (the controller polls etcd every second in this stack) still create nothing.
+    await sleep(3_000);
+    const secrets = await kubeRequestOk<{ items: { metadata: { name: string } }[] }>(stack.kubeConfig, `/api/v1/namespaces/${NS}/secrets?labelSelector=${encodeURIComponent(`${LABEL_CLUSTER_NAME}=healthy`)}`);
+    assert.ok(!secrets.items.some((secret) => secret.metadata.name === "healthy-etcd"), "no new etcd CA Secret");
+    assert.equal((await stack.getControlPlane(NS, "healthy")).status?.replicas, machinesBefore, "no Machine was created or deleted");
+  });
 });

@@ -16,6 +16,8 @@ interface QuorumControlPlaneObject {
     version: string;
     machineTemplate: Record<string, unknown>;
     rolloutStrategy?: { type?: string; rollingUpdate?: { maxSurge?: number; memberRemoval?: string } };
+    etcd?: Record<string, string>;
+    remediation?: Record<string, string>;
   };
   status?: Record<string, unknown>;
 }
@@ -82,6 +84,38 @@ const invalidCreates: Array<{ case: string; spec: Partial<QuorumControlPlaneObje
     message: /replicas must be odd with stacked etcd \(got 4\).*use 3 or 5/,
   },
   {
+    case: "replicas 9",
+    spec: { replicas: 9 },
+    message: /spec\.replicas: Invalid value.*replicas must be at most 7 \(got 9\): etcd advises at most 7 members/,
+  },
+  {
+    // Only the range message: "must be odd ... use 7 or 9" would suggest a count the CRD refuses.
+    case: "replicas 8",
+    spec: { replicas: 8 },
+    message: /^(?!.*must be odd).*replicas must be at most 7 \(got 8\)/,
+  },
+  {
+    case: "ghostMemberGracePeriod 0s",
+    spec: { etcd: { ghostMemberGracePeriod: "0s" } },
+    message: /spec\.etcd\.ghostMemberGracePeriod: Invalid value.*etcd\.ghostMemberGracePeriod must be at least 20s \(got "0s"\): a shorter one makes every new member a ghost/,
+  },
+  {
+    case: "memberJoinGracePeriod 30s",
+    spec: { etcd: { memberJoinGracePeriod: "30s" } },
+    message: /spec\.etcd\.memberJoinGracePeriod: Invalid value.*must be at least 1m \(got "30s"\)/,
+  },
+  {
+    case: "remediation minHealthyPeriod 0",
+    spec: { remediation: { minHealthyPeriod: "0" } },
+    message: /spec\.remediation\.minHealthyPeriod: Invalid value.*must be at least 1m \(got "0"\)/,
+  },
+  {
+    // The format rule alone answers; the minimum rule must not add a CEL evaluation error.
+    case: "ghostMemberGracePeriod 5 minutes",
+    spec: { etcd: { ghostMemberGracePeriod: "5 minutes" } },
+    message: /^(?!.*(at least|evaluation|error)).*must be a Go duration such as 30s, 5m or 1h30m \(got "5 minutes"\)/,
+  },
+  {
     case: "maxSurge 2",
     spec: { rolloutStrategy: { rollingUpdate: { maxSurge: 2 } } },
     message: /maxSurge must be 0 .* or 1 .*got 2/,
@@ -104,6 +138,17 @@ for (const invalid of invalidCreates) {
   });
 }
 
+test("every duration at its minimum, in any unit Go accepts, and 7 replicas are accepted", async () => {
+  const atMinimum = quorumControlPlane("at-minimum", {
+    replicas: 7,
+    etcd: { ghostMemberGracePeriod: "20000ms", memberJoinGracePeriod: "1m", learnerPromotionTimeout: "0.5m", learnerStallTimeout: "30s" },
+    remediation: { retryPeriod: "30000000µs", minHealthyPeriod: "60s" },
+  });
+  const created = await kubeRequest<QuorumControlPlaneObject>(apiServer.kubeConfig, collection, { body: atMinimum });
+  assert.equal(created.status, 201, statusMessage(created));
+  assert.equal(created.body.spec.replicas, 7);
+});
+
 test("an update that skips a minor version is rejected with the CRD's own message, and a one-minor step is accepted", async () => {
   await kubeRequestOk(apiServer.kubeConfig, collection, { body: quorumControlPlane("upgrade", { version: "v1.33.2" }) });
   const skip = await kubeRequest(apiServer.kubeConfig, `${collection}/upgrade`, {
@@ -121,7 +166,7 @@ test("an update that skips a minor version is rejected with the CRD's own messag
   assert.equal(step.body.spec.version, "v1.34.1");
 });
 
-test("the /scale subresource reads and writes spec.replicas, and refuses an even count like the main resource", async () => {
+test("the /scale subresource reads and writes spec.replicas, and refuses an even count or more than 7 like the main resource", async () => {
   await kubeRequestOk(apiServer.kubeConfig, collection, { body: quorumControlPlane("scalable", { replicas: 3 }) });
   const scalePath = `${collection}/scalable/scale`;
 
@@ -138,6 +183,10 @@ test("the /scale subresource reads and writes spec.replicas, and refuses an even
   const even = await kubeRequest(apiServer.kubeConfig, scalePath, { method: "PATCH", body: { spec: { replicas: 4 } } });
   assert.equal(even.status, 422, even.text);
   assert.match(statusMessage(even), /replicas must be odd with stacked etcd \(got 4\)/);
+
+  const tooMany = await kubeRequest(apiServer.kubeConfig, scalePath, { method: "PATCH", body: { spec: { replicas: 9 } } });
+  assert.equal(tooMany.status, 422, tooMany.text);
+  assert.match(statusMessage(tooMany), /replicas must be at most 7 \(got 9\)/);
 });
 
 test("a status patch through /status is stored while a spec change sent with it is ignored", async () => {

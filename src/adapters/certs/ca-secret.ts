@@ -11,8 +11,8 @@ export const TLS_CRT = "tls.crt";
 export const TLS_KEY = "tls.key";
 
 const caFix =
-  "put a PEM CA certificate in tls.crt and its private key in tls.key (as CAPI and kubeadm write them), " +
-  "or delete the Secret to let Quorum generate a new CA (only before any Machine uses it)";
+  "put a PEM CA certificate in tls.crt and its private key in tls.key (as CAPI and kubeadm write them); on a " +
+  "running cluster restore the Secret from backup, on a new one (no Machine yet) deleting it lets Quorum generate a CA";
 
 /** The CA of `secret`, checked: PEM present and parseable, a CA, key matches, valid at `now`. */
 export async function readCASecret(
@@ -25,8 +25,8 @@ export async function readCASecret(
     throw new SecretMissingError(
       ref,
       purpose,
-      "Quorum creates it with the cluster's certificates when the QuorumControlPlane is first reconciled; " +
-        "if you bring your own CA, create it with tls.crt and tls.key",
+      "Quorum creates it with the cluster's certificates only for a new cluster (no Machine yet); on a running " +
+        "cluster restore it from backup; if you bring your own CA, create it with tls.crt and tls.key",
     );
   }
   const ca = await checkedCA(secret);

@@ -1,12 +1,15 @@
 // The CA Secrets the CAPI contract expects a control-plane provider to provide for its cluster:
 // `<cluster>-ca` (cluster CA), `<cluster>-etcd` (etcd CA), `<cluster>-proxy` (front-proxy CA) and
 // `<cluster>-sa` (service-account signing key pair), in the layout CAPI and kubeadm's bootstrap provider read.
-// They are created only when absent and never touched afterwards: users bring their own CAs, and replacing a
-// CA under a running cluster would lock every component out of it.
+// They are created only for a new cluster, only when absent, and never touched afterwards: users bring their own
+// CAs, and replacing a CA under a running cluster would lock every component out of it. A Secret missing on a
+// running cluster (deleted by someone) is an error asking for a restore, never a new CA.
 import { generateKeyPair } from "node:crypto";
 import { promisify } from "node:util";
 import { API_VERSION, CLUSTER_SECRET_TYPE, KIND, LABEL_CLUSTER_NAME, secretName } from "../../api/constants.ts";
-import type { OwnerReference } from "../../api/types.ts";
+import type { Cluster } from "../../api/capi.ts";
+import type { OwnerReference, QuorumControlPlane } from "../../api/types.ts";
+import { RunningClusterSecretMissingError } from "../errors.ts";
 import { createCA, validFor } from "./pki.ts";
 import { encodeData, type SecretObject, type SecretStore } from "./secret-store.ts";
 import { TLS_CRT, TLS_KEY } from "./ca-secret.ts";
@@ -93,23 +96,54 @@ export interface EnsureCertificatesResult {
 }
 
 /**
- * Creates each of `<cluster>-ca`, `-etcd`, `-proxy`, `-sa` that does not exist yet. A Secret that exists is
- * not read, validated or changed here (the adapters that use a CA validate it when they need it); one created
- * concurrently by someone else (AlreadyExists) counts as existing.
+ * Why the cluster's control plane counts as running, so that its certificate Secrets are in use, or undefined
+ * for a new cluster. Read from the objects alone (no Machine list): the Cluster's or our own initialised flag,
+ * or a status that already counts Machines or etcd members. Quorum creates the CAs before its first Machine, so
+ * a cluster with none of these has no Machine that could hold a certificate from them.
+ */
+export function runningControlPlaneEvidence(controlPlane: QuorumControlPlane, cluster: Cluster): string | undefined {
+  const clusterKey = `Cluster ${cluster.metadata.namespace ?? controlPlane.metadata.namespace}/${cluster.metadata.name}`;
+  const controlPlaneKey = `QuorumControlPlane ${controlPlane.metadata.namespace}/${controlPlane.metadata.name}`;
+  const clusterInitialized =
+    cluster.status?.initialization?.controlPlaneInitialized === true ||
+    (cluster.status?.conditions ?? []).some((condition) => condition.type === "ControlPlaneInitialized" && condition.status === "True");
+  if (clusterInitialized) return `${clusterKey} reports its control plane initialized`;
+  const status = controlPlane.status;
+  if (status?.initialization?.controlPlaneInitialized === true || status?.initialized === true) return `${controlPlaneKey} reports it initialized`;
+  const machines = status?.replicas ?? 0;
+  if (machines > 0) return `${controlPlaneKey} counts ${machines} Machine${machines === 1 ? "" : "s"}`;
+  const members = status?.etcd?.members?.length ?? 0;
+  if (members > 0) return `${controlPlaneKey} lists ${members} etcd member${members === 1 ? "" : "s"}`;
+  return undefined;
+}
+
+/**
+ * Creates each of `<cluster>-ca`, `-etcd`, `-proxy`, `-sa` that does not exist yet, if the cluster is new. With
+ * `runningEvidence` (from runningControlPlaneEvidence) nothing is created: a missing Secret is a
+ * RunningClusterSecretMissingError naming every missing one. A Secret that exists is not read, validated or
+ * changed here (the adapters that use a CA validate it when they need it); one created concurrently by someone
+ * else (AlreadyExists) counts as existing.
  */
 export async function ensureClusterCertificates(
   store: SecretStore,
   cluster: string,
   owner: ControlPlaneOwner,
   now: Date,
+  runningEvidence?: string,
 ): Promise<EnsureCertificatesResult> {
   const result: EnsureCertificatesResult = { created: [], existing: [] };
+  const missing: ClusterCertificatePurpose[] = [];
   for (const purpose of CLUSTER_CERTIFICATE_PURPOSES) {
     const name = secretName[purpose](cluster);
-    if (await store.get({ namespace: owner.namespace, name })) {
-      result.existing.push(name);
-      continue;
-    }
+    if (await store.get({ namespace: owner.namespace, name })) result.existing.push(name);
+    else missing.push(purpose);
+  }
+  if (missing.length > 0 && runningEvidence !== undefined) {
+    const refs = missing.map((purpose) => ({ namespace: owner.namespace, name: secretName[purpose](cluster) }));
+    throw new RunningClusterSecretMissingError(refs, runningEvidence);
+  }
+  for (const purpose of missing) {
+    const name = secretName[purpose](cluster);
     const secret = clusterSecret(cluster, name, owner, await generateSecretData(purpose, now));
     const outcome = await store.create(secret);
     (outcome === "created" ? result.created : result.existing).push(name);

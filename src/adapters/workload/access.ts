@@ -6,7 +6,7 @@ import { createHash } from "node:crypto";
 import type { Cluster, Node } from "../../api/capi.ts";
 import type { QuorumControlPlane } from "../../api/types.ts";
 import type { WorkloadAccess } from "../../controller/ports.ts";
-import { ensureClusterCertificates, type ControlPlaneOwner, type EnsureCertificatesResult } from "../certs/cluster-secrets.ts";
+import { ensureClusterCertificates, runningControlPlaneEvidence, type ControlPlaneOwner, type EnsureCertificatesResult } from "../certs/cluster-secrets.ts";
 import { secretName } from "../../api/constants.ts";
 import { readCASecret } from "../certs/ca-secret.ts";
 import { ensureKubeconfig, type EnsureKubeconfigResult } from "../certs/kubeconfig.ts";
@@ -101,7 +101,9 @@ export class ClusterWorkloadAccess implements WorkloadAccess {
   async reconcileCertificates(controlPlane: QuorumControlPlane, cluster: Cluster): Promise<CertificatesOutcome> {
     const owner = ownerOf(controlPlane);
     const now = this.clock();
-    const secrets = await ensureClusterCertificates(this.options.secrets, cluster.metadata.name, owner, now);
+    // Only a new cluster gets generated CAs: on a running one a missing CA is restored from backup, not replaced.
+    const running = runningControlPlaneEvidence(controlPlane, cluster);
+    const secrets = await ensureClusterCertificates(this.options.secrets, cluster.metadata.name, owner, now, running);
     // Check the CAs Quorum signs with now, not when a Machine first needs them: a garbage or expired Secret then
     // stops the reconcile before any Machine is created, with a condition naming the Secret.
     const caRef = { namespace: owner.namespace, name: secretName.ca(cluster.metadata.name) };

@@ -18,7 +18,8 @@ import {
   TEMPLATE_PLURAL,
   VERSION,
 } from "../../../src/api/constants.ts";
-import { parseDuration } from "../../../src/api/duration.ts";
+import { belowMinimumMessage, SPEC_DURATION_MINIMUMS } from "../../../src/api/bounds.ts";
+import { durationOr, parseDuration } from "../../../src/api/duration.ts";
 import type { QuorumControlPlane } from "../../../src/api/types.ts";
 import { at, celMatchesPattern, fieldNameDifferences, readCrd, readKustomization, structuralErrors, walk, type Crd, type Schema } from "./schema-check.ts";
 import { completeControlPlane, completeSpec, completeStatus, completeTemplate, completeTemplateSpec, minimalControlPlane, minimalTemplate } from "./samples.ts";
@@ -215,10 +216,12 @@ test("every string a CEL rule reads has a maxLength, so the apiserver's cost est
   }
 });
 
-test("the CRD enforces each rule of the design with CEL: odd replicas >= 1, maxSurge 0 or 1, maxSurge 0 needs 3, semver, minor steps, RollingUpdate", () => {
+test("the CRD enforces each rule of the design with CEL: odd replicas from 1 to 7, maxSurge 0 or 1, maxSurge 0 needs 3, semver, minor steps, RollingUpdate", () => {
   const rulesAt = (path: string) => (at(qcpSchema, path)?.["x-kubernetes-validations"] ?? []).map((rule) => rule.rule);
   assert.ok(rulesAt("spec.replicas").includes("self >= 1"));
-  assert.ok(rulesAt("spec.replicas").includes("self < 1 || self % 2 == 1"));
+  // Out-of-range counts get only the range message, not also "use 7 or 9".
+  assert.ok(rulesAt("spec.replicas").includes("self < 1 || self > 7 || self % 2 == 1"));
+  assert.ok(rulesAt("spec.replicas").includes("self <= 7"), "etcd advises at most 7 members");
   assert.ok(rulesAt("spec.rolloutStrategy.rollingUpdate.maxSurge").includes("self == 0 || self == 1"));
   assert.ok(rulesAt("spec").some((rule) => rule.includes("maxSurge != 0") && rule.includes("self.replicas >= 3")));
   assert.ok(rulesAt("spec.rolloutStrategy.type").includes("self == 'RollingUpdate'"));
@@ -246,7 +249,7 @@ test("the version rule accepts exactly vMAJOR.MINOR.PATCH", () => {
 test("duration fields accept exactly what the controller's parseDuration accepts", () => {
   const durationFields: string[] = [];
   walk(qcpSchema, (node, path) => {
-    for (const rule of node["x-kubernetes-validations"] ?? []) if (rule.rule.includes("(ns|us|µs|ms|s|m|h)")) durationFields.push(path);
+    if ((node["x-kubernetes-validations"] ?? []).some((rule) => rule.rule.includes("(ns|us|µs|ms|s|m|h)"))) durationFields.push(path);
   });
   assert.deepEqual(durationFields.sort(), [
     "spec.etcd.ghostMemberGracePeriod",
@@ -264,6 +267,62 @@ test("duration fields accept exactly what the controller's parseDuration accepts
     const pattern = celMatchesPattern(at(qcpSchema, path)!["x-kubernetes-validations"]![0].rule);
     for (const sample of samples) {
       assert.equal(pattern.test(sample), parseDuration(sample) !== undefined, `${path}: CRD and parseDuration disagree on "${sample}"`);
+    }
+  }
+});
+
+test("each duration minimum of src/api/bounds.ts is a CEL rule on its field, with the controller's minimum and message", () => {
+  const durationPattern = celMatchesPattern(at(qcpSchema, "spec.etcd.ghostMemberGracePeriod")!["x-kubernetes-validations"]![0].rule).source;
+  for (const [path, minimum] of Object.entries(SPEC_DURATION_MINIMUMS)) {
+    assert.equal(parseDuration(minimum.min), minimum.minMs, `${path}: min ${minimum.min} is not ${minimum.minMs} ms`);
+    // The reason sits inside a single-quoted CEL string: a quote ends it and the apiserver rejects the whole CRD.
+    assert.doesNotMatch(minimum.why, /['"\\]/, `${path}: the reason may not contain quotes or backslashes`);
+    const node = at(qcpSchema, path);
+    const rules = node?.["x-kubernetes-validations"] ?? [];
+    const bound = rules.find((rule) => rule.rule.includes("duration(self)"));
+    assert.ok(bound, `${path} has no duration(self) rule`);
+    // The guard keeps duration() from erroring on a value the format rule already rejects with its own message.
+    assert.equal(celMatchesPattern(bound.rule).source, durationPattern, `${path}: the minimum rule must be guarded by the format rule's pattern`);
+    assert.ok(bound.rule.startsWith("!self.matches("), `${path}: the minimum rule must skip malformed values`);
+    assert.ok(bound.rule.endsWith(`|| duration(self) >= duration('${minimum.min}')`), `${path}: rule "${bound.rule}"`);
+    assert.equal(bound.message, belowMinimumMessage(path.slice("spec.".length), minimum), `${path}: CRD message differs from the controller's`);
+    const withValue = `'${belowMinimumMessage(path.slice("spec.".length), minimum, "VALUE")}'`.replace('"VALUE"', `"' + self + '"`);
+    assert.equal(bound.messageExpression, withValue, `${path}: messageExpression differs from the controller's message`);
+    assert.equal(bound.reason, "FieldValueInvalid");
+    assert.match(node!.description ?? "", new RegExp(`At least ${minimum.min}: `), `${path}: kubectl explain should say the minimum and why`);
+  }
+});
+
+test("the controller refuses a duration below its minimum with the CRD's message, for objects stored before the rule", () => {
+  const key = "QuorumControlPlane team-a/prod";
+  assert.throws(
+    () => durationOr(`${key} spec.etcd.ghostMemberGracePeriod`, "0s", 300_000),
+    (error: Error) => error.message === `${key} spec.etcd.ghostMemberGracePeriod must be at least 20s (got "0s"): ${SPEC_DURATION_MINIMUMS["spec.etcd.ghostMemberGracePeriod"].why}`,
+  );
+  assert.throws(() => durationOr(`${key} spec.etcd.memberJoinGracePeriod`, "59s", 600_000), /spec\.etcd\.memberJoinGracePeriod must be at least 1m \(got "59s"\)/);
+  assert.throws(() => durationOr(`${key} spec.remediation.minHealthyPeriod`, "0", 3_600_000), /spec\.remediation\.minHealthyPeriod must be at least 1m \(got "0"\)/);
+  assert.equal(durationOr(`${key} spec.etcd.ghostMemberGracePeriod`, "20s", 300_000), 20_000, "the minimum itself is accepted");
+  assert.equal(durationOr(`${key} spec.etcd.ghostMemberGracePeriod`, undefined, 300_000), 300_000, "unset means the default");
+});
+
+test("every default, sample and test object keeps its durations at or above their minimums", () => {
+  const seconds = (text: unknown) => parseDuration(String(text))!;
+  for (const [path, minimum] of Object.entries(SPEC_DURATION_MINIMUMS)) {
+    assert.ok(seconds(at(qcpSchema, path)?.default) >= minimum.minMs, `${path}: the CRD default is below the minimum`);
+  }
+  const samplesDir = fileURLToPath(new URL("../../../config/samples/", import.meta.url));
+  const objects: { spec?: unknown; metadata?: { name?: string } }[] = [completeControlPlane, { spec: completeTemplate.spec.template.spec }];
+  for (const file of readdirSync(samplesDir).filter((name) => name.endsWith(".yaml"))) {
+    for (const document of parseAllDocuments(readFileSync(samplesDir + file, "utf8"))) {
+      const object = document.toJS() as { kind?: string; spec?: { template?: { spec?: unknown } } } | null;
+      if (object?.kind === KIND) objects.push(object);
+      if (object?.kind === TEMPLATE_KIND) objects.push({ spec: object.spec?.template?.spec });
+    }
+  }
+  for (const object of objects) {
+    for (const path of Object.keys(SPEC_DURATION_MINIMUMS)) {
+      const value = path.split(".").reduce<unknown>((node, name) => (node as Record<string, unknown> | undefined)?.[name], object);
+      assert.doesNotThrow(() => durationOr(path, value as string | undefined, 0), `${object.metadata?.name ?? "template"}: ${path}`);
     }
   }
 });

@@ -23,6 +23,19 @@ describe("controller flags", () => {
     assert.throws(() => parseFlags(["--log-format", "xml"], {}), /--log-format must be json or text/);
   });
 
+  it("refuses duration flags outside their bounds, naming the flag and the limit, so 1,000 days cannot overflow a timer into a hot loop", () => {
+    // setTimeout fires after 1 ms for anything above 2^31-1 ms (~24.8 days).
+    assert.throws(() => parseFlags(["--etcd-poll-interval=24000h"], {}), /^Error: --etcd-poll-interval must be between 500ms and 1h \(got "24000h"\): /);
+    assert.throws(() => parseFlags(["--etcd-poll-interval", "1h0m1s"], {}), /--etcd-poll-interval must be between 500ms and 1h/);
+    assert.throws(() => parseFlags(["--etcd-poll-interval", "100ms"], {}), /--etcd-poll-interval must be between 500ms and 1h \(got "100ms"\)/);
+    assert.throws(() => parseFlags(["--etcd-call-timeout", "10m"], {}), /--etcd-call-timeout must be between 100ms and 1m \(got "10m"\)/);
+    assert.throws(() => parseFlags(["--etcd-call-timeout", "50ms"], {}), /--etcd-call-timeout must be between 100ms and 1m/);
+    const atTheLimits = parseFlags(["--etcd-poll-interval", "1h", "--etcd-call-timeout", "100ms"], {});
+    assert.equal(atTheLimits.etcdPollIntervalMs, 3_600_000);
+    assert.equal(atTheLimits.etcdCallTimeoutMs, 100);
+    assert.equal(parseFlags(["--etcd-poll-interval", "500ms", "--etcd-call-timeout", "1m"], {}).etcdPollIntervalMs, 500);
+  });
+
   it("rejects an unknown flag", () => {
     assert.throws(() => parseFlags(["--replicas", "3"], {}), /Unknown option '--replicas'/);
   });

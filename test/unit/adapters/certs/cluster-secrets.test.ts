@@ -2,7 +2,10 @@ import assert from "node:assert/strict";
 import { createPublicKey, createPrivateKey, sign, verify, X509Certificate } from "node:crypto";
 import { describe, it } from "node:test";
 import { readCASecret } from "../../../../src/adapters/certs/ca-secret.ts";
-import { ensureClusterCertificates, generateSecretData } from "../../../../src/adapters/certs/cluster-secrets.ts";
+import type { Cluster } from "../../../../src/api/capi.ts";
+import type { QuorumControlPlane, QuorumControlPlaneStatus } from "../../../../src/api/types.ts";
+import { ensureClusterCertificates, generateSecretData, runningControlPlaneEvidence } from "../../../../src/adapters/certs/cluster-secrets.ts";
+import { RunningClusterSecretMissingError } from "../../../../src/adapters/errors.ts";
 import { dataText } from "../../../../src/adapters/certs/secret-store.ts";
 import { MemorySecretStore } from "../memory-secret-store.ts";
 
@@ -93,4 +96,54 @@ describe("cluster certificate Secrets", () => {
     assert.ok(result.existing.includes("prod-etcd"));
     assert.equal(dataText(store.secrets.get("team-a/prod-etcd")!, "tls.crt"), "theirs");
   });
+
+  it("creates nothing on a running cluster and names every missing Secret with the restore fix", async () => {
+    const store = new MemorySecretStore();
+    await ensureClusterCertificates(store, "prod", owner, now);
+    // Someone deletes the etcd CA and the service-account key of the running cluster.
+    store.secrets.delete("team-a/prod-etcd");
+    store.secrets.delete("team-a/prod-sa");
+    const writes = store.writes.length;
+    await assert.rejects(
+      ensureClusterCertificates(store, "prod", owner, now, "Cluster team-a/prod reports its control plane initialized"),
+      (error: unknown) =>
+        error instanceof RunningClusterSecretMissingError &&
+        error.needsUser &&
+        error.message.startsWith("Secrets team-a/prod-etcd, team-a/prod-sa not found, but the cluster is running (Cluster team-a/prod reports its control plane initialized): ") &&
+        error.message.includes("restore team-a/prod-etcd, team-a/prod-sa from backup; Quorum does not regenerate"),
+    );
+    assert.equal(store.writes.length, writes, "no Secret may be created on a running cluster");
+    assert.equal(store.secrets.has("team-a/prod-etcd"), false);
+  });
+
+  it("passes on a running cluster whose Secrets are all there, without writing", async () => {
+    const store = new MemorySecretStore();
+    await ensureClusterCertificates(store, "prod", owner, now);
+    const writes = store.writes.length;
+    const result = await ensureClusterCertificates(store, "prod", owner, now, "QuorumControlPlane team-a/prod-cp counts 3 Machines");
+    assert.deepEqual(result.existing.sort(), ["prod-ca", "prod-etcd", "prod-proxy", "prod-sa"]);
+    assert.equal(store.writes.length, writes);
+  });
+});
+
+describe("whether a cluster's control plane already runs (its CAs are in use)", () => {
+  const controlPlane = (status?: QuorumControlPlaneStatus): QuorumControlPlane =>
+    ({ apiVersion: "controlplane.cluster.x-k8s.io/v1beta1", kind: "QuorumControlPlane", metadata: { name: "prod-cp", namespace: "team-a" }, spec: {}, ...(status ? { status } : {}) }) as QuorumControlPlane;
+  const cluster = (status?: Cluster["status"]): Cluster => ({ metadata: { name: "prod", namespace: "team-a" }, ...(status ? { status } : {}) });
+  const member = { id: "8e9e05c52164694d", name: "prod-cp-x7k2p", learner: false, healthy: true, leader: true };
+
+  const cases: [string, QuorumControlPlane, Cluster, string | undefined][] = [
+    ["a just-created QuorumControlPlane and Cluster", controlPlane(), cluster(), undefined],
+    ["a status written before the first Machine (0 replicas, no members)", controlPlane({ replicas: 0, etcd: { members: [] }, initialization: { controlPlaneInitialized: false } }), cluster({ initialization: { infrastructureProvisioned: true } }), undefined],
+    ["a Cluster whose control plane is initialized", controlPlane(), cluster({ initialization: { controlPlaneInitialized: true } }), "Cluster team-a/prod reports its control plane initialized"],
+    ["a Cluster with the ControlPlaneInitialized condition", controlPlane(), cluster({ conditions: [{ type: "ControlPlaneInitialized", status: "True", reason: "Initialized", lastTransitionTime: "2030-01-01T00:00:00Z" }] as never }), "Cluster team-a/prod reports its control plane initialized"],
+    ["our own initialized flag", controlPlane({ initialization: { controlPlaneInitialized: true } }), cluster(), "QuorumControlPlane team-a/prod-cp reports it initialized"],
+    ["a first Machine still booting", controlPlane({ replicas: 1 }), cluster(), "QuorumControlPlane team-a/prod-cp counts 1 Machine"],
+    ["etcd members in the status", controlPlane({ etcd: { members: [member] } }), cluster(), "QuorumControlPlane team-a/prod-cp lists 1 etcd member"],
+  ];
+  for (const [name, qcp, capiCluster, expected] of cases) {
+    it(`${expected === undefined ? "counts as new" : "counts as running"}: ${name}`, () => {
+      assert.equal(runningControlPlaneEvidence(qcp, capiCluster), expected);
+    });
+  }
 });

@@ -5,7 +5,7 @@ import { describe, it } from "node:test";
 import type { Cluster } from "../../../../src/api/capi.ts";
 import type { QuorumControlPlane } from "../../../../src/api/types.ts";
 import { createCA, oneHour, validFor } from "../../../../src/adapters/certs/pki.ts";
-import { CertificateExpiredError, SecretGarbageError } from "../../../../src/adapters/errors.ts";
+import { CertificateExpiredError, RunningClusterSecretMissingError, SecretGarbageError } from "../../../../src/adapters/errors.ts";
 import { silentLogger } from "../../../../src/adapters/kube/log.ts";
 import { ClusterWorkloadAccess } from "../../../../src/adapters/workload/access.ts";
 import { FakeEtcdClients } from "../etcd/fake-clients.ts";
@@ -153,6 +153,27 @@ describe("workload access: certificate checks across reconciles", () => {
     // Expired 30 s ago; the last passed check was a minute ago.
     advance(60_000);
     await assert.rejects(access.ensureCertificates(controlPlane(ns, name), withEndpoint()), CertificateExpiredError);
+    await access.closeAll();
+  });
+
+  it("refuses to regenerate the etcd CA a user deleted on a running cluster, naming the Secret and the fix", async () => {
+    const { store, access, advance } = await setup();
+    await access.ensureCertificates(controlPlane(ns, name), withEndpoint());
+    const running: QuorumControlPlane = { ...controlPlane(ns, name), status: { replicas: 3, initialization: { controlPlaneInitialized: true } } };
+    const initialized: Cluster = { ...withEndpoint(), status: { initialization: { controlPlaneInitialized: true } } };
+    store.secrets.delete(`${ns}/${name}-etcd`);
+    const writes = store.writes.length;
+    advance(1_000);
+    for (let attempt = 0; attempt < 2; attempt++) {
+      await assert.rejects(
+        access.ensureCertificates(running, initialized),
+        (error: unknown) =>
+          error instanceof RunningClusterSecretMissingError &&
+          error.message.startsWith(`Secret ${ns}/${name}-etcd not found, but the cluster is running (Cluster ${ns}/${name} reports its control plane initialized): restore ${ns}/${name}-etcd from backup`),
+      );
+    }
+    assert.equal(store.secrets.has(`${ns}/${name}-etcd`), false, "no new etcd CA");
+    assert.equal(store.writes.length, writes);
     await access.closeAll();
   });
 });
