@@ -7,7 +7,7 @@ import { API_VERSION, KIND, LABEL_CONTROL_PLANE_NAME } from "../api/constants.ts
 import type { QuorumControlPlane } from "../api/types.ts";
 import type { KubeObject } from "../adapters/kube/rest.ts";
 import type { CacheLookup, Expectations } from "./expectations.ts";
-import type { ManagementApi } from "./ports.ts";
+import type { ManagementApi } from "../ports/index.ts";
 
 export interface ManagementCaches {
   controlPlane(key: string): KubeObject | undefined;

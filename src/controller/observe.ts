@@ -3,11 +3,10 @@
 import type { Cluster, Machine, Node } from "../api/capi.ts";
 import { DEFAULTS } from "../api/constants.ts";
 import type { QuorumControlPlane } from "../api/types.ts";
-import { etcdEndpoints } from "../adapters/etcd/endpoints.ts";
-import type { EtcdClusterClient } from "../adapters/etcd/types.ts";
-import { observeEtcd, toEtcdView } from "../adapters/etcd/view.ts";
+import { etcdEndpoints } from "../api/endpoints.ts";
+import type { EtcdClusterClient, WorkloadAccess } from "../ports/index.ts";
 import type { EtcdView } from "../core/snapshot.ts";
-import type { WorkloadAccess } from "./ports.ts";
+import { observeEtcd, toEtcdView } from "./etcd-view.ts";
 import { previousEtcdView, type Observation } from "./snapshot-builder.ts";
 
 export interface ObservedWorld {

@@ -4,9 +4,6 @@
 import type { Cluster } from "../api/capi.ts";
 import { CONDITION, FINALIZER, KIND, LABEL_CLUSTER_NAME, PAUSED_ANNOTATION } from "../api/constants.ts";
 import type { QuorumControlPlane, QuorumControlPlaneStatus } from "../api/types.ts";
-import { EtcdOperationError } from "../adapters/errors.ts";
-import type { Logger } from "../adapters/kube/log.ts";
-import type { EtcdClusterClient } from "../adapters/etcd/types.ts";
 import { isDisruptive, type Action } from "../core/actions.ts";
 import type { Verdict } from "../core/assess.ts";
 import type { Decision } from "../core/plan.ts";
@@ -17,7 +14,7 @@ import { execute } from "./execute.ts";
 import { mergePatch } from "./merge-patch.ts";
 import type { ControllerMetrics } from "./metrics.ts";
 import { observe } from "./observe.ts";
-import type { ManagementApi, WorkloadAccess } from "./ports.ts";
+import { etcdMessageOf, type Clock, type EtcdClusterClient, type Logger, type ManagementApi, type WorkloadAccess } from "../ports/index.ts";
 import { buildSnapshot } from "./snapshot-builder.ts";
 import { computeStatus } from "./status.ts";
 
@@ -27,7 +24,7 @@ export interface ReconcilerDeps {
   management: ManagementApi;
   workload: WorkloadAccess;
   planner: Planner;
-  clock: () => number;
+  clock: Clock;
   log: Logger;
   crash: CrashInjector;
   metrics?: ControllerMetrics;
@@ -149,7 +146,7 @@ export async function reconcile(namespace: string, name: string, deps: Reconcile
         // which is every rollout right after leadership moved to the member that just joined. assess has judged the
         // removal safe and etcd keeps refusing while it is not: wait and ask again each second, as for a learner that
         // is not caught up, instead of backing off up to 16 s and reporting a failure (found by the e2e suite).
-        if ((action.kind === "RemoveMember" || action.kind === "RemoveGhost") && error instanceof EtcdOperationError && error.etcdMessage.includes("unhealthy cluster")) {
+        if ((action.kind === "RemoveMember" || action.kind === "RemoveGhost") && etcdMessageOf(error)?.includes("unhealthy cluster")) {
           const message = `${action.kind} deferred: ${errorText(error)}`;
           log("info", message, { action: action.kind });
           await writeProblem(controlPlane, deps, `${action.kind}Deferred`, message);

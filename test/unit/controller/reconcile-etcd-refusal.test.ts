@@ -7,7 +7,7 @@ import { silentLogger } from "../../../src/adapters/kube/log.ts";
 import type { EtcdClusterClient, EtcdMember } from "../../../src/adapters/etcd/types.ts";
 import { plan } from "../../../src/core/plan.ts";
 import { reconcile, ReconcileError, type ReconcilerDeps } from "../../../src/controller/reconcile.ts";
-import type { ManagementApi, WorkloadAccess } from "../../../src/controller/ports.ts";
+import type { ManagementApi, WorkloadAccess } from "../../../src/ports/index.ts";
 import { cluster, controlPlane, machine } from "./fixtures.ts";
 
 const members: EtcdMember[] = ["a", "b", "c"].map((name, i) => ({ id: String(i + 1), name, peerURLs: [`https://127.0.1.${i + 1}:2380`], clientURLs: [`https://127.0.1.${i + 1}:2379`], learner: false }));

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { EndpointUnreachableError } from "../../../../src/adapters/errors.ts";
-import type { EtcdClusterClient, EtcdMember, EtcdMemberStatus } from "../../../../src/adapters/etcd/types.ts";
-import { observeEtcd, toEtcdView, type EtcdObservation } from "../../../../src/adapters/etcd/view.ts";
+import { EndpointUnreachableError } from "../../../src/adapters/errors.ts";
+import type { EtcdClusterClient, EtcdMember, EtcdMemberStatus } from "../../../src/ports/index.ts";
+import { observeEtcd, toEtcdView, type EtcdObservation } from "../../../src/controller/etcd-view.ts";
 
 const members: EtcdMember[] = [
   { id: "11", name: "cp-a", peerURLs: ["https://10.0.0.1:2380"], clientURLs: ["https://10.0.0.1:2379"], learner: false },

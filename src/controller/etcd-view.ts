@@ -1,15 +1,17 @@
-// Turns what the etcd adapter observed into the Snapshot's EtcdView. Pure: the clock and the previous view
-// come in as arguments, because firstObserved/lastProgress (grace periods, learner stall detection) must
-// survive between reconciles and after a restart they are rebuilt from status (see controller/observe).
-import type { EtcdView, MemberView } from "../../core/snapshot.ts";
-import { isAdapterError } from "../errors.ts";
-import type { EtcdAlarm, EtcdClusterClient, EtcdMember, EtcdMemberStatus } from "./types.ts";
-import { errorMessage } from "../kube/log.ts";
+// One etcd observation round through the etcd port, and its conversion into the Snapshot's EtcdView. The clock and
+// the previous view come in as arguments, because firstObserved/lastProgress (grace periods, learner stall
+// detection) must survive between reconciles and after a restart they are rebuilt from status (see observe.ts).
+import type { EtcdView, MemberView } from "../core/snapshot.ts";
+import type { EtcdAlarm, EtcdClusterClient, EtcdMember, EtcdMemberStatus } from "../ports/index.ts";
 
 export interface EtcdObservation {
   members: EtcdMember[];
   statuses: EtcdMemberStatus[];
   alarms: EtcdAlarm[];
+}
+
+function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }
 
 export type EtcdObservationResult = { ok: true; observation: EtcdObservation } | { ok: false; error: string };
@@ -29,7 +31,8 @@ export async function observeEtcd(client: EtcdClusterClient): Promise<EtcdObserv
     ]);
     return { ok: true, observation: { members, statuses, alarms } };
   } catch (error) {
-    if (isAdapterError(error)) return { ok: false, error: error.message };
+    // The adapter's errors already say what failed and what to do; anything else gets a prefix that says where.
+    if (error instanceof Error && typeof (error as { reason?: unknown }).reason === "string") return { ok: false, error: error.message };
     return { ok: false, error: `etcd observation failed: ${errorMessage(error)}` };
   }
 }
