@@ -2,7 +2,7 @@
 // Safety rules are checked before each API call the controller makes and after its action; the liveness rules
 // (converges, never stuck) are judged by run.ts over the steps after faults stop.
 import type { Snapshot } from "../../src/core/snapshot.ts";
-import type { Call } from "./execute.ts";
+import type { Call } from "./calls.ts";
 import { findMachine, findMember, healthy, healthyVoterCount, quorumSize, voters, type SimMember, type World } from "./world.ts";
 
 export type Rule =
@@ -12,7 +12,8 @@ export type Rule =
   | "3 member removed before its machine"
   | "4 converges"
   | "5 never stuck"
-  | "planner throws";
+  | "planner throws"
+  | "reconcile throws";
 
 export interface Finding {
   kind: "violation" | "stuck";

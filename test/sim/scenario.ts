@@ -1,5 +1,7 @@
 // A schedule's starting point, all drawn from its seed: the spec, how kubeadm joins, how Nodes are named, the
 // failure domains, whether the control plane starts converged or from nothing, and how hard faults hit.
+import { FINALIZER } from "../../src/api/constants.ts";
+import type { EtcdMemberStatus } from "../../src/api/types.ts";
 import { nextMachineName } from "../../src/controller/machine-factory.ts";
 import type { FaultProfile } from "./faults.ts";
 import { Prng } from "./prng.ts";
@@ -43,7 +45,8 @@ export function createScenario(seed: number): Scenario {
     alarms: [],
     leaderIndex: 1000 + setup.int(0, 100_000),
     initialized: false,
-    memory: { members: new Map() },
+    finalizers: [FINALIZER],
+    clones: new Set(),
     faultsUntil: setup.int(0, MAX_FAULT_STEPS),
     nextAddress: 0,
     nextStray: 0,
@@ -63,6 +66,7 @@ export function createScenario(seed: number): Scenario {
 /** A healthy control plane at the spec: one running Machine, Node and voter per replica. */
 function startConverged(world: World): void {
   const taken = new Set<string>();
+  const remembered: EtcdMemberStatus[] = [];
   for (let index = 0; index < world.spec.replicas; index++) {
     const name = nextMachineName(CONTROL_PLANE, world.spec.version, world.spec.templateHash, taken);
     taken.add(name);
@@ -90,9 +94,12 @@ function startConverged(world: World): void {
       nodeRegistered: true,
     });
     world.members.push({ id, name: hostNameFor(world, name, address), peerHost: address, learner: false, started: true, up: true, lostForGood: false, appliedIndex: world.leaderIndex, catchUpRate: 1, machine: name });
-    world.memory.members.set(id, { firstObserved: created, appliedIndex: world.leaderIndex, lastProgress: world.now });
+    const since = new Date(created).toISOString();
+    remembered.push({ id, name: hostNameFor(world, name, address), machine: name, learner: false, healthy: true, leader: index === 0, firstObserved: since, startedObserved: since });
   }
   world.leaderId = world.members[0].id;
+  // What an earlier controller left in status: the members and when it first saw them.
+  world.status = { initialization: { controlPlaneInitialized: true }, etcd: { members: remembered } };
   world.initialized = true;
   // An adopted Machine (or one made by an older release) lacks Quorum's pre-terminate hook.
   if (world.rng.chance(0.15)) world.rng.pick(world.machines).hook = false;

@@ -1,14 +1,27 @@
 // The simulated world: the truth the controller can only observe. Machines (CAPI), their infrastructure and
 // kubeadm bootstrap, the workload Nodes, and the etcd cluster (members, processes, leader, raft indices).
 // Everything here is plain mutable data plus small helpers; evolve.ts moves it forward in time, faults.ts breaks
-// it, execute.ts applies the controller's API calls to it.
+// it, and ports.ts shows it to the real reconcile() as Kubernetes objects and an etcd cluster and applies its calls.
 import type { MemberRemoval } from "../../src/api/constants.ts";
+import type { QuorumControlPlaneStatus } from "../../src/api/types.ts";
 import type { Prng } from "./prng.ts";
 
 /** One reconcile per step; grace periods in the simulated spec are set in steps of this size. */
 export const STEP_MS = 10_000;
 export const CONTROL_PLANE = "qcp";
 export const NAMESPACE = "default";
+export const CLUSTER = "sim";
+
+/** The simulated spec's timers, short enough that every timer fires within a schedule. */
+export const SIM_TIMERS = {
+  ghostGracePeriodMs: 60_000,
+  learnerPromotionTimeoutMs: 240_000,
+  learnerStallMs: 60_000,
+  memberJoinGracePeriodMs: 180_000,
+  remediationRetryPeriodMs: 60_000,
+  remediationMinHealthyPeriodMs: 300_000,
+  remediationMaxRetry: 1000,
+} as const;
 
 /**
  * How kubeadm join adds the member: as a learner that Quorum promotes, as a learner kubeadm promotes itself
@@ -98,12 +111,6 @@ export interface SimSpec {
   generation: number;
 }
 
-/** What the real controller keeps in QuorumControlPlane status between reconciles (and may lose). */
-export interface ControllerMemory {
-  members: Map<string, { firstObserved: number; startedObserved?: number; appliedIndex?: number; lastProgress: number }>;
-  lastRemediation?: { machine: string; time: number; retryCount: number };
-}
-
 export interface World {
   step: number;
   now: number;
@@ -119,7 +126,12 @@ export interface World {
   leaderId?: string;
   leaderIndex: number;
   initialized: boolean;
-  memory: ControllerMemory;
+  /** The QuorumControlPlane's status: what the real controller wrote (and may lose), read back by its next reconcile. */
+  status?: QuorumControlPlaneStatus;
+  /** The QuorumControlPlane's metadata.finalizers. */
+  finalizers: string[];
+  /** Names of the infrastructure and bootstrap clones the controller created ("kind/name"). */
+  clones: Set<string>;
   /** Faults (including crashes and spec changes) happen only before this step. */
   faultsUntil: number;
   nextAddress: number;

@@ -11,36 +11,36 @@ const RUN_SEED = 1;
 const BUDGET = 2000;
 
 /** Runs schedules until one ends with `outcome` (under `rule`, if given); undefined after `budget` schedules. */
-function firstWith(variant: PlannerName, outcome: ScheduleResult["outcome"], rule?: RegExp, budget = BUDGET): ScheduleResult | undefined {
+async function firstWith(variant: PlannerName, outcome: ScheduleResult["outcome"], rule?: RegExp, budget = BUDGET): Promise<ScheduleResult | undefined> {
   for (let index = 0; index < budget; index++) {
-    const result = runSchedule(scheduleSeed(RUN_SEED, index), PLANNERS[variant]);
+    const result = await runSchedule(scheduleSeed(RUN_SEED, index), PLANNERS[variant]);
     if (result.outcome === outcome && (!rule || rule.test(result.finding?.rule ?? ""))) return result;
   }
   return undefined;
 }
 
 describe("seed bugs the simulator must catch", () => {
-  it("reports a violation when the health check ignores members that map to no Machine (the k3s ghost bug)", () => {
+  it("reports a violation when the health check ignores members that map to no Machine (the k3s ghost bug)", async () => {
     // The unsafe removal itself (rule 2), not merely a slow convergence.
-    const found = firstWith("ghost-blind", "violation", /^2 /);
+    const found = await firstWith("ghost-blind", "violation", /^2 /);
     assert.ok(found, `no removal violation within ${BUDGET} schedules`);
   });
 
-  it("reports stuck when the health check demands as many Machines as members whatever the operation (the KCP bug)", () => {
-    const found = firstWith("one-to-one", "stuck");
+  it("reports stuck when the health check demands as many Machines as members whatever the operation (the KCP bug)", async () => {
+    const found = await firstWith("one-to-one", "stuck");
     assert.ok(found, `no stuck schedule within ${BUDGET} schedules`);
     assert.equal(found.finding!.rule, "5 never stuck");
   });
 
-  it("reports a violation when scale-down picks a random Machine instead of finishing the one whose member is gone", () => {
-    const found = firstWith("random-scale-down", "violation", /^2 /);
+  it("reports a violation when scale-down picks a random Machine instead of finishing the one whose member is gone", async () => {
+    const found = await firstWith("random-scale-down", "violation", /^2 /);
     assert.ok(found, `no removal violation within ${BUDGET} schedules`);
   });
 
-  it("finds neither violations nor stuck schedules with the real planner over 200 schedules", () => {
+  it("finds neither violations nor stuck schedules with the real planner over 200 schedules", async () => {
     const failures: string[] = [];
     for (let index = 0; index < 200; index++) {
-      const result = runSchedule(scheduleSeed(RUN_SEED, index), PLANNERS.real);
+      const result = await runSchedule(scheduleSeed(RUN_SEED, index), PLANNERS.real);
       if (result.outcome !== "ok") failures.push(`seed ${result.seed}: ${result.outcome} [${result.finding?.rule}] ${result.finding?.message}`);
     }
     assert.deepEqual(failures, []);
