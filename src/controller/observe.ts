@@ -17,18 +17,18 @@ export interface ObservedWorld {
   nodesError?: string;
 }
 
-export async function observe(controlPlane: QuorumControlPlane, cluster: Cluster, machines: Machine[], workload: WorkloadAccess, now: () => number): Promise<ObservedWorld> {
+export async function observe(controlPlane: QuorumControlPlane, cluster: Cluster, machines: Machine[], workload: WorkloadAccess, now: number): Promise<ObservedWorld> {
   const clientPort = controlPlane.spec.etcd?.clientPort ?? DEFAULTS.etcdClientPort;
   const live = machines.filter((machine) => (machine.status?.addresses ?? []).length > 0);
   const endpoints = etcdEndpoints(live.map((machine) => ({ addresses: internalAddresses(machine) })), clientPort);
   const [etcdResult, nodesResult] = await Promise.all([observeEtcdOf(controlPlane, cluster, machines, endpoints, workload), listNodes(controlPlane, cluster, workload)]);
   const observation: Observation = {
-    now: now(),
+    now,
     controlPlane,
     cluster,
     machines,
     nodes: nodesResult.nodes,
-    etcd: etcdResult.view(now()),
+    etcd: etcdResult.view(now),
   };
   return { observation, ...(etcdResult.client ? { etcd: etcdResult.client } : {}), ...(nodesResult.error ? { nodesError: nodesResult.error } : {}) };
 }

@@ -66,6 +66,42 @@ export function computeStatus(inputs: StatusInputs): QuorumControlPlaneStatus {
   };
 }
 
+/** What kept a reconcile from finishing its step: the Reconciled condition (and `condition`, when given) says so. */
+export interface Problem {
+  reason: string;
+  message: string;
+  /** A condition that is False for the same reason (CertificatesAvailable). */
+  condition?: string;
+}
+
+export interface StatusRequest {
+  controlPlane: QuorumControlPlane;
+  /** The reconcile's one clock reading. */
+  now: number;
+  /** What the reconcile observed and decided; absent when it stopped before it could observe. */
+  observed?: Omit<StatusInputs, "controlPlane">;
+  problem?: Problem;
+}
+
+/**
+ * Every status a reconcile writes comes from here: the status of what it observed (or, when it stopped before
+ * observing, the status it found), with the problem that stopped it, if any, on top.
+ */
+export function statusFor(request: StatusRequest): QuorumControlPlaneStatus {
+  const { controlPlane, observed, problem } = request;
+  const base: QuorumControlPlaneStatus = observed ? computeStatus({ controlPlane, ...observed }) : { ...(controlPlane.status ?? {}) };
+  const updates: ConditionInput[] = [];
+  // Observing comes after the certificates were ensured.
+  if (observed) updates.push({ type: CONDITION.CertificatesAvailable, status: "True", reason: "Available", message: "" });
+  if (problem) {
+    updates.push({ type: CONDITION.Reconciled, status: "False", reason: problem.reason, message: problem.message });
+    if (problem.condition) updates.push({ type: problem.condition, status: "False", reason: problem.reason, message: problem.message });
+  }
+  const status: QuorumControlPlaneStatus = { ...base, conditions: setConditions(base.conditions, updates, new Date(request.now).toISOString(), controlPlane.metadata.generation ?? 0) };
+  if (problem) status.nextAction = { kind: "Wait", message: `blocked: ${problem.message}`, blockedBy: problem.reason };
+  return status;
+}
+
 function conditionInputs(inputs: StatusInputs, counts: { ready: number; upToDate: number; replicas: number }): ConditionInput[] {
   const { snapshot, verdict, action } = inputs;
   const desired = snapshot.controlPlane.replicas;

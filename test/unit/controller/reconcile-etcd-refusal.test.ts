@@ -78,3 +78,24 @@ describe("reconcile when etcd refuses a member removal", () => {
     assert.deepEqual(events, ["Warning RemoveMemberFailed"]);
   });
 });
+
+describe("reconcile writes the status it observed whatever the action met", () => {
+  it("writes the observed member list and quorum with the failure as the Reconciled condition when the action fails", async () => {
+    const { deps, statuses } = world(new Error("connection reset"));
+    await assert.rejects(reconcile("ns", "cp", deps), ReconcileError);
+    const written = statuses.at(-1) as { etcd?: { members?: unknown[]; quorum?: { voters: number } }; conditions?: { type: string; status: string; reason: string }[] };
+    assert.equal(written.etcd?.members?.length, 3);
+    assert.equal(written.etcd?.quorum?.voters, 3);
+    assert.ok(written.conditions?.some((condition) => condition.type === "Reconciled" && condition.status === "False" && condition.reason === "RemoveMemberFailed"));
+  });
+
+  it("writes the observed status and looks again soon when the action meets a conflict", async () => {
+    const conflict = Object.assign(new Error("the object has been modified"), { code: 409 });
+    const { deps, statuses } = world(conflict);
+    const result = await reconcile("ns", "cp", deps);
+    assert.equal(result.requeueAfterMs, 250);
+    const written = statuses.at(-1) as { etcd?: { members?: unknown[] }; nextAction?: { kind: string } };
+    assert.equal(written.etcd?.members?.length, 3);
+    assert.equal(written.nextAction?.kind, "RemoveMember");
+  });
+});
