@@ -5,9 +5,10 @@ import { DEFAULTS } from "../api/constants.ts";
 import type { QuorumControlPlane } from "../api/types.ts";
 import { etcdEndpoints } from "../api/endpoints.ts";
 import type { EtcdClusterClient, WorkloadAccess } from "../ports/index.ts";
+import { observe as observeMembers, recall } from "../core/memory.ts";
 import type { EtcdView } from "../core/snapshot.ts";
 import { observeEtcd, toEtcdView } from "./etcd-view.ts";
-import { previousEtcdView, type Observation } from "./snapshot-builder.ts";
+import type { Observation } from "./snapshot-builder.ts";
 
 export interface ObservedWorld {
   observation: Observation;
@@ -48,8 +49,8 @@ async function observeEtcdOf(controlPlane: QuorumControlPlane, cluster: Cluster,
     const message = error instanceof Error ? error.message : String(error);
     return { view: () => ({ observed: false, error: message, members: [], alarms: [] }) };
   }
-  const result = await observeEtcd(client);
-  return { client, view: (now) => toEtcdView(result, now, previousEtcdView(controlPlane.status, now)) };
+  const raw = toEtcdView(await observeEtcd(client));
+  return { client, view: (now) => ({ ...raw, members: observeMembers(raw.members, recall(controlPlane.status?.etcd?.members, now), now) }) };
 }
 
 async function listNodes(controlPlane: QuorumControlPlane, cluster: Cluster, workload: WorkloadAccess): Promise<{ nodes: Node[]; error?: string }> {

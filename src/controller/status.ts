@@ -5,6 +5,7 @@ import { CONDITION, LABEL_CONTROL_PLANE_NAME } from "../api/constants.ts";
 import type { Condition, EtcdMemberStatus, QuorumControlPlane, QuorumControlPlaneStatus } from "../api/types.ts";
 import type { Action } from "../core/actions.ts";
 import { describeBlockers, memberStatuses, quorumStatus, type Verdict } from "../core/assess.ts";
+import { persisted } from "../core/memory.ts";
 import { isUpToDate } from "../core/selection.ts";
 import type { Snapshot } from "../core/snapshot.ts";
 import { setConditions, type ConditionInput } from "./conditions.ts";
@@ -57,7 +58,8 @@ export function computeStatus(inputs: StatusInputs): QuorumControlPlaneStatus {
     conditions,
     deprecated: { v1beta1: { conditions: v1beta1Conditions, readyReplicas: ready, updatedReplicas: upToDate, unavailableReplicas: replicas - ready } },
     etcd: {
-      members: withMemory(memberStatuses(verdict), snapshot),
+      // A member list that could not be read says nothing about who left: keep the last one, and its memory.
+      members: verdict.observed ? withMemory(memberStatuses(verdict), snapshot) : (previous.etcd?.members ?? []),
       quorum,
       summary: verdict.observed ? `${quorum.healthyVoters}/${quorum.voters}` : "unknown",
     },
@@ -176,21 +178,17 @@ function nextAction(action: Action): NonNullable<QuorumControlPlaneStatus["nextA
   };
 }
 
-/**
- * Adds what Quorum must remember across restarts: when it first saw each member (grace periods) and saw it started
- * (etcd's removal window) and, for learners
- * only, their applied index and when it last moved (stall detection). Voters' indices move all the time; keeping
- * them out of status is what lets an idle cluster cost no writes.
- */
+/** Adds the per-member memory (src/core/memory.ts) to each member's entry, as status keeps it. */
 function withMemory(members: EtcdMemberStatus[], snapshot: Snapshot): EtcdMemberStatus[] {
   return members.map((entry) => {
     const member = snapshot.etcd.members.find((candidate) => candidate.id === entry.id);
     if (!member) return entry;
+    const memory = persisted(member);
     return {
       ...entry,
-      firstObserved: new Date(member.firstObserved).toISOString(),
-      ...(member.startedObserved !== undefined ? { startedObserved: new Date(member.startedObserved).toISOString() } : {}),
-      ...(member.learner && member.raftAppliedIndex !== undefined ? { raftAppliedIndex: member.raftAppliedIndex, lastProgress: new Date(member.lastProgress).toISOString() } : {}),
+      firstObserved: new Date(memory.firstObserved).toISOString(),
+      ...(memory.startedObserved !== undefined ? { startedObserved: new Date(memory.startedObserved).toISOString() } : {}),
+      ...(memory.learnerProgress ? { raftAppliedIndex: memory.learnerProgress.raftAppliedIndex, lastProgress: new Date(memory.learnerProgress.lastProgress).toISOString() } : {}),
     };
   });
 }
