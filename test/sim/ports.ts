@@ -88,7 +88,7 @@ export class SimPorts {
       this.gate.call(`list Machines${this.lagging && this.cachedMachines ? " (stale cache)" : ""}`, { kind: "none" });
       if (this.lagging && this.cachedMachines) return structuredClone(this.cachedMachines);
       this.cachedMachines = this.world.machines.map((machine) => machineObject(this.world, machine));
-      return structuredClone(this.cachedMachines);
+      return this.cachedMachines;
     },
     getReferenced: async (ref: ObjectRef, namespace: string) => {
       this.gate.call(`get ${ref.kind} ${ref.name}`, { kind: "none" });
@@ -192,7 +192,8 @@ export class SimPorts {
           memberJoinGracePeriod: seconds(SIM_TIMERS.memberJoinGracePeriodMs),
         },
       },
-      ...(this.world.status ? { status: structuredClone(this.world.status) } : {}),
+      // Not copied: reconcile() never changes what it read, and patchStatus replaces world.status with a new object.
+      ...(this.world.status ? { status: this.world.status } : {}),
     };
   }
 
