@@ -5,7 +5,7 @@ import { CONDITION, LABEL_CONTROL_PLANE_NAME } from "../api/constants.ts";
 import type { Condition, EtcdMemberStatus, QuorumControlPlane, QuorumControlPlaneStatus } from "../api/types.ts";
 import type { Action } from "../core/actions.ts";
 import { describeBlockers, memberStatuses, quorumStatus, type Verdict } from "../core/assess.ts";
-import { persisted } from "../core/memory.ts";
+import { persisted, unobserved } from "../core/memory.ts";
 import { isUpToDate } from "../core/selection.ts";
 import type { Snapshot } from "../core/snapshot.ts";
 import { setConditions, type ConditionInput } from "./conditions.ts";
@@ -58,8 +58,8 @@ export function computeStatus(inputs: StatusInputs): QuorumControlPlaneStatus {
     conditions,
     deprecated: { v1beta1: { conditions: v1beta1Conditions, readyReplicas: ready, updatedReplicas: upToDate, unavailableReplicas: replicas - ready } },
     etcd: {
-      // A member list that could not be read says nothing about who left: keep the last one, and its memory.
-      members: verdict.observed ? withMemory(memberStatuses(verdict), snapshot) : (previous.etcd?.members ?? []),
+      // A member list that could not be read says nothing about who left: keep the last one and its memory.
+      members: verdict.observed ? withMemory(memberStatuses(verdict), snapshot) : unobserved(previous.etcd?.members ?? []),
       quorum,
       summary: verdict.observed ? `${quorum.healthyVoters}/${quorum.voters}` : "unknown",
     },

@@ -2,6 +2,7 @@
 // saw the member (grace periods), when it first saw it started (etcd's 5 s removal window) and, for a learner, its
 // applied index and when that last moved (stall detection). It lives in status.etcd.members only: recall() reads
 // it back, observe() updates it from one observation at one `now`, persisted() says what status keeps. Pure.
+// startedObserved is when Quorum first saw the member answering without a gap since: an outage it saw restarts it.
 // If status is lost, every clock restarts at the next sighting, which only delays a removal, never hastens one.
 import type { EtcdMemberStatus } from "../api/types.ts";
 import type { MemberView } from "./snapshot.ts";
@@ -22,8 +23,9 @@ export function recall(entries: readonly EtcdMemberStatus[] | undefined, now: nu
   const memory = new Map<string, MemberMemory>();
   for (const entry of entries ?? []) {
     const firstObserved = parseTime(entry.firstObserved) ?? now;
-    // A started member recorded before startedObserved existed counts as started when it was first observed.
-    const startedObserved = parseTime(entry.startedObserved) ?? (entry.name !== "" ? firstObserved : undefined);
+    // A healthy started member recorded before startedObserved existed counts as started when first observed; one
+    // recorded unhealthy has no connection age to trust until it is seen answering again.
+    const startedObserved = parseTime(entry.startedObserved) ?? (entry.name !== "" && entry.healthy ? firstObserved : undefined);
     memory.set(entry.id, {
       firstObserved,
       ...(startedObserved !== undefined ? { startedObserved } : {}),
@@ -44,7 +46,9 @@ export function observe(members: readonly ObservedMember[], memory: ReadonlyMap<
     const before = memory.get(member.id);
     const applied = member.raftAppliedIndex;
     const progressed = before === undefined || (applied !== undefined && applied !== before.raftAppliedIndex);
-    const startedObserved = before?.startedObserved ?? (member.name !== "" ? now : undefined);
+    // Seen answering without a gap since then: an outage restarts the member's peer connections, and etcd counts
+    // their age when it decides whether to refuse a removal (removalWindow in selection.ts).
+    const startedObserved = !member.reachable ? undefined : (before?.startedObserved ?? (member.name !== "" ? now : undefined));
     return {
       ...member,
       firstObserved: before?.firstObserved ?? now,
@@ -68,6 +72,14 @@ export function persisted(member: MemberView): PersistedMemory {
     ...(member.startedObserved !== undefined ? { startedObserved: member.startedObserved } : {}),
     ...(member.learner && member.raftAppliedIndex !== undefined ? { learnerProgress: { raftAppliedIndex: member.raftAppliedIndex, lastProgress: member.lastProgress } } : {}),
   };
+}
+
+/**
+ * The member entries status keeps when the member list could not be read: who was there and when Quorum first saw
+ * them stay, but nobody counts as healthy, and no connection age is trusted (any member may have restarted).
+ */
+export function unobserved(entries: readonly EtcdMemberStatus[]): EtcdMemberStatus[] {
+  return entries.map(({ startedObserved: _dropped, ...entry }) => ({ ...entry, healthy: false, leader: false }));
 }
 
 function parseTime(text: string | undefined): number | undefined {

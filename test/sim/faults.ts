@@ -4,7 +4,7 @@
 // temporary ones end, so a world whose faults stopped can always be finished by a correct controller.
 import { survivesLosing } from "./evolve.ts";
 import type { Prng } from "./prng.ts";
-import { electLeader, liveMachines, markDeleting, newMemberId, type BootFault, type World } from "./world.ts";
+import { cameUp, electLeader, liveMachines, markDeleting, newMemberId, type BootFault, type World } from "./world.ts";
 
 export interface FaultProfile {
   /** Probability that a step brings one fault. */
@@ -99,6 +99,7 @@ const FAULTS: Record<FaultKind, (world: World, rng: Prng) => string | undefined>
       lostForGood: !alive,
       appliedIndex: alive ? world.leaderIndex : 0,
       catchUpRate: 1,
+      activeSince: world.now,
     });
     return `ghost member stray-${n} ${alive ? "(alive)" : started ? "(dead)" : "(added, never started)"}`;
   },
@@ -193,7 +194,7 @@ export function endFaults(world: World): string {
   for (const member of world.members) {
     if (member.downUntil !== undefined) {
       member.downUntil = undefined;
-      member.up = true;
+      cameUp(world, member);
     }
   }
   world.spec.paused = false;

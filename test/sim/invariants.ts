@@ -3,7 +3,7 @@
 // (converges, never stuck) are judged by run.ts over the steps after faults stop.
 import type { Snapshot } from "../../src/core/snapshot.ts";
 import type { Call } from "./calls.ts";
-import { findMachine, findMember, healthy, healthyVoterCount, quorumSize, voters, type SimMember, type World } from "./world.ts";
+import { findMachine, youngConnections, findMember, healthy, healthyVoterCount, quorumSize, voters, type SimMember, type World } from "./world.ts";
 
 export type Rule =
   | "1 quorum kept"
@@ -12,6 +12,7 @@ export type Rule =
   | "3 member removed before its machine"
   | "4 converges"
   | "5 never stuck"
+  | "6 never sends a removal etcd refuses"
   | "planner throws"
   | "reconcile throws";
 
@@ -46,7 +47,16 @@ export function checkQuorumKept(world: World, hadQuorum: boolean, actionText: st
 
 function checkRemoval(world: World, snapshot: Snapshot, memberId: string): Finding | undefined {
   const member = findMember(world, memberId);
-  if (!member || member.learner) return undefined;
+  if (!member) return undefined;
+  // Rule 6: etcd's 5 s window is known (removalWindow in src/core/selection.ts); sending a removal it refuses
+  // means the controller misjudged which connections are old enough. A member that went down and came back
+  // without any status write seeing it (the controller was down, or crashed) restarted its connections where the
+  // controller could not see: the real controller defers that refusal and asks again, which is not a violation.
+  const young = youngConnections(world, member);
+  if (young && young.every((voter) => !voter.unseenBounce)) {
+    return { kind: "violation", rule: "6 never sends a removal etcd refuses", message: `asked etcd to remove voter ${member.name || "(unstarted)"} ${member.id}, which it refuses now ("unhealthy cluster"): too few voters connected to the leader for 5 s` };
+  }
+  if (member.learner) return undefined;
   const projected = voters(world).length - 1;
   const projectedHealthy = healthyVoterCount(world) - (healthy(world, member) ? 1 : 0);
   const who = `${member.name || "(unstarted)"} ${member.id}`;

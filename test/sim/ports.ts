@@ -22,7 +22,7 @@ import { machineTemplateHash } from "../../src/controller/snapshot-builder.ts";
 import type { EtcdAlarm, EtcdClusterClient, EtcdMember, EtcdMemberStatus, ManagementApi, PromoteResult, WorkloadAccess } from "../../src/ports/index.ts";
 import { SimEtcdError, SimApiError, type CallGate } from "./calls.ts";
 import { learnerInSync } from "./evolve.ts";
-import { CLUSTER, CONTROL_PLANE, dropMember, electLeader, findMachine, findMember, hostNameFor, markDeleting, NAMESPACE, newAddress, SIM_TIMERS, type BootFault, type SimMachine, type SimMember, type World } from "./world.ts";
+import { CLUSTER, CONTROL_PLANE, dropMember, electLeader, etcdRefusesRemoval, findMachine, findMember, hostNameFor, markDeleting, NAMESPACE, newAddress, SIM_TIMERS, type BootFault, type SimMachine, type SimMember, type World } from "./world.ts";
 
 const QCP_UID = "qcp-uid";
 const ETCD_PEER_PORT = 2380;
@@ -136,6 +136,7 @@ export class SimPorts {
     patchStatus: async (_controlPlane, patch) => {
       this.gate.call("patch status", { kind: "write-status" });
       this.world.status = applyMergePatch(this.world.status ?? {}, patch) as World["status"];
+      this.noteSeenOutages();
       this.gate.done("ok");
       return this.controlPlane();
     },
@@ -208,6 +209,12 @@ export class SimPorts {
         failureDomains: this.world.failureDomains.map((name) => ({ name, controlPlane: true })),
       },
     };
+  }
+
+  /** A down member whose connection age the written status no longer trusts (or that status lost): the controller saw this outage. */
+  private noteSeenOutages(): void {
+    const kept = new Map((this.world.status?.etcd?.members ?? []).map((entry) => [entry.id, entry]));
+    for (const member of this.world.members) if (!member.up && kept.get(member.id)?.startedObserved === undefined) member.outageSeen = true;
   }
 
   /** CAPI accepted a new Machine: the world starts provisioning it. */
@@ -378,6 +385,7 @@ class SimEtcdClient implements EtcdClusterClient {
     if (!member) return this.gate.done({ removed: false }, "etcdserver: member not found (counts as removed)");
     // A membership change is a raft proposal: it needs a leader.
     if (this.world.leaderId === undefined) throw this.gate.fail(new SimEtcdError("member remove", "etcdserver: no leader"));
+    if (etcdRefusesRemoval(this.world, member)) throw this.gate.fail(new SimEtcdError("member remove", "etcdserver: unhealthy cluster"));
     dropMember(this.world, member.id);
     return this.gate.done({ removed: true });
   }

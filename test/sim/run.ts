@@ -82,7 +82,11 @@ export async function runSchedule(seed: number, planner: PlannerFactory, options
     const action = step.action;
     if (step.crashed) {
       const lost = rngs.controller.chance(profile.memoryLossRate);
-      if (lost) delete world.status;
+      if (lost) {
+        delete world.status;
+        // With status gone every connection age restarts at the next sighting, outages included.
+        for (const member of world.members) if (!member.up) member.outageSeen = true;
+      }
       controllerBackAt = world.step + 1 + rngs.controller.int(0, 2);
       ports.restart();
       if (lost) step.calls.push("(status lost)");

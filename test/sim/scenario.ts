@@ -93,7 +93,7 @@ function startConverged(world: World): void {
       memberId: id,
       nodeRegistered: true,
     });
-    world.members.push({ id, name: hostNameFor(world, name, address), peerHost: address, learner: false, started: true, up: true, lostForGood: false, appliedIndex: world.leaderIndex, catchUpRate: 1, machine: name });
+    world.members.push({ id, name: hostNameFor(world, name, address), peerHost: address, learner: false, started: true, up: true, lostForGood: false, appliedIndex: world.leaderIndex, catchUpRate: 1, machine: name, activeSince: created });
     const since = new Date(created).toISOString();
     remembered.push({ id, name: hostNameFor(world, name, address), machine: name, learner: false, healthy: true, leader: index === 0, firstObserved: since, startedObserved: since });
   }

@@ -92,6 +92,12 @@ export interface SimMember {
   catchUpRate: number;
   /** World truth: the Machine whose kubeadm added it; undefined for stray members. */
   machine?: string;
+  /** When its process last came up (started or recovered): its peer connections are this old. */
+  activeSince: number;
+  /** A status write saw it down during its current outage (so the controller could know its connections restarted). */
+  outageSeen?: boolean;
+  /** Its last recovery came after an outage no status write saw: its young connections are invisible to the controller. */
+  unseenBounce?: boolean;
 }
 
 /** A Node object left behind in the workload cluster by a Machine that vanished out of band. */
@@ -206,6 +212,43 @@ export function newAddress(world: World): string {
 
 export function hostNameFor(world: World, machineName: string, address: string): string {
   return world.nodeNaming === "machine" ? machineName : `ip-${address.replaceAll(".", "-")}`;
+}
+
+/** A member's process came up (started or recovered) at some moment during the step that just passed. */
+export function cameUp(world: World, member: SimMember): void {
+  if (member.started && !member.up) member.unseenBounce = !member.outageSeen;
+  member.outageSeen = false;
+  member.up = true;
+  member.activeSince = world.now - world.rng.int(0, STEP_MS - 1);
+}
+
+/** etcd's HealthInterval: a peer connection younger than this does not count towards a removal's quorum. */
+export const ETCD_HEALTH_INTERVAL_MS = 5_000;
+
+/**
+ * Whether etcd refuses removing this member now with "unhealthy cluster" (mayRemoveMember with the strict
+ * reconfig check): a learner or a member that is down is removed at once; otherwise the leader counts itself and
+ * every voter whose connection to it is 5 s old (a connection is as young as the younger of its two ends), and
+ * refuses unless that count minus one reaches a quorum of the voters that stay.
+ */
+export function etcdRefusesRemoval(world: World, member: SimMember): boolean {
+  return youngConnections(world, member) !== undefined;
+}
+
+/**
+ * When etcd refuses removing `member`, the voters whose connection to the leader is younger than 5 s (they are
+ * what it waits on); undefined when it accepts.
+ */
+export function youngConnections(world: World, member: SimMember): SimMember[] | undefined {
+  if (member.learner || !member.up || world.leaderId === undefined) return undefined;
+  const leader = findMember(world, world.leaderId);
+  if (!leader) return undefined;
+  const voterList = voters(world);
+  const since = world.now - ETCD_HEALTH_INTERVAL_MS;
+  const old = (voter: SimMember) => voter.id === leader.id || (voter.up && Math.max(voter.activeSince, leader.activeSince) <= since);
+  const active = voterList.filter(old).length;
+  if (active - 1 >= quorumSize(voterList.length - 1)) return undefined;
+  return voterList.filter((voter) => voter.up && !old(voter));
 }
 
 /** Removes a member from the cluster; a removed etcd process shuts itself down. */

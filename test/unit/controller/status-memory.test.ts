@@ -30,13 +30,13 @@ describe("status memory", () => {
 });
 
 describe("status memory when etcd cannot be read", () => {
-  it("keeps the last member list and its clocks instead of forgetting every member", () => {
+  it("keeps the last member list and first sightings, but trusts no member's health or connection age", () => {
     const h = healthyMachines(1);
     const seen = snapshot({ machines: h.machines, members: withLeader(h.members, h.members[0].id) });
     const before = computeStatus({ controlPlane: controlPlane(), snapshot: seen, action: plan(seen).action, verdict: assess(seen, { kind: "Observe" }) });
     const blind = { ...seen, now: NOW + SECOND, etcd: { observed: false, error: "no etcd member answered", members: [], alarms: [] } };
     const after = computeStatus({ controlPlane: { ...controlPlane(), status: before }, snapshot: blind, action: plan(blind).action, verdict: assess(blind, { kind: "Observe" }) });
-    assert.deepEqual(after.etcd?.members, before.etcd?.members);
+    assert.deepEqual(after.etcd?.members?.map((entry) => [entry.id, entry.firstObserved, entry.healthy, entry.startedObserved]), before.etcd?.members?.map((entry) => [entry.id, entry.firstObserved, false, undefined]));
     assert.equal(after.etcd?.summary, "unknown");
   });
 });

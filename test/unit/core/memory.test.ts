@@ -24,6 +24,16 @@ describe("member memory", () => {
     assert.deepEqual(second.map((view) => [view.firstObserved, view.startedObserved]), [[1000, 1000], [1000, 4000]]);
   });
 
+  it("restarts the started sighting when the member is seen not answering, because etcd's peer connections to it restart too", () => {
+    const first = observe([member("1")], new Map(), 1000);
+    const remembered = (views: typeof first) => new Map(views.map((view) => [view.id, { firstObserved: view.firstObserved, lastProgress: view.lastProgress, ...(view.startedObserved !== undefined ? { startedObserved: view.startedObserved } : {}) }]));
+    const down = observe([member("1", { reachable: false })], remembered(first), 2000);
+    assert.equal(down[0].startedObserved, undefined);
+    assert.equal(down[0].firstObserved, 1000);
+    assert.equal(observe([member("1")], remembered(down), 3000)[0].startedObserved, 3000);
+    assert.equal(recall([{ id: "1", name: "cp-1", learner: false, healthy: false, leader: false, firstObserved: "2026-11-29T11:00:00Z" }], 0).get("1")?.startedObserved, undefined);
+  });
+
   it("recalls first sighting, started sighting and a learner's progress from status", () => {
     const memory = recall([{ id: "7", name: "cp-a", learner: true, healthy: true, leader: false, firstObserved: "2026-11-29T11:00:00Z", startedObserved: "2026-11-29T11:00:04Z", raftAppliedIndex: 40, lastProgress: "2026-11-29T11:30:00Z" }], 0);
     assert.deepEqual(memory.get("7"), { firstObserved: Date.parse("2026-11-29T11:00:00Z"), startedObserved: Date.parse("2026-11-29T11:00:04Z"), lastProgress: Date.parse("2026-11-29T11:30:00Z"), raftAppliedIndex: 40 });
