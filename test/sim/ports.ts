@@ -22,7 +22,7 @@ import { machineTemplateHash } from "../../src/controller/snapshot-builder.ts";
 import type { EtcdAlarm, EtcdClusterClient, EtcdMember, EtcdMemberStatus, ManagementApi, PromoteResult, WorkloadAccess } from "../../src/ports/index.ts";
 import { SimEtcdError, SimApiError, type CallGate } from "./calls.ts";
 import { learnerInSync } from "./evolve.ts";
-import { CLUSTER, CONTROL_PLANE, dropMember, electLeader, etcdRefusesRemoval, findMachine, findMember, hostNameFor, markDeleting, NAMESPACE, newAddress, SIM_TIMERS, type BootFault, type SimMachine, type SimMember, type World } from "./world.ts";
+import { CLUSTER, CONTROL_PLANE, dropMember, electLeader, etcdRefusesRemoval, findMachine, findMember, drawLags, hostNameFor, markDeleting, NAMESPACE, newAddress, SIM_TIMERS, type BootFault, type SimMachine, type SimMember, type World } from "./world.ts";
 
 const QCP_UID = "qcp-uid";
 const ETCD_PEER_PORT = 2380;
@@ -244,6 +244,7 @@ export class SimPorts {
     };
     machine.address = newAddress(world);
     machine.hostName = hostNameFor(world, name, machine.address);
+    drawLags(world, machine);
     world.machines.push(machine);
     if (bootFault) this.gate.note(`${name} will fail: ${bootFault}`);
   }
@@ -270,7 +271,8 @@ export function machineObject(world: World, machine: SimMachine): Machine {
     const drained = world.step >= (machine.drainedAt ?? 0);
     conditions.push({ type: "Deleting", status: "True", reason: drained ? "WaitingForPreTerminateHook" : "DrainingNode", lastTransitionTime: since });
   }
-  const addresses = machine.infrastructureReady && machine.address ? [{ type: "InternalIP", address: machine.address }] : [];
+  const addresses = machine.infrastructureReady && machine.address ? addressesOf(world, machine, machine.address) : [];
+  const nodeRef = machine.nodeRegistered && world.step >= (machine.nodeRefAt ?? 0);
   return {
     apiVersion: CAPI_API_VERSION,
     kind: "Machine",
@@ -295,13 +297,21 @@ export function machineObject(world: World, machine: SimMachine): Machine {
     },
     status: {
       initialization: { infrastructureProvisioned: machine.infrastructureReady, bootstrapDataSecretCreated: machine.bootstrapReady },
-      ...(machine.nodeRegistered ? { nodeRef: { name: machine.hostName } } : {}),
+      ...(nodeRef ? { nodeRef: { name: machine.hostName } } : {}),
       addresses,
       conditions,
       phase: machine.deleting !== undefined ? "Deleting" : machine.failed ? "Failed" : machine.nodeRegistered ? "Running" : machine.infrastructureReady ? "Provisioned" : "Provisioning",
       ...(machine.failed ? { deprecated: { v1beta1: { failureReason: "CreateError", failureMessage: "the simulated infrastructure failed" } } } : {}),
     },
   };
+}
+
+/** The InternalIP etcd listens on, or, while the Machine's addresses lag, nothing or only an external address. */
+function addressesOf(world: World, machine: SimMachine, address: string): { type: string; address: string }[] {
+  if (world.step < (machine.addressAt ?? 0)) {
+    return machine.addressesBefore === "external-only" ? [{ type: "ExternalIP", address: `203.0.113.${address.split(".").at(-1)}` }] : [];
+  }
+  return [{ type: "InternalIP", address }];
 }
 
 function nodeObjects(world: World): Node[] {
@@ -311,7 +321,8 @@ function nodeObjects(world: World): Node[] {
     if (!machine.nodeRegistered) continue;
     const member = machine.memberId === undefined ? undefined : findMember(world, machine.memberId);
     const up = machine.phase === "running" && member !== undefined && member.up;
-    nodes.push({ metadata: { name: machine.hostName }, spec: { providerID: `sim://${machine.name}` }, status: { ...ready(up), addresses: machine.address ? [{ type: "InternalIP", address: machine.address }] : [] } });
+    const providerID = world.step >= (machine.nodeRefAt ?? 0) ? { providerID: `sim://${machine.name}` } : {};
+    nodes.push({ metadata: { name: machine.hostName }, spec: providerID, status: { ...ready(up), addresses: machine.address ? [{ type: "InternalIP", address: machine.address }] : [] } });
   }
   for (const stale of world.staleNodes) {
     if (!nodes.some((node) => node.metadata.name === stale.name)) nodes.push({ metadata: { name: stale.name }, status: { ...ready(false), addresses: [{ type: "InternalIP", address: stale.address }] } });

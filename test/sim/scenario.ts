@@ -5,7 +5,10 @@ import type { EtcdMemberStatus } from "../../src/api/types.ts";
 import { nextMachineName } from "../../src/controller/machine-factory.ts";
 import type { FaultProfile } from "./faults.ts";
 import { Prng } from "./prng.ts";
-import { CONTROL_PLANE, hostNameFor, newAddress, newMemberId, STEP_MS, type JoinMode, type NodeNaming, type World } from "./world.ts";
+import { CONTROL_PLANE, drawLags, hostNameFor, newAddress, newMemberId, STEP_MS, type JoinMode, type NodeNaming, type World } from "./world.ts";
+
+/** How often a schedule has each trait of WorldTraits. */
+export const TRAIT_WEIGHTS = { nodeRefLag: 0.25, addressLag: 0.25 } as const;
 
 /** Faults stop by this step at the latest. */
 export const MAX_FAULT_STEPS = 40;
@@ -26,6 +29,7 @@ export function createScenario(seed: number): Scenario {
   const world: World = {
     step: 0,
     now: EPOCH,
+    traits: { nodeRefLag: false, addressLag: false },
     spec: {
       replicas,
       version: "v1.30.2",
@@ -37,7 +41,8 @@ export function createScenario(seed: number): Scenario {
       generation: 1,
     },
     joinMode: setup.weighted([["learner", 4], ["learner-self-promote", 3], ["voter", 3]] as const) as JoinMode,
-    nodeNaming: (setup.chance(0.6) ? "machine" : "hostname") as NodeNaming,
+    // kubeadm names the member after the node name, which on most clouds is the host name (ip-10-0-0-9).
+    nodeNaming: (setup.chance(0.3) ? "machine" : "hostname") as NodeNaming,
     failureDomains: setup.chance(0.3) ? [] : ["fd-a", "fd-b", "fd-c"],
     machines: [],
     members: [],
@@ -60,7 +65,12 @@ export function createScenario(seed: number): Scenario {
     bootFaultRate: 0.1 + setup.next() * 0.3,
     staleCacheRate: 0.2,
   };
-  return { world, profile, rngs: { faults: rng.fork(), controller: rng.fork(), planner: rng.fork() } };
+  const rngs = { faults: rng.fork(), controller: rng.fork(), planner: rng.fork() };
+  // Drawn from a stream of their own, so that adding a trait leaves every other draw of the schedule as it was.
+  const traits = rng.fork();
+  world.traits = { nodeRefLag: traits.chance(TRAIT_WEIGHTS.nodeRefLag), addressLag: traits.chance(TRAIT_WEIGHTS.addressLag) };
+  for (const machine of world.machines) drawLags(world, machine);
+  return { world, profile, rngs };
 }
 
 /** A healthy control plane at the spec: one running Machine, Node and voter per replica. */

@@ -69,6 +69,15 @@ export interface SimMachine {
   memberId?: string;
   /** Step at which the kubelet registers the Node. */
   nodeAt?: number;
+  /**
+   * Until this step CAPI shows no nodeRef and the Node no providerID (no cloud controller manager has set it yet),
+   * though the Node may be registered.
+   */
+  nodeRefAt?: number;
+  /** Until this step the Machine reports its addresses as `addressesBefore` says, not its etcd peer address. */
+  addressAt?: number;
+  /** What it reports before addressAt: nothing yet, or only an external address etcd does not listen on. */
+  addressesBefore?: "none" | "external-only";
   nodeRegistered: boolean;
   /** First step the MachineHealthCheck saw it unhealthy. */
   unhealthySince?: number;
@@ -117,8 +126,17 @@ export interface SimSpec {
   generation: number;
 }
 
+/** The worlds real clusters produce that a schedule may contain (scenario.ts draws them). */
+export interface WorldTraits {
+  /** Machines wait long for their nodeRef (no cloud controller manager sets the Node's providerID yet). */
+  nodeRefLag: boolean;
+  /** Machines report their addresses late, or first only an external one. */
+  addressLag: boolean;
+}
+
 export interface World {
   step: number;
+  traits: WorldTraits;
   now: number;
   spec: SimSpec;
   joinMode: JoinMode;
@@ -208,6 +226,16 @@ export function newMemberId(world: World): string {
 export function newAddress(world: World): string {
   const n = world.nextAddress++;
   return `10.0.${Math.floor(n / 250)}.${(n % 250) + 2}`;
+}
+
+/** Draws how long a Machine made now waits for its nodeRef and addresses; nothing lags once faults stop. */
+export function drawLags(world: World, machine: SimMachine): void {
+  const until = (from: number) => Math.min(from + world.rng.int(3, 40), world.faultsUntil);
+  if (world.traits.nodeRefLag && world.step < world.faultsUntil && world.rng.chance(0.6)) machine.nodeRefAt = until(Math.max(world.step, machine.createdStep));
+  if (world.traits.addressLag && world.step < world.faultsUntil && world.rng.chance(0.5)) {
+    machine.addressAt = until(Math.max(world.step, machine.createdStep));
+    machine.addressesBefore = world.rng.chance(0.5) ? "none" : "external-only";
+  }
 }
 
 export function hostNameFor(world: World, machineName: string, address: string): string {
