@@ -64,44 +64,12 @@ export async function reconcile(namespace: string, name: string, deps: Reconcile
   if (!controlPlane) return {};
   // The one clock reading of this reconcile: the snapshot, the status and the Events all use it.
   const now = deps.clock();
-  const key = `${KIND} ${namespace}/${name}`;
-  const log = (level: "info" | "warn" | "error" | "debug", message: string, meta: Record<string, unknown> = {}) => deps.log[level](message, { object: `${namespace}/${name}`, ...meta });
-  const write = (request: Omit<StatusRequest, "controlPlane" | "now">) => writeStatus(controlPlane, statusFor({ controlPlane, now, ...request }), deps);
+  const log: Log = (level, message, meta = {}) => deps.log[level](message, { object: `${namespace}/${name}`, ...meta });
+  const write: Write = (request) => writeStatus(controlPlane, statusFor({ controlPlane, now, ...request }), deps);
 
-  // Gate: without its Cluster there is nothing to observe.
-  const clusterName = owningClusterName(controlPlane);
-  if (!clusterName) {
-    await write({ problem: { reason: "WaitingForCluster", message: `${key} has no owning Cluster yet: set spec.controlPlaneRef of a Cluster to this object (CAPI then adds the owner reference)` } }).catch(warnStatus(log));
-    return { requeueAfterMs: 30_000 };
-  }
-  const cluster = await deps.management.getCluster(namespace, clusterName);
-  if (!cluster) {
-    await write({ problem: { reason: "ClusterNotFound", message: `Cluster ${namespace}/${clusterName} that owns ${key} was not found: create it or fix the ${LABEL_CLUSTER_NAME} label` } }).catch(warnStatus(log));
-    return { requeueAfterMs: 30_000 };
-  }
-  const finalizers = controlPlane.metadata.finalizers ?? [];
-  if (!controlPlane.metadata.deletionTimestamp && !finalizers.includes(FINALIZER)) {
-    // Without it, deleting the QuorumControlPlane would orphan Machines whose members are still voters.
-    deps.metrics?.apiWrites.inc({ verb: "patch-finalizers" });
-    await deps.management.setFinalizers(controlPlane, [...finalizers, FINALIZER]);
-    return { requeueAfterMs: 0 };
-  }
-
-  try {
-    await deps.workload.ensureCertificates(controlPlane, cluster);
-  } catch (error) {
-    const message = errorText(error);
-    await write({ problem: { reason: "CertificatesUnavailable", message, condition: CONDITION.CertificatesAvailable } }).catch(warnStatus(log));
-    throw new ReconcileError(message, "CertificatesUnavailable", { cause: error });
-  }
-
-  const machines = await deps.management.listControlPlaneMachines(namespace, name);
-  if (controlPlane.metadata.deletionTimestamp && machines.length === 0) {
-    await deps.management.setFinalizers(controlPlane, finalizers.filter((finalizer) => finalizer !== FINALIZER));
-    await deps.workload.forget(namespace, clusterName);
-    log("info", "all Machines are gone; released the finalizer");
-    return {};
-  }
+  const passed = await gate(controlPlane, deps, log, write);
+  if ("result" in passed) return passed.result;
+  const { cluster, clusterName, machines } = passed;
   let etcd: EtcdClusterClient | undefined;
   try {
     // Observe.
@@ -117,11 +85,10 @@ export async function reconcile(namespace: string, name: string, deps: Reconcile
     // Plan: the planner alone decides, pause and deletion included.
     const { action, assessment: verdict } = deps.planner(snapshot);
     log(action.kind === "Wait" ? "debug" : "info", `next action: ${action.kind}: ${action.reason}`, { action: action.kind });
-    const observed = { snapshot, action, verdict, ...(world.nodesError ? { nodesError: world.nodesError } : {}) };
 
     // Execute.
     const outcome = action.kind === "Wait" ? undefined : await act(action, { controlPlane, cluster, clusterName, machines, snapshot, etcd: () => etcd, now }, deps, log);
-    if (outcome && outcome.kind === "done") {
+    if (outcome?.kind === "done") {
       deps.metrics?.actions.inc({ kind: action.kind });
       if (triggeredAt !== undefined) deps.metrics?.stepLatency.observe({ kind: action.kind }, Math.max(0, deps.clock() - triggeredAt) / 1000);
       deps.crash.afterAction(action.kind);
@@ -129,32 +96,80 @@ export async function reconcile(namespace: string, name: string, deps: Reconcile
 
     // Status: what this reconcile observed, whatever the action met.
     const actionStatus = outcome?.kind === "done" ? outcome.result.statusUpdate : undefined;
-    const problem = outcome && outcome.kind !== "done" ? outcome.problem : undefined;
-    const written = write({ observed: { ...observed, ...(actionStatus ? { actionStatus } : {}) }, ...(problem ? { problem } : {}) });
+    const problem = outcome?.kind === "deferred" || outcome?.kind === "failed" ? outcome.problem : undefined;
+    const observed = { snapshot, action, verdict, ...(world.nodesError ? { nodesError: world.nodesError } : {}), ...(actionStatus ? { actionStatus } : {}) };
+    const written = write({ observed, ...(problem ? { problem } : {}) });
     if (outcome?.kind === "failed") {
       await written.catch(warnStatus(log));
       throw new ReconcileError(outcome.problem.message, outcome.problem.reason, { cause: outcome.error });
     }
     await written;
     recordEtcdMetrics(deps.metrics, `${namespace}/${clusterName}`, verdict);
-
-    if (outcome?.kind === "conflict") return { requeueAfterMs: AFTER_CONFLICT_MS, action };
-    if (outcome?.kind === "deferred") return { requeueAfterMs: ETCD_REFUSAL_RETRY_MS, action };
-    if (outcome?.kind === "done") return { requeueAfterMs: outcome.result.retryAfterMs ?? AFTER_ACTION_MS, action };
-    if (action.kind !== "Wait") return { requeueAfterMs: AFTER_ACTION_MS, action };
-    const recheckAfterMs = Math.min(action.recheckAfterMs, deps.etcdPollIntervalMs);
-    return { requeueAfterMs: recheckAfterMs >= deps.etcdPollIntervalMs ? jittered(recheckAfterMs) : recheckAfterMs, action };
+    return { requeueAfterMs: requeueAfter(action, outcome, deps.etcdPollIntervalMs), action };
   } finally {
     await etcd?.close().catch((error: unknown) => log("warn", `closing the etcd client failed: ${errorText(error)}`));
   }
 }
 
 type Log = (level: "info" | "warn" | "error" | "debug", message: string, meta?: Record<string, unknown>) => void;
+type Write = (request: Omit<StatusRequest, "controlPlane" | "now">) => Promise<void>;
+
+/**
+ * What must hold before observing: an owning Cluster that exists, Quorum's finalizer, the cluster's certificates,
+ * and (for a QuorumControlPlane being deleted) Machines left to care for. Otherwise the reconcile ends here.
+ */
+async function gate(controlPlane: QuorumControlPlane, deps: ReconcilerDeps, log: Log, write: Write): Promise<{ result: ReconcileResult } | { cluster: Cluster; clusterName: string; machines: Machine[] }> {
+  const namespace = controlPlane.metadata.namespace ?? "default";
+  const name = controlPlane.metadata.name;
+  const key = `${KIND} ${namespace}/${name}`;
+  const clusterName = owningClusterName(controlPlane);
+  if (!clusterName) {
+    await write({ problem: { reason: "WaitingForCluster", message: `${key} has no owning Cluster yet: set spec.controlPlaneRef of a Cluster to this object (CAPI then adds the owner reference)` } }).catch(warnStatus(log));
+    return { result: { requeueAfterMs: 30_000 } };
+  }
+  const cluster = await deps.management.getCluster(namespace, clusterName);
+  if (!cluster) {
+    await write({ problem: { reason: "ClusterNotFound", message: `Cluster ${namespace}/${clusterName} that owns ${key} was not found: create it or fix the ${LABEL_CLUSTER_NAME} label` } }).catch(warnStatus(log));
+    return { result: { requeueAfterMs: 30_000 } };
+  }
+  const finalizers = controlPlane.metadata.finalizers ?? [];
+  if (!controlPlane.metadata.deletionTimestamp && !finalizers.includes(FINALIZER)) {
+    // Without it, deleting the QuorumControlPlane would orphan Machines whose members are still voters.
+    deps.metrics?.apiWrites.inc({ verb: "patch-finalizers" });
+    await deps.management.setFinalizers(controlPlane, [...finalizers, FINALIZER]);
+    return { result: { requeueAfterMs: 0 } };
+  }
+  try {
+    await deps.workload.ensureCertificates(controlPlane, cluster);
+  } catch (error) {
+    const message = errorText(error);
+    await write({ problem: { reason: "CertificatesUnavailable", message, condition: CONDITION.CertificatesAvailable } }).catch(warnStatus(log));
+    throw new ReconcileError(message, "CertificatesUnavailable", { cause: error });
+  }
+  const machines = await deps.management.listControlPlaneMachines(namespace, name);
+  if (controlPlane.metadata.deletionTimestamp && machines.length === 0) {
+    await deps.management.setFinalizers(controlPlane, finalizers.filter((finalizer) => finalizer !== FINALIZER));
+    await deps.workload.forget(namespace, clusterName);
+    log("info", "all Machines are gone; released the finalizer");
+    return { result: {} };
+  }
+  return { cluster, clusterName, machines };
+}
+
+/** When to look again: at once after an action, soon after a conflict or etcd's refusal, else the Wait's recheck. */
+function requeueAfter(action: Action, outcome: Outcome | undefined, pollIntervalMs: number): number {
+  if (outcome?.kind === "conflict") return AFTER_CONFLICT_MS;
+  if (outcome?.kind === "deferred") return ETCD_REFUSAL_RETRY_MS;
+  if (outcome?.kind === "done") return outcome.result.retryAfterMs ?? AFTER_ACTION_MS;
+  if (action.kind !== "Wait") return AFTER_ACTION_MS;
+  const recheckAfterMs = Math.min(action.recheckAfterMs, pollIntervalMs);
+  return recheckAfterMs >= pollIntervalMs ? jittered(recheckAfterMs) : recheckAfterMs;
+}
 
 /** How the one action went: done, or met a conflict, a refusal etcd will lift by itself, or a failure. */
 type Outcome =
   | { kind: "done"; result: ExecutionResult }
-  | { kind: "conflict"; problem?: undefined }
+  | { kind: "conflict" }
   | { kind: "deferred"; problem: Problem }
   | { kind: "failed"; problem: Problem; error: unknown };
 
