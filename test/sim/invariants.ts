@@ -47,16 +47,7 @@ export function checkQuorumKept(world: World, hadQuorum: boolean, actionText: st
 
 function checkRemoval(world: World, snapshot: Snapshot, memberId: string): Finding | undefined {
   const member = findMember(world, memberId);
-  if (!member) return undefined;
-  // Rule 6: etcd's 5 s window is known (removalWindow in src/core/selection.ts); sending a removal it refuses
-  // means the controller misjudged which connections are old enough. A member that went down and came back
-  // without any status write seeing it (the controller was down, or crashed) restarted its connections where the
-  // controller could not see: the real controller defers that refusal and asks again, which is not a violation.
-  const young = youngConnections(world, member);
-  if (young && young.every((voter) => !voter.unseenBounce)) {
-    return { kind: "violation", rule: "6 never sends a removal etcd refuses", message: `asked etcd to remove voter ${member.name || "(unstarted)"} ${member.id}, which it refuses now ("unhealthy cluster"): too few voters connected to the leader for 5 s` };
-  }
-  if (member.learner) return undefined;
+  if (!member || member.learner) return undefined;
   const projected = voters(world).length - 1;
   const projectedHealthy = healthyVoterCount(world) - (healthy(world, member) ? 1 : 0);
   const who = `${member.name || "(unstarted)"} ${member.id}`;
@@ -66,6 +57,15 @@ function checkRemoval(world: World, snapshot: Snapshot, memberId: string): Findi
       rule: "2 projected healthy majority",
       message: `removed voter ${who} (${healthy(world, member) ? "healthy" : "unhealthy"}) leaving ${projectedHealthy} healthy of ${projected} voters (quorum ${quorumSize(projected)})`,
     };
+  }
+  // Rule 6 (after rule 2's majority: a removal that would cost quorum is reported as that, refused or not): etcd's
+  // 5 s window is known (removalWindow in src/core/selection.ts); sending a removal it refuses means the controller
+  // misjudged which connections are old enough. A member that went down and came back
+  // without any status write seeing it (the controller was down, or crashed) restarted its connections where the
+  // controller could not see: the real controller defers that refusal and asks again, which is not a violation.
+  const young = youngConnections(world, member);
+  if (young && young.every((voter) => !voter.unseenBounce)) {
+    return { kind: "violation", rule: "6 never sends a removal etcd refuses", message: `asked etcd to remove voter ${member.name || "(unstarted)"} ${member.id}, which it refuses now ("unhealthy cluster"): too few voters connected to the leader for 5 s` };
   }
   return checkRedundancy(world, snapshot, member, who);
 }
