@@ -15,7 +15,7 @@ import type { QuorumControlPlane } from "../../src/api/types.ts";
 import { createEtcdClusterClient } from "../../src/adapters/etcd/client.ts";
 import { EtcdClientCertificates } from "../../src/adapters/etcd/credentials.ts";
 import type { EtcdClusterClient } from "../../src/adapters/etcd/types.ts";
-import { observeEtcd } from "../../src/adapters/etcd/view.ts";
+import { observeEtcd } from "../../src/controller/etcd-view.ts";
 import { silentLogger } from "../../src/adapters/kube/log.ts";
 import { ClusterWorkloadAccess } from "../../src/adapters/workload/access.ts";
 import { startEtcdCluster, type EtcdCluster, type EtcdMember } from "../../test/env/index.ts";

@@ -17,7 +17,7 @@ import type { Cluster, Node } from "../../src/api/capi.ts";
 import type { QuorumControlPlane } from "../../src/api/types.ts";
 import type { AddMemberOptions, EtcdAlarm, EtcdClientOptions, EtcdClusterClient, EtcdMember, EtcdMemberStatus, PromoteResult } from "../../src/adapters/etcd/types.ts";
 import type { ClusterWorkloadAccess } from "../../src/adapters/workload/access.ts";
-import type { WorkloadAccess } from "../../src/controller/ports.ts";
+import type { WorkloadAccess } from "../../src/ports/index.ts";
 
 /** The simulated node (and etcd member) name of the Machine at `address`, like cloud providers name nodes. */
 export function simulatedNodeName(address: string): string {

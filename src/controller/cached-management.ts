@@ -8,7 +8,7 @@ import { concernsControlPlane } from "../api/ownership.ts";
 import type { QuorumControlPlane } from "../api/types.ts";
 import type { KubeObject } from "../adapters/kube/rest.ts";
 import type { CacheLookup, Expectations } from "./expectations.ts";
-import type { ManagementApi } from "./ports.ts";
+import type { ManagementApi } from "../ports/index.ts";
 
 export interface ManagementCaches {
   controlPlane(key: string): KubeObject | undefined;

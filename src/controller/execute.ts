@@ -4,11 +4,10 @@
 import type { Machine } from "../api/capi.ts";
 import { CAPI_API_VERSION, PRE_TERMINATE_HOOK } from "../api/constants.ts";
 import type { QuorumControlPlane } from "../api/types.ts";
-import type { EtcdClusterClient } from "../adapters/etcd/types.ts";
 import type { Action } from "../core/actions.ts";
 import type { Snapshot } from "../core/snapshot.ts";
 import { buildMachineObjects, nextMachineName } from "./machine-factory.ts";
-import type { ManagementApi } from "./ports.ts";
+import type { EtcdClusterClient, ManagementApi } from "../ports/index.ts";
 
 export interface ExecutionContext {
   controlPlane: QuorumControlPlane;

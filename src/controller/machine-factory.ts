@@ -5,15 +5,10 @@ import { createHash } from "node:crypto";
 import type { Machine } from "../api/capi.ts";
 import { API_VERSION, CAPI_API_VERSION, KIND, LABEL_CLUSTER_NAME, LABEL_CONTROL_PLANE, LABEL_CONTROL_PLANE_NAME, PRE_TERMINATE_HOOK, TEMPLATE_HASH_ANNOTATION } from "../api/constants.ts";
 import { parseDuration } from "../api/duration.ts";
+import type { Unstructured } from "../api/objects.ts";
 import type { OwnerReference, QuorumControlPlane } from "../api/types.ts";
 
-/** An unstructured Kubernetes object (a template or its clone); only metadata and spec are touched. */
-export interface Unstructured {
-  apiVersion: string;
-  kind: string;
-  metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string>; ownerReferences?: OwnerReference[]; uid?: string };
-  spec?: Record<string, unknown> & { template?: { metadata?: { labels?: Record<string, string>; annotations?: Record<string, string> }; spec?: Record<string, unknown> } };
-}
+export type { Unstructured };
 
 export interface NewMachineObjects {
   infrastructure: Unstructured;

@@ -3,12 +3,12 @@
 import type { Cluster, Machine, Node } from "../api/capi.ts";
 import { DEFAULTS } from "../api/constants.ts";
 import type { QuorumControlPlane } from "../api/types.ts";
-import { etcdEndpoints } from "../adapters/etcd/endpoints.ts";
-import type { EtcdClusterClient } from "../adapters/etcd/types.ts";
-import { observeEtcd, toEtcdView } from "../adapters/etcd/view.ts";
+import { etcdEndpoints } from "../api/endpoints.ts";
+import type { EtcdClusterClient, WorkloadAccess } from "../ports/index.ts";
+import { observe as observeMembers, recall } from "../core/memory.ts";
 import type { EtcdView } from "../core/snapshot.ts";
-import type { WorkloadAccess } from "./ports.ts";
-import { previousEtcdView, type Observation } from "./snapshot-builder.ts";
+import { observeEtcd, toEtcdView } from "./etcd-view.ts";
+import type { Observation } from "./snapshot-builder.ts";
 
 export interface ObservedWorld {
   observation: Observation;
@@ -18,18 +18,18 @@ export interface ObservedWorld {
   nodesError?: string;
 }
 
-export async function observe(controlPlane: QuorumControlPlane, cluster: Cluster, machines: Machine[], workload: WorkloadAccess, now: () => number): Promise<ObservedWorld> {
+export async function observe(controlPlane: QuorumControlPlane, cluster: Cluster, machines: Machine[], workload: WorkloadAccess, now: number): Promise<ObservedWorld> {
   const clientPort = controlPlane.spec.etcd?.clientPort ?? DEFAULTS.etcdClientPort;
   const live = machines.filter((machine) => (machine.status?.addresses ?? []).length > 0);
   const endpoints = etcdEndpoints(live.map((machine) => ({ addresses: internalAddresses(machine) })), clientPort);
   const [etcdResult, nodesResult] = await Promise.all([observeEtcdOf(controlPlane, cluster, machines, endpoints, workload), listNodes(controlPlane, cluster, workload)]);
   const observation: Observation = {
-    now: now(),
+    now,
     controlPlane,
     cluster,
     machines,
     nodes: nodesResult.nodes,
-    etcd: etcdResult.view(now()),
+    etcd: etcdResult.view(now),
   };
   return { observation, ...(etcdResult.client ? { etcd: etcdResult.client } : {}), ...(nodesResult.error ? { nodesError: nodesResult.error } : {}) };
 }
@@ -49,8 +49,8 @@ async function observeEtcdOf(controlPlane: QuorumControlPlane, cluster: Cluster,
     const message = error instanceof Error ? error.message : String(error);
     return { view: () => ({ observed: false, error: message, members: [], alarms: [] }) };
   }
-  const result = await observeEtcd(client);
-  return { client, view: (now) => toEtcdView(result, now, previousEtcdView(controlPlane.status, now)) };
+  const raw = toEtcdView(await observeEtcd(client));
+  return { client, view: (now) => ({ ...raw, members: observeMembers(raw.members, recall(controlPlane.status?.etcd?.members, now), now) }) };
 }
 
 async function listNodes(controlPlane: QuorumControlPlane, cluster: Cluster, workload: WorkloadAccess): Promise<{ nodes: Node[]; error?: string }> {

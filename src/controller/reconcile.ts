@@ -1,26 +1,24 @@
-// One reconcile of one QuorumControlPlane: observe → plan → execute one action → write status (only if changed).
+// One reconcile of one QuorumControlPlane: gate → observe → plan → execute one action → write status (only if
+// changed). It reaches the world only through src/ports; the planner alone decides what to do (pause and deletion
+// included), and every status write comes from statusFor().
 // Nothing is carried between reconciles in memory: the next one re-derives its step from the sources of truth,
 // which is what makes a crash between any two calls harmless.
-import type { Cluster } from "../api/capi.ts";
-import { CONDITION, FINALIZER, KIND, LABEL_CLUSTER_NAME, PAUSED_ANNOTATION } from "../api/constants.ts";
-import { claimMachines, namesControlPlane } from "../api/ownership.ts";
+import type { Cluster, Machine } from "../api/capi.ts";
+import { CONDITION, FINALIZER, KIND, LABEL_CLUSTER_NAME } from "../api/constants.ts";
+import { claimMachines, namesControlPlane, type ForeignMachine } from "../api/ownership.ts";
 import type { QuorumControlPlane, QuorumControlPlaneStatus } from "../api/types.ts";
-import { EtcdOperationError } from "../adapters/errors.ts";
-import type { Logger } from "../adapters/kube/log.ts";
-import type { EtcdClusterClient } from "../adapters/etcd/types.ts";
 import { isDisruptive, type Action } from "../core/actions.ts";
 import type { Verdict } from "../core/assess.ts";
 import type { Decision } from "../core/plan.ts";
 import type { Snapshot } from "../core/snapshot.ts";
-import { setConditions, type ConditionInput } from "./conditions.ts";
 import type { CrashInjector } from "./crash.ts";
-import { execute } from "./execute.ts";
+import { execute, type ExecutionResult } from "./execute.ts";
 import { mergePatch } from "./merge-patch.ts";
 import type { ControllerMetrics } from "./metrics.ts";
 import { observe } from "./observe.ts";
-import type { ManagementApi, WorkloadAccess } from "./ports.ts";
+import { etcdMessageOf, type Clock, type EtcdClusterClient, type Logger, type ManagementApi, type WorkloadAccess } from "../ports/index.ts";
 import { buildSnapshot } from "./snapshot-builder.ts";
-import { computeStatus } from "./status.ts";
+import { statusFor, type Problem, type StatusRequest } from "./status.ts";
 
 export type Planner = (snapshot: Snapshot) => Decision;
 
@@ -28,7 +26,7 @@ export interface ReconcilerDeps {
   management: ManagementApi;
   workload: WorkloadAccess;
   planner: Planner;
-  clock: () => number;
+  clock: Clock;
   log: Logger;
   crash: CrashInjector;
   metrics?: ControllerMetrics;
@@ -65,41 +63,92 @@ const ETCD_REFUSAL_RETRY_MS = 1_000;
 export async function reconcile(namespace: string, name: string, deps: ReconcilerDeps, triggeredAt?: number): Promise<ReconcileResult> {
   const controlPlane = await deps.management.getControlPlane(namespace, name);
   if (!controlPlane) return {};
-  const key = `${KIND} ${namespace}/${name}`;
-  const log = (level: "info" | "warn" | "error" | "debug", message: string, meta: Record<string, unknown> = {}) => deps.log[level](message, { object: `${namespace}/${name}`, ...meta });
+  // The one clock reading of this reconcile: the snapshot, the status and the Events all use it.
+  const now = deps.clock();
+  const log: Log = (level, message, meta = {}) => deps.log[level](message, { object: `${namespace}/${name}`, ...meta });
+  const write: Write = (request) => writeStatus(controlPlane, statusFor({ controlPlane, now, ...request }), deps);
 
+  const passed = await gate(controlPlane, deps, log, write);
+  if ("result" in passed) return passed.result;
+  const { cluster, clusterName, machines, foreign } = passed;
+  let etcd: EtcdClusterClient | undefined;
+  try {
+    // Observe.
+    const world = await observe(controlPlane, cluster, machines, deps.workload, now);
+    etcd = world.etcd;
+    let snapshot: Snapshot;
+    try {
+      snapshot = buildSnapshot({ ...world.observation, foreignMachines: foreign });
+    } catch (error) {
+      await write({ problem: { reason: "InvalidSpec", message: errorText(error) } }).catch(warnStatus(log));
+      throw new ReconcileError(errorText(error), "InvalidSpec", { cause: error });
+    }
+    // Plan: the planner alone decides, pause and deletion included.
+    const { action, assessment: verdict } = deps.planner(snapshot);
+    log(action.kind === "Wait" ? "debug" : "info", `next action: ${action.kind}: ${action.reason}`, { action: action.kind });
+
+    // Execute.
+    const outcome = action.kind === "Wait" ? undefined : await act(action, { controlPlane, cluster, clusterName, machines, snapshot, etcd: () => etcd, now }, deps, log);
+    if (outcome?.kind === "done") {
+      deps.metrics?.actions.inc({ kind: action.kind });
+      if (triggeredAt !== undefined) deps.metrics?.stepLatency.observe({ kind: action.kind }, Math.max(0, deps.clock() - triggeredAt) / 1000);
+      deps.crash.afterAction(action.kind);
+    }
+
+    // Status: what this reconcile observed, whatever the action met.
+    const actionStatus = outcome?.kind === "done" ? outcome.result.statusUpdate : undefined;
+    const problem = outcome?.kind === "deferred" || outcome?.kind === "failed" ? outcome.problem : undefined;
+    const observed = { snapshot, action, verdict, ...(world.nodesError ? { nodesError: world.nodesError } : {}), ...(actionStatus ? { actionStatus } : {}) };
+    const written = write({ observed, ...(problem ? { problem } : {}) });
+    if (outcome?.kind === "failed") {
+      await written.catch(warnStatus(log));
+      throw new ReconcileError(outcome.problem.message, outcome.problem.reason, { cause: outcome.error });
+    }
+    await written;
+    recordEtcdMetrics(deps.metrics, `${namespace}/${clusterName}`, verdict);
+    return { requeueAfterMs: requeueAfter(action, outcome, deps.etcdPollIntervalMs), action };
+  } finally {
+    await etcd?.close().catch((error: unknown) => log("warn", `closing the etcd client failed: ${errorText(error)}`));
+  }
+}
+
+type Log = (level: "info" | "warn" | "error" | "debug", message: string, meta?: Record<string, unknown>) => void;
+type Write = (request: Omit<StatusRequest, "controlPlane" | "now">) => Promise<void>;
+
+/**
+ * What must hold before observing: an owning Cluster that exists, Quorum's finalizer, the cluster's certificates,
+ * and (for a QuorumControlPlane being deleted) Machines left to care for. Otherwise the reconcile ends here.
+ */
+async function gate(controlPlane: QuorumControlPlane, deps: ReconcilerDeps, log: Log, write: Write): Promise<{ result: ReconcileResult } | { cluster: Cluster; clusterName: string; machines: Machine[]; foreign: ForeignMachine[] }> {
+  const namespace = controlPlane.metadata.namespace ?? "default";
+  const name = controlPlane.metadata.name;
+  const key = `${KIND} ${namespace}/${name}`;
   const clusterName = owningClusterName(controlPlane);
   if (!clusterName) {
-    await writeProblem(controlPlane, deps, "WaitingForCluster", `${key} has no owning Cluster yet: set spec.controlPlaneRef of a Cluster to this object (CAPI then adds the owner reference)`);
-    return { requeueAfterMs: 30_000 };
+    await write({ problem: { reason: "WaitingForCluster", message: `${key} has no owning Cluster yet: set spec.controlPlaneRef of a Cluster to this object (CAPI then adds the owner reference)` } }).catch(warnStatus(log));
+    return { result: { requeueAfterMs: 30_000 } };
   }
   const cluster = await deps.management.getCluster(namespace, clusterName);
   if (!cluster) {
-    await writeProblem(controlPlane, deps, "ClusterNotFound", `Cluster ${namespace}/${clusterName} that owns ${key} was not found: create it or fix the ${LABEL_CLUSTER_NAME} label`);
-    return { requeueAfterMs: 30_000 };
-  }
-  if (cluster.spec?.paused || controlPlane.metadata.annotations?.[PAUSED_ANNOTATION] !== undefined) {
-    await writePaused(controlPlane, cluster, deps);
-    return {};
+    await write({ problem: { reason: "ClusterNotFound", message: `Cluster ${namespace}/${clusterName} that owns ${key} was not found: create it or fix the ${LABEL_CLUSTER_NAME} label` } }).catch(warnStatus(log));
+    return { result: { requeueAfterMs: 30_000 } };
   }
   const finalizers = controlPlane.metadata.finalizers ?? [];
   if (!controlPlane.metadata.deletionTimestamp && !finalizers.includes(FINALIZER)) {
     // Without it, deleting the QuorumControlPlane would orphan Machines whose members are still voters.
     deps.metrics?.apiWrites.inc({ verb: "patch-finalizers" });
     await deps.management.setFinalizers(controlPlane, [...finalizers, FINALIZER]);
-    return { requeueAfterMs: 0 };
+    return { result: { requeueAfterMs: 0 } };
   }
-
   try {
     // A QuorumControlPlane the Cluster does not name must not create or rewrite the Cluster's Secrets (it would take
     // over the kubeconfig Secret of the control plane that does run the Cluster); the planner says why it waits.
     if (namesControlPlane(cluster.spec?.controlPlaneRef, name)) await deps.workload.ensureCertificates(controlPlane, cluster);
   } catch (error) {
     const message = errorText(error);
-    await writeProblem(controlPlane, deps, "CertificatesUnavailable", message, CONDITION.CertificatesAvailable);
+    await write({ problem: { reason: "CertificatesUnavailable", message, condition: CONDITION.CertificatesAvailable } }).catch(warnStatus(log));
     throw new ReconcileError(message, "CertificatesUnavailable", { cause: error });
   }
-
   // Ours are only the Machines whose controller is this object and whose spec.clusterName is our Cluster; the rest are
   // reported and shown to the planner as other claimants (src/api/ownership.ts).
   const { owned: machines, foreign } = claimMachines(await deps.management.listControlPlaneMachines(namespace, name, clusterName), controlPlane, clusterName);
@@ -107,81 +156,73 @@ export async function reconcile(namespace: string, name: string, deps: Reconcile
     await deps.management.setFinalizers(controlPlane, finalizers.filter((finalizer) => finalizer !== FINALIZER));
     await deps.workload.forget(namespace, clusterName);
     log("info", "all Machines are gone; released the finalizer");
-    return {};
+    return { result: {} };
   }
-  let etcd: EtcdClusterClient | undefined;
+  return { cluster, clusterName, machines, foreign };
+}
+
+/** When to look again: at once after an action, soon after a conflict or etcd's refusal, else the Wait's recheck. */
+function requeueAfter(action: Action, outcome: Outcome | undefined, pollIntervalMs: number): number {
+  if (outcome?.kind === "conflict") return AFTER_CONFLICT_MS;
+  if (outcome?.kind === "deferred") return ETCD_REFUSAL_RETRY_MS;
+  if (outcome?.kind === "done") return outcome.result.retryAfterMs ?? AFTER_ACTION_MS;
+  if (action.kind !== "Wait") return AFTER_ACTION_MS;
+  const recheckAfterMs = Math.min(action.recheckAfterMs, pollIntervalMs);
+  return recheckAfterMs >= pollIntervalMs ? jittered(recheckAfterMs) : recheckAfterMs;
+}
+
+/** How the one action went: done, or met a conflict, a refusal etcd will lift by itself, or a failure. */
+type Outcome =
+  | { kind: "done"; result: ExecutionResult }
+  | { kind: "conflict" }
+  | { kind: "deferred"; problem: Problem }
+  | { kind: "failed"; problem: Problem; error: unknown };
+
+interface ActContext {
+  controlPlane: QuorumControlPlane;
+  cluster: Cluster;
+  clusterName: string;
+  machines: Machine[];
+  snapshot: Snapshot;
+  etcd: () => EtcdClusterClient | undefined;
+  now: number;
+}
+
+async function act(action: Action, context: ActContext, deps: ReconcilerDeps, log: Log): Promise<Outcome> {
+  const { controlPlane } = context;
+  const event = (type: "Normal" | "Warning", reason: string, message: string) =>
+    deps.management.event(controlPlane, type, reason, message, new Date(context.now)).catch((error: unknown) => log("warn", `could not record an Event: ${errorText(error)}`));
   try {
-    const world = await observe(controlPlane, cluster, machines, deps.workload, deps.clock);
-    etcd = world.etcd;
-    let snapshot: Snapshot;
-    try {
-      snapshot = buildSnapshot({ ...world.observation, foreignMachines: foreign });
-    } catch (error) {
-      await writeProblem(controlPlane, deps, "InvalidSpec", errorText(error));
-      throw new ReconcileError(errorText(error), "InvalidSpec", { cause: error });
+    const result = await execute(action, {
+      controlPlane,
+      clusterName: context.clusterName,
+      machines: context.machines,
+      snapshot: context.snapshot,
+      management: deps.management,
+      etcd: async () => context.etcd() ?? (await deps.workload.etcd(controlPlane, context.cluster, [])),
+    });
+    log("info", result.message, { action: action.kind });
+    await event("Normal", action.kind, `${result.message} — ${action.reason}`);
+    return { kind: "done", result };
+  } catch (error) {
+    // A conflict means the decision was made on an object that changed meanwhile (a stale cache): look
+    // again soon rather than report a failure; the next plan sees the change.
+    if (isConflict(error)) {
+      log("debug", `${action.kind} hit a conflict; re-planning`, { action: action.kind });
+      return { kind: "conflict" };
     }
-    const { action, assessment: verdict } = deps.planner(snapshot);
-    log(action.kind === "Wait" ? "debug" : "info", `next action: ${action.kind}: ${action.reason}`, { action: action.kind });
-
-    let actionStatus: Record<string, unknown> | undefined;
-    let retryAfterMs: number | undefined;
-    if (action.kind !== "Wait") {
-      try {
-        const result = await execute(action, {
-          controlPlane,
-          clusterName,
-          machines,
-          snapshot,
-          management: deps.management,
-          etcd: async () => etcd ?? (await deps.workload.etcd(controlPlane, cluster, [])),
-        });
-        actionStatus = result.statusUpdate;
-        retryAfterMs = result.retryAfterMs;
-        deps.metrics?.actions.inc({ kind: action.kind });
-        if (triggeredAt !== undefined) deps.metrics?.stepLatency.observe({ kind: action.kind }, Math.max(0, deps.clock() - triggeredAt) / 1000);
-        log("info", result.message, { action: action.kind });
-        await deps.management
-          .event(controlPlane, "Normal", action.kind, `${result.message} — ${action.reason}`, new Date(deps.clock()))
-          .catch((error: unknown) => log("warn", `could not record an Event: ${errorText(error)}`));
-      } catch (error) {
-        // A conflict means the decision was made on an object that changed meanwhile (a stale cache): look
-        // again soon rather than report a failure; the next plan sees the change.
-        if (isConflict(error)) {
-          log("debug", `${action.kind} hit a conflict; re-planning`, { action: action.kind });
-          return { requeueAfterMs: AFTER_CONFLICT_MS, action };
-        }
-        // etcd refuses a removal ("unhealthy cluster") until its leader has been connected to enough members for 5 s,
-        // which is every rollout right after leadership moved to the member that just joined. assess has judged the
-        // removal safe and etcd keeps refusing while it is not: wait and ask again each second, as for a learner that
-        // is not caught up, instead of backing off up to 16 s and reporting a failure (found by the e2e suite).
-        if ((action.kind === "RemoveMember" || action.kind === "RemoveGhost") && error instanceof EtcdOperationError && error.etcdMessage.includes("unhealthy cluster")) {
-          const message = `${action.kind} deferred: ${errorText(error)}`;
-          log("info", message, { action: action.kind });
-          await writeProblem(controlPlane, deps, `${action.kind}Deferred`, message);
-          return { requeueAfterMs: ETCD_REFUSAL_RETRY_MS, action };
-        }
-        const message = `${action.kind} failed: ${errorText(error)}`;
-        await writeProblem(controlPlane, deps, `${action.kind}Failed`, message);
-        if (isDisruptive(action)) {
-          await deps.management
-            .event(controlPlane, "Warning", `${action.kind}Failed`, message, new Date(deps.clock()))
-            .catch((eventError: unknown) => log("warn", `could not record an Event: ${errorText(eventError)}`));
-        }
-        throw new ReconcileError(message, `${action.kind}Failed`, { cause: error });
-      }
-      deps.crash.afterAction(action.kind);
+    // etcd refuses a removal ("unhealthy cluster") until its leader has been connected to enough members for 5 s,
+    // which is every rollout right after leadership moved to the member that just joined. assess has judged the
+    // removal safe and etcd keeps refusing while it is not: wait and ask again each second, as for a learner that
+    // is not caught up, instead of backing off up to 16 s and reporting a failure (found by the e2e suite).
+    if ((action.kind === "RemoveMember" || action.kind === "RemoveGhost") && etcdMessageOf(error)?.includes("unhealthy cluster")) {
+      const message = `${action.kind} deferred: ${errorText(error)}`;
+      log("info", message, { action: action.kind });
+      return { kind: "deferred", problem: { reason: `${action.kind}Deferred`, message } };
     }
-
-    const status = computeStatus({ controlPlane, snapshot, action, verdict, ...(world.nodesError ? { nodesError: world.nodesError } : {}), ...(actionStatus ? { actionStatus } : {}) });
-    status.conditions = setConditions(status.conditions, [{ type: CONDITION.CertificatesAvailable, status: "True", reason: "Available", message: "" }], new Date(snapshot.now).toISOString(), snapshot.controlPlane.generation);
-    await writeStatus(controlPlane, status, deps);
-    recordEtcdMetrics(deps.metrics, `${namespace}/${clusterName}`, verdict);
-
-    if (action.kind !== "Wait") return { requeueAfterMs: retryAfterMs ?? AFTER_ACTION_MS, action };
-    const recheckAfterMs = Math.min(action.recheckAfterMs, deps.etcdPollIntervalMs);
-    return { requeueAfterMs: recheckAfterMs >= deps.etcdPollIntervalMs ? jittered(recheckAfterMs) : recheckAfterMs, action };
-  } finally {
-    await etcd?.close().catch((error: unknown) => log("warn", `closing the etcd client failed: ${errorText(error)}`));
+    const message = `${action.kind} failed: ${errorText(error)}`;
+    if (isDisruptive(action)) await event("Warning", `${action.kind}Failed`, message);
+    return { kind: "failed", problem: { reason: `${action.kind}Failed`, message }, error };
   }
 }
 
@@ -202,26 +243,8 @@ async function writeStatus(controlPlane: QuorumControlPlane, status: QuorumContr
   await deps.management.patchStatus(controlPlane, patch as Record<string, unknown>);
 }
 
-/** Records a problem as the Reconciled condition (and an extra one when given), keeping the rest of status. */
-async function writeProblem(controlPlane: QuorumControlPlane, deps: ReconcilerDeps, reason: string, message: string, extraCondition?: string): Promise<void> {
-  const now = new Date(deps.clock()).toISOString();
-  const generation = controlPlane.metadata.generation ?? 0;
-  const updates: ConditionInput[] = [{ type: CONDITION.Reconciled, status: "False", reason, message }];
-  if (extraCondition) updates.push({ type: extraCondition, status: "False", reason, message });
-  const status: QuorumControlPlaneStatus = { ...(controlPlane.status ?? {}), conditions: setConditions(controlPlane.status?.conditions, updates, now, generation) };
-  status.nextAction = { kind: "Wait", message: `blocked: ${message}`, blockedBy: reason };
-  await writeStatus(controlPlane, status, deps).catch((error: unknown) => deps.log.warn(`could not write status: ${errorText(error)}`, { object: `${controlPlane.metadata.namespace}/${controlPlane.metadata.name}` }));
-}
-
-async function writePaused(controlPlane: QuorumControlPlane, cluster: Cluster, deps: ReconcilerDeps): Promise<void> {
-  const now = new Date(deps.clock()).toISOString();
-  const message = cluster.spec?.paused ? `Cluster ${cluster.metadata.namespace}/${cluster.metadata.name} has spec.paused: true` : "the QuorumControlPlane has the cluster.x-k8s.io/paused annotation";
-  const status: QuorumControlPlaneStatus = {
-    ...(controlPlane.status ?? {}),
-    conditions: setConditions(controlPlane.status?.conditions, [{ type: CONDITION.Paused, status: "True", reason: "Paused", message }], now, controlPlane.metadata.generation ?? 0),
-    nextAction: { kind: "Wait", message: `paused: ${message}; remove the pause to continue`, blockedBy: "Paused" },
-  };
-  await writeStatus(controlPlane, status, deps);
+function warnStatus(log: Log): (error: unknown) => void {
+  return (error) => log("warn", `could not write status: ${errorText(error)}`);
 }
 
 function recordEtcdMetrics(metrics: ControllerMetrics | undefined, cluster: string, verdict: Verdict): void {

@@ -15,7 +15,7 @@ export interface Observation {
   cluster: Cluster;
   machines: Machine[];
   nodes: Node[];
-  /** Built by the etcd adapter's toEtcdView, with firstObserved/lastProgress carried over from status. */
+  /** What etcd showed, with each member's memory (core/memory.ts) recalled from status and updated. */
   etcd: EtcdView;
   /** Machines listed with ours that claimMachines (src/api/ownership.ts) found not to be ours. */
   foreignMachines?: ForeignMachine[];
@@ -149,39 +149,6 @@ function nodeView(node: Node): NodeView {
     ready: node.status?.conditions?.some((condition) => condition.type === "Ready" && condition.status === "True") ?? false,
     addresses: (node.status?.addresses ?? []).map((address) => address.address),
   };
-}
-
-/**
- * What Quorum remembers about members across reconciles and restarts lives in status.etcd.members, so a restarted
- * controller keeps its grace periods; if status was lost the clock restarts, which only delays a removal.
- */
-export function previousEtcdView(status: QuorumControlPlane["status"], now: number): EtcdView {
-  const members = (status?.etcd?.members ?? []).map((entry: EtcdMemberStatus): MemberView => {
-    const firstObserved = (entry.firstObserved && Date.parse(entry.firstObserved)) || now;
-    return {
-      id: entry.id,
-      name: entry.name,
-      peerURLs: [],
-      clientURLs: [],
-      learner: entry.learner,
-      reachable: entry.healthy,
-      leader: entry.leader,
-      errors: [],
-      firstObserved,
-      ...startedObservedOf(entry, firstObserved),
-      lastProgress: (entry.lastProgress && Date.parse(entry.lastProgress)) || now,
-      ...(entry.raftAppliedIndex !== undefined ? { raftAppliedIndex: entry.raftAppliedIndex } : {}),
-    };
-  });
-  return { observed: true, members, alarms: [] };
-}
-
-/** A started member whose status predates startedObserved counts as started when it was first observed. */
-function startedObservedOf(entry: EtcdMemberStatus, firstObserved: number): Pick<MemberView, "startedObserved"> {
-  const recorded = entry.startedObserved ? Date.parse(entry.startedObserved) : Number.NaN;
-  if (!Number.isNaN(recorded)) return { startedObserved: recorded };
-  if (entry.name === "") return {};
-  return { startedObserved: firstObserved };
 }
 
 function sortKeys(value: unknown): unknown {

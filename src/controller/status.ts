@@ -5,6 +5,7 @@ import { CONDITION, LABEL_CONTROL_PLANE_NAME } from "../api/constants.ts";
 import type { Condition, EtcdMemberStatus, QuorumControlPlane, QuorumControlPlaneStatus } from "../api/types.ts";
 import type { Action } from "../core/actions.ts";
 import { describeBlockers, memberStatuses, quorumStatus, unmappedFix, type Verdict } from "../core/assess.ts";
+import { persisted, unobserved } from "../core/memory.ts";
 import { ownershipConflict } from "../core/ownership.ts";
 import { isUpToDate } from "../core/selection.ts";
 import type { Snapshot } from "../core/snapshot.ts";
@@ -58,13 +59,50 @@ export function computeStatus(inputs: StatusInputs): QuorumControlPlaneStatus {
     conditions,
     deprecated: { v1beta1: { conditions: v1beta1Conditions, readyReplicas: ready, updatedReplicas: upToDate, unavailableReplicas: replicas - ready } },
     etcd: {
-      members: withMemory(memberStatuses(verdict), snapshot),
+      // A member list that could not be read says nothing about who left: keep the last one and its memory.
+      members: verdict.observed ? withMemory(memberStatuses(verdict), snapshot) : unobserved(previous.etcd?.members ?? []),
       quorum,
       summary: verdict.observed ? `${quorum.healthyVoters}/${quorum.voters}` : "unknown",
     },
     nextAction: nextAction(action),
     ...((inputs.actionStatus?.lastRemediation ?? previous.lastRemediation) ? { lastRemediation: (inputs.actionStatus?.lastRemediation ?? previous.lastRemediation) as QuorumControlPlaneStatus["lastRemediation"] } : {}),
   };
+}
+
+/** What kept a reconcile from finishing its step: the Reconciled condition (and `condition`, when given) says so. */
+export interface Problem {
+  reason: string;
+  message: string;
+  /** A condition that is False for the same reason (CertificatesAvailable). */
+  condition?: string;
+}
+
+export interface StatusRequest {
+  controlPlane: QuorumControlPlane;
+  /** The reconcile's one clock reading. */
+  now: number;
+  /** What the reconcile observed and decided; absent when it stopped before it could observe. */
+  observed?: Omit<StatusInputs, "controlPlane">;
+  problem?: Problem;
+}
+
+/**
+ * Every status a reconcile writes comes from here: the status of what it observed (or, when it stopped before
+ * observing, the status it found), with the problem that stopped it, if any, on top.
+ */
+export function statusFor(request: StatusRequest): QuorumControlPlaneStatus {
+  const { controlPlane, observed, problem } = request;
+  const base: QuorumControlPlaneStatus = observed ? computeStatus({ controlPlane, ...observed }) : { ...(controlPlane.status ?? {}) };
+  const updates: ConditionInput[] = [];
+  // Observing comes after the certificates were ensured.
+  if (observed) updates.push({ type: CONDITION.CertificatesAvailable, status: "True", reason: "Available", message: "" });
+  if (problem) {
+    updates.push({ type: CONDITION.Reconciled, status: "False", reason: problem.reason, message: problem.message });
+    if (problem.condition) updates.push({ type: problem.condition, status: "False", reason: problem.reason, message: problem.message });
+  }
+  const status: QuorumControlPlaneStatus = { ...base, conditions: setConditions(base.conditions, updates, new Date(request.now).toISOString(), controlPlane.metadata.generation ?? 0) };
+  if (problem) status.nextAction = { kind: "Wait", message: `blocked: ${problem.message}`, blockedBy: problem.reason };
+  return status;
 }
 
 function conditionInputs(inputs: StatusInputs, counts: { ready: number; upToDate: number; replicas: number }): ConditionInput[] {
@@ -167,21 +205,17 @@ function nextAction(action: Action): NonNullable<QuorumControlPlaneStatus["nextA
   };
 }
 
-/**
- * Adds what Quorum must remember across restarts: when it first saw each member (grace periods) and saw it started
- * (etcd's removal window) and, for learners
- * only, their applied index and when it last moved (stall detection). Voters' indices move all the time; keeping
- * them out of status is what lets an idle cluster cost no writes.
- */
+/** Adds the per-member memory (src/core/memory.ts) to each member's entry, as status keeps it. */
 function withMemory(members: EtcdMemberStatus[], snapshot: Snapshot): EtcdMemberStatus[] {
   return members.map((entry) => {
     const member = snapshot.etcd.members.find((candidate) => candidate.id === entry.id);
     if (!member) return entry;
+    const memory = persisted(member);
     return {
       ...entry,
-      firstObserved: new Date(member.firstObserved).toISOString(),
-      ...(member.startedObserved !== undefined ? { startedObserved: new Date(member.startedObserved).toISOString() } : {}),
-      ...(member.learner && member.raftAppliedIndex !== undefined ? { raftAppliedIndex: member.raftAppliedIndex, lastProgress: new Date(member.lastProgress).toISOString() } : {}),
+      firstObserved: new Date(memory.firstObserved).toISOString(),
+      ...(memory.startedObserved !== undefined ? { startedObserved: new Date(memory.startedObserved).toISOString() } : {}),
+      ...(memory.learnerProgress ? { raftAppliedIndex: memory.learnerProgress.raftAppliedIndex, lastProgress: new Date(memory.learnerProgress.lastProgress).toISOString() } : {}),
     };
   });
 }

@@ -8,7 +8,7 @@ import type { Cluster } from "../../src/api/capi.ts";
 import type { QuorumControlPlane } from "../../src/api/types.ts";
 import { createEtcdClusterClient } from "../../src/adapters/etcd/client.ts";
 import type { EtcdClientOptions } from "../../src/adapters/etcd/types.ts";
-import { observeEtcd } from "../../src/adapters/etcd/view.ts";
+import { observeEtcd } from "../../src/controller/etcd-view.ts";
 import { silentLogger } from "../../src/adapters/kube/log.ts";
 import { ClusterWorkloadAccess } from "../../src/adapters/workload/access.ts";
 import { eventually, startEtcdCluster, type EtcdCluster, type EtcdMember } from "../env/index.ts";

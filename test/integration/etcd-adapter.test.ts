@@ -8,7 +8,7 @@ import { after, before, describe, it } from "node:test";
 import { createEtcdClusterClient } from "../../src/adapters/etcd/client.ts";
 import { EtcdClientCertificates } from "../../src/adapters/etcd/credentials.ts";
 import type { EtcdClientCredentials, EtcdClusterClient, EtcdMember } from "../../src/adapters/etcd/types.ts";
-import { observeEtcd } from "../../src/adapters/etcd/view.ts";
+import { observeEtcd } from "../../src/controller/etcd-view.ts";
 import { startEtcdCluster, type EtcdCluster } from "../env/index.ts";
 import { MemorySecretStore } from "../unit/adapters/memory-secret-store.ts";
 

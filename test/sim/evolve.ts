@@ -1,7 +1,7 @@
 // One step of the world without the controller: CAPI provisions and deletes infrastructure, kubeadm inits or
 // joins, etcd processes start, catch up, elect a leader; kubelets register Nodes; the MachineHealthCheck marks
 // broken Machines. Faults are injected separately (faults.ts); this file is the "healthy physics".
-import { electLeader, findMember, newMemberId, quorumSize, STEP_MS, voters, type SimMachine, type World } from "./world.ts";
+import { cameUp, electLeader, findMember, newMemberId, quorumSize, STEP_MS, voters, type SimMachine, type World } from "./world.ts";
 
 /** A Machine with no Node this long after creation is marked by the MachineHealthCheck (nodeStartupTimeout). */
 export const NODE_STARTUP_STEPS = 24;
@@ -26,7 +26,7 @@ function endOutages(world: World): void {
   for (const member of world.members) {
     if (member.downUntil !== undefined && world.step >= member.downUntil) {
       member.downUntil = undefined;
-      member.up = true;
+      cameUp(world, member);
     }
   }
 }
@@ -83,7 +83,7 @@ function kubeadm(world: World, machine: SimMachine): void {
   const address = machine.address ?? "";
   if (!world.initialized) {
     const id = newMemberId(world);
-    world.members.push({ id, name: machine.hostName, peerHost: address, learner: false, started: true, up: true, lostForGood: false, appliedIndex: world.leaderIndex, catchUpRate: 1, machine: machine.name });
+    world.members.push({ id, name: machine.hostName, peerHost: address, learner: false, started: true, up: true, lostForGood: false, appliedIndex: world.leaderIndex, catchUpRate: 1, machine: machine.name, activeSince: world.now });
     world.leaderId = id;
     world.initialized = true;
     machine.memberId = id;
@@ -98,7 +98,7 @@ function kubeadm(world: World, machine: SimMachine): void {
   }
   const learner = world.joinMode !== "voter";
   const id = newMemberId(world);
-  world.members.push({ id, name: "", peerHost: address, learner, started: false, up: false, lostForGood: false, appliedIndex: 0, catchUpRate: 0, machine: machine.name });
+  world.members.push({ id, name: "", peerHost: address, learner, started: false, up: false, lostForGood: false, appliedIndex: 0, catchUpRate: 0, machine: machine.name, activeSince: world.now });
   machine.memberId = id;
   machine.phase = "member-added";
   machine.phaseUntil = world.step + world.rng.int(1, 2);
@@ -121,7 +121,7 @@ function startEtcd(world: World, machine: SimMachine): void {
   }
   member.started = true;
   member.name = machine.hostName;
-  member.up = true;
+  cameUp(world, member);
   member.appliedIndex = member.learner ? 0 : world.leaderIndex;
   member.catchUpRate = machine.bootFault === "stalled-learner" && member.learner ? 0 : 0.2 + world.rng.next() * 0.4;
   machine.phase = "running";

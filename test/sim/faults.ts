@@ -4,7 +4,7 @@
 // temporary ones end, so a world whose faults stopped can always be finished by a correct controller.
 import { survivesLosing } from "./evolve.ts";
 import type { Prng } from "./prng.ts";
-import { electLeader, liveMachines, markDeleting, newMemberId, type BootFault, type World } from "./world.ts";
+import { cameUp, electLeader, liveMachines, markDeleting, newMemberId, type BootFault, type World } from "./world.ts";
 
 export interface FaultProfile {
   /** Probability that a step brings one fault. */
@@ -24,6 +24,7 @@ type FaultKind =
   | "machine-dies"
   | "ghost-stray"
   | "ghost-vanish"
+  | "stale-same-name"
   | "user-deletes-machine"
   | "user-marks-machine"
   | "version-bump"
@@ -38,6 +39,7 @@ const FAULT_WEIGHTS: readonly (readonly [FaultKind, number])[] = [
   ["machine-dies", 1.5],
   ["ghost-stray", 1],
   ["ghost-vanish", 1],
+  ["stale-same-name", 1],
   ["user-deletes-machine", 1],
   ["user-marks-machine", 0.5],
   ["version-bump", 1],
@@ -99,8 +101,22 @@ const FAULTS: Record<FaultKind, (world: World, rng: Prng) => string | undefined>
       lostForGood: !alive,
       appliedIndex: alive ? world.leaderIndex : 0,
       catchUpRate: 1,
+      activeSince: world.now,
     });
     return `ghost member stray-${n} ${alive ? "(alive)" : started ? "(dead)" : "(added, never started)"}`;
+  },
+  // A member left behind under a live Machine's host name at an address no Machine has: a host re-joined after a
+  // reset without its old member being removed, or a forgotten VM with the same name. Reachable or not.
+  "stale-same-name": (world, rng) => {
+    if (world.leaderId === undefined || !survivesLosing(world, 0, 1)) return undefined;
+    const named = liveMachines(world).filter((machine) => world.members.some((member) => member.id === machine.memberId && member.name !== ""));
+    if (named.length === 0) return undefined;
+    const machine = rng.pick(named);
+    const alive = rng.chance(0.4);
+    const n = world.nextStray++;
+    const peerHost = `10.98.0.${n + 2}`;
+    world.members.push({ id: newMemberId(world), name: machine.hostName, peerHost, learner: false, started: true, up: alive, lostForGood: !alive, appliedIndex: alive ? world.leaderIndex : 0, catchUpRate: 1, activeSince: world.now });
+    return `stale member named ${machine.hostName} (the name of machine ${machine.name}) at ${peerHost}, ${alive ? "alive" : "dead"}`;
   },
   "ghost-vanish": (world, rng) => {
     const candidates = liveMachines(world).filter((machine) => machine.memberId !== undefined);
@@ -193,7 +209,7 @@ export function endFaults(world: World): string {
   for (const member of world.members) {
     if (member.downUntil !== undefined) {
       member.downUntil = undefined;
-      member.up = true;
+      cameUp(world, member);
     }
   }
   world.spec.paused = false;

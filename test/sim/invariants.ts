@@ -2,8 +2,8 @@
 // Safety rules are checked before each API call the controller makes and after its action; the liveness rules
 // (converges, never stuck) are judged by run.ts over the steps after faults stop.
 import type { Snapshot } from "../../src/core/snapshot.ts";
-import type { Call } from "./execute.ts";
-import { findMachine, findMember, healthy, healthyVoterCount, quorumSize, voters, type SimMember, type World } from "./world.ts";
+import type { Call } from "./calls.ts";
+import { findMachine, youngConnections, findMember, healthy, healthyVoterCount, quorumSize, voters, type SimMember, type World } from "./world.ts";
 
 export type Rule =
   | "1 quorum kept"
@@ -12,7 +12,9 @@ export type Rule =
   | "3 member removed before its machine"
   | "4 converges"
   | "5 never stuck"
-  | "planner throws";
+  | "6 never sends a removal etcd refuses"
+  | "planner throws"
+  | "reconcile throws";
 
 export interface Finding {
   kind: "violation" | "stuck";
@@ -55,6 +57,15 @@ function checkRemoval(world: World, snapshot: Snapshot, memberId: string): Findi
       rule: "2 projected healthy majority",
       message: `removed voter ${who} (${healthy(world, member) ? "healthy" : "unhealthy"}) leaving ${projectedHealthy} healthy of ${projected} voters (quorum ${quorumSize(projected)})`,
     };
+  }
+  // Rule 6 (after rule 2's majority: a removal that would cost quorum is reported as that, refused or not): etcd's
+  // 5 s window is known (removalWindow in src/core/selection.ts); sending a removal it refuses means the controller
+  // misjudged which connections are old enough. A member that went down and came back
+  // without any status write seeing it (the controller was down, or crashed) restarted its connections where the
+  // controller could not see: the real controller defers that refusal and asks again, which is not a violation.
+  const young = youngConnections(world, member);
+  if (young && young.every((voter) => !voter.unseenBounce)) {
+    return { kind: "violation", rule: "6 never sends a removal etcd refuses", message: `asked etcd to remove voter ${member.name || "(unstarted)"} ${member.id}, which it refuses now ("unhealthy cluster"): too few voters connected to the leader for 5 s` };
   }
   return checkRedundancy(world, snapshot, member, who);
 }

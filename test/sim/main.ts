@@ -8,7 +8,7 @@ import { runSchedule, type ScheduleResult } from "./run.ts";
 
 const PROGRESS_EVERY_MS = 5000;
 
-function main(): number {
+async function main(): Promise<number> {
   const { values } = parseArgs({
     options: {
       schedules: { type: "string", default: "1000" },
@@ -30,7 +30,7 @@ function main(): number {
 
   if (values.replay !== undefined) {
     const seed = parseCount("--replay", values.replay, 0);
-    const result = runSchedule(seed, planner, { trace: true });
+    const result = await runSchedule(seed, planner, { trace: true });
     if (values.trace) for (const line of result.trace) process.stdout.write(`${line}\n`);
     if (result.finding) report(result, variantFlag);
     else process.stdout.write(`schedule seed ${seed}: reached the spec in ${result.steps} steps\n`);
@@ -47,7 +47,7 @@ function main(): number {
   const started = Date.now();
   let lastProgress = started;
   for (let index = 0; index < schedules; index++) {
-    const result = runSchedule(scheduleSeed(runSeed, index), planner);
+    const result = await runSchedule(scheduleSeed(runSeed, index), planner);
     totalSteps += result.steps;
     maxSteps = Math.max(maxSteps, result.steps);
     if (result.outcome === "violation") violations++;
@@ -85,4 +85,4 @@ function parseCount(flag: string, text: string, minimum: number): number {
   return value;
 }
 
-process.exitCode = main();
+process.exitCode = await main();

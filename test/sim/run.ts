@@ -1,20 +1,25 @@
 // One schedule: build the world from the seed, then each step let the world move, inject faults (while they
-// last), reconcile once (observe -> plan -> execute, crashing between calls at random) and check the invariants.
-// After faults stop, the control plane must reach the spec within a bound and never sit still short of it.
+// last), run the real reconcile() of src/controller once against the world's ports (crashing after a random port
+// call) and check the invariants. After faults stop, the control plane must reach the spec within a bound and
+// never sit still short of it.
 import type { Action } from "../../src/core/actions.ts";
-import type { MachineView, Snapshot } from "../../src/core/snapshot.ts";
+import { assess } from "../../src/core/assess.ts";
+import type { Decision } from "../../src/core/plan.ts";
+import type { Snapshot } from "../../src/core/snapshot.ts";
+import { reconcile, type ReconcilerDeps } from "../../src/controller/reconcile.ts";
+import type { Logger } from "../../src/ports/index.ts";
+import { CallGate, SimCrash, SimViolation, type CrashPoint } from "./calls.ts";
 import { evolve } from "./evolve.ts";
-import { callsFor, runCall } from "./execute.ts";
 import { bootFaultFor, endFaults, injectFault } from "./faults.ts";
-import { checkCall, checkQuorumKept, converged, fingerprint, type Finding } from "./invariants.ts";
-import { observe } from "./observe.ts";
+import { checkQuorumKept, converged, fingerprint, type Finding } from "./invariants.ts";
 import type { Prng } from "./prng.ts";
+import { SimPorts } from "./ports.ts";
 import { createScenario } from "./scenario.ts";
 import { describeAction, describeSetup, describeWorld } from "./trace.ts";
-import { hasQuorum, STEP_MS, type World } from "./world.ts";
+import { CONTROL_PLANE, hasQuorum, NAMESPACE, STEP_MS, type World } from "./world.ts";
 
 /** What the simulator needs of a planner: the real plan(), or a variant built with makePlanner(parts). */
-export type Plan = (snapshot: Snapshot) => { action: Action };
+export type Plan = (snapshot: Snapshot) => { action: Action; assessment?: Decision["assessment"] };
 /** Builds a schedule's planner; seed-bug variants that pick at random draw from the schedule's own stream. */
 export type PlannerFactory = (rng: Prng) => Plan;
 
@@ -25,6 +30,8 @@ export const STUCK_BOUND = 60;
 /** Once converged, the planner must leave the control plane alone for this many reconciles. */
 const SETTLE_STEPS = 3;
 
+const quiet: Logger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
+
 export interface ScheduleResult {
   seed: number;
   outcome: "ok" | "violation" | "stuck";
@@ -34,9 +41,10 @@ export interface ScheduleResult {
   trace: string[];
 }
 
-export function runSchedule(seed: number, planner: PlannerFactory, options: { trace?: boolean } = {}): ScheduleResult {
+export async function runSchedule(seed: number, planner: PlannerFactory, options: { trace?: boolean } = {}): Promise<ScheduleResult> {
   const { world, profile, rngs } = createScenario(seed);
   const plan = planner(rngs.planner);
+  const ports = new SimPorts(world, { bootFault: () => bootFaultFor(world, rngs.faults, profile) });
   const trace: string[] = [];
   if (options.trace) trace.push(describeSetup(seed, world));
   const finish = (outcome: ScheduleResult["outcome"], finding?: Finding): ScheduleResult => {
@@ -47,7 +55,6 @@ export function runSchedule(seed: number, planner: PlannerFactory, options: { tr
   let lastFingerprint = "";
   let lastChange = world.faultsUntil;
   let convergedSince: number | undefined;
-  let previousMachines: MachineView[] | undefined;
   /** A crashed controller comes back after a lease handover: no reconcile until this step. */
   let controllerBackAt = 0;
   for (;;) {
@@ -65,43 +72,35 @@ export function runSchedule(seed: number, planner: PlannerFactory, options: { tr
       continue;
     }
     // While faults are on, the Machine informer sometimes lags one reconcile behind.
-    const stale = faulting && previousMachines !== undefined && rngs.controller.chance(profile.staleCacheRate) ? previousMachines : undefined;
-    const { snapshot, memory } = observe(world, stale);
-    previousMachines = stale ? previousMachines : snapshot.machines;
-    let action: Action;
-    try {
-      action = plan(snapshot).action;
-    } catch (error) {
+    ports.lagging = faulting && ports.canLag && rngs.controller.chance(profile.staleCacheRate);
+    const crash = faulting && rngs.controller.chance(profile.crashRate) ? crashPoint(rngs.controller) : undefined;
+    const step = await reconcileOnce(world, ports, plan, crash);
+    if (step.plannerError !== undefined) {
+      const error = step.plannerError;
       return finish("violation", { kind: "violation", rule: "planner throws", message: error instanceof Error ? (error.stack ?? error.message) : String(error) });
     }
-    if (convergedSince !== undefined && action.kind !== "Wait") {
+    const action = step.action;
+    if (step.crashed) {
+      const lost = rngs.controller.chance(profile.memoryLossRate);
+      if (lost) {
+        delete world.status;
+        // With status gone every connection age restarts at the next sighting, outages included.
+        for (const member of world.members) if (!member.up) member.outageSeen = true;
+      }
+      controllerBackAt = world.step + 1 + rngs.controller.int(0, 2);
+      ports.restart();
+      if (lost) step.calls.push("(status lost)");
+    }
+    if (options.trace) trace.push(stepLine(world.step, events, action, step.calls, world));
+    if (step.finding) return finish("violation", step.finding);
+    if (step.unexpected !== undefined) {
+      const error = step.unexpected;
+      return finish("violation", { kind: "violation", rule: "reconcile throws", message: error instanceof Error ? (error.stack ?? error.message) : String(error) });
+    }
+    if (convergedSince !== undefined && action && action.kind !== "Wait") {
       return finish("violation", { kind: "violation", rule: "4 converges", message: `the control plane was at the spec, yet the planner chose ${describeAction(action)}` });
     }
-
-    const calls = callsFor(action);
-    const crashAt = faulting && rngs.controller.chance(profile.crashRate) ? rngs.controller.int(0, calls.length - 1) : undefined;
-    const bootFault = action.kind === "CreateMachine" ? bootFaultFor(world, rngs.faults, profile) : undefined;
-    const hadQuorum = hasQuorum(world);
-    const results: string[] = [];
-    for (let index = 0; index < calls.length; index++) {
-      if (index === crashAt) {
-        const lost = rngs.controller.chance(profile.memoryLossRate);
-        if (lost) world.memory = { members: new Map() };
-        controllerBackAt = world.step + 1 + rngs.controller.int(0, 2);
-        // A restarted controller lists everything afresh: its first reconcile sees no lagging cache.
-        previousMachines = undefined;
-        results.push(`CRASH${lost ? " (status memory lost)" : ""}`);
-        break;
-      }
-      const finding = checkCall(world, snapshot, calls[index]);
-      if (finding) {
-        if (options.trace) trace.push(stepLine(world.step, events, action, results, world));
-        return finish("violation", finding);
-      }
-      results.push(`${calls[index].name}: ${runCall(world, calls[index], { action, snapshot, memory, ...(bootFault ? { bootFault } : {}) })}`);
-    }
-    if (options.trace) trace.push(stepLine(world.step, events, action, results, world));
-    const lostQuorum = checkQuorumKept(world, hadQuorum, describeAction(action));
+    const lostQuorum = checkQuorumKept(world, step.hadQuorum, action ? describeAction(action) : "a reconcile");
     if (lostQuorum) return finish("violation", lostQuorum);
 
     if (faulting) continue;
@@ -116,16 +115,75 @@ export function runSchedule(seed: number, planner: PlannerFactory, options: { tr
       lastFingerprint = current;
       lastChange = world.step;
     }
+    const last = action ? describeAction(action) : "nothing (no plan)";
     if (world.step - lastChange >= STUCK_BOUND) {
-      return finish("stuck", { kind: "stuck", rule: "5 never stuck", message: `nothing changed for ${STUCK_BOUND} steps short of the spec; the planner keeps choosing ${describeAction(action)}` });
+      return finish("stuck", { kind: "stuck", rule: "5 never stuck", message: `nothing changed for ${STUCK_BOUND} steps short of the spec; the planner keeps choosing ${last}` });
     }
     if (world.step - world.faultsUntil >= CONVERGENCE_BOUND) {
-      return finish("violation", { kind: "violation", rule: "4 converges", message: `not at the spec ${CONVERGENCE_BOUND} steps after faults stopped, though it keeps acting (last: ${describeAction(action)})` });
+      return finish("violation", { kind: "violation", rule: "4 converges", message: `not at the spec ${CONVERGENCE_BOUND} steps after faults stopped, though it keeps acting (last: ${last})` });
     }
   }
 }
 
-function stepLine(step: number, events: string[], action: Action, results: string[], world: World): string {
+/** A crash falls after one of the first few calls of reading, or of acting (including before the first). */
+function crashPoint(rng: Prng): CrashPoint {
+  return rng.chance(0.25) ? { phase: "observe", after: rng.int(1, 8) } : { phase: "act", after: rng.int(0, 4) };
+}
+
+interface ReconcileStep {
+  /** What the planner chose, when the reconcile got that far. */
+  action?: Action;
+  calls: string[];
+  crashed: boolean;
+  hadQuorum: boolean;
+  finding?: Finding;
+  plannerError?: unknown;
+  /** An error reconcile() let out that is neither its own ReconcileError nor the simulated crash. */
+  unexpected?: unknown;
+}
+
+/** One real reconcile() against the world's ports, through a fresh CallGate. */
+async function reconcileOnce(world: World, ports: SimPorts, plan: Plan, crash: CrashPoint | undefined): Promise<ReconcileStep> {
+  const gate = new CallGate(world, crash);
+  ports.gate = gate;
+  const result: ReconcileStep = { calls: gate.log, crashed: false, hadQuorum: hasQuorum(world) };
+  const deps: ReconcilerDeps = {
+    management: ports.management,
+    workload: ports.workload,
+    planner: (snapshot) => {
+      let decision: ReturnType<Plan>;
+      try {
+        decision = plan(snapshot);
+      } catch (error) {
+        result.plannerError = error;
+        throw error;
+      }
+      result.action = decision.action;
+      gate.planned(snapshot);
+      // A toy planner may return only its action; status is then built from the plain assessment.
+      return { action: decision.action, assessment: decision.assessment ?? assess(snapshot, { kind: "Observe" }) };
+    },
+    clock: () => world.now,
+    log: quiet,
+    crash: { afterAction: () => {} },
+    etcdPollIntervalMs: STEP_MS,
+  };
+  try {
+    await reconcile(NAMESPACE, CONTROL_PLANE, deps);
+  } catch (error) {
+    if (!gate.crashed && !gate.finding && result.plannerError === undefined && !isExpected(error)) result.unexpected = error;
+  }
+  result.crashed = gate.crashed;
+  if (gate.finding) result.finding = gate.finding;
+  return result;
+}
+
+/** reconcile() reports failed calls as its ReconcileError (the work queue backs off and retries). */
+function isExpected(error: unknown): boolean {
+  return error instanceof Error && (error.name === "ReconcileError" || error instanceof SimCrash || error instanceof SimViolation);
+}
+
+function stepLine(step: number, events: string[], action: Action | undefined, calls: string[], world: World): string {
   const faults = events.length > 0 ? ` ! ${events.join("; ")}\n` : "";
-  return `${faults}#${step} t+${(step * STEP_MS) / 1000}s ${describeAction(action)}\n    calls: ${results.join(", ") || "-"}\n    world: ${describeWorld(world)}`;
+  return `${faults}#${step} t+${(step * STEP_MS) / 1000}s ${action ? describeAction(action) : "(no plan)"}\n    calls: ${calls.join(", ") || "-"}\n    world: ${describeWorld(world)}`;
 }

@@ -1,9 +1,14 @@
 // A schedule's starting point, all drawn from its seed: the spec, how kubeadm joins, how Nodes are named, the
 // failure domains, whether the control plane starts converged or from nothing, and how hard faults hit.
+import { FINALIZER } from "../../src/api/constants.ts";
+import type { EtcdMemberStatus } from "../../src/api/types.ts";
 import { nextMachineName } from "../../src/controller/machine-factory.ts";
 import type { FaultProfile } from "./faults.ts";
 import { Prng } from "./prng.ts";
-import { CONTROL_PLANE, hostNameFor, newAddress, newMemberId, STEP_MS, type JoinMode, type NodeNaming, type World } from "./world.ts";
+import { CONTROL_PLANE, drawLags, hostNameFor, newAddress, newMemberId, STEP_MS, type JoinMode, type NodeNaming, type World } from "./world.ts";
+
+/** How often a schedule has each trait of WorldTraits. */
+export const TRAIT_WEIGHTS = { nodeRefLag: 0.25, addressLag: 0.25 } as const;
 
 /** Faults stop by this step at the latest. */
 export const MAX_FAULT_STEPS = 40;
@@ -24,6 +29,7 @@ export function createScenario(seed: number): Scenario {
   const world: World = {
     step: 0,
     now: EPOCH,
+    traits: { nodeRefLag: false, addressLag: false },
     spec: {
       replicas,
       version: "v1.30.2",
@@ -35,7 +41,8 @@ export function createScenario(seed: number): Scenario {
       generation: 1,
     },
     joinMode: setup.weighted([["learner", 4], ["learner-self-promote", 3], ["voter", 3]] as const) as JoinMode,
-    nodeNaming: (setup.chance(0.6) ? "machine" : "hostname") as NodeNaming,
+    // kubeadm names the member after the node name, which on most clouds is the host name (ip-10-0-0-9).
+    nodeNaming: (setup.chance(0.3) ? "machine" : "hostname") as NodeNaming,
     failureDomains: setup.chance(0.3) ? [] : ["fd-a", "fd-b", "fd-c"],
     machines: [],
     members: [],
@@ -43,7 +50,8 @@ export function createScenario(seed: number): Scenario {
     alarms: [],
     leaderIndex: 1000 + setup.int(0, 100_000),
     initialized: false,
-    memory: { members: new Map() },
+    finalizers: [FINALIZER],
+    clones: new Set(),
     faultsUntil: setup.int(0, MAX_FAULT_STEPS),
     nextAddress: 0,
     nextStray: 0,
@@ -57,12 +65,18 @@ export function createScenario(seed: number): Scenario {
     bootFaultRate: 0.1 + setup.next() * 0.3,
     staleCacheRate: 0.2,
   };
-  return { world, profile, rngs: { faults: rng.fork(), controller: rng.fork(), planner: rng.fork() } };
+  const rngs = { faults: rng.fork(), controller: rng.fork(), planner: rng.fork() };
+  // Drawn from a stream of their own, so that adding a trait leaves every other draw of the schedule as it was.
+  const traits = rng.fork();
+  world.traits = { nodeRefLag: traits.chance(TRAIT_WEIGHTS.nodeRefLag), addressLag: traits.chance(TRAIT_WEIGHTS.addressLag) };
+  for (const machine of world.machines) drawLags(world, machine);
+  return { world, profile, rngs };
 }
 
 /** A healthy control plane at the spec: one running Machine, Node and voter per replica. */
 function startConverged(world: World): void {
   const taken = new Set<string>();
+  const remembered: EtcdMemberStatus[] = [];
   for (let index = 0; index < world.spec.replicas; index++) {
     const name = nextMachineName(CONTROL_PLANE, world.spec.version, world.spec.templateHash, taken);
     taken.add(name);
@@ -89,10 +103,13 @@ function startConverged(world: World): void {
       memberId: id,
       nodeRegistered: true,
     });
-    world.members.push({ id, name: hostNameFor(world, name, address), peerHost: address, learner: false, started: true, up: true, lostForGood: false, appliedIndex: world.leaderIndex, catchUpRate: 1, machine: name });
-    world.memory.members.set(id, { firstObserved: created, appliedIndex: world.leaderIndex, lastProgress: world.now });
+    world.members.push({ id, name: hostNameFor(world, name, address), peerHost: address, learner: false, started: true, up: true, lostForGood: false, appliedIndex: world.leaderIndex, catchUpRate: 1, machine: name, activeSince: created });
+    const since = new Date(created).toISOString();
+    remembered.push({ id, name: hostNameFor(world, name, address), machine: name, learner: false, healthy: true, leader: index === 0, firstObserved: since, startedObserved: since });
   }
   world.leaderId = world.members[0].id;
+  // What an earlier controller left in status: the members and when it first saw them.
+  world.status = { initialization: { controlPlaneInitialized: true }, etcd: { members: remembered } };
   world.initialized = true;
   // An adopted Machine (or one made by an older release) lacks Quorum's pre-terminate hook.
   if (world.rng.chance(0.15)) world.rng.pick(world.machines).hook = false;

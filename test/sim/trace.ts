@@ -7,7 +7,7 @@ export function describeSetup(seed: number, world: World): string {
   const spec = world.spec;
   return [
     `schedule seed ${seed}: replicas ${spec.replicas}, ${spec.version}, maxSurge ${spec.maxSurge}, memberRemoval ${spec.memberRemoval}`,
-    `join ${world.joinMode}, node names ${world.nodeNaming}, failure domains [${world.failureDomains.join(",")}], faults until step ${world.faultsUntil}`,
+    `join ${world.joinMode}, node names ${world.nodeNaming}, failure domains [${world.failureDomains.join(",")}], faults until step ${world.faultsUntil}${world.traits.nodeRefLag ? ", nodeRefs lag" : ""}${world.traits.addressLag ? ", addresses lag" : ""}`,
     `start: ${describeWorld(world)}`,
   ].join("\n");
 }
@@ -46,6 +46,8 @@ function describeMachine(world: World, machine: SimMachine): string {
     machine.phase,
     machine.version !== world.spec.version || machine.templateHash !== world.spec.templateHash ? "outdated" : "",
     machine.nodeRegistered ? "node" : "",
+    machine.nodeRegistered && world.step < (machine.nodeRefAt ?? 0) ? "no-nodeRef" : "",
+    world.step < (machine.addressAt ?? 0) ? (machine.addressesBefore === "none" ? "no-address" : "external-address-only") : "",
     machine.deleting !== undefined ? "DELETING" : "",
     machine.hook ? "" : "no-hook",
     machine.remediationRequested ? "MHC" : "",

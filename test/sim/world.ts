@@ -1,14 +1,27 @@
 // The simulated world: the truth the controller can only observe. Machines (CAPI), their infrastructure and
 // kubeadm bootstrap, the workload Nodes, and the etcd cluster (members, processes, leader, raft indices).
 // Everything here is plain mutable data plus small helpers; evolve.ts moves it forward in time, faults.ts breaks
-// it, execute.ts applies the controller's API calls to it.
+// it, and ports.ts shows it to the real reconcile() as Kubernetes objects and an etcd cluster and applies its calls.
 import type { MemberRemoval } from "../../src/api/constants.ts";
+import type { QuorumControlPlaneStatus } from "../../src/api/types.ts";
 import type { Prng } from "./prng.ts";
 
 /** One reconcile per step; grace periods in the simulated spec are set in steps of this size. */
 export const STEP_MS = 10_000;
 export const CONTROL_PLANE = "qcp";
 export const NAMESPACE = "default";
+export const CLUSTER = "sim";
+
+/** The simulated spec's timers, short enough that every timer fires within a schedule. */
+export const SIM_TIMERS = {
+  ghostGracePeriodMs: 60_000,
+  learnerPromotionTimeoutMs: 240_000,
+  learnerStallMs: 60_000,
+  memberJoinGracePeriodMs: 180_000,
+  remediationRetryPeriodMs: 60_000,
+  remediationMinHealthyPeriodMs: 300_000,
+  remediationMaxRetry: 1000,
+} as const;
 
 /**
  * How kubeadm join adds the member: as a learner that Quorum promotes, as a learner kubeadm promotes itself
@@ -56,6 +69,15 @@ export interface SimMachine {
   memberId?: string;
   /** Step at which the kubelet registers the Node. */
   nodeAt?: number;
+  /**
+   * Until this step CAPI shows no nodeRef and the Node no providerID (no cloud controller manager has set it yet),
+   * though the Node may be registered.
+   */
+  nodeRefAt?: number;
+  /** Until this step the Machine reports its addresses as `addressesBefore` says, not its etcd peer address. */
+  addressAt?: number;
+  /** What it reports before addressAt: nothing yet, or only an external address etcd does not listen on. */
+  addressesBefore?: "none" | "external-only";
   nodeRegistered: boolean;
   /** First step the MachineHealthCheck saw it unhealthy. */
   unhealthySince?: number;
@@ -79,6 +101,12 @@ export interface SimMember {
   catchUpRate: number;
   /** World truth: the Machine whose kubeadm added it; undefined for stray members. */
   machine?: string;
+  /** When its process last came up (started or recovered): its peer connections are this old. */
+  activeSince: number;
+  /** A status write saw it down during its current outage (so the controller could know its connections restarted). */
+  outageSeen?: boolean;
+  /** Its last recovery came after an outage no status write saw: its young connections are invisible to the controller. */
+  unseenBounce?: boolean;
 }
 
 /** A Node object left behind in the workload cluster by a Machine that vanished out of band. */
@@ -98,14 +126,17 @@ export interface SimSpec {
   generation: number;
 }
 
-/** What the real controller keeps in QuorumControlPlane status between reconciles (and may lose). */
-export interface ControllerMemory {
-  members: Map<string, { firstObserved: number; startedObserved?: number; appliedIndex?: number; lastProgress: number }>;
-  lastRemediation?: { machine: string; time: number; retryCount: number };
+/** The worlds real clusters produce that a schedule may contain (scenario.ts draws them). */
+export interface WorldTraits {
+  /** Machines wait long for their nodeRef (no cloud controller manager sets the Node's providerID yet). */
+  nodeRefLag: boolean;
+  /** Machines report their addresses late, or first only an external one. */
+  addressLag: boolean;
 }
 
 export interface World {
   step: number;
+  traits: WorldTraits;
   now: number;
   spec: SimSpec;
   joinMode: JoinMode;
@@ -119,7 +150,12 @@ export interface World {
   leaderId?: string;
   leaderIndex: number;
   initialized: boolean;
-  memory: ControllerMemory;
+  /** The QuorumControlPlane's status: what the real controller wrote (and may lose), read back by its next reconcile. */
+  status?: QuorumControlPlaneStatus;
+  /** The QuorumControlPlane's metadata.finalizers. */
+  finalizers: string[];
+  /** Names of the infrastructure and bootstrap clones the controller created ("kind/name"). */
+  clones: Set<string>;
   /** Faults (including crashes and spec changes) happen only before this step. */
   faultsUntil: number;
   nextAddress: number;
@@ -192,8 +228,55 @@ export function newAddress(world: World): string {
   return `10.0.${Math.floor(n / 250)}.${(n % 250) + 2}`;
 }
 
+/** Draws how long a Machine made now waits for its nodeRef and addresses; nothing lags once faults stop. */
+export function drawLags(world: World, machine: SimMachine): void {
+  const until = (from: number) => Math.min(from + world.rng.int(3, 40), world.faultsUntil);
+  if (world.traits.nodeRefLag && world.step < world.faultsUntil && world.rng.chance(0.6)) machine.nodeRefAt = until(Math.max(world.step, machine.createdStep));
+  if (world.traits.addressLag && world.step < world.faultsUntil && world.rng.chance(0.5)) {
+    machine.addressAt = until(Math.max(world.step, machine.createdStep));
+    machine.addressesBefore = world.rng.chance(0.5) ? "none" : "external-only";
+  }
+}
+
 export function hostNameFor(world: World, machineName: string, address: string): string {
   return world.nodeNaming === "machine" ? machineName : `ip-${address.replaceAll(".", "-")}`;
+}
+
+/** A member's process came up (started or recovered) at some moment during the step that just passed. */
+export function cameUp(world: World, member: SimMember): void {
+  if (member.started && !member.up) member.unseenBounce = !member.outageSeen;
+  member.outageSeen = false;
+  member.up = true;
+  member.activeSince = world.now - world.rng.int(0, STEP_MS - 1);
+}
+
+/** etcd's HealthInterval: a peer connection younger than this does not count towards a removal's quorum. */
+export const ETCD_HEALTH_INTERVAL_MS = 5_000;
+
+/**
+ * Whether etcd refuses removing this member now with "unhealthy cluster" (mayRemoveMember with the strict
+ * reconfig check): a learner or a member that is down is removed at once; otherwise the leader counts itself and
+ * every voter whose connection to it is 5 s old (a connection is as young as the younger of its two ends), and
+ * refuses unless that count minus one reaches a quorum of the voters that stay.
+ */
+export function etcdRefusesRemoval(world: World, member: SimMember): boolean {
+  return youngConnections(world, member) !== undefined;
+}
+
+/**
+ * When etcd refuses removing `member`, the voters whose connection to the leader is younger than 5 s (they are
+ * what it waits on); undefined when it accepts.
+ */
+export function youngConnections(world: World, member: SimMember): SimMember[] | undefined {
+  if (member.learner || !member.up || world.leaderId === undefined) return undefined;
+  const leader = findMember(world, world.leaderId);
+  if (!leader) return undefined;
+  const voterList = voters(world);
+  const since = world.now - ETCD_HEALTH_INTERVAL_MS;
+  const old = (voter: SimMember) => voter.id === leader.id || (voter.up && Math.max(voter.activeSince, leader.activeSince) <= since);
+  const active = voterList.filter(old).length;
+  if (active - 1 >= quorumSize(voterList.length - 1)) return undefined;
+  return voterList.filter((voter) => voter.up && !old(voter));
 }
 
 /** Removes a member from the cluster; a removed etcd process shuts itself down. */

@@ -5,7 +5,7 @@ import type { Cluster, Machine } from "../../api/capi.ts";
 import { API_VERSION, CAPI_API_VERSION, CONTRACT_LABEL_V1BETA2, GROUP, KIND, LABEL_CONTROL_PLANE_NAME, PLURAL, VERSION } from "../../api/constants.ts";
 import { concernsControlPlane } from "../../api/ownership.ts";
 import type { ObjectRef, QuorumControlPlane, QuorumControlPlaneStatus } from "../../api/types.ts";
-import type { Unstructured } from "../../controller/machine-factory.ts";
+import type { Unstructured } from "../../api/objects.ts";
 
 export const FIELD_MANAGER = "quorum";
 

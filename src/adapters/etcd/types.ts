@@ -1,78 +1,8 @@
-// The narrow "workload etcd" interface the controller talks to. The real implementation (client.ts) speaks
-// to etcd over mTLS; the simulator's world implements the same interface, so the controller's executors run
-// unchanged against both. Member IDs are decimal strings (etcd's uint64 does not fit in a JS number).
+// The etcd adapter's own types (credentials, client options, the client factory). The port it implements, and the
+// data types it answers with, are declared in src/ports/etcd.ts.
+import type { EtcdClusterClient } from "../../ports/etcd.ts";
 
-/** One entry of etcd's member list. */
-export interface EtcdMember {
-  id: string;
-  /** Empty while an added member has not started yet. */
-  name: string;
-  peerURLs: string[];
-  /** Empty while an added member has not started yet. */
-  clientURLs: string[];
-  learner: boolean;
-}
-
-/** What one member said about itself in a status call (or why it said nothing). */
-export interface EtcdMemberStatus {
-  memberId: string;
-  /** The client URL the status call went to; absent for a member with no client URLs. */
-  endpoint?: string;
-  /** The member answered within the per-call deadline. */
-  reachable: boolean;
-  /** The member reports itself as the raft leader. */
-  leader: boolean;
-  /** The leader this member believes in ("0" when it knows none). */
-  leaderId?: string;
-  raftTerm?: number;
-  raftIndex?: number;
-  raftAppliedIndex?: number;
-  dbSize?: number;
-  dbSizeInUse?: number;
-  version?: string;
-  learner?: boolean;
-  /** Errors the member reported (e.g. "etcdserver: no leader", alarms), or why it did not answer. */
-  errors: string[];
-}
-
-export interface EtcdAlarm {
-  memberId: string;
-  /** "NOSPACE" or "CORRUPT". */
-  alarm: string;
-}
-
-export type PromoteResult = { promoted: true } | { promoted: false; reason: "not caught up" };
-
-export interface AddMemberOptions {
-  /** Join as a non-voting learner (promote later), which cannot cost quorum while it catches up. */
-  learner: boolean;
-}
-
-export interface EtcdClusterClient {
-  /** The member list, from any member that answers first. Throws EndpointUnreachableError when none does. */
-  listMembers(): Promise<EtcdMember[]>;
-  /**
-   * Status of every member, asked in parallel with one deadline each, so the whole round takes at most about
-   * one deadline however many members are dead or frozen. Never throws for an unreachable member: it is
-   * reported with reachable=false and the reason in errors. Uses `members` when given, else lists them.
-   */
-  memberStatuses(members?: EtcdMember[]): Promise<EtcdMemberStatus[]>;
-  /** Active alarms, cluster-wide. */
-  alarms(): Promise<EtcdAlarm[]>;
-  /**
-   * Adds a member. Idempotent: when a member with the same peer URLs already exists (a crash after the add),
-   * that member is returned.
-   */
-  addMember(peerURLs: string[], options: AddMemberOptions): Promise<EtcdMember>;
-  /** Promotes a learner. "Not caught up yet" is a normal answer; a member that is already a voter is success. */
-  promoteLearner(memberId: string): Promise<PromoteResult>;
-  /** Removes a member. Idempotent: a member that is already gone is success ({ removed: false }). */
-  removeMember(memberId: string): Promise<{ removed: boolean }>;
-  /** Makes `toMemberId` the leader (asked of the current leader, as etcd requires). No-op when it already is. */
-  moveLeader(toMemberId: string): Promise<void>;
-  /** Closes every connection this client opened, or, for a handle of a pooled client, hands it back. Safe to call twice. */
-  close(): Promise<void>;
-}
+export type { AddMemberOptions, EtcdAlarm, EtcdClusterClient, EtcdMember, EtcdMemberStatus, PromoteResult } from "../../ports/etcd.ts";
 
 /** mTLS material for etcd, PEM. */
 export interface EtcdClientCredentials {

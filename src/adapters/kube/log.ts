@@ -1,13 +1,8 @@
 // The logger the runtime writes to. winston's Logger satisfies it; tests pass a recorder or `silentLogger`.
+// The interface is the log port (src/ports/log.ts).
+import type { Logger } from "../../ports/log.ts";
 
-export type LogMeta = Record<string, unknown>;
-
-export interface Logger {
-  debug(message: string, meta?: LogMeta): unknown;
-  info(message: string, meta?: LogMeta): unknown;
-  warn(message: string, meta?: LogMeta): unknown;
-  error(message: string, meta?: LogMeta): unknown;
-}
+export type { LogMeta, Logger } from "../../ports/log.ts";
 
 export const silentLogger: Logger = {
   debug: () => undefined,

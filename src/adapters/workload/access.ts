@@ -5,7 +5,7 @@
 import { createHash } from "node:crypto";
 import type { Cluster, Node } from "../../api/capi.ts";
 import type { QuorumControlPlane } from "../../api/types.ts";
-import type { WorkloadAccess } from "../../controller/ports.ts";
+import type { WorkloadAccess } from "../../ports/index.ts";
 import { ensureClusterCertificates, runningControlPlaneEvidence, type ControlPlaneOwner, type EnsureCertificatesResult } from "../certs/cluster-secrets.ts";
 import { secretName } from "../../api/constants.ts";
 import { readCASecret } from "../certs/ca-secret.ts";

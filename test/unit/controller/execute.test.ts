@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { execute, type ExecutionContext } from "../../../src/controller/execute.ts";
-import type { ManagementApi } from "../../../src/controller/ports.ts";
+import type { ManagementApi } from "../../../src/ports/index.ts";
 import { buildSnapshot } from "../../../src/controller/snapshot-builder.ts";
 import { cluster, controlPlane, machine } from "./fixtures.ts";
 

@@ -3,7 +3,7 @@ import { describe, it } from "node:test";
 import type { KubeObject } from "../../../src/adapters/kube/rest.ts";
 import { cachedManagement, type ManagementCaches } from "../../../src/controller/cached-management.ts";
 import { Expectations } from "../../../src/controller/expectations.ts";
-import type { ManagementApi } from "../../../src/controller/ports.ts";
+import type { ManagementApi } from "../../../src/ports/index.ts";
 import type { QuorumControlPlane } from "../../../src/api/types.ts";
 
 const KEY = "ns/cp";

@@ -14,7 +14,7 @@ import type { EtcdClusterClient, EtcdMember } from "../../../src/adapters/etcd/t
 import { plan } from "../../../src/core/plan.ts";
 import { cachedManagement } from "../../../src/controller/cached-management.ts";
 import { Expectations } from "../../../src/controller/expectations.ts";
-import type { ManagementApi, WorkloadAccess } from "../../../src/controller/ports.ts";
+import type { ManagementApi, WorkloadAccess } from "../../../src/ports/index.ts";
 import { reconcile, type ReconcilerDeps } from "../../../src/controller/reconcile.ts";
 import { cluster, controlPlane, machine, ownedBy } from "./fixtures.ts";
 

@@ -7,7 +7,7 @@ import { silentLogger } from "../../../src/adapters/kube/log.ts";
 import type { EtcdClusterClient, EtcdMember } from "../../../src/adapters/etcd/types.ts";
 import { plan } from "../../../src/core/plan.ts";
 import { reconcile, ReconcileError, type ReconcilerDeps } from "../../../src/controller/reconcile.ts";
-import type { ManagementApi, WorkloadAccess } from "../../../src/controller/ports.ts";
+import type { ManagementApi, WorkloadAccess } from "../../../src/ports/index.ts";
 import { cluster, controlPlane, machine } from "./fixtures.ts";
 
 const members: EtcdMember[] = ["a", "b", "c"].map((name, i) => ({ id: String(i + 1), name, peerURLs: [`https://127.0.1.${i + 1}:2380`], clientURLs: [`https://127.0.1.${i + 1}:2379`], learner: false }));
@@ -76,5 +76,26 @@ describe("reconcile when etcd refuses a member removal", () => {
     const { deps, events } = world(refusal);
     await assert.rejects(reconcile("ns", "cp", deps), (error: unknown) => error instanceof ReconcileError && error.reason === "RemoveMemberFailed");
     assert.deepEqual(events, ["Warning RemoveMemberFailed"]);
+  });
+});
+
+describe("reconcile writes the status it observed whatever the action met", () => {
+  it("writes the observed member list and quorum with the failure as the Reconciled condition when the action fails", async () => {
+    const { deps, statuses } = world(new Error("connection reset"));
+    await assert.rejects(reconcile("ns", "cp", deps), ReconcileError);
+    const written = statuses.at(-1) as { etcd?: { members?: unknown[]; quorum?: { voters: number } }; conditions?: { type: string; status: string; reason: string }[] };
+    assert.equal(written.etcd?.members?.length, 3);
+    assert.equal(written.etcd?.quorum?.voters, 3);
+    assert.ok(written.conditions?.some((condition) => condition.type === "Reconciled" && condition.status === "False" && condition.reason === "RemoveMemberFailed"));
+  });
+
+  it("writes the observed status and looks again soon when the action meets a conflict", async () => {
+    const conflict = Object.assign(new Error("the object has been modified"), { code: 409 });
+    const { deps, statuses } = world(conflict);
+    const result = await reconcile("ns", "cp", deps);
+    assert.equal(result.requeueAfterMs, 250);
+    const written = statuses.at(-1) as { etcd?: { members?: unknown[] }; nextAction?: { kind: string } };
+    assert.equal(written.etcd?.members?.length, 3);
+    assert.equal(written.nextAction?.kind, "RemoveMember");
   });
 });

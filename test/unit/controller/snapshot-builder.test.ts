@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { buildSnapshot, machineTemplateHash, previousEtcdView, type Observation } from "../../../src/controller/snapshot-builder.ts";
+import { buildSnapshot, machineTemplateHash, type Observation } from "../../../src/controller/snapshot-builder.ts";
 import { claimMachines } from "../../../src/api/ownership.ts";
 import { cluster, controlPlane, machine, ownedBy } from "./fixtures.ts";
 
@@ -39,22 +39,6 @@ describe("buildSnapshot", () => {
   it("marks a Machine whose OwnerRemediated condition is False as asking for remediation", () => {
     const snapshot = buildSnapshot(observation({ machines: [machine("cp-a", { ownerRemediated: "False" }), machine("cp-b", { ownerRemediated: "True" })] }));
     assert.deepEqual(snapshot.machines.map((m) => m.remediationRequested), [true, false]);
-  });
-
-  it("remembers a member's first-seen time and last raft progress from status so grace periods survive a restart", () => {
-    const previous = previousEtcdView({ etcd: { members: [{ id: "7", name: "ghost", learner: true, healthy: true, leader: false, firstObserved: "2026-11-29T11:00:00Z", raftAppliedIndex: 40, lastProgress: "2026-11-29T11:30:00Z" }] } }, NOW);
-    assert.equal(previous.members[0].firstObserved, Date.parse("2026-11-29T11:00:00Z"));
-    assert.equal(previous.members[0].lastProgress, Date.parse("2026-11-29T11:30:00Z"));
-    assert.equal(previous.members[0].raftAppliedIndex, 40);
-    assert.equal(previousEtcdView(undefined, NOW).members.length, 0);
-  });
-
-  it("remembers when a member was first seen started; a started member from an older status counts from its first sighting", () => {
-    const entry = { id: "7", name: "cp-a", learner: false, healthy: true, leader: false, firstObserved: "2026-11-29T11:00:00Z" };
-    const recorded = previousEtcdView({ etcd: { members: [{ ...entry, startedObserved: "2026-11-29T11:00:04Z" }] } }, NOW);
-    assert.equal(recorded.members[0].startedObserved, Date.parse("2026-11-29T11:00:04Z"));
-    assert.equal(previousEtcdView({ etcd: { members: [entry] } }, NOW).members[0].startedObserved, Date.parse("2026-11-29T11:00:00Z"));
-    assert.equal(previousEtcdView({ etcd: { members: [{ ...entry, name: "" }] } }, NOW).members[0].startedObserved, undefined);
   });
 
   it("names the object and the field when a duration in the spec is invalid", () => {

@@ -1,11 +1,11 @@
 // What status.etcd.members must carry so a restarted controller plans as the one before it: first sighting (grace
 // periods), first sighting started (etcd's removal window), and a learner's progress. Round trip through
-// computeStatus -> previousEtcdView.
+// computeStatus -> core/memory.ts recall().
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { assess } from "../../../src/core/assess.ts";
+import { recall } from "../../../src/core/memory.ts";
 import { plan } from "../../../src/core/plan.ts";
-import { previousEtcdView } from "../../../src/controller/snapshot-builder.ts";
 import { computeStatus } from "../../../src/controller/status.ts";
 import { healthyMachines, machine, member, NOW, SECOND, snapshot, withLeader } from "../core/fixtures.ts";
 import { controlPlane } from "./fixtures.ts";
@@ -22,10 +22,21 @@ describe("status memory", () => {
     assert.equal(entry(young.id)?.startedObserved, new Date(NOW - 2 * SECOND).toISOString());
     assert.equal(entry(unstarted.id)?.startedObserved, undefined);
 
-    const restored = previousEtcdView(status, NOW + 10 * SECOND);
-    const byId = new Map(restored.members.map((candidate) => [candidate.id, candidate]));
+    const byId = recall(status.etcd?.members, NOW + 10 * SECOND);
     assert.equal(byId.get(young.id)?.startedObserved, NOW - 2 * SECOND);
     assert.equal(byId.get(young.id)?.firstObserved, NOW - 20 * SECOND);
     assert.equal(byId.get(unstarted.id)?.startedObserved, undefined);
+  });
+});
+
+describe("status memory when etcd cannot be read", () => {
+  it("keeps the last member list and first sightings, but trusts no member's health or connection age", () => {
+    const h = healthyMachines(1);
+    const seen = snapshot({ machines: h.machines, members: withLeader(h.members, h.members[0].id) });
+    const before = computeStatus({ controlPlane: controlPlane(), snapshot: seen, action: plan(seen).action, verdict: assess(seen, { kind: "Observe" }) });
+    const blind = { ...seen, now: NOW + SECOND, etcd: { observed: false, error: "no etcd member answered", members: [], alarms: [] } };
+    const after = computeStatus({ controlPlane: { ...controlPlane(), status: before }, snapshot: blind, action: plan(blind).action, verdict: assess(blind, { kind: "Observe" }) });
+    assert.deepEqual(after.etcd?.members?.map((entry) => [entry.id, entry.firstObserved, entry.healthy, entry.startedObserved]), before.etcd?.members?.map((entry) => [entry.id, entry.firstObserved, false, undefined]));
+    assert.equal(after.etcd?.summary, "unknown");
   });
 });

@@ -32,10 +32,10 @@ const releasesHooksEagerly: PlannerFactory = () => (snapshot: Snapshot) => {
 /** Never does anything. */
 const alwaysWaits: PlannerFactory = () => () => ({ action: wait });
 
-function outcomes(planner: PlannerFactory, schedules: number): { violation: number; stuck: number; ok: number; rules: Set<string> } {
+async function outcomes(planner: PlannerFactory, schedules: number): Promise<{ violation: number; stuck: number; ok: number; rules: Set<string> }> {
   const counts = { violation: 0, stuck: 0, ok: 0, rules: new Set<string>() };
   for (let index = 0; index < schedules; index++) {
-    const result = runSchedule(scheduleSeed(7, index), planner);
+    const result = await runSchedule(scheduleSeed(7, index), planner);
     counts[result.outcome]++;
     if (result.finding) counts.rules.add(result.finding.rule);
   }
@@ -43,36 +43,36 @@ function outcomes(planner: PlannerFactory, schedules: number): { violation: numb
 }
 
 describe("simulator", () => {
-  it("reports a violation when a planner removes voters without regard to quorum", () => {
-    const result = outcomes(removesAnyVoter, 50);
+  it("reports a violation when a planner removes voters without regard to quorum", async () => {
+    const result = await outcomes(removesAnyVoter, 50);
     assert.ok(result.violation > 0, `expected violations, got ${JSON.stringify({ ...result, rules: [...result.rules] })}`);
     assert.ok(result.rules.has("2 projected healthy majority") || result.rules.has("1 quorum kept"));
   });
 
-  it("reports a violation when a planner deletes a Machine whose member is a healthy voter", () => {
-    const result = outcomes(deletesMachinesFirst, 50);
+  it("reports a violation when a planner deletes a Machine whose member is a healthy voter", async () => {
+    const result = await outcomes(deletesMachinesFirst, 50);
     assert.ok(result.rules.has("3 member removed before its machine"), `rules seen: ${[...result.rules].join(", ")}`);
   });
 
-  it("reports a violation when a planner releases the hook of a Machine whose member is still in etcd", () => {
+  it("reports a violation when a planner releases the hook of a Machine whose member is still in etcd", async () => {
     let released = false;
     for (let index = 0; index < 50 && !released; index++) {
-      const result = runSchedule(scheduleSeed(7, index), releasesHooksEagerly);
+      const result = await runSchedule(scheduleSeed(7, index), releasesHooksEagerly);
       released = result.finding?.message.startsWith("released the pre-terminate hook") ?? false;
     }
     assert.ok(released);
   });
 
-  it("reports stuck, not a violation, when a planner only waits while the spec needs work", () => {
-    const result = outcomes(alwaysWaits, 50);
+  it("reports stuck, not a violation, when a planner only waits while the spec needs work", async () => {
+    const result = await outcomes(alwaysWaits, 50);
     assert.ok(result.stuck > 0, "a planner that never acts must be stuck in schedules whose spec changed");
     assert.equal(result.violation, 0);
   });
 
-  it("replays a schedule step by step identically from its seed", () => {
+  it("replays a schedule step by step identically from its seed", async () => {
     const seed = scheduleSeed(3, 11);
-    const first = runSchedule(seed, deletesMachinesFirst, { trace: true });
-    const second = runSchedule(seed, deletesMachinesFirst, { trace: true });
+    const first = await runSchedule(seed, deletesMachinesFirst, { trace: true });
+    const second = await runSchedule(seed, deletesMachinesFirst, { trace: true });
     assert.deepEqual(second.trace, first.trace);
     assert.ok(first.trace.length > 1);
   });

@@ -1,9 +1,9 @@
-// What one reconcile needs from the outside world, as interfaces: the real adapters implement them, and so can
-// a test double. Keeps src/controller free of transport details.
-import type { Cluster, Machine, Node } from "../api/capi.ts";
-import type { ObjectRef, QuorumControlPlane, QuorumControlPlaneStatus } from "../api/types.ts";
-import type { EtcdClusterClient } from "../adapters/etcd/types.ts";
-import type { Unstructured } from "./machine-factory.ts";
+// The management-cluster port: what one reconcile reads and writes in the management cluster. The real adapter
+// (src/adapters/capi/management.ts behind src/controller/cached-management.ts) implements it, and so does the
+// simulator's world (test/sim/ports.ts).
+import type { Cluster, Machine } from "../api/capi.ts";
+import type { Unstructured } from "../api/objects.ts";
+import type { ObjectRef, QuorumControlPlane } from "../api/types.ts";
 
 export interface ManagementApi {
   getControlPlane(namespace: string, name: string): Promise<QuorumControlPlane | undefined>;
@@ -24,14 +24,3 @@ export interface ManagementApi {
   event(controlPlane: QuorumControlPlane, type: "Normal" | "Warning", reason: string, message: string, now: Date): Promise<void>;
 }
 
-/** The workload cluster of one QuorumControlPlane: its certificates, its etcd and its Nodes. */
-export interface WorkloadAccess {
-  /** Creates the cluster's CA/etcd/sa/proxy Secrets when absent and keeps the kubeconfig Secret fresh. */
-  ensureCertificates(controlPlane: QuorumControlPlane, cluster: Cluster): Promise<void>;
-  /** An etcd client for the cluster, reaching members through the given endpoints (https URLs); close() releases it. */
-  etcd(controlPlane: QuorumControlPlane, cluster: Cluster, endpoints: string[]): Promise<EtcdClusterClient>;
-  /** The workload cluster's Nodes, or an error when its API is not reachable (yet). */
-  nodes(controlPlane: QuorumControlPlane, cluster: Cluster): Promise<Node[]>;
-  /** Drops cached clients of a QuorumControlPlane that is gone. */
-  forget(namespace: string, clusterName: string): Promise<void>;
-}

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { EndpointUnreachableError } from "../../../../src/adapters/errors.ts";
-import type { EtcdClusterClient, EtcdMember, EtcdMemberStatus } from "../../../../src/adapters/etcd/types.ts";
-import { observeEtcd, toEtcdView, type EtcdObservation } from "../../../../src/adapters/etcd/view.ts";
+import { EndpointUnreachableError } from "../../../src/adapters/errors.ts";
+import type { EtcdClusterClient, EtcdMember, EtcdMemberStatus } from "../../../src/ports/index.ts";
+import { observeEtcd, toEtcdView, type EtcdObservation } from "../../../src/controller/etcd-view.ts";
 
 const members: EtcdMember[] = [
   { id: "11", name: "cp-a", peerURLs: ["https://10.0.0.1:2380"], clientURLs: ["https://10.0.0.1:2379"], learner: false },
@@ -35,7 +35,7 @@ function fakeClient(overrides: Partial<EtcdClusterClient>): EtcdClusterClient {
 
 describe("etcd view", () => {
   it("shows every member with its status, including unreachable and unstarted ones, and the alarms", () => {
-    const view = toEtcdView({ ok: true, observation }, 5000);
+    const view = toEtcdView({ ok: true, observation });
     assert.equal(view.observed, true);
     assert.deepEqual(view.alarms, [{ memberId: "11", alarm: "NOSPACE" }]);
     assert.deepEqual(
@@ -48,36 +48,13 @@ describe("etcd view", () => {
     );
   });
 
-  it("keeps when a member was first seen across rounds, and moves lastProgress only when its applied index moves", () => {
-    const first = toEtcdView({ ok: true, observation }, 1000);
-    const stalled = toEtcdView({ ok: true, observation }, 2000, first);
-    assert.equal(stalled.members[0].firstObserved, 1000);
-    assert.equal(stalled.members[0].lastProgress, 1000);
-    const moved = toEtcdView(
-      { ok: true, observation: { ...observation, statuses: [{ ...statuses[0], raftAppliedIndex: 150 }, statuses[1], statuses[2]] } },
-      3000,
-      stalled,
-    );
-    assert.equal(moved.members[0].firstObserved, 1000);
-    assert.equal(moved.members[0].lastProgress, 3000);
-  });
-
-  it("records when a member was first seen started (named) and keeps it; a member not started yet has none", () => {
-    const first = toEtcdView({ ok: true, observation }, 1000);
-    assert.deepEqual(first.members.map((member) => member.startedObserved), [1000, 1000, undefined]);
-    const started = { ...observation, members: [members[0], members[1], { ...members[2], name: "cp-c", clientURLs: ["https://10.0.0.3:2379"] }] };
-    const second = toEtcdView({ ok: true, observation: started }, 4000, first);
-    assert.deepEqual(second.members.map((member) => member.startedObserved), [1000, 1000, 4000]);
-    assert.deepEqual(toEtcdView({ ok: true, observation: started }, 9000, second).members.map((member) => member.startedObserved), [1000, 1000, 4000]);
-  });
-
   it("reports an unobserved membership with the reason when no endpoint answered", async () => {
     const failing = fakeClient({
       listMembers: async () => {
         throw new EndpointUnreachableError("etcd of cluster team-a/prod", new Map([["https://10.0.0.1:2379", "connection refused"]]), 1000);
       },
     });
-    const view = toEtcdView(await observeEtcd(failing), 1000);
+    const view = toEtcdView(await observeEtcd(failing));
     assert.equal(view.observed, false);
     assert.deepEqual(view.members, []);
     assert.match(view.error ?? "", /etcd of cluster team-a\/prod: no endpoint answered within 1000 ms \(https:\/\/10\.0\.0\.1:2379: connection refused\)/);

@@ -1,15 +1,16 @@
-// Turns what the etcd adapter observed into the Snapshot's EtcdView. Pure: the clock and the previous view
-// come in as arguments, because firstObserved/lastProgress (grace periods, learner stall detection) must
-// survive between reconciles and after a restart they are rebuilt from status (see controller/observe).
-import type { EtcdView, MemberView } from "../../core/snapshot.ts";
-import { isAdapterError } from "../errors.ts";
-import type { EtcdAlarm, EtcdClusterClient, EtcdMember, EtcdMemberStatus } from "./types.ts";
-import { errorMessage } from "../kube/log.ts";
+// One etcd observation round through the etcd port, and what it saw as raw member views. No clock and no memory:
+// firstObserved, startedObserved and lastProgress are core/memory.ts's, added in observe.ts.
+import type { ObservedMember } from "../core/memory.ts";
+import type { EtcdAlarm, EtcdClusterClient, EtcdMember, EtcdMemberStatus } from "../ports/index.ts";
 
 export interface EtcdObservation {
   members: EtcdMember[];
   statuses: EtcdMemberStatus[];
   alarms: EtcdAlarm[];
+}
+
+function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }
 
 export type EtcdObservationResult = { ok: true; observation: EtcdObservation } | { ok: false; error: string };
@@ -29,33 +30,27 @@ export async function observeEtcd(client: EtcdClusterClient): Promise<EtcdObserv
     ]);
     return { ok: true, observation: { members, statuses, alarms } };
   } catch (error) {
-    if (isAdapterError(error)) return { ok: false, error: error.message };
+    // The adapter's errors already say what failed and what to do; anything else gets a prefix that says where.
+    if (error instanceof Error && typeof (error as { reason?: unknown }).reason === "string") return { ok: false, error: error.message };
     return { ok: false, error: `etcd observation failed: ${errorMessage(error)}` };
   }
 }
 
-/** Kept from `previous` once set; set to `now` the first time the member is seen with a name (started). */
-function startedObserved(name: string, before: MemberView | undefined, now: number): Pick<MemberView, "startedObserved"> {
-  const at = before?.startedObserved ?? (name !== "" ? now : undefined);
-  return at === undefined ? {} : { startedObserved: at };
+/** The members and alarms of one observation round, raw: the memory of earlier rounds is added by core/memory.ts. */
+export interface RawEtcdView {
+  observed: boolean;
+  error?: string;
+  members: ObservedMember[];
+  alarms: EtcdAlarm[];
 }
 
-/**
- * firstObserved comes from `previous` when the member was seen before, else `now` (startedObserved likewise, from
- * its first sighting with a name); lastProgress moves to
- * `now` whenever raftAppliedIndex moved (or the member is new).
- */
-export function toEtcdView(result: EtcdObservationResult, now: number, previous?: EtcdView): EtcdView {
+export function toEtcdView(result: EtcdObservationResult): RawEtcdView {
   if (!result.ok) return { observed: false, error: result.error, members: [], alarms: [] };
   const { members, statuses, alarms } = result.observation;
   const statusById = new Map(statuses.map((status) => [status.memberId, status]));
-  const previousById = new Map((previous?.members ?? []).map((member) => [member.id, member]));
-  const views = members.map((member): MemberView => {
+  const views = members.map((member): ObservedMember => {
     const status = statusById.get(member.id);
-    const before = previousById.get(member.id);
-    const applied = status?.raftAppliedIndex;
-    const progressed = before === undefined || (applied !== undefined && applied !== before.raftAppliedIndex);
-    const view: MemberView = {
+    const view: ObservedMember = {
       id: member.id,
       name: member.name,
       peerURLs: member.peerURLs,
@@ -64,13 +59,10 @@ export function toEtcdView(result: EtcdObservationResult, now: number, previous?
       reachable: status?.reachable ?? false,
       leader: status?.leader ?? false,
       errors: status ? status.errors : ["no status asked"],
-      firstObserved: before?.firstObserved ?? now,
-      ...startedObserved(member.name, before, now),
-      lastProgress: progressed ? now : before.lastProgress,
     };
     if (status?.raftTerm !== undefined) view.raftTerm = status.raftTerm;
     if (status?.raftIndex !== undefined) view.raftIndex = status.raftIndex;
-    if (applied !== undefined) view.raftAppliedIndex = applied;
+    if (status?.raftAppliedIndex !== undefined) view.raftAppliedIndex = status.raftAppliedIndex;
     return view;
   });
   return { observed: true, members: views, alarms: alarms.map((alarm) => ({ ...alarm })) };

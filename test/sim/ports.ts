@@ -1,0 +1,448 @@
+// The world behind the real controller's ports (src/ports): the management API shows the world as the
+// QuorumControlPlane, its Cluster and CAPI v1beta2 Machines; the workload access lists its Nodes and opens an etcd
+// client over its members, answering as etcd does. Every call first passes the schedule's CallGate (calls.ts),
+// which judges it against the invariants before it takes effect and crashes the controller after call N.
+import type { Cluster, Machine, MetaV1Condition, Node } from "../../src/api/capi.ts";
+import { OWNER_REMEDIATED_CONDITION } from "../../src/api/capi.ts";
+import {
+  API_VERSION,
+  CAPI_API_VERSION,
+  DELETE_MACHINE_ANNOTATION,
+  KIND,
+  LABEL_CLUSTER_NAME,
+  LABEL_CONTROL_PLANE,
+  LABEL_CONTROL_PLANE_NAME,
+  PAUSED_ANNOTATION,
+  PRE_TERMINATE_HOOK,
+  TEMPLATE_HASH_ANNOTATION,
+} from "../../src/api/constants.ts";
+import type { Unstructured } from "../../src/api/objects.ts";
+import type { ObjectRef, QuorumControlPlane } from "../../src/api/types.ts";
+import { machineTemplateHash } from "../../src/controller/snapshot-builder.ts";
+import type { EtcdAlarm, EtcdClusterClient, EtcdMember, EtcdMemberStatus, ManagementApi, PromoteResult, WorkloadAccess } from "../../src/ports/index.ts";
+import { SimEtcdError, SimApiError, type CallGate } from "./calls.ts";
+import { learnerInSync } from "./evolve.ts";
+import { CLUSTER, CONTROL_PLANE, dropMember, electLeader, etcdRefusesRemoval, findMachine, findMember, drawLags, hostNameFor, markDeleting, NAMESPACE, newAddress, SIM_TIMERS, type BootFault, type SimMachine, type SimMember, type World } from "./world.ts";
+
+const QCP_UID = "qcp-uid";
+const ETCD_PEER_PORT = 2380;
+const ETCD_CLIENT_PORT = 2379;
+
+/** The world's template names ("tpl-3") as the real template hash a QuorumControlPlane with that template has. */
+const realHashes = new Map<string, string>();
+const worldTemplates = new Map<string, string>();
+
+function realTemplateHash(template: string): string {
+  let hash = realHashes.get(template);
+  if (hash === undefined) {
+    hash = machineTemplateHash({ apiVersion: API_VERSION, kind: KIND, metadata: { name: CONTROL_PLANE }, spec: { version: "", machineTemplate: machineTemplate(template) } });
+    realHashes.set(template, hash);
+    worldTemplates.set(hash, template);
+  }
+  return hash;
+}
+
+function machineTemplate(template: string): QuorumControlPlane["spec"]["machineTemplate"] {
+  return {
+    infrastructureRef: { apiVersion: "infrastructure.cluster.x-k8s.io/v1beta1", kind: "SimMachineTemplate", name: `infra-${template}` },
+    bootstrapConfigTemplateRef: { apiVersion: "bootstrap.cluster.x-k8s.io/v1beta1", kind: "KubeadmConfigTemplate", name: "kubeadm" },
+  };
+}
+
+export interface SimPortsOptions {
+  /** The boot fault of a Machine created now (drawn by the fault injector). */
+  bootFault: () => BootFault | undefined;
+}
+
+/** The three ports over one world; `gate` is replaced for every reconcile. */
+export class SimPorts {
+  gate!: CallGate;
+  /** This reconcile's Machine list is the previous one's (an informer that has not caught up). */
+  lagging = false;
+  private cachedMachines: Machine[] | undefined;
+
+  constructor(
+    private readonly world: World,
+    private readonly options: SimPortsOptions,
+  ) {}
+
+  /** A restarted controller lists everything afresh: its first reconcile sees no lagging cache. */
+  restart(): void {
+    this.cachedMachines = undefined;
+  }
+
+  get canLag(): boolean {
+    return this.cachedMachines !== undefined;
+  }
+
+  readonly management: ManagementApi = {
+    getControlPlane: async (namespace, name) => {
+      this.gate.call(`get QuorumControlPlane ${name}`, { kind: "none" });
+      return namespace === NAMESPACE && name === CONTROL_PLANE ? this.controlPlane() : undefined;
+    },
+    getCluster: async (_namespace, name) => {
+      this.gate.call(`get Cluster ${name}`, { kind: "none" });
+      return name === CLUSTER ? this.cluster() : undefined;
+    },
+    listControlPlaneMachines: async () => {
+      this.gate.call(`list Machines${this.lagging && this.cachedMachines ? " (stale cache)" : ""}`, { kind: "none" });
+      if (this.lagging && this.cachedMachines) return structuredClone(this.cachedMachines);
+      this.cachedMachines = this.world.machines.map((machine) => machineObject(this.world, machine));
+      return this.cachedMachines;
+    },
+    getReferenced: async (ref: ObjectRef, namespace: string) => {
+      this.gate.call(`get ${ref.kind} ${ref.name}`, { kind: "none" });
+      const template: Unstructured = { apiVersion: ref.apiVersion ?? `${ref.apiGroup}/v1beta1`, kind: ref.kind, metadata: { name: ref.name, namespace }, spec: { template: { spec: {} } } };
+      return template;
+    },
+    createIfAbsent: async (object) => {
+      if (object.kind !== "Machine") {
+        this.gate.call(`create ${object.kind} ${object.metadata.name}`, { kind: "none" });
+        const key = `${object.kind}/${object.metadata.name}`;
+        if (this.world.clones.has(key)) return this.gate.done("exists");
+        this.world.clones.add(key);
+        return this.gate.done("created");
+      }
+      const machine = object as Machine;
+      this.gate.call(`create Machine ${machine.metadata.name}`, { kind: "create-machine", ...(machine.spec.failureDomain ? { failureDomain: machine.spec.failureDomain } : {}) });
+      if (findMachine(this.world, machine.metadata.name)) return this.gate.done("exists");
+      this.createMachine(machine);
+      return this.gate.done("created");
+    },
+    deleteMachine: async (_namespace, name) => {
+      this.gate.call(`delete Machine ${name}`, { kind: "delete-machine", machine: name });
+      const machine = findMachine(this.world, name);
+      if (machine) markDeleting(this.world, machine);
+      this.gate.done(machine ? "ok" : "ok (already gone)");
+    },
+    patchAnnotations: async (_apiVersion, kind, _namespace, name, annotations, resourceVersion) => {
+      const hook = annotations[PRE_TERMINATE_HOOK];
+      const effect = kind === "Machine" && hook !== undefined ? { kind: "set-hook" as const, machine: name, hook: hook !== null } : { kind: "none" as const };
+      this.gate.call(`patch annotations of ${kind} ${name}`, effect);
+      const machine = findMachine(this.world, name);
+      if (!machine) throw this.gate.fail(new SimApiError(404, `machines.cluster.x-k8s.io "${name}" not found`));
+      if (resourceVersion !== undefined && resourceVersion !== resourceVersionOf(this.world, machine)) {
+        throw this.gate.fail(new SimApiError(409, `Operation cannot be fulfilled on machines.cluster.x-k8s.io "${name}": the object has been modified`));
+      }
+      if (hook !== undefined) machine.hook = hook !== null;
+      this.gate.done("ok");
+      return resourceVersionOf(this.world, machine);
+    },
+    setFinalizers: async (_controlPlane, finalizers) => {
+      this.gate.call("set finalizers", { kind: "none" });
+      this.world.finalizers = [...finalizers];
+      return this.gate.done("ok");
+    },
+    patchStatus: async (_controlPlane, patch) => {
+      this.gate.call("patch status", { kind: "write-status" });
+      this.world.status = applyMergePatch(this.world.status ?? {}, patch) as World["status"];
+      this.noteSeenOutages();
+      this.gate.done("ok");
+      return this.controlPlane();
+    },
+    event: async (_controlPlane, type, reason) => {
+      this.gate.call(`event ${type} ${reason}`, { kind: "none" });
+      this.gate.done("ok");
+    },
+  };
+
+  readonly workload: WorkloadAccess = {
+    ensureCertificates: async () => {
+      this.gate.call("ensure certificates", { kind: "none" });
+    },
+    nodes: async () => {
+      this.gate.call("list Nodes", { kind: "none" });
+      // The workload apiserver answers only while its etcd has a leader.
+      if (this.world.leaderId === undefined) throw this.gate.fail(new Error("the workload cluster's API server did not answer: etcdserver: no leader"));
+      return nodeObjects(this.world);
+    },
+    etcd: async (_controlPlane, _cluster, endpoints) => {
+      this.gate.call(`open etcd client (${endpoints.length} endpoints)`, { kind: "none" });
+      return new SimEtcdClient(this.world, this.gate, endpoints);
+    },
+    forget: async () => {},
+  };
+
+  controlPlane(): QuorumControlPlane {
+    const { spec } = this.world;
+    realTemplateHash(spec.templateHash);
+    return {
+      apiVersion: API_VERSION,
+      kind: KIND,
+      metadata: {
+        name: CONTROL_PLANE,
+        namespace: NAMESPACE,
+        uid: QCP_UID,
+        generation: spec.generation,
+        resourceVersion: String(spec.generation),
+        labels: { [LABEL_CLUSTER_NAME]: CLUSTER },
+        ownerReferences: [{ apiVersion: CAPI_API_VERSION, kind: "Cluster", name: CLUSTER, uid: "cluster-uid", controller: true }],
+        finalizers: [...this.world.finalizers],
+        ...(spec.paused ? { annotations: { [PAUSED_ANNOTATION]: "" } } : {}),
+      },
+      spec: {
+        replicas: spec.replicas,
+        version: spec.version,
+        machineTemplate: machineTemplate(spec.templateHash),
+        rolloutStrategy: { type: "RollingUpdate", rollingUpdate: { maxSurge: spec.maxSurge, memberRemoval: spec.memberRemoval } },
+        remediation: { maxRetry: SIM_TIMERS.remediationMaxRetry, retryPeriod: seconds(SIM_TIMERS.remediationRetryPeriodMs), minHealthyPeriod: seconds(SIM_TIMERS.remediationMinHealthyPeriodMs) },
+        etcd: {
+          ghostMemberGracePeriod: seconds(SIM_TIMERS.ghostGracePeriodMs),
+          learnerPromotionTimeout: seconds(SIM_TIMERS.learnerPromotionTimeoutMs),
+          learnerStallTimeout: seconds(SIM_TIMERS.learnerStallMs),
+          memberJoinGracePeriod: seconds(SIM_TIMERS.memberJoinGracePeriodMs),
+        },
+      },
+      // Not copied: reconcile() never changes what it read, and patchStatus replaces world.status with a new object.
+      ...(this.world.status ? { status: this.world.status } : {}),
+    };
+  }
+
+  private cluster(): Cluster {
+    return {
+      apiVersion: CAPI_API_VERSION,
+      kind: "Cluster",
+      metadata: { name: CLUSTER, namespace: NAMESPACE, uid: "cluster-uid" },
+      spec: { paused: this.world.spec.clusterPaused, controlPlaneRef: { apiGroup: "controlplane.cluster.x-k8s.io", kind: KIND, name: CONTROL_PLANE } },
+      status: {
+        initialization: { infrastructureProvisioned: true, controlPlaneInitialized: this.world.initialized },
+        failureDomains: this.world.failureDomains.map((name) => ({ name, controlPlane: true })),
+      },
+    };
+  }
+
+  /** A down member whose connection age the written status no longer trusts (or that status lost): the controller saw this outage. */
+  private noteSeenOutages(): void {
+    const kept = new Map((this.world.status?.etcd?.members ?? []).map((entry) => [entry.id, entry]));
+    for (const member of this.world.members) if (!member.up && kept.get(member.id)?.startedObserved === undefined) member.outageSeen = true;
+  }
+
+  /** CAPI accepted a new Machine: the world starts provisioning it. */
+  private createMachine(object: Machine): void {
+    const world = this.world;
+    const bootFault = this.options.bootFault();
+    const name = object.metadata.name;
+    const realHash = object.metadata.annotations?.[TEMPLATE_HASH_ANNOTATION] ?? "";
+    const machine: SimMachine = {
+      name,
+      created: world.now,
+      createdStep: world.step,
+      version: object.spec.version ?? "",
+      templateHash: worldTemplates.get(realHash) ?? realHash,
+      ...(object.spec.failureDomain ? { failureDomain: object.spec.failureDomain } : {}),
+      hostName: "",
+      phase: "provisioning",
+      phaseUntil: world.step + world.rng.int(1, 3),
+      infrastructureReady: false,
+      bootstrapReady: false,
+      hook: object.metadata.annotations?.[PRE_TERMINATE_HOOK] !== undefined,
+      remediationRequested: false,
+      failed: false,
+      markedForDeletion: false,
+      ...(bootFault ? { bootFault } : {}),
+      nodeRegistered: false,
+    };
+    machine.address = newAddress(world);
+    machine.hostName = hostNameFor(world, name, machine.address);
+    drawLags(world, machine);
+    world.machines.push(machine);
+    if (bootFault) this.gate.note(`${name} will fail: ${bootFault}`);
+  }
+}
+
+function seconds(ms: number): string {
+  return `${ms / 1000}s`;
+}
+
+/** Opaque, as in Kubernetes; it changes whenever anything the controller reads of the Machine changes. */
+function resourceVersionOf(world: World, machine: SimMachine): string {
+  return [machine.phase, machine.deleting ?? "", machine.hook, machine.nodeRegistered, machine.remediationRequested, machine.failed, machine.markedForDeletion, machine.infrastructureReady, machine.bootstrapReady, world.step >= (machine.drainedAt ?? 0)].join("/");
+}
+
+/** A Machine as CAPI v1beta2 shows it. */
+export function machineObject(world: World, machine: SimMachine): Machine {
+  const annotations: Record<string, string> = { [TEMPLATE_HASH_ANNOTATION]: realTemplateHash(machine.templateHash) };
+  if (machine.hook) annotations[PRE_TERMINATE_HOOK] = "";
+  if (machine.markedForDeletion) annotations[DELETE_MACHINE_ANNOTATION] = "";
+  const since = new Date(world.now).toISOString();
+  const conditions: MetaV1Condition[] = [];
+  if (machine.remediationRequested) conditions.push({ type: OWNER_REMEDIATED_CONDITION, status: "False", reason: "WaitingForRemediation", lastTransitionTime: since });
+  if (machine.deleting !== undefined) {
+    const drained = world.step >= (machine.drainedAt ?? 0);
+    conditions.push({ type: "Deleting", status: "True", reason: drained ? "WaitingForPreTerminateHook" : "DrainingNode", lastTransitionTime: since });
+  }
+  const addresses = machine.infrastructureReady && machine.address ? addressesOf(world, machine, machine.address) : [];
+  const nodeRef = machine.nodeRegistered && world.step >= (machine.nodeRefAt ?? 0);
+  return {
+    apiVersion: CAPI_API_VERSION,
+    kind: "Machine",
+    metadata: {
+      name: machine.name,
+      namespace: NAMESPACE,
+      uid: `uid-${machine.name}`,
+      resourceVersion: resourceVersionOf(world, machine),
+      creationTimestamp: new Date(machine.created).toISOString(),
+      ...(machine.deleting !== undefined ? { deletionTimestamp: new Date(machine.deleting).toISOString() } : {}),
+      labels: { [LABEL_CLUSTER_NAME]: CLUSTER, [LABEL_CONTROL_PLANE]: "", [LABEL_CONTROL_PLANE_NAME]: CONTROL_PLANE },
+      annotations,
+      ownerReferences: [{ apiVersion: API_VERSION, kind: KIND, name: CONTROL_PLANE, uid: QCP_UID, controller: true, blockOwnerDeletion: true }],
+    },
+    spec: {
+      clusterName: CLUSTER,
+      version: machine.version,
+      bootstrap: { configRef: { apiGroup: "bootstrap.cluster.x-k8s.io", kind: "KubeadmConfig", name: machine.name }, ...(machine.bootstrapReady ? { dataSecretName: machine.name } : {}) },
+      infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "SimMachine", name: machine.name },
+      ...(machine.failureDomain ? { failureDomain: machine.failureDomain } : {}),
+      ...(machine.infrastructureReady ? { providerID: `sim://${machine.name}` } : {}),
+    },
+    status: {
+      initialization: { infrastructureProvisioned: machine.infrastructureReady, bootstrapDataSecretCreated: machine.bootstrapReady },
+      ...(nodeRef ? { nodeRef: { name: machine.hostName } } : {}),
+      addresses,
+      conditions,
+      phase: machine.deleting !== undefined ? "Deleting" : machine.failed ? "Failed" : machine.nodeRegistered ? "Running" : machine.infrastructureReady ? "Provisioned" : "Provisioning",
+      ...(machine.failed ? { deprecated: { v1beta1: { failureReason: "CreateError", failureMessage: "the simulated infrastructure failed" } } } : {}),
+    },
+  };
+}
+
+/** The InternalIP etcd listens on, or, while the Machine's addresses lag, nothing or only an external address. */
+function addressesOf(world: World, machine: SimMachine, address: string): { type: string; address: string }[] {
+  if (world.step < (machine.addressAt ?? 0)) {
+    return machine.addressesBefore === "external-only" ? [{ type: "ExternalIP", address: `203.0.113.${address.split(".").at(-1)}` }] : [];
+  }
+  return [{ type: "InternalIP", address }];
+}
+
+function nodeObjects(world: World): Node[] {
+  const nodes: Node[] = [];
+  const ready = (value: boolean) => ({ conditions: [{ type: "Ready", status: value ? "True" : "False" }] });
+  for (const machine of world.machines) {
+    if (!machine.nodeRegistered) continue;
+    const member = machine.memberId === undefined ? undefined : findMember(world, machine.memberId);
+    const up = machine.phase === "running" && member !== undefined && member.up;
+    const providerID = world.step >= (machine.nodeRefAt ?? 0) ? { providerID: `sim://${machine.name}` } : {};
+    nodes.push({ metadata: { name: machine.hostName }, spec: providerID, status: { ...ready(up), addresses: machine.address ? [{ type: "InternalIP", address: machine.address }] : [] } });
+  }
+  for (const stale of world.staleNodes) {
+    if (!nodes.some((node) => node.metadata.name === stale.name)) nodes.push({ metadata: { name: stale.name }, status: { ...ready(false), addresses: [{ type: "InternalIP", address: stale.address }] } });
+  }
+  return nodes;
+}
+
+/** The world's etcd as the etcd port: each call answers as etcd (and the real adapter on top of it) does. */
+class SimEtcdClient implements EtcdClusterClient {
+  private readonly hosts: Set<string>;
+
+  constructor(
+    private readonly world: World,
+    private readonly gate: CallGate,
+    endpoints: string[],
+  ) {
+    this.hosts = new Set(endpoints.map((endpoint) => new URL(endpoint).hostname));
+  }
+
+  async listMembers(): Promise<EtcdMember[]> {
+    this.gate.call("etcd member list", { kind: "none" });
+    // The client reaches etcd through the Machine addresses it was given: some member there must answer.
+    if (!this.world.members.some((member) => member.up && this.hosts.has(member.peerHost))) {
+      throw this.gate.fail(new SimApiError(0, `no etcd member answered within its deadline (${this.hosts.size} endpoints tried)`, "EndpointUnreachable"));
+    }
+    return this.world.members.map((member) => ({
+      id: member.id,
+      name: member.name,
+      peerURLs: [`https://${member.peerHost}:${ETCD_PEER_PORT}`],
+      clientURLs: member.started ? [`https://${member.peerHost}:${ETCD_CLIENT_PORT}`] : [],
+      learner: member.learner,
+    }));
+  }
+
+  async memberStatuses(members?: EtcdMember[]): Promise<EtcdMemberStatus[]> {
+    this.gate.call("etcd member statuses", { kind: "none" });
+    const listed = members ?? this.world.members.map((member) => ({ id: member.id, clientURLs: member.started ? [`https://${member.peerHost}:${ETCD_CLIENT_PORT}`] : [] }));
+    return listed.map((entry) => {
+      const member = findMember(this.world, entry.id);
+      if (entry.clientURLs.length === 0) return { memberId: entry.id, reachable: false, leader: false, errors: ["member has not started yet (no client URLs)"] };
+      const endpoint = entry.clientURLs[0];
+      if (!member || !member.up) return { memberId: entry.id, endpoint, reachable: false, leader: false, errors: ["context deadline exceeded"] };
+      return statusOf(this.world, member, endpoint);
+    });
+  }
+
+  async alarms(): Promise<EtcdAlarm[]> {
+    this.gate.call("etcd alarms", { kind: "none" });
+    return this.world.alarms.map((alarm) => ({ ...alarm }));
+  }
+
+  async addMember(): Promise<EtcdMember> {
+    throw new Error("the controller never adds members (kubeadm join does)");
+  }
+
+  async promoteLearner(memberId: string): Promise<PromoteResult> {
+    this.gate.call(`etcd promote ${this.label(memberId)}`, { kind: "promote-learner", memberId });
+    if (this.world.leaderId === undefined) throw this.gate.fail(new SimEtcdError("member promote", "etcdserver: no leader"));
+    const member = findMember(this.world, memberId);
+    if (!member) throw this.gate.fail(new SimEtcdError("member promote", "etcdserver: member not found"));
+    if (!member.learner) return this.gate.done({ promoted: true }, "ok (already a voter)");
+    if (!learnerInSync(this.world, member.appliedIndex)) return this.gate.done({ promoted: false, reason: "not caught up" }, "etcdserver: can only promote a learner member which is in sync with leader");
+    member.learner = false;
+    electLeader(this.world);
+    return this.gate.done({ promoted: true });
+  }
+
+  async removeMember(memberId: string): Promise<{ removed: boolean }> {
+    this.gate.call(`etcd remove ${this.label(memberId)}`, { kind: "remove-member", memberId });
+    const member = findMember(this.world, memberId);
+    if (!member) return this.gate.done({ removed: false }, "etcdserver: member not found (counts as removed)");
+    // A membership change is a raft proposal: it needs a leader.
+    if (this.world.leaderId === undefined) throw this.gate.fail(new SimEtcdError("member remove", "etcdserver: no leader"));
+    if (etcdRefusesRemoval(this.world, member)) throw this.gate.fail(new SimEtcdError("member remove", "etcdserver: unhealthy cluster"));
+    dropMember(this.world, member.id);
+    return this.gate.done({ removed: true });
+  }
+
+  async moveLeader(toMemberId: string): Promise<void> {
+    this.gate.call(`etcd move leader to ${this.label(toMemberId)}`, { kind: "move-leader", toMemberId });
+    if (this.world.leaderId === undefined) throw this.gate.fail(new SimEtcdError("move leader", "no reachable member reports itself leader"));
+    if (this.world.leaderId === toMemberId) return this.gate.done(undefined, "ok (already leader)");
+    const target = findMember(this.world, toMemberId);
+    if (!target || target.learner || !target.up) throw this.gate.fail(new SimEtcdError("move leader", "etcdserver: bad leader transferee"));
+    this.world.leaderId = target.id;
+    target.appliedIndex = this.world.leaderIndex;
+    this.gate.done(undefined);
+  }
+
+  async close(): Promise<void> {}
+
+  private label(memberId: string): string {
+    const member = findMember(this.world, memberId);
+    return member ? `${member.name || "(unstarted)"} ${memberId}` : memberId;
+  }
+}
+
+function statusOf(world: World, member: SimMember, endpoint: string): EtcdMemberStatus {
+  const leader = world.leaderId === member.id;
+  return {
+    memberId: member.id,
+    endpoint,
+    reachable: true,
+    leader,
+    leaderId: world.leaderId ?? "0",
+    raftTerm: 2,
+    raftIndex: leader ? world.leaderIndex : member.appliedIndex,
+    raftAppliedIndex: member.appliedIndex,
+    learner: member.learner,
+    errors: world.leaderId === undefined ? ["etcdserver: no leader"] : [],
+  };
+}
+
+/** RFC 7386: objects merge key by key, null deletes, anything else replaces. */
+export function applyMergePatch(target: unknown, patch: unknown): unknown {
+  if (typeof patch !== "object" || patch === null || Array.isArray(patch)) return structuredClone(patch);
+  const result: Record<string, unknown> = typeof target === "object" && target !== null && !Array.isArray(target) ? { ...(target as Record<string, unknown>) } : {};
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === null) delete result[key];
+    else result[key] = applyMergePatch(result[key], value);
+  }
+  return result;
+}

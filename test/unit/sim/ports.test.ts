@@ -1,0 +1,76 @@
+// The world behind the real controller's ports must answer as the real systems do, or the simulator proves
+// nothing: etcd's refusals, CAPI's Machines as v1beta2 objects, and a crash that stops every later call.
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { PRE_TERMINATE_HOOK } from "../../../src/api/constants.ts";
+import { CallGate, SimCrash } from "../../sim/calls.ts";
+import { SimPorts } from "../../sim/ports.ts";
+import { createScenario } from "../../sim/scenario.ts";
+import { STEP_MS, voters, type World } from "../../sim/world.ts";
+
+/** The first seed's world that starts converged with 3 replicas, without lagging Machines, and its ports. */
+function converged(): { world: World; ports: SimPorts } {
+  for (let seed = 1; ; seed++) {
+    const { world } = createScenario(seed);
+    if (world.machines.length !== 3) continue;
+    world.traits = { nodeRefLag: false, addressLag: false };
+    for (const machine of world.machines) {
+      delete machine.nodeRefAt;
+      delete machine.addressAt;
+    }
+    const ports = new SimPorts(world, { bootFault: () => undefined });
+    ports.gate = new CallGate(world);
+    return { world, ports };
+  }
+}
+
+async function client(world: World, ports: SimPorts) {
+  const endpoints = world.machines.map((machine) => `https://${machine.address}:2379`);
+  return ports.workload.etcd(ports.controlPlane(), { metadata: { name: "sim" } }, endpoints);
+}
+
+describe("the simulated world's ports", () => {
+  it("shows each Machine as a CAPI v1beta2 object with its address, nodeRef and Quorum's hook", async () => {
+    const { world, ports } = converged();
+    const machines = await ports.management.listControlPlaneMachines("default", "qcp");
+    assert.equal(machines.length, 3);
+    for (const machine of machines) {
+      const truth = world.machines.find((candidate) => candidate.name === machine.metadata.name)!;
+      assert.deepEqual(machine.status?.addresses, [{ type: "InternalIP", address: truth.address }]);
+      assert.equal(machine.status?.nodeRef?.name, truth.hostName);
+      assert.equal(machine.metadata.annotations?.[PRE_TERMINATE_HOOK] !== undefined, truth.hook);
+    }
+  });
+
+  it("refuses a voter removal with 'unhealthy cluster' while the leader's connections are younger than 5 s, and accepts it later", async () => {
+    const { world, ports } = converged();
+    const etcd = await client(world, ports);
+    const leader = world.members.find((member) => member.id === world.leaderId)!;
+    const leaving = voters(world).find((member) => member.id !== leader.id)!;
+    leader.activeSince = world.now - 1_000;
+    await assert.rejects(etcd.removeMember(leaving.id), (error: unknown) => (error as { etcdMessage?: string }).etcdMessage === "etcdserver: unhealthy cluster");
+    world.now += STEP_MS;
+    assert.deepEqual(await etcd.removeMember(leaving.id), { removed: true });
+    assert.deepEqual(await etcd.removeMember(leaving.id), { removed: false });
+  });
+
+  it("does not promote a learner that is behind the leader, and says so as etcd does", async () => {
+    const { world, ports } = converged();
+    const etcd = await client(world, ports);
+    const member = voters(world).find((candidate) => candidate.id !== world.leaderId)!;
+    member.learner = true;
+    member.appliedIndex = 0;
+    assert.deepEqual(await etcd.promoteLearner(member.id), { promoted: false, reason: "not caught up" });
+    assert.match(ports.gate.log.at(-1) ?? "", /in sync with leader/);
+  });
+
+  it("fails every call after the crash point, so nothing after it takes effect", async () => {
+    const { world, ports } = converged();
+    ports.gate = new CallGate(world, { phase: "observe", after: 2 });
+    await ports.management.getControlPlane("default", "qcp");
+    await ports.management.getCluster("default", "sim");
+    await assert.rejects(ports.management.deleteMachine("default", world.machines[0].name), SimCrash);
+    await assert.rejects(ports.management.getControlPlane("default", "qcp"), SimCrash);
+    assert.equal(world.machines[0].deleting, undefined);
+  });
+});
