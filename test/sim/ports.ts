@@ -13,6 +13,7 @@ import {
   LABEL_CONTROL_PLANE,
   LABEL_CONTROL_PLANE_NAME,
   PAUSED_ANNOTATION,
+  REMOVE_MEMBER_ANNOTATION,
   PRE_TERMINATE_HOOK,
   TEMPLATE_HASH_ANNOTATION,
 } from "../../src/api/constants.ts";
@@ -178,7 +179,14 @@ export class SimPorts {
         labels: { [LABEL_CLUSTER_NAME]: CLUSTER },
         ownerReferences: [{ apiVersion: CAPI_API_VERSION, kind: "Cluster", name: CLUSTER, uid: "cluster-uid", controller: true }],
         finalizers: [...this.world.finalizers],
-        ...(spec.paused ? { annotations: { [PAUSED_ANNOTATION]: "" } } : {}),
+        ...(spec.paused || spec.removeMemberIds.length > 0
+          ? {
+              annotations: {
+                ...(spec.paused ? { [PAUSED_ANNOTATION]: "" } : {}),
+                ...(spec.removeMemberIds.length > 0 ? { [REMOVE_MEMBER_ANNOTATION]: spec.removeMemberIds.join(",") } : {}),
+              },
+            }
+          : {}),
       },
       spec: {
         replicas: spec.replicas,

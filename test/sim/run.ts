@@ -11,6 +11,7 @@ import type { Logger } from "../../src/ports/index.ts";
 import { CallGate, SimCrash, SimViolation, type CrashPoint } from "./calls.ts";
 import { evolve } from "./evolve.ts";
 import { bootFaultFor, endFaults, injectFault } from "./faults.ts";
+import { followUnmappedMemberFix } from "./operator.ts";
 import { checkQuorumKept, converged, fingerprint, type Finding } from "./invariants.ts";
 import type { Prng } from "./prng.ts";
 import { SimPorts } from "./ports.ts";
@@ -66,6 +67,8 @@ export async function runSchedule(seed: number, planner: PlannerFactory, options
       const fault = injectFault(world, rngs.faults, profile);
       if (fault) events.push(fault);
     }
+    const operator = followUnmappedMemberFix(world);
+    if (operator) events.push(operator);
 
     if (world.step < controllerBackAt) {
       if (options.trace) trace.push(`${events.length > 0 ? ` ! ${events.join("; ")}\n` : ""}#${world.step} controller down (restarting)\n    world: ${describeWorld(world)}`);

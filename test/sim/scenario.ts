@@ -39,6 +39,7 @@ export function createScenario(seed: number): Scenario {
       paused: false,
       clusterPaused: false,
       generation: 1,
+      removeMemberIds: [],
     },
     joinMode: setup.weighted([["learner", 4], ["learner-self-promote", 3], ["voter", 3]] as const) as JoinMode,
     // kubeadm names the member after the node name, which on most clouds is the host name (ip-10-0-0-9).

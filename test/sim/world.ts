@@ -124,6 +124,8 @@ export interface SimSpec {
   paused: boolean;
   clusterPaused: boolean;
   generation: number;
+  /** Member ids the operator listed in the quorum-remove-etcd-member annotation (operator.ts). */
+  removeMemberIds: string[];
 }
 
 /** The worlds real clusters produce that a schedule may contain (scenario.ts draws them). */
