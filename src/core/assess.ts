@@ -442,10 +442,14 @@ export function assess(snapshot: Snapshot, op: PlannedOp, mapMembers: (snapshot:
       if (!member) {
         // A member not mapped yet may be this Machine's, listed before its addresses or Node reached the cache (a
         // fresh kubeadm init, a lagging informer): letting the Machine go now would strand that member as a ghost.
-        // A control plane being deleted takes every member with it, so there is nothing left to protect then.
-        const unmapped = snapshot.controlPlane.deleting ? [] : members.filter((candidate) => candidate.machine === undefined && candidate.class !== "ghost");
+        // A ghost counts too: a member that has been down past the grace period while its Machine showed no address
+        // or nodeRef is still that Machine's member (seed 1291496698: the hook of a remediated Machine was released
+        // while its down, unmapped member stayed in etcd). The ghost is removed first (when that keeps quorum), then
+        // the Machine goes. A control plane being deleted takes every member with it, so there is nothing left to
+        // protect then.
+        const unmapped = snapshot.controlPlane.deleting ? [] : members.filter((candidate) => candidate.machine === undefined);
         if (unmapped.length > 0) {
-          for (const candidate of unmapped) blockers.push({ subject: candidate.label, why: `maps to no Machine yet and may be the member of machine ${machine.name}${candidate.class === "unmapped" ? `: ${unmappedFix(candidate)}` : ""}` });
+          for (const candidate of unmapped) blockers.push({ subject: candidate.label, why: `maps to no Machine${candidate.class === "ghost" ? "" : " yet"} and may be the member of machine ${machine.name}${candidate.class === "unmapped" ? `: ${unmappedFix(candidate)}` : candidate.class === "ghost" ? ": it is removed as a ghost first" : ""}` });
           return finish(current, hasQuorum, false, false, `machine ${machine.name} shows no member, but ${unmapped.map((candidate) => candidate.label).join(", ")} is not mapped yet`);
         }
         // No member: taking the Machine (or its hook) away changes nothing in etcd. This is the step KCP refused

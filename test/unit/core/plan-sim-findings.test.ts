@@ -74,3 +74,26 @@ describe("planner cases found by the simulator: a member reported before its Mac
     assert.ok(!isDisruptive(decision.action), `${decision.action.kind}: ${decision.action.reason}`);
   });
 });
+
+describe("planner cases found by the simulator: a Machine's own member that shows no evidence", () => {
+  // Seed 1291496698: a remediated Machine with no nodeRef and only an external address; its member, named after the
+  // host, was down past the ghost grace period. The hook was released while that member was still in etcd.
+  function remediatedWithDownMember() {
+    const h = healthyMachines(2);
+    const remediated = machine("m-3", { deleting: NOW - MINUTE, nodeName: undefined, providerID: undefined, addresses: ["203.0.113.9"] });
+    const own = dead("ip-10-0-77-9", { peerURLs: ["https://10.0.77.9:2380"], clientURLs: ["https://10.0.77.9:2379"] });
+    return { machines: [...h.machines, remediated], members: [...withLeader(h.members, "m-1"), own] };
+  }
+
+  it("does not release the hook of a deleting Machine that shows no member while a ghost may be its member", () => {
+    const decision = plan(snapshot(remediatedWithDownMember()));
+    assert.notEqual(decision.action.kind, "ReleaseHook", decision.action.reason);
+    assert.equal(decision.action.kind, "RemoveGhost", decision.action.reason);
+  });
+
+  it("releases that hook once the ghost is gone", () => {
+    const world = remediatedWithDownMember();
+    const decision = plan(snapshot({ ...world, members: world.members.slice(0, 2) }));
+    assert.deepEqual(decision.action.kind === "ReleaseHook" && decision.action.machine, "m-3", decision.action.reason);
+  });
+});
