@@ -275,10 +275,17 @@ class Context {
     for (const ghost of ghosts) {
       const verdict = this.check({ kind: "RemoveGhost", memberId: ghost.id });
       if (verdict.allowed) {
+        // A ghost that answers again (a stray back from an outage) is checked by etcd like any voter.
+        const window = this.removalWindowWait(ghost, `ghost ${ghost.label} should be removed`, verdict);
+        if (window) {
+          this.waits.push({ action: window.action as WaitAction, ...(window.check ? { check: window.check } : {}) });
+          continue;
+        }
         return { action: { kind: "RemoveGhost", memberId: ghost.id, memberName: ghost.name, reason: `remove ghost ${ghost.label}: ${ghost.state.replace(/^ghost: /, "it ")}; ${verdict.summary}` }, check: verdict };
       }
       refusals.push(verdict);
     }
+    if (refusals.length === 0) return undefined;
     const names = ghosts.map((ghost) => ghost.label).join(", ");
     const why = describeBlockers(refusals.flatMap((verdict) => verdict.blockers));
     this.waits.push({
@@ -517,6 +524,17 @@ class Context {
     };
   }
 
+  /** etcd would refuse removing `member` now ("unhealthy cluster"): wait exactly until its window opens. */
+  removalWindowWait(member: MemberAssessment, why: string, verdict: Verdict): Step | undefined {
+    const window = removalWindow(this.snapshot, member.id);
+    if (!window) return undefined;
+    const young = window.waiting.map(({ id, ageMs }) => ({ label: this.member(id)?.label ?? `member ${id}`, ageMs }));
+    const reason =
+      `${why}: removing ${member.label} waits ${formatSeconds(window.waitMs)}, because etcd refuses a voter removal until ${window.needed} voter${window.needed === 1 ? "" : "s"} ` +
+      `besides the leader have been connected to it for ${formatDuration(ETCD_HEALTH_INTERVAL_MS)} (${young.map(({ label, ageMs }) => `${label} started ${formatSeconds(ageMs)} ago`).join(", ")})`;
+    return { action: waitFor(reason, window.waitMs, young.map(({ label }) => label).join(", ")), check: verdict };
+  }
+
   /** Preflight, leadership off the member, then the removal itself (executors treat an absent member as done). */
   removeMember(member: MemberAssessment, machine: string | undefined, why: string, then: string): Step {
     const verdict = this.check({ kind: "RemoveMember", memberId: member.id });
@@ -532,14 +550,8 @@ class Context {
         };
       }
     }
-    const window = removalWindow(this.snapshot, member.id);
-    if (window) {
-      const young = window.waiting.map(({ id, ageMs }) => ({ label: this.member(id)?.label ?? `member ${id}`, ageMs }));
-      const reason =
-        `${why}: removing ${member.label} waits ${formatSeconds(window.waitMs)}, because etcd refuses a voter removal until ${window.needed} voter${window.needed === 1 ? "" : "s"} ` +
-        `besides the leader have been connected to it for ${formatDuration(ETCD_HEALTH_INTERVAL_MS)} (${young.map(({ label, ageMs }) => `${label} started ${formatSeconds(ageMs)} ago`).join(", ")})`;
-      return { action: waitFor(reason, window.waitMs, young.map(({ label }) => label).join(", ")), check: verdict };
-    }
+    const window = this.removalWindowWait(member, why, verdict);
+    if (window) return window;
     const of = machine !== undefined ? ` (machine ${machine})` : "";
     return { action: { kind: "RemoveMember", memberId: member.id, memberName: member.name, ...(machine !== undefined ? { machine } : {}), reason: `remove etcd ${member.label}${of}, ${then} (${why}); ${verdict.summary}` }, check: verdict };
   }

@@ -157,14 +157,18 @@ export function removalWindow(snapshot: Snapshot, memberId: string): RemovalWind
   if (!leaving || leaving.learner || !leaving.reachable || !leader) return undefined;
   const voters = members.filter((member) => !member.learner);
   const needed = Math.floor((voters.length - 1) / 2) + 1;
+  // A peer connection is no older than either end: a leader that (re)started a moment ago has only young
+  // connections, however long the other voters have run (found by the simulator's etcd, seed 1416916206).
+  const leaderAge = leader.startedObserved === undefined ? 0 : snapshot.now - leader.startedObserved;
   const ages = voters
-    .flatMap((member) => (member.id !== leader.id && member.reachable && member.startedObserved !== undefined ? [{ member, age: snapshot.now - member.startedObserved }] : []))
+    .flatMap((member) => (member.id !== leader.id && member.reachable && member.startedObserved !== undefined ? [{ member, age: Math.min(leaderAge, snapshot.now - member.startedObserved) }] : []))
     .sort((a, b) => b.age - a.age);
   if (ages.length < needed || ages[needed - 1].age >= ETCD_HEALTH_INTERVAL_MS) return undefined;
   const waiting = ages.slice(0, needed).filter(({ age }) => age < ETCD_HEALTH_INTERVAL_MS);
+  const leaderYoung = leaderAge < ETCD_HEALTH_INTERVAL_MS ? [{ id: leader.id, ageMs: leaderAge }] : [];
   return {
     waitMs: ETCD_HEALTH_INTERVAL_MS - ages[needed - 1].age,
-    waiting: waiting.map(({ member, age }) => ({ id: member.id, ageMs: age })),
+    waiting: [...leaderYoung, ...waiting.filter(({ member }) => snapshot.now - (member.startedObserved ?? snapshot.now) < ETCD_HEALTH_INTERVAL_MS).map(({ member, age }) => ({ id: member.id, ageMs: age }))],
     needed,
   };
 }

@@ -18,7 +18,9 @@ function etcdAccepts(s: Snapshot, leavingId: string): boolean {
   if (leaving.learner) return true;
   if (leaving.id !== leader.id && !leaving.reachable) return true; // never connected: "downed member is safe to remove"
   const voters = s.etcd.members.filter((candidate) => !candidate.learner);
-  const connectedSince = (candidate: MemberView) => (candidate.reachable && candidate.startedObserved !== undefined ? candidate.startedObserved : undefined);
+  // A peer connection to the leader exists only since both ends run: the later of the two starts.
+  const leaderSince = leader.startedObserved ?? s.now;
+  const connectedSince = (candidate: MemberView) => (candidate.reachable && candidate.startedObserved !== undefined ? Math.max(candidate.startedObserved, leaderSince) : undefined);
   const active = voters.filter((candidate) => {
     if (candidate.id === leader.id) return true;
     const since = connectedSince(candidate);
@@ -49,6 +51,18 @@ describe("removalWindow: etcd's 5 s rule for voter removals", () => {
     const s = threeWithYoung(ETCD_HEALTH_INTERVAL_MS);
     assert.equal(removalWindow(s, s.etcd.members[0].id), undefined);
     assert.equal(etcdAccepts(s, s.etcd.members[0].id), true);
+  });
+
+  it("waits when the leader itself (re)started 2 s ago, however long the other voters have run: its connections are young", () => {
+    const h = healthyMachines(3);
+    const members = withLeader(h.members, "m-2").map((candidate) => (candidate.leader ? { ...candidate, startedObserved: NOW - 2_000 } : candidate));
+    const s = snapshot({ machines: h.machines, members });
+    const window = removalWindow(s, s.etcd.members[0].id);
+    assert.ok(window);
+    assert.equal(window.waitMs, ETCD_HEALTH_INTERVAL_MS - 2_000);
+    assert.ok(window.waiting.some((young) => young.id === s.etcd.members[1].id), "the young leader is named");
+    assert.equal(etcdAccepts(s, s.etcd.members[0].id), false);
+    assert.equal(etcdAccepts({ ...s, now: s.now + window.waitMs }, s.etcd.members[0].id), true);
   });
 
   it("does not wait during a rollout with a surge: three settled voters of four are enough", () => {
