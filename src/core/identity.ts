@@ -10,8 +10,8 @@
 //      Machine by providerID or by a shared address;
 //   3. name: the member is named like the Machine's memberName annotation or the Machine itself.
 //
-// A member belongs to the Machine with the strongest evidence; a member whose host is another Machine's address is
-// never that other Machine's by name. When several members claim one Machine, the one with stronger evidence wins;
+// A member belongs to the Machine with the strongest evidence; a member whose hosts are all outside the addresses a
+// Machine reports (when it reports any) is never that Machine's by node or name. When several members claim one Machine, the one with stronger evidence wins;
 // claimants with equal evidence are told apart by address only (never by member id): if none of them is at the
 // Machine's address, none is that Machine's. Pure: everything comes from the snapshot.
 import type { MachineView, MemberView, NodeView, Snapshot } from "./snapshot.ts";
@@ -21,6 +21,11 @@ export function peerHost(url: string): string | undefined {
   const match = /^[a-z][a-z0-9+.-]*:\/\/(\[[^\]]+\]|[^:/?#]+)/i.exec(url);
   if (!match) return undefined;
   return match[1].startsWith("[") ? match[1].slice(1, -1) : match[1];
+}
+
+/** An IPv4 or IPv6 address rather than a DNS name. */
+function isIPLiteral(host: string): boolean {
+  return /^\d{1,3}(\.\d{1,3}){3}$/.test(host) || host.includes(":");
 }
 
 /** Every host a member advertises, peer URLs first. */
@@ -51,6 +56,14 @@ function evidence(member: MemberView, machine: MachineView, nodes: NodeView[]): 
   const hosts = memberHosts(member);
   const known = machineHosts(machine, nodes);
   const address = hosts.some((host) => known.includes(host));
+  // Addresses on both sides that do not meet say the member runs elsewhere: its name (or Node name) is then no
+  // evidence. A stale member with a live Machine's name at an unknown address otherwise inherits that Machine once
+  // its own member is gone, and Quorum would hand etcd leadership to it (sim seed 478950346). A member of a
+  // Machine that reports only some of its addresses stays unmapped until they show: safe, and said in status.
+  // Only IP literals can disagree: a Machine known by a DNS name may still be the host of a member's IP.
+  const hostIPs = hosts.filter(isIPLiteral);
+  const knownIPs = known.filter(isIPLiteral);
+  if (hostIPs.length > 0 && knownIPs.length > 0 && !address) return undefined;
   // An unstarted member has no name yet: its peer URL is all that ties it to the Machine that added it.
   const named = member.name !== "";
   const node =

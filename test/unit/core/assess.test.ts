@@ -10,19 +10,19 @@ describe("assess: mapping members to Machines", () => {
   const table: { name: string; build: () => Snapshot; member: string; machine: string | undefined }[] = [
     {
       name: "a member named like the Machine's memberName belongs to it",
-      build: () => snapshot({ machines: [machine("m-1", { memberName: "etcd-a", nodeName: undefined })], members: [member("etcd-a", { peerURLs: ["https://10.8.0.1:2380"] })] }),
+      build: () => snapshot({ machines: [machine("m-1", { memberName: "etcd-a", nodeName: undefined, addresses: [] })], members: [member("etcd-a", { peerURLs: ["https://10.8.0.1:2380"] })] }),
       member: "etcd-a",
       machine: "m-1",
     },
     {
       name: "a member named like the Machine's Node belongs to it",
-      build: () => snapshot({ machines: [machine("m-1", { memberName: "m-1", nodeName: "ip-10-0-0-5" })], members: [member("ip-10-0-0-5", { peerURLs: ["https://10.8.0.2:2380"] })] }),
+      build: () => snapshot({ machines: [machine("m-1", { memberName: "m-1", nodeName: "ip-10-0-0-5", addresses: [] })], members: [member("ip-10-0-0-5", { peerURLs: ["https://10.8.0.2:2380"] })] }),
       member: "ip-10-0-0-5",
       machine: "m-1",
     },
     {
       name: "a member named like the Machine itself belongs to it",
-      build: () => snapshot({ machines: [machine("m-1", { memberName: "other", nodeName: undefined })], members: [member("m-1", { peerURLs: ["https://10.8.0.3:2380"] })] }),
+      build: () => snapshot({ machines: [machine("m-1", { memberName: "other", nodeName: undefined, addresses: [] })], members: [member("m-1", { peerURLs: ["https://10.8.0.3:2380"] })] }),
       member: "m-1",
       machine: "m-1",
     },
@@ -37,6 +37,12 @@ describe("assess: mapping members to Machines", () => {
       build: () => snapshot({ machines: [machine("m-1", { nodeName: undefined, addresses: ["fd00::5"] })], members: [member("host-x", { peerURLs: ["https://[fd00::5]:2380"] })] }),
       member: "host-x",
       machine: "m-1",
+    },
+    {
+      name: "a member named like the Machine but at an IP the Machine does not report belongs to none (a stale same-name member looks the same)",
+      build: () => snapshot({ machines: [machine("m-1", { addresses: ["10.7.0.1"] })], members: [member("m-1", { peerURLs: ["https://10.8.0.3:2380"], clientURLs: ["https://10.8.0.3:2379"] })] }),
+      member: "m-1",
+      machine: undefined,
     },
     {
       name: "a member whose name and address match no Machine belongs to none",
