@@ -30,6 +30,8 @@ import type { MachineView, Snapshot } from "./snapshot.ts";
 export interface PlannerParts {
   assess: typeof assess;
   selectForScaleDown: typeof selectMachineForScaleDown;
+  /** Who else claims the Cluster or its Machines (src/core/ownership.ts). */
+  ownershipConflict: typeof ownershipConflict;
 }
 
 export interface Decision {
@@ -93,13 +95,13 @@ function byDeletion(machines: MachineView[]): MachineView[] {
 }
 
 export function makePlanner(parts?: Partial<PlannerParts>): (s: Snapshot) => Decision {
-  const used: PlannerParts = { assess, selectForScaleDown: selectMachineForScaleDown, ...parts };
-  return (snapshot: Snapshot) => holdBesideOtherOwners(snapshot, decide(snapshot, used));
+  const used: PlannerParts = { assess, selectForScaleDown: selectMachineForScaleDown, ownershipConflict, ...parts };
+  return (snapshot: Snapshot) => holdBesideOtherOwners(snapshot, decide(snapshot, used), used);
 }
 
 /** Another owner's Machines in our Cluster, or our own deletion beside the named owner, hold back some steps (src/core/ownership.ts). */
-function holdBesideOtherOwners(snapshot: Snapshot, decision: Decision): Decision {
-  const conflict = ownershipConflict(snapshot);
+function holdBesideOtherOwners(snapshot: Snapshot, decision: Decision, parts: PlannerParts): Decision {
+  const conflict = parts.ownershipConflict(snapshot);
   if (!conflict || allowedDespite(conflict, decision.action)) return decision;
   const held = `${decision.action.kind} (${decision.action.reason})`;
   return { action: waitFor(`${conflict.message}; held back: ${held}`, RECHECK_MS.blocked, conflict.claimant), assessment: decision.assessment };
@@ -115,7 +117,7 @@ function decide(snapshot: Snapshot, parts: PlannerParts): Decision {
   const decided = (step: Step): Decision => ({ action: step.action, assessment: base, ...(step.check ? { check: step.check } : {}) });
 
   // One owner first (src/core/ownership.ts): a Cluster that names another control plane gets no step from us at all.
-  const conflict = ownershipConflict(snapshot);
+  const conflict = parts.ownershipConflict(snapshot);
   if (conflict?.holds === "everything") return decided({ action: waitFor(conflict.message, RECHECK_MS.blocked, conflict.claimant) });
 
   if (snapshot.cluster.paused || spec.paused) {

@@ -84,6 +84,8 @@ export class CallGate {
   constructor(
     private readonly world: World,
     private readonly crash?: CrashPoint,
+    /** Set for the second QuorumControlPlane of a secondOwner world: every call that changes the world breaks rule 7. */
+    private readonly notOwner?: string,
   ) {}
 
   /** The planner has decided: from here on calls count towards an "act" crash point. */
@@ -102,6 +104,12 @@ export class CallGate {
       throw new SimCrash();
     }
     this.callsInPhase++;
+    if (this.notOwner !== undefined && effect.kind !== "none" && effect.kind !== "write-status") {
+      const finding: Finding = { kind: "violation", rule: "7 one owner", message: `${this.notOwner}, which the Cluster does not name, made the call "${name}"` };
+      this.finding = finding;
+      this.log.push(`${name}: BREAKS RULE 7`);
+      throw new SimViolation(finding);
+    }
     if (this.snapshot && effect.kind !== "none" && effect.kind !== "write-status") {
       const finding = checkCall(this.world, this.snapshot, { name, effect });
       if (finding) {

@@ -13,6 +13,7 @@ export type Rule =
   | "4 converges"
   | "5 never stuck"
   | "6 never sends a removal etcd refuses"
+  | "7 one owner"
   | "planner throws"
   | "reconcile throws";
 

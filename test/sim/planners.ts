@@ -84,6 +84,9 @@ const oldestFirstScaleDown: PlannerFactory = () =>
     },
   });
 
+/** (g) Issue 12, bug 4: the Cluster's controlPlaneRef and other owners' Machines are never checked (a copy acts too). */
+const labelOnlyOwner: PlannerFactory = () => makePlanner({ ownershipConflict: () => undefined });
+
 export const PLANNERS = {
   real: () => plan,
   "ghost-blind": ghostBlind,
@@ -92,6 +95,7 @@ export const PLANNERS = {
   "name-only-mapping": nameOnlyMapping,
   "remediate-unmapped": remediateUnmapped,
   "oldest-first-scale-down": oldestFirstScaleDown,
+  "label-only-owner": labelOnlyOwner,
 } satisfies Record<string, PlannerFactory>;
 
 export type PlannerName = keyof typeof PLANNERS;

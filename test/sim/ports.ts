@@ -23,7 +23,7 @@ import { machineTemplateHash } from "../../src/controller/snapshot-builder.ts";
 import type { EtcdAlarm, EtcdClusterClient, EtcdMember, EtcdMemberStatus, ManagementApi, PromoteResult, WorkloadAccess } from "../../src/ports/index.ts";
 import { SimEtcdError, SimApiError, type CallGate } from "./calls.ts";
 import { learnerInSync } from "./evolve.ts";
-import { CLUSTER, CONTROL_PLANE, dropMember, electLeader, etcdRefusesRemoval, findMachine, findMember, drawLags, hostNameFor, markDeleting, NAMESPACE, newAddress, SIM_TIMERS, type BootFault, type SimMachine, type SimMember, type World } from "./world.ts";
+import { CLUSTER, CONTROL_PLANE, COPY_CONTROL_PLANE, dropMember, electLeader, etcdRefusesRemoval, findMachine, findMember, drawLags, hostNameFor, markDeleting, NAMESPACE, newAddress, SIM_TIMERS, type BootFault, type SimMachine, type SimMember, type World } from "./world.ts";
 
 const QCP_UID = "qcp-uid";
 const ETCD_PEER_PORT = 2380;
@@ -53,6 +53,8 @@ function machineTemplate(template: string): QuorumControlPlane["spec"]["machineT
 export interface SimPortsOptions {
   /** The boot fault of a Machine created now (drawn by the fault injector). */
   bootFault: () => BootFault | undefined;
+  /** Serve the second QuorumControlPlane of a secondOwner world (World.copy) instead of `qcp`. */
+  asCopy?: boolean;
 }
 
 /** The three ports over one world; `gate` is replaced for every reconcile. */
@@ -67,6 +69,15 @@ export class SimPorts {
     private readonly options: SimPortsOptions,
   ) {}
 
+  /** The name of the QuorumControlPlane these ports serve. */
+  get name(): string {
+    return this.options.asCopy ? COPY_CONTROL_PLANE : CONTROL_PLANE;
+  }
+
+  private get copy(): NonNullable<World["copy"]> | undefined {
+    return this.options.asCopy ? this.world.copy : undefined;
+  }
+
   /** A restarted controller lists everything afresh: its first reconcile sees no lagging cache. */
   restart(): void {
     this.cachedMachines = undefined;
@@ -79,7 +90,7 @@ export class SimPorts {
   readonly management: ManagementApi = {
     getControlPlane: async (namespace, name) => {
       this.gate.call(`get QuorumControlPlane ${name}`, { kind: "none" });
-      return namespace === NAMESPACE && name === CONTROL_PLANE ? this.controlPlane() : undefined;
+      return namespace === NAMESPACE && name === this.name ? this.controlPlane() : undefined;
     },
     getCluster: async (_namespace, name) => {
       this.gate.call(`get Cluster ${name}`, { kind: "none" });
@@ -131,11 +142,17 @@ export class SimPorts {
     },
     setFinalizers: async (_controlPlane, finalizers) => {
       this.gate.call("set finalizers", { kind: "none" });
-      this.world.finalizers = [...finalizers];
+      if (this.copy) this.copy.finalizers = [...finalizers];
+      else this.world.finalizers = [...finalizers];
       return this.gate.done("ok");
     },
     patchStatus: async (_controlPlane, patch) => {
       this.gate.call("patch status", { kind: "write-status" });
+      if (this.copy) {
+        this.copy.status = applyMergePatch(this.copy.status ?? {}, patch) as World["status"];
+        this.gate.done("ok");
+        return this.controlPlane();
+      }
       this.world.status = applyMergePatch(this.world.status ?? {}, patch) as World["status"];
       this.noteSeenOutages();
       this.gate.done("ok");
@@ -171,15 +188,16 @@ export class SimPorts {
       apiVersion: API_VERSION,
       kind: KIND,
       metadata: {
-        name: CONTROL_PLANE,
+        name: this.name,
         namespace: NAMESPACE,
-        uid: QCP_UID,
+        uid: this.copy ? `${COPY_CONTROL_PLANE}-uid` : QCP_UID,
         generation: spec.generation,
         resourceVersion: String(spec.generation),
         labels: { [LABEL_CLUSTER_NAME]: CLUSTER },
         ownerReferences: [{ apiVersion: CAPI_API_VERSION, kind: "Cluster", name: CLUSTER, uid: "cluster-uid", controller: true }],
-        finalizers: [...this.world.finalizers],
-        ...(spec.paused || spec.removeMemberIds.length > 0
+        finalizers: [...(this.copy ? this.copy.finalizers : this.world.finalizers)],
+        // The copy carries the same spec (a copy-paste), but the operator annotates only the control plane in charge.
+        ...(!this.copy && (spec.paused || spec.removeMemberIds.length > 0)
           ? {
               annotations: {
                 ...(spec.paused ? { [PAUSED_ANNOTATION]: "" } : {}),
@@ -202,7 +220,7 @@ export class SimPorts {
         },
       },
       // Not copied: reconcile() never changes what it read, and patchStatus replaces world.status with a new object.
-      ...(this.world.status ? { status: this.world.status } : {}),
+      ...(this.copy ? (this.copy.status ? { status: this.copy.status } : {}) : this.world.status ? { status: this.world.status } : {}),
     };
   }
 

@@ -46,6 +46,8 @@ export async function runSchedule(seed: number, planner: PlannerFactory, options
   const { world, profile, rngs } = createScenario(seed);
   const plan = planner(rngs.planner);
   const ports = new SimPorts(world, { bootFault: () => bootFaultFor(world, rngs.faults, profile) });
+  // The same controller also reconciles the second QuorumControlPlane of a secondOwner world.
+  const copyPorts = world.copy ? new SimPorts(world, { bootFault: () => undefined, asCopy: true }) : undefined;
   const trace: string[] = [];
   if (options.trace) trace.push(describeSetup(seed, world));
   const finish = (outcome: ScheduleResult["outcome"], finding?: Finding): ScheduleResult => {
@@ -96,6 +98,18 @@ export async function runSchedule(seed: number, planner: PlannerFactory, options
     }
     if (options.trace) trace.push(stepLine(world.step, events, action, step.calls, world));
     if (step.finding) return finish("violation", step.finding);
+    if (copyPorts && !step.crashed) {
+      const copy = await reconcileOnce(world, copyPorts, plan, undefined);
+      if (options.trace) trace.push(`    ${copyPorts.name}: ${copy.action ? describeAction(copy.action) : "(no plan)"}\n    ${copyPorts.name} calls: ${copy.calls.join(", ") || "-"}`);
+      if (copy.finding) return finish("violation", copy.finding);
+      if (copy.action && copy.action.kind !== "Wait") {
+        return finish("violation", { kind: "violation", rule: "7 one owner", message: `${copyPorts.name}, which the Cluster does not name, chose ${describeAction(copy.action)}` });
+      }
+      if (copy.unexpected !== undefined || copy.plannerError !== undefined) {
+        const error = copy.unexpected ?? copy.plannerError;
+        return finish("violation", { kind: "violation", rule: "reconcile throws", message: `${copyPorts.name}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}` });
+      }
+    }
     if (step.unexpected !== undefined) {
       const error = step.unexpected;
       return finish("violation", { kind: "violation", rule: "reconcile throws", message: error instanceof Error ? (error.stack ?? error.message) : String(error) });
@@ -147,7 +161,7 @@ interface ReconcileStep {
 
 /** One real reconcile() against the world's ports, through a fresh CallGate. */
 async function reconcileOnce(world: World, ports: SimPorts, plan: Plan, crash: CrashPoint | undefined): Promise<ReconcileStep> {
-  const gate = new CallGate(world, crash);
+  const gate = new CallGate(world, crash, ports.name === CONTROL_PLANE ? undefined : `QuorumControlPlane ${NAMESPACE}/${ports.name}`);
   ports.gate = gate;
   const result: ReconcileStep = { calls: gate.log, crashed: false, hadQuorum: hasQuorum(world) };
   const deps: ReconcilerDeps = {
@@ -172,7 +186,7 @@ async function reconcileOnce(world: World, ports: SimPorts, plan: Plan, crash: C
     etcdPollIntervalMs: STEP_MS,
   };
   try {
-    await reconcile(NAMESPACE, CONTROL_PLANE, deps);
+    await reconcile(NAMESPACE, ports.name, deps);
   } catch (error) {
     if (!gate.crashed && !gate.finding && result.plannerError === undefined && !isExpected(error)) result.unexpected = error;
   }

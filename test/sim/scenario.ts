@@ -8,7 +8,7 @@ import { Prng } from "./prng.ts";
 import { CONTROL_PLANE, drawLags, hostNameFor, newAddress, newMemberId, STEP_MS, type JoinMode, type NodeNaming, type World } from "./world.ts";
 
 /** How often a schedule has each trait of WorldTraits. */
-export const TRAIT_WEIGHTS = { nodeRefLag: 0.25, addressLag: 0.25 } as const;
+export const TRAIT_WEIGHTS = { nodeRefLag: 0.25, addressLag: 0.25, secondOwner: 0.15 } as const;
 
 /** Faults stop by this step at the latest. */
 export const MAX_FAULT_STEPS = 40;
@@ -29,7 +29,7 @@ export function createScenario(seed: number): Scenario {
   const world: World = {
     step: 0,
     now: EPOCH,
-    traits: { nodeRefLag: false, addressLag: false },
+    traits: { nodeRefLag: false, addressLag: false, secondOwner: false },
     spec: {
       replicas,
       version: "v1.30.2",
@@ -69,7 +69,8 @@ export function createScenario(seed: number): Scenario {
   const rngs = { faults: rng.fork(), controller: rng.fork(), planner: rng.fork() };
   // Drawn from a stream of their own, so that adding a trait leaves every other draw of the schedule as it was.
   const traits = rng.fork();
-  world.traits = { nodeRefLag: traits.chance(TRAIT_WEIGHTS.nodeRefLag), addressLag: traits.chance(TRAIT_WEIGHTS.addressLag) };
+  world.traits = { nodeRefLag: traits.chance(TRAIT_WEIGHTS.nodeRefLag), addressLag: traits.chance(TRAIT_WEIGHTS.addressLag), secondOwner: traits.chance(TRAIT_WEIGHTS.secondOwner) };
+  if (world.traits.secondOwner) world.copy = { finalizers: [] };
   for (const machine of world.machines) drawLags(world, machine);
   return { world, profile, rngs };
 }

@@ -9,6 +9,8 @@ import type { Prng } from "./prng.ts";
 /** One reconcile per step; grace periods in the simulated spec are set in steps of this size. */
 export const STEP_MS = 10_000;
 export const CONTROL_PLANE = "qcp";
+/** The second QuorumControlPlane of a secondOwner world: labelled for the same Cluster, not named by it. */
+export const COPY_CONTROL_PLANE = "qcp-copy";
 export const NAMESPACE = "default";
 export const CLUSTER = "sim";
 
@@ -134,6 +136,8 @@ export interface WorldTraits {
   nodeRefLag: boolean;
   /** Machines report their addresses late, or first only an external one. */
   addressLag: boolean;
+  /** A second QuorumControlPlane claims the same Cluster (World.copy). */
+  secondOwner: boolean;
 }
 
 export interface World {
@@ -156,6 +160,11 @@ export interface World {
   status?: QuorumControlPlaneStatus;
   /** The QuorumControlPlane's metadata.finalizers. */
   finalizers: string[];
+  /**
+   * A second QuorumControlPlane labelled for the same Cluster (a copy-paste mistake, a migration from another
+   * control plane): the real controller reconciles it too, and it must never act, since the Cluster names `qcp`.
+   */
+  copy?: { status?: QuorumControlPlaneStatus; finalizers: string[] };
   /** Names of the infrastructure and bootstrap clones the controller created ("kind/name"). */
   clones: Set<string>;
   /** Faults (including crashes and spec changes) happen only before this step. */
