@@ -37,8 +37,20 @@ describe("seed bugs the simulator must catch", () => {
     assert.ok(found, `no removal violation within ${BUDGET} schedules`);
   });
 
-  it("reports a violation when members are mapped to Machines by name only, ties by member id (issue 12, bug 2)", async () => {
-    const found = await firstWith("name-only-mapping", "violation");
+  it("reports stuck when members are mapped to Machines by name only, ties by member id (issue 12, bug 2)", async () => {
+    // A stale member with a live Machine's name takes the Machine; the live member is then unmapped, which only an
+    // operator may remove, and the operator rightly refuses to remove a live Machine's member: nothing moves.
+    const found = await firstWith("name-only-mapping", "stuck");
+    assert.ok(found, `no stuck schedule within ${BUDGET} schedules`);
+  });
+
+  it("reports a violation when a Machine whose member may be unmapped is remediated or released (issue 12, bug 1)", async () => {
+    const found = await firstWith("remediate-unmapped", "violation", /^3 /);
+    assert.ok(found, `no violation within ${BUDGET} schedules`);
+  });
+
+  it("reports a violation when a second QuorumControlPlane acts on a Cluster that names another (issue 12, bug 4)", async () => {
+    const found = await firstWith("label-only-owner", "violation", /^7 /);
     assert.ok(found, `no violation within ${BUDGET} schedules`);
   });
 
