@@ -6,8 +6,8 @@ import { OWNER_REMEDIATED_CONDITION } from "../api/capi.ts";
 import { DEFAULTS, DELETE_MACHINE_ANNOTATION, MEMBER_NAME_ANNOTATION, PAUSED_ANNOTATION, PRE_TERMINATE_HOOK, REMOVE_MEMBER_ANNOTATION, TEMPLATE_HASH_ANNOTATION } from "../api/constants.ts";
 import { durationOr } from "../api/duration.ts";
 import type { ForeignMachine } from "../api/ownership.ts";
-import type { EtcdMemberStatus, QuorumControlPlane } from "../api/types.ts";
-import type { ClusterView, ControlPlaneView, EtcdView, ForeignMachineView, MachineView, MemberView, NodeView, Snapshot } from "../core/snapshot.ts";
+import type { QuorumControlPlane } from "../api/types.ts";
+import type { ClusterView, ControlPlaneView, EtcdView, ForeignMachineView, MachineView, NodeView, Snapshot } from "../core/snapshot.ts";
 
 export interface Observation {
   now: number;
