@@ -116,7 +116,7 @@ export class ControllerStack {
   }
 
   /**
-   * Installs config/default's RBAC (ServiceAccount, ClusterRoles, binding) plus a ClusterRole for the test kinds
+   * Installs config/default's RBAC (ServiceAccount, ClusterRoles, the leader-election Role, bindings) plus a ClusterRole for the test kinds
    * carrying the aggregation label, as a provider would ship it. The stack runs no kube-controller-manager, so the
    * aggregated role is filled here the way its aggregation controller would.
    */
@@ -129,10 +129,10 @@ export class ControllerStack {
       kind: "ClusterRole",
       metadata: { name: "quorum-test-kinds", labels: { [AGGREGATION_LABEL]: "true" } },
       rules: [
-        { apiGroups: [INFRA_GROUP], resources: ["testmachinetemplates"], verbs: ["get", "list", "watch"] },
-        { apiGroups: [INFRA_GROUP], resources: ["testmachines"], verbs: ["get", "create", "patch", "delete"] },
-        { apiGroups: [BOOTSTRAP_GROUP], resources: ["testbootstrapconfigtemplates"], verbs: ["get", "list", "watch"] },
-        { apiGroups: [BOOTSTRAP_GROUP], resources: ["testbootstrapconfigs"], verbs: ["get", "create", "patch", "delete"] },
+        { apiGroups: [INFRA_GROUP], resources: ["testmachinetemplates"], verbs: ["get"] },
+        { apiGroups: [INFRA_GROUP], resources: ["testmachines"], verbs: ["create"] },
+        { apiGroups: [BOOTSTRAP_GROUP], resources: ["testbootstrapconfigtemplates"], verbs: ["get"] },
+        { apiGroups: [BOOTSTRAP_GROUP], resources: ["testbootstrapconfigs"], verbs: ["create"] },
       ],
     } as ManifestObject);
     for (const object of objects) {
