@@ -55,6 +55,8 @@ const ALLOWED: Access[] = [
   { verb: "patch", group: "controlplane.cluster.x-k8s.io", resource: "quorumcontrolplanes", subresource: "status", namespace: "tenant-a", name: "c1" },
   { verb: "create", resource: "events", namespace: "tenant-a" },
   { verb: "get", group: "apiextensions.k8s.io", resource: "customresourcedefinitions", name: "kubeadmconfigtemplates.bootstrap.cluster.x-k8s.io" },
+  { verb: "create", group: "authentication.k8s.io", resource: "tokenreviews" },
+  { verb: "create", group: "authorization.k8s.io", resource: "subjectaccessreviews" },
   { verb: "create", group: "coordination.k8s.io", resource: "leases", namespace: "quorum-system" },
   { verb: "get", group: "coordination.k8s.io", resource: "leases", namespace: "quorum-system", name: "quorum-controller-leader" },
   { verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: "quorum-system", name: "quorum-controller-leader" },

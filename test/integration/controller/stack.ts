@@ -147,7 +147,11 @@ export class ControllerStack {
     await kubeRequestOk(kc, `/apis/rbac.authorization.k8s.io/v1/clusterroles/${aggregated.metadata.name}`, { method: "PUT", body: aggregated });
   }
 
-  async startController(options: { env?: Record<string, string>; leaderElect?: boolean; identity?: string; asServiceAccount?: boolean } = {}): Promise<ControllerProcess> {
+  /**
+   * `secureMetrics` keeps the controller's default HTTPS /metrics with token authentication (its serving certificate
+   * from `metricsCertDir` when given); otherwise tests scrape plain HTTP (--metrics-secure=false).
+   */
+  async startController(options: { env?: Record<string, string>; leaderElect?: boolean; identity?: string; asServiceAccount?: boolean; secureMetrics?: boolean; metricsCertDir?: string } = {}): Promise<ControllerProcess> {
     const port = await freePort();
     const identity = options.identity ?? `quorum-${this.controllers.length + 1}`;
     const username = options.asServiceAccount ? CONTROLLER_SERVICE_ACCOUNT : "quorum-controller";
@@ -164,6 +168,7 @@ export class ControllerStack {
       "2s",
       "--metrics-bind-address",
       `127.0.0.1:${port}`,
+      ...(options.secureMetrics ? (options.metricsCertDir ? ["--metrics-cert-dir", options.metricsCertDir] : []) : ["--metrics-secure=false"]),
       "--health-probe-bind-address",
       "0",
       "--log-level",
@@ -173,7 +178,7 @@ export class ControllerStack {
       ...(options.leaderElect ? ["--leader-elect", "--leader-election-namespace", "default", "--leader-election-id", "quorum-test-leader"] : []),
     ];
     const process = startProcess({ name: `quorum controller ${identity}`, command: globalThis.process.execPath, args, cwd: REPO, env: { ...globalThis.process.env, POD_NAME: identity, HOSTNAME: identity, ...(options.env ?? {}) } });
-    const controller = { process, metricsUrl: `http://127.0.0.1:${port}/metrics`, identity, username };
+    const controller = { process, metricsUrl: `${options.secureMetrics ? "https" : "http"}://127.0.0.1:${port}/metrics`, identity, username };
     this.controllers.push(controller);
     return controller;
   }

@@ -34,6 +34,8 @@ const CONTROLLER_CALLS: Record<string, string[]> = {
   "/secrets": ["get", "list", "watch", "create", "update"],
   "/events": ["create"],
   "apiextensions.k8s.io/customresourcedefinitions": ["get"],
+  "authentication.k8s.io/tokenreviews": ["create"],
+  "authorization.k8s.io/subjectaccessreviews": ["create"],
 };
 
 /** Leader election, granted only in the controller's namespace (a Role): the Lease is created, then read and renewed by name. */
@@ -206,6 +208,7 @@ describe("install manifests", () => {
     assert.equal(portNamed(container.livenessProbe!.httpGet!.port), health.port);
     assert.equal(portNamed(container.readinessProbe!.httpGet!.port), health.port);
     assert.equal(portNamed("metrics"), metrics.port);
+    assert.equal(flags.metricsSecure, true, "/metrics is served over HTTPS to authorised tokens only");
   });
 
   test("the manager elects a leader and requests CPU and memory", () => {
