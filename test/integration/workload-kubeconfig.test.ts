@@ -108,9 +108,12 @@ describe("a workload kubeconfig Secret that asks to run a command", { timeout: 6
     for (const name of ["exec-user", "auth-provider", "owned"]) assert.equal(existsSync(marker(name)), false, `the ${name} command ran`);
   });
 
-  it("logs no key material at debug level", () => {
+  it("puts no key material in its debug-level log or its Events, though it generated CAs, keys and a kubeconfig", async () => {
     const logs = readFileSync(controller.process.logFile, "utf8");
-    assert.ok(logs.length > 0, "the controller logged nothing");
+    assert.match(logs, / DEBUG /, "the controller logged at debug level");
     assert.equal(logs.includes("-----BEGIN"), false, "a PEM block appears in the controller's debug log");
+    const events = await kubeRequestOk<{ items: { reason?: string; message?: string }[] }>(stack.kubeConfig, `/api/v1/namespaces/${NS}/events`);
+    assert.ok(events.items.length > 0, "the controller recorded Events");
+    assert.deepEqual(events.items.filter((event) => (event.message ?? "").includes("-----BEGIN")).map((event) => event.reason), [], "Events carrying a PEM block");
   });
 });
