@@ -13,6 +13,10 @@ export interface Flags {
   etcdPollIntervalMs: number;
   etcdCallTimeoutMs: number;
   metricsBindAddress: string;
+  /** HTTPS with TokenReview + SubjectAccessReview on /metrics (false: plain, open HTTP for local use). */
+  metricsSecure: boolean;
+  /** Directory with tls.crt and tls.key for the metrics endpoint; absent: self-signed at start. */
+  metricsCertDir?: string;
   healthProbeBindAddress: string;
   logLevel: "debug" | "info" | "warn" | "error";
   logFormat: "json" | "text";
@@ -57,7 +61,11 @@ Usage: node dist/main.js [flags]
   --etcd-call-timeout DURATION         hard deadline of each call to one etcd member (default: 2s;
                                        ${CALL.min} to ${CALL.max}:
                                        ${CALL.why})
-  --metrics-bind-address HOST:PORT     Prometheus /metrics (default: 127.0.0.1:8080; "0" disables)
+  --metrics-bind-address HOST:PORT     Prometheus /metrics (default: :8443, all interfaces; "0" disables)
+  --metrics-secure=true|false          serve /metrics over HTTPS to a bearer token the API server authenticates
+                                       (TokenReview) and allows to get /metrics (SubjectAccessReview)
+                                       (default: true; false: plain HTTP open to anyone, for local use only)
+  --metrics-cert-dir DIR               tls.crt and tls.key for /metrics (default: self-signed at start)
   --health-probe-bind-address HOST:PORT  /healthz and /readyz (default: 127.0.0.1:8081; "0" disables)
   --log-level debug|info|warn|error    (default: info)
   --log-format json|text               (default: json)
@@ -78,7 +86,9 @@ export function parseFlags(argv: string[], env: NodeJS.ProcessEnv = process.env)
       concurrency: { type: "string", default: "10" },
       "etcd-poll-interval": { type: "string", default: "10s" },
       "etcd-call-timeout": { type: "string", default: "2s" },
-      "metrics-bind-address": { type: "string", default: "127.0.0.1:8080" },
+      "metrics-bind-address": { type: "string", default: ":8443" },
+      "metrics-secure": { type: "string", default: "true" },
+      "metrics-cert-dir": { type: "string" },
       "health-probe-bind-address": { type: "string", default: "127.0.0.1:8081" },
       "log-level": { type: "string", default: "info" },
       "log-format": { type: "string", default: "json" },
@@ -89,6 +99,8 @@ export function parseFlags(argv: string[], env: NodeJS.ProcessEnv = process.env)
   if (!Number.isInteger(concurrency) || concurrency < 1) throw new Error(`--concurrency must be a whole number >= 1 (got "${values.concurrency}")`);
   const logLevel = values["log-level"];
   if (!["debug", "info", "warn", "error"].includes(logLevel)) throw new Error(`--log-level must be debug, info, warn or error (got "${logLevel}")`);
+  const metricsSecure = values["metrics-secure"];
+  if (metricsSecure !== "true" && metricsSecure !== "false") throw new Error(`--metrics-secure must be true or false (got "${metricsSecure}")`);
   const logFormat = values["log-format"];
   if (logFormat !== "json" && logFormat !== "text") throw new Error(`--log-format must be json or text (got "${logFormat}")`);
   return {
@@ -102,6 +114,8 @@ export function parseFlags(argv: string[], env: NodeJS.ProcessEnv = process.env)
     etcdPollIntervalMs: durationFlag("--etcd-poll-interval", values["etcd-poll-interval"]),
     etcdCallTimeoutMs: durationFlag("--etcd-call-timeout", values["etcd-call-timeout"]),
     metricsBindAddress: values["metrics-bind-address"],
+    metricsSecure: metricsSecure === "true",
+    ...(values["metrics-cert-dir"] ? { metricsCertDir: values["metrics-cert-dir"] } : {}),
     healthProbeBindAddress: values["health-probe-bind-address"],
     logLevel: logLevel as Flags["logLevel"],
     logFormat,

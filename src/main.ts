@@ -6,8 +6,10 @@ import winston from "winston";
 import { ManagementClient } from "./adapters/capi/management.ts";
 import { CachedSecretStore } from "./adapters/certs/cached-secret-store.ts";
 import { coreV1SecretStore } from "./adapters/certs/secret-store.ts";
+import { selfSignedServingCertificate, servingCertificateFromDir } from "./adapters/certs/serving.ts";
 import { Manager } from "./adapters/kube/manager.ts";
 import { reuseConnections } from "./adapters/kube/keep-alive.ts";
+import { kubeMetricsAuthorizer } from "./adapters/kube/metrics-auth.ts";
 import { KubeRest } from "./adapters/kube/rest.ts";
 import { ClusterWorkloadAccess } from "./adapters/workload/access.ts";
 import { plan } from "./core/plan.ts";
@@ -15,7 +17,7 @@ import { quorumController } from "./controller/controller.ts";
 import { crashInjectorFromEnv } from "./controller/crash.ts";
 import { createMetrics } from "./controller/metrics.ts";
 import { parseBindAddress, parseFlags, USAGE, type Flags } from "./flags.ts";
-import { startHttpServer } from "./probes.ts";
+import { startHttpServer, type ServerSecurity } from "./probes.ts";
 
 function createLogger(flags: Flags): winston.Logger {
   const format =
@@ -34,6 +36,13 @@ function loadKubeConfig(flags: Flags): KubeConfig {
   else kubeConfig.loadFromDefault();
   if (!kubeConfig.getCurrentCluster()) throw new Error("no management cluster: pass --kubeconfig FILE, set KUBECONFIG, or run in a pod with a service account");
   return reuseConnections(kubeConfig);
+}
+
+/** HTTPS and the API server's say on who reads /metrics, unless --metrics-secure=false. */
+async function metricsSecurity(flags: Flags, rest: KubeRest): Promise<ServerSecurity> {
+  if (!flags.metricsSecure) return {};
+  const tls = flags.metricsCertDir ? servingCertificateFromDir(flags.metricsCertDir) : await selfSignedServingCertificate();
+  return { tls, authorize: kubeMetricsAuthorizer(rest) };
 }
 
 async function main(argv: string[]): Promise<void> {
@@ -82,7 +91,7 @@ async function main(argv: string[]): Promise<void> {
 
   const servers: Server[] = [];
   const metricsAddress = parseBindAddress("--metrics-bind-address", flags.metricsBindAddress);
-  if (metricsAddress) servers.push(await startHttpServer(metricsAddress.host, metricsAddress.port, { registry: metrics.registry }));
+  if (metricsAddress) servers.push(await startHttpServer(metricsAddress.host, metricsAddress.port, { registry: metrics.registry }, await metricsSecurity(flags, rest)));
   const probeAddress = parseBindAddress("--health-probe-bind-address", flags.healthProbeBindAddress);
   if (probeAddress) servers.push(await startHttpServer(probeAddress.host, probeAddress.port, { probes: { healthy: () => true, ready: () => !flags.leaderElect || manager.isReady() || !manager.isLeader() } }));
   const depthTimer = setInterval(() => metrics.queueDepth.set(Object.values(manager.queueDepths()).reduce((sum, depth) => sum + depth, 0)), 1000);
@@ -93,7 +102,7 @@ async function main(argv: string[]): Promise<void> {
     log.info("stopped", { code });
     void Promise.all([workload.closeAll(), secrets.stop()]).finally(() => process.exit(code));
   });
-  log.info("quorum controller starting", { leaderElect: flags.leaderElect, namespace: flags.namespace ?? "(all)", concurrency: flags.concurrency });
+  log.info("quorum controller starting", { leaderElect: flags.leaderElect, namespace: flags.namespace ?? "(all)", concurrency: flags.concurrency, metrics: metricsAddress ? `${flags.metricsSecure ? "https" : "http"}://${metricsAddress.host}:${metricsAddress.port}/metrics` : "off" });
   manager.start();
 }
 

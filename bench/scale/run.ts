@@ -369,7 +369,7 @@ class Bench {
       name: "quorum controller (scale benchmark, simulated workload side)",
       command: process.execPath,
       // BENCH_SCALE_CPU_PROF=DIR writes a V8 CPU profile of the controller there when it stops (for looking into costs).
-      args: [...(process.env.BENCH_SCALE_CPU_PROF ? ["--cpu-prof", "--cpu-prof-dir", process.env.BENCH_SCALE_CPU_PROF] : []), compileController(), "--kubeconfig", user.kubeconfigPath, "--metrics-bind-address", `127.0.0.1:${port}`, ...flags],
+      args: [...(process.env.BENCH_SCALE_CPU_PROF ? ["--cpu-prof", "--cpu-prof-dir", process.env.BENCH_SCALE_CPU_PROF] : []), compileController(), "--kubeconfig", user.kubeconfigPath, "--metrics-bind-address", `127.0.0.1:${port}`, "--metrics-secure=false", ...flags],
       env: { ...process.env, BENCH_SIM_LATENCY_MS: String(simulatedLatencyMs) },
     });
     this.controllerPid = this.controller.pid;

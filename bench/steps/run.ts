@@ -102,7 +102,7 @@ async function startController(stack: ControllerStack): Promise<{ flags: string[
   const process_ = startProcess({
     name: "quorum controller (step benchmark)",
     command: process.execPath,
-    args: ["--import", "tsx", join(REPO, "src/main.ts"), "--kubeconfig", user.kubeconfigPath, "--metrics-bind-address", `127.0.0.1:${port}`, ...flags],
+    args: ["--import", "tsx", join(REPO, "src/main.ts"), "--kubeconfig", user.kubeconfigPath, "--metrics-bind-address", `127.0.0.1:${port}`, "--metrics-secure=false", ...flags],
     cwd: REPO,
     env: { ...process.env, POD_NAME: "quorum-bench" },
   });

@@ -127,6 +127,7 @@ export class E2EStack {
       this.options.etcdPollInterval ?? "1s",
       "--metrics-bind-address",
       `127.0.0.1:${metricsPort}`,
+      "--metrics-secure=false",
       "--health-probe-bind-address",
       `127.0.0.1:${healthPort}`,
       "--log-format",

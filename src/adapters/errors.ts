@@ -78,6 +78,30 @@ export class SecretGarbageError extends AdapterError {
   }
 }
 
+/**
+ * A kubeconfig Secret with a field Quorum refuses to honour (exec, auth-provider, a file reference, a proxy,
+ * insecure-skip-tls-verify): honouring it would let whoever writes the Secret run code or read files in the controller.
+ */
+export class KubeconfigRefusedError extends AdapterError {
+  readonly reason = "KubeconfigRefused";
+  readonly needsUser = true;
+  constructor(
+    readonly secret: SecretRef,
+    readonly dataKey: string,
+    /** The refused field's path in the kubeconfig, e.g. `users[0] "c-admin".user.exec`. */
+    readonly field: string,
+    why: string,
+    options?: { cause?: unknown },
+  ) {
+    super(
+      `Secret ${secretKey(secret)}: data key "${dataKey}": field ${field} is refused (${why}): remove it; Quorum reads only ` +
+        "the current context's server and certificate-authority-data and its user's client-certificate-data and " +
+        "client-key-data (or token); or delete the Secret to let Quorum write its own",
+      options,
+    );
+  }
+}
+
 /** A CA Secret whose tls.key is not the private key of its tls.crt. */
 export class CAKeyMismatchError extends AdapterError {
   readonly reason = "CAKeyMismatch";

@@ -141,6 +141,8 @@ describe("clusterctl", () => {
       ServiceAccount: (name, namespace) => `/api/v1/namespaces/${namespace}/serviceaccounts/${name}`,
       ClusterRole: (name) => `/apis/rbac.authorization.k8s.io/v1/clusterroles/${name}`,
       ClusterRoleBinding: (name) => `/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/${name}`,
+      Role: (name, namespace) => `/apis/rbac.authorization.k8s.io/v1/namespaces/${namespace}/roles/${name}`,
+      RoleBinding: (name, namespace) => `/apis/rbac.authorization.k8s.io/v1/namespaces/${namespace}/rolebindings/${name}`,
       Deployment: (name, namespace) => `/apis/apps/v1/namespaces/${namespace}/deployments/${name}`,
     };
     for (const object of components) {

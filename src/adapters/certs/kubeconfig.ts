@@ -3,28 +3,24 @@
 // cluster CA (O=system:masters), rotated at half its lifetime like KCP does. CAPI itself (its cluster cache)
 // and users (clusterctl get kubeconfig) read it, so it must always be valid.
 import { createHash, X509Certificate } from "node:crypto";
+import { isDeepStrictEqual } from "node:util";
 import { parse, stringify } from "yaml";
 import { secretName } from "../../api/constants.ts";
-import { SecretGarbageError, type SecretRef } from "../errors.ts";
+import { KubeconfigRefusedError, SecretGarbageError, type SecretRef } from "../errors.ts";
 import { readCASecret } from "./ca-secret.ts";
 import { clusterSecret, ownedByControlPlane, type ControlPlaneOwner } from "./cluster-secrets.ts";
+import { parseKubeconfig, RefusedKubeconfigFieldError, type KubeconfigContents } from "./kubeconfig-data.ts";
 import { decodeCertificatePem, issueCertificate, validFor } from "./pki.ts";
 import { dataText, type SecretObject, type SecretStore } from "./secret-store.ts";
 import { errorMessage } from "../kube/log.ts";
+
+export { parseKubeconfig, type KubeconfigContents } from "./kubeconfig-data.ts";
 
 export const KUBECONFIG_KEY = "value";
 /** KCP's default: a year, renewed when half of it is gone. */
 export const KUBECONFIG_CERT_LIFETIME_MS = 365 * 24 * 60 * 60 * 1000;
 export const ADMIN_COMMON_NAME = "kubernetes-admin";
 export const ADMIN_GROUP = "system:masters";
-
-export interface KubeconfigContents {
-  cluster: string;
-  server: string;
-  caPem: string;
-  certPem: string;
-  keyPem: string;
-}
 
 /** Kubeconfig YAML with the names CAPI uses (`<cluster>-admin@<cluster>`). */
 export function buildKubeconfig(contents: KubeconfigContents): string {
@@ -40,37 +36,6 @@ export function buildKubeconfig(contents: KubeconfigContents): string {
     users: [{ name: user, user: { "client-certificate-data": b64(contents.certPem), "client-key-data": b64(contents.keyPem) } }],
     preferences: {},
   });
-}
-
-/** The current context's server, CA and client credentials; throws a plain Error saying what is wrong. */
-export function parseKubeconfig(text: string): KubeconfigContents {
-  let document: unknown;
-  try {
-    document = parse(text);
-  } catch (error) {
-    throw new Error(`is not YAML (${errorMessage(error)})`, { cause: error });
-  }
-  if (typeof document !== "object" || document === null) throw new Error("is not a kubeconfig (no YAML mapping)");
-  const config = document as {
-    "current-context"?: string;
-    contexts?: { name?: string; context?: { cluster?: string; user?: string } }[];
-    clusters?: { name?: string; cluster?: { server?: string; "certificate-authority-data"?: string } }[];
-    users?: { name?: string; user?: { "client-certificate-data"?: string; "client-key-data"?: string } }[];
-  };
-  const contextName = config["current-context"];
-  const context = (config.contexts ?? []).find((entry) => entry?.name === contextName)?.context;
-  if (!context) throw new Error(`has no context named by current-context ${JSON.stringify(contextName ?? null)}`);
-  const cluster = (config.clusters ?? []).find((entry) => entry?.name === context.cluster);
-  if (!cluster?.cluster?.server) throw new Error(`has no cluster ${JSON.stringify(context.cluster ?? null)} with a server`);
-  const user = (config.users ?? []).find((entry) => entry?.name === context.user)?.user;
-  const fromB64 = (value: string | undefined) => (value ? Buffer.from(value, "base64").toString("utf8") : "");
-  return {
-    cluster: cluster.name ?? "",
-    server: cluster.cluster.server,
-    caPem: fromB64(cluster.cluster["certificate-authority-data"]),
-    certPem: fromB64(user?.["client-certificate-data"]),
-    keyPem: fromB64(user?.["client-key-data"]),
-  };
 }
 
 export type KubeconfigDecision = { rotate: false } | { rotate: true; reason: string };
@@ -107,6 +72,9 @@ function checkKubeconfig(current: string, wanted: { server: string; caPem: strin
   } catch (error) {
     return { rotate: true, reason: `unreadable: ${errorMessage(error)}` };
   }
+  // An owned Secret holds exactly what Quorum writes: anything added (an exec stanza in another user, a second
+  // context) is rewritten, so the Secret never carries what someone else slipped in.
+  if (!isDeepStrictEqual(parse(current), parse(buildKubeconfig(contents)))) return { rotate: true, reason: "it holds fields Quorum does not write" };
   if (contents.server !== wanted.server) return { rotate: true, reason: `server ${contents.server} is not the control-plane endpoint ${wanted.server}` };
   if (normalizePem(contents.caPem) !== normalizePem(wanted.caPem)) return { rotate: true, reason: "its CA is not the cluster CA" };
   let client: X509Certificate;
@@ -189,6 +157,7 @@ export function kubeconfigFromSecret(ref: SecretRef, secret: SecretObject): { te
   try {
     return { text, contents: parseKubeconfig(text) };
   } catch (error) {
+    if (error instanceof RefusedKubeconfigFieldError) throw new KubeconfigRefusedError(ref, KUBECONFIG_KEY, error.field, error.why, { cause: error });
     throw new SecretGarbageError(ref, KUBECONFIG_KEY, errorMessage(error), fix, { cause: error });
   }
 }

@@ -1,11 +1,12 @@
 // Access to a workload cluster's Kubernetes API through its `<cluster>-kubeconfig` Secret (the one Quorum
 // maintains, or a user's). One client per cluster, rebuilt when the Secret changes (rotation, new endpoint);
-// every call has a deadline because an unreachable control-plane endpoint must not stall a reconcile.
+// every call has a deadline because an unreachable control-plane endpoint must not stall a reconcile. The Secret is
+// data, not code: only its server, CA and client certificate/key or token are used (kubeConfigOf).
 import { createHash } from "node:crypto";
 import { ApiException, CoreV1Api, KubeConfig, Observable, type V1Node } from "@kubernetes/client-node";
 import type { Node } from "../../api/capi.ts";
 import { secretName } from "../../api/constants.ts";
-import { kubeconfigFromSecret } from "../certs/kubeconfig.ts";
+import { kubeconfigFromSecret, type KubeconfigContents } from "../certs/kubeconfig.ts";
 import type { SecretStore } from "../certs/secret-store.ts";
 import { SecretMissingError, statusMessageOf, WorkloadApiError, type SecretRef } from "../errors.ts";
 import { reuseConnections } from "../kube/keep-alive.ts";
@@ -31,7 +32,7 @@ export class WorkloadClients {
   }
 
   /**
-   * The workload cluster's Nodes. Throws SecretMissingError / SecretGarbageError for the kubeconfig Secret,
+   * The workload cluster's Nodes. Throws SecretMissingError / SecretGarbageError / KubeconfigRefusedError for the kubeconfig Secret,
    * WorkloadApiError when the API server does not answer in time or refuses.
    */
   async listNodes(namespace: string, cluster: string): Promise<Node[]> {
@@ -64,15 +65,30 @@ export class WorkloadClients {
     const fingerprint = fingerprintOf(secret.metadata.resourceVersion, secret.data);
     const cached = this.cache.get(key);
     if (cached?.fingerprint === fingerprint) return cached;
-    const { text, contents } = kubeconfigFromSecret(ref, secret);
-    const config = new KubeConfig();
-    config.loadFromString(text);
+    const { contents } = kubeconfigFromSecret(ref, secret);
+    const config = kubeConfigOf(contents);
     // Nodes are listed on every reconcile: keep the connection instead of a TLS handshake each time.
     reuseConnections(config);
     const client = { fingerprint, server: contents.server, core: config.makeApiClient(CoreV1Api) };
     this.cache.set(key, client);
     return client;
   }
+}
+
+/**
+ * A KubeConfig built from the parsed values alone (never loadFromString, which would honour exec, auth-provider,
+ * file references and proxies: src/adapters/certs/kubeconfig-data.ts says why).
+ */
+export function kubeConfigOf(contents: KubeconfigContents): KubeConfig {
+  const b64 = (pem: string) => (pem === "" ? undefined : Buffer.from(pem, "utf8").toString("base64"));
+  const config = new KubeConfig();
+  config.loadFromOptions({
+    clusters: [{ name: "workload", server: contents.server, caData: b64(contents.caPem), skipTLSVerify: false }],
+    users: [{ name: "quorum", certData: b64(contents.certPem), keyData: b64(contents.keyPem), token: contents.token }],
+    contexts: [{ name: "workload", cluster: "workload", user: "quorum" }],
+    currentContext: "workload",
+  });
+  return config;
 }
 
 // client-node 1.x has no per-call timeout; its request context takes an AbortSignal, set from a middleware.

@@ -116,7 +116,7 @@ export class ControllerStack {
   }
 
   /**
-   * Installs config/default's RBAC (ServiceAccount, ClusterRoles, binding) plus a ClusterRole for the test kinds
+   * Installs config/default's RBAC (ServiceAccount, ClusterRoles, the leader-election Role, bindings) plus a ClusterRole for the test kinds
    * carrying the aggregation label, as a provider would ship it. The stack runs no kube-controller-manager, so the
    * aggregated role is filled here the way its aggregation controller would.
    */
@@ -129,10 +129,10 @@ export class ControllerStack {
       kind: "ClusterRole",
       metadata: { name: "quorum-test-kinds", labels: { [AGGREGATION_LABEL]: "true" } },
       rules: [
-        { apiGroups: [INFRA_GROUP], resources: ["testmachinetemplates"], verbs: ["get", "list", "watch"] },
-        { apiGroups: [INFRA_GROUP], resources: ["testmachines"], verbs: ["get", "create", "patch", "delete"] },
-        { apiGroups: [BOOTSTRAP_GROUP], resources: ["testbootstrapconfigtemplates"], verbs: ["get", "list", "watch"] },
-        { apiGroups: [BOOTSTRAP_GROUP], resources: ["testbootstrapconfigs"], verbs: ["get", "create", "patch", "delete"] },
+        { apiGroups: [INFRA_GROUP], resources: ["testmachinetemplates"], verbs: ["get"] },
+        { apiGroups: [INFRA_GROUP], resources: ["testmachines"], verbs: ["create"] },
+        { apiGroups: [BOOTSTRAP_GROUP], resources: ["testbootstrapconfigtemplates"], verbs: ["get"] },
+        { apiGroups: [BOOTSTRAP_GROUP], resources: ["testbootstrapconfigs"], verbs: ["create"] },
       ],
     } as ManifestObject);
     for (const object of objects) {
@@ -147,7 +147,11 @@ export class ControllerStack {
     await kubeRequestOk(kc, `/apis/rbac.authorization.k8s.io/v1/clusterroles/${aggregated.metadata.name}`, { method: "PUT", body: aggregated });
   }
 
-  async startController(options: { env?: Record<string, string>; leaderElect?: boolean; identity?: string; asServiceAccount?: boolean } = {}): Promise<ControllerProcess> {
+  /**
+   * `secureMetrics` keeps the controller's default HTTPS /metrics with token authentication (its serving certificate
+   * from `metricsCertDir` when given); otherwise tests scrape plain HTTP (--metrics-secure=false).
+   */
+  async startController(options: { env?: Record<string, string>; leaderElect?: boolean; identity?: string; asServiceAccount?: boolean; secureMetrics?: boolean; metricsCertDir?: string } = {}): Promise<ControllerProcess> {
     const port = await freePort();
     const identity = options.identity ?? `quorum-${this.controllers.length + 1}`;
     const username = options.asServiceAccount ? CONTROLLER_SERVICE_ACCOUNT : "quorum-controller";
@@ -164,6 +168,7 @@ export class ControllerStack {
       "2s",
       "--metrics-bind-address",
       `127.0.0.1:${port}`,
+      ...(options.secureMetrics ? (options.metricsCertDir ? ["--metrics-cert-dir", options.metricsCertDir] : []) : ["--metrics-secure=false"]),
       "--health-probe-bind-address",
       "0",
       "--log-level",
@@ -173,7 +178,7 @@ export class ControllerStack {
       ...(options.leaderElect ? ["--leader-elect", "--leader-election-namespace", "default", "--leader-election-id", "quorum-test-leader"] : []),
     ];
     const process = startProcess({ name: `quorum controller ${identity}`, command: globalThis.process.execPath, args, cwd: REPO, env: { ...globalThis.process.env, POD_NAME: identity, HOSTNAME: identity, ...(options.env ?? {}) } });
-    const controller = { process, metricsUrl: `http://127.0.0.1:${port}/metrics`, identity, username };
+    const controller = { process, metricsUrl: `${options.secureMetrics ? "https" : "http"}://127.0.0.1:${port}/metrics`, identity, username };
     this.controllers.push(controller);
     return controller;
   }

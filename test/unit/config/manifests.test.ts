@@ -24,34 +24,40 @@ interface ClusterRole extends ManifestObject {
 
 /** group / resource: verbs. What the controller calls (see the brief of config/rbac/role.yaml). */
 const CONTROLLER_CALLS: Record<string, string[]> = {
-  "controlplane.cluster.x-k8s.io/quorumcontrolplanes": ["get", "list", "watch", "patch"],
-  "controlplane.cluster.x-k8s.io/quorumcontrolplanes/status": ["get", "patch"],
+  "controlplane.cluster.x-k8s.io/quorumcontrolplanes": ["list", "watch", "patch"],
+  "controlplane.cluster.x-k8s.io/quorumcontrolplanes/status": ["patch"],
   "controlplane.cluster.x-k8s.io/quorumcontrolplanes/finalizers": ["update"],
-  "controlplane.cluster.x-k8s.io/quorumcontrolplanetemplates": ["get", "list", "watch"],
-  "cluster.x-k8s.io/clusters": ["get", "list", "watch"],
-  "cluster.x-k8s.io/machines": ["get", "list", "watch", "create", "patch", "delete"],
-  "bootstrap.cluster.x-k8s.io/kubeadmconfigtemplates": ["get", "list", "watch"],
-  "bootstrap.cluster.x-k8s.io/kubeadmconfigs": ["get", "create", "patch", "delete"],
-  "/secrets": ["get", "list", "watch", "create", "patch", "update"],
-  "/events": ["create", "patch"],
-  "events.k8s.io/events": ["create", "patch"],
-  "coordination.k8s.io/leases": ["get", "create", "update"],
-  "apiextensions.k8s.io/customresourcedefinitions": ["get", "list", "watch"],
+  "cluster.x-k8s.io/clusters": ["list", "watch"],
+  "cluster.x-k8s.io/machines": ["list", "watch", "create", "patch", "delete"],
+  "bootstrap.cluster.x-k8s.io/kubeadmconfigtemplates": ["get"],
+  "bootstrap.cluster.x-k8s.io/kubeadmconfigs": ["create"],
+  "/secrets": ["get", "list", "watch", "create", "update"],
+  "/events": ["create"],
+  "apiextensions.k8s.io/customresourcedefinitions": ["get"],
+  "authentication.k8s.io/tokenreviews": ["create"],
+  "authorization.k8s.io/subjectaccessreviews": ["create"],
+};
+
+/** Leader election, granted only in the controller's namespace (a Role): the Lease is created, then read and renewed by name. */
+const LEADER_ELECTION_CALLS: Record<string, string[]> = {
+  "coordination.k8s.io/leases": ["create"],
+  "coordination.k8s.io/leases quorum-controller-leader": ["get", "update"],
 };
 
 /** What the process provider's sample ClusterRole adds for the templates Quorum clones. */
 const PROCESS_PROVIDER_CALLS: Record<string, string[]> = {
-  "infrastructure.cluster.x-k8s.io/processmachinetemplates": ["get", "list", "watch"],
-  "infrastructure.cluster.x-k8s.io/processmachines": ["get", "create", "patch", "delete"],
-  "bootstrap.cluster.x-k8s.io/processbootstrapconfigtemplates": ["get", "list", "watch"],
-  "bootstrap.cluster.x-k8s.io/processbootstrapconfigs": ["get", "create", "patch", "delete"],
+  "infrastructure.cluster.x-k8s.io/processmachinetemplates": ["get"],
+  "infrastructure.cluster.x-k8s.io/processmachines": ["create"],
+  "bootstrap.cluster.x-k8s.io/processbootstrapconfigtemplates": ["get"],
+  "bootstrap.cluster.x-k8s.io/processbootstrapconfigs": ["create"],
 };
 
 /** Every (group/resource, verb) a set of rules grants, as "group/resource verb" strings. */
 function grants(rules: PolicyRule[]): Set<string> {
   const granted = new Set<string>();
   for (const rule of rules) {
-    for (const group of rule.apiGroups ?? []) for (const resource of rule.resources ?? []) for (const verb of rule.verbs) granted.add(`${group}/${resource} ${verb}`);
+    const names = rule.resourceNames?.length ? rule.resourceNames.map((name) => ` ${name}`) : [""];
+    for (const group of rule.apiGroups ?? []) for (const resource of rule.resources ?? []) for (const name of names) for (const verb of rule.verbs) granted.add(`${group}/${resource}${name} ${verb}`);
   }
   return granted;
 }
@@ -134,6 +140,17 @@ describe("install manifests", () => {
     assert.deepEqual([...granted].filter((g) => !wanted.has(g)), [], "grants the controller does not use");
   });
 
+  test("the controller may create and renew its Lease only in its own namespace, through a Role", () => {
+    const { deployment } = manager();
+    const account = deployment.spec.template.spec.serviceAccountName;
+    const roles = byKind<ClusterRole>(installed, "Role");
+    const bindings = byKind<ManifestObject & { roleRef: { kind: string; name: string }; subjects: { kind: string; name: string; namespace?: string }[] }>(installed, "RoleBinding");
+    const bound = bindings.filter((b) => b.metadata.namespace === "quorum-system" && b.subjects.some((s) => s.kind === "ServiceAccount" && s.name === account && s.namespace === "quorum-system"));
+    const rules = bound.flatMap((binding) => roles.find((role) => role.kind === binding.roleRef.kind && role.metadata.name === binding.roleRef.name && role.metadata.namespace === "quorum-system")?.rules ?? []);
+    assert.deepEqual([...grants(rules)].sort(), [...expected(LEADER_ELECTION_CALLS)].sort());
+    assert.equal(parseFlags(manager().container.args ?? [], {}).leaderElectionId, "quorum-controller-leader", "the Role names the Lease the Deployment uses");
+  });
+
   test("the process provider's sample ClusterRole extends the controller's role through the aggregation label", () => {
     const { deployment } = manager();
     const granted = grants(effectiveRules([...installed, ...samples], "quorum-system", deployment.spec.template.spec.serviceAccountName));
@@ -191,6 +208,7 @@ describe("install manifests", () => {
     assert.equal(portNamed(container.livenessProbe!.httpGet!.port), health.port);
     assert.equal(portNamed(container.readinessProbe!.httpGet!.port), health.port);
     assert.equal(portNamed("metrics"), metrics.port);
+    assert.equal(flags.metricsSecure, true, "/metrics is served over HTTPS to authorised tokens only");
   });
 
   test("the manager elects a leader and requests CPU and memory", () => {

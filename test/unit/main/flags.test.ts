@@ -36,6 +36,16 @@ describe("controller flags", () => {
     assert.equal(parseFlags(["--etcd-poll-interval", "500ms", "--etcd-call-timeout", "1m"], {}).etcdPollIntervalMs, 500);
   });
 
+  it("serves /metrics on :8443 over HTTPS with authentication by default, and plain HTTP only when asked", () => {
+    const defaults = parseFlags([], {});
+    assert.deepEqual(parseBindAddress("--metrics-bind-address", defaults.metricsBindAddress), { host: "0.0.0.0", port: 8443 });
+    assert.equal(defaults.metricsSecure, true);
+    assert.equal(defaults.metricsCertDir, undefined);
+    assert.equal(parseFlags(["--metrics-secure=false"], {}).metricsSecure, false);
+    assert.equal(parseFlags(["--metrics-cert-dir", "/tmp/k8s-metrics-server/serving-certs"], {}).metricsCertDir, "/tmp/k8s-metrics-server/serving-certs");
+    assert.throws(() => parseFlags(["--metrics-secure=no"], {}), /--metrics-secure must be true or false \(got "no"\)/);
+  });
+
   it("rejects an unknown flag", () => {
     assert.throws(() => parseFlags(["--replicas", "3"], {}), /Unknown option '--replicas'/);
   });

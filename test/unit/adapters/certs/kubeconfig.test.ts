@@ -53,6 +53,14 @@ describe("kubeconfig rotation decision", () => {
       const contents = parseKubeconfig(text);
       return buildKubeconfig({ ...contents, caPem: ca.certPem });
     }, reason: /not signed by the cluster CA/ },
+    { name: "someone added an exec stanza to its user", text: async () => {
+      const text = await kubeconfigWith(ca, start, 100 * oneDay);
+      return text.replace("client-key-data:", "exec:\n        command: /bin/sh\n        args: [-c, touch MARKER]\n      client-key-data:");
+    }, reason: /unreadable: field users\[0\] "prod-admin"\.user\.exec is refused/ },
+    { name: "someone added a user with an exec stanza next to Quorum's", text: async () => {
+      const text = await kubeconfigWith(ca, start, 100 * oneDay);
+      return text.replace("users:\n", "users:\n  - name: extra\n    user:\n      exec:\n        command: /bin/sh\n");
+    }, reason: /holds fields Quorum does not write/ },
     { name: "its CA data is not the cluster CA", text: () => kubeconfigWith(otherCA, start, 100 * oneDay), reason: /CA is not the cluster CA/ },
   ];
   for (const rotation of rotations) {
