@@ -38,30 +38,62 @@ interface IdleWindow {
 }
 interface Scale {
   baseline: IdleWindow;
-  levels: { clusters: number; added: number; convergence: { allConvergedSeconds: number | null; converged: number; perClusterSeconds: Summary; limitSeconds?: number }; idle: IdleWindow; convergedAtWindowEnd?: number }[];
+  levels: {
+    clusters: number;
+    added: number;
+    convergence: {
+      allConvergedSeconds: number | null;
+      converged: number;
+      perClusterSeconds: Summary;
+      limitSeconds?: number;
+    };
+    idle: IdleWindow;
+    convergedAtWindowEnd?: number;
+  }[];
 }
 interface Steps {
   stepLatencyMs: Record<string, Summary & { retries: number }>;
   stepDoneMs: Record<string, Summary>;
   allStepsMs: Summary;
   samples: { kind: string; latencyMs: number }[];
-  rollouts: { wallSeconds: number; intrinsicSeconds: number; ratio: number; overheadSeconds: number; refusedCallsSeconds?: number; ratioWithoutRefusals?: number }[];
+  rollouts: {
+    wallSeconds: number;
+    intrinsicSeconds: number;
+    ratio: number;
+    overheadSeconds: number;
+    refusedCallsSeconds?: number;
+    ratioWithoutRefusals?: number;
+  }[];
   rolloutRatio: Summary;
   unmatched: unknown[];
 }
 
-const ms = (value: number | null | undefined) => (value === null || value === undefined || Number.isNaN(value) ? "–" : value >= 10_000 ? `${(value / 1000).toFixed(1)} s` : `${Math.round(value)} ms`);
+const ms = (value: number | null | undefined) =>
+  value === null || value === undefined || Number.isNaN(value)
+    ? "–"
+    : value >= 10_000
+      ? `${(value / 1000).toFixed(1)} s`
+      : `${Math.round(value)} ms`;
 const mark = (met: boolean) => (met ? "met" : "**missed**");
 
 function healthRows(result: ResultEnvelope<Health>): string[] {
   const { deadlineMs, scenarios } = result.results;
   const rows: string[] = [];
   const healthy = scenarios.healthy;
-  rows.push(`| Health round, 5 members all healthy (the client kept for the cluster, as a reconcile does) | p50 ${ms(healthy.reusedClient.roundMs.p50)}, p95 ${ms(healthy.reusedClient.roundMs.p95)}, max ${ms(healthy.reusedClient.roundMs.max)} | < 50 ms: ${mark(healthy.reusedClient.roundMs.p95 < 50)} | etcd dial timeout 10 s, call timeout 15 s |`);
-  rows.push(`| … the same with a fresh client per round (TLS handshakes each round; for comparison) | p50 ${ms(healthy.freshClient.roundMs.p50)}, p95 ${ms(healthy.freshClient.roundMs.p95)} | | |`);
-  for (const [name, label] of [["one-killed", "one member killed (SIGKILL)"], ["one-paused", "one member paused (SIGSTOP)"]] as const) {
+  rows.push(
+    `| Health round, 5 members all healthy (the client kept for the cluster, as a reconcile does) | p50 ${ms(healthy.reusedClient.roundMs.p50)}, p95 ${ms(healthy.reusedClient.roundMs.p95)}, max ${ms(healthy.reusedClient.roundMs.max)} | < 50 ms: ${mark(healthy.reusedClient.roundMs.p95 < 50)} | etcd dial timeout 10 s, call timeout 15 s |`,
+  );
+  rows.push(
+    `| … the same with a fresh client per round (TLS handshakes each round; for comparison) | p50 ${ms(healthy.freshClient.roundMs.p50)}, p95 ${ms(healthy.freshClient.roundMs.p95)} | | |`,
+  );
+  for (const [name, label] of [
+    ["one-killed", "one member killed (SIGKILL)"],
+    ["one-paused", "one member paused (SIGSTOP)"],
+  ] as const) {
     const series = scenarios[name].reusedClient;
-    rows.push(`| Health round, ${label}, per-call deadline ${deadlineMs / 1000} s | p50 ${ms(series.roundMs.p50)}, max ${ms(series.roundMs.max)} = **${series.ratioToDeadline.max}×** deadline; ${series.correctRounds}/${series.rounds} rounds named exactly the faulty member | ≤ 1.2×: ${mark(series.ratioToDeadline.max <= 1.2)} | |`);
+    rows.push(
+      `| Health round, ${label}, per-call deadline ${deadlineMs / 1000} s | p50 ${ms(series.roundMs.p50)}, max ${ms(series.roundMs.max)} = **${series.ratioToDeadline.max}×** deadline; ${series.correctRounds}/${series.rounds} rounds named exactly the faulty member | ≤ 1.2×: ${mark(series.ratioToDeadline.max <= 1.2)} | |`,
+    );
   }
   return rows;
 }
@@ -70,20 +102,37 @@ function stepRows(result: ResultEnvelope<Steps>): string[] {
   const steps = result.results;
   const rows: string[] = [];
   const all = steps.allStepsMs;
-  const left = steps.unmatched.length > 0 ? `; ${steps.unmatched.length} step(s) left out: an observer saw the precondition only after Quorum acted` : "";
-  rows.push(`| Step latency, all steps (n=${all.n}${left}): precondition observable → Quorum's next call | p50 **${ms(all.p50)}**, p95 ${ms(all.p95)}, p99 **${ms(all.p99)}** | p50 ≤ 50 ms: ${mark(all.p50 <= 50)}; p99 ≤ 500 ms: ${mark(all.p99 <= 500)} | fixed requeues: ${KCP.requeueAfterFailedPreflightS} s after a failed preflight, ${KCP.requeueWhileNotReadyS} s while not ready, ${KCP.requeueWhileDeletingS} s while a Machine is deleting |`);
+  const left =
+    steps.unmatched.length > 0
+      ? `; ${steps.unmatched.length} step(s) left out: an observer saw the precondition only after Quorum acted`
+      : "";
+  rows.push(
+    `| Step latency, all steps (n=${all.n}${left}): precondition observable → Quorum's next call | p50 **${ms(all.p50)}**, p95 ${ms(all.p95)}, p99 **${ms(all.p99)}** | p50 ≤ 50 ms: ${mark(all.p50 <= 50)}; p99 ≤ 500 ms: ${mark(all.p99 <= 500)} | fixed requeues: ${KCP.requeueAfterFailedPreflightS} s after a failed preflight, ${KCP.requeueWhileNotReadyS} s while not ready, ${KCP.requeueWhileDeletingS} s while a Machine is deleting |`,
+  );
   for (const [kind, summary] of Object.entries(steps.stepLatencyMs)) {
     const done = steps.stepDoneMs[kind];
-    const refused = summary.retries > 0 ? `; to the accepted call p50 ${ms(done.p50)}, max ${ms(done.max)} (${summary.retries} refused calls)` : "";
-    rows.push(`| … ${kind} (n=${summary.n}) | p50 ${ms(summary.p50)}, p95 ${ms(summary.p95)}, p99 ${ms(summary.p99)}${refused} | | |`);
+    const refused =
+      summary.retries > 0
+        ? `; to the accepted call p50 ${ms(done.p50)}, max ${ms(done.max)} (${summary.retries} refused calls)`
+        : "";
+    rows.push(
+      `| … ${kind} (n=${summary.n}) | p50 ${ms(summary.p50)}, p95 ${ms(summary.p95)}, p99 ${ms(summary.p99)}${refused} | | |`,
+    );
   }
   const ratio = steps.rolloutRatio;
   const walls = steps.rollouts.map((rollout) => rollout.wallSeconds);
   const intrinsic = steps.rollouts.map((rollout) => rollout.intrinsicSeconds);
   const refused = steps.rollouts.map((rollout) => rollout.refusedCallsSeconds ?? 0);
-  const withoutRefusals = steps.rollouts.map((rollout) => rollout.ratioWithoutRefusals ?? Number.NaN).sort((a, b) => a - b);
-  const refusedText = Math.max(...refused) > 0 ? `; ${Math.min(...refused)}–${Math.max(...refused)} s of each went to removals etcd refused, without which the ratio would be ${withoutRefusals[Math.floor((withoutRefusals.length - 1) / 2)]}×` : "";
-  rows.push(`| 3-replica rolling upgrade (n=${steps.rollouts.length}): wall time / intrinsic time of the same operations | **${ratio.p50}×** (p50; range ${ratio.min}–${ratio.max}×); wall ${Math.min(...walls)}–${Math.max(...walls)} s vs intrinsic ${Math.min(...intrinsic)}–${Math.max(...intrinsic)} s${refusedText} | ≤ 1.15×: ${mark(ratio.p50 <= 1.15)} | each Machine step waits for the next requeue (15–30 s) |`);
+  const withoutRefusals = steps.rollouts
+    .map((rollout) => rollout.ratioWithoutRefusals ?? Number.NaN)
+    .sort((a, b) => a - b);
+  const refusedText =
+    Math.max(...refused) > 0
+      ? `; ${Math.min(...refused)}–${Math.max(...refused)} s of each went to removals etcd refused, without which the ratio would be ${withoutRefusals[Math.floor((withoutRefusals.length - 1) / 2)]}×`
+      : "";
+  rows.push(
+    `| 3-replica rolling upgrade (n=${steps.rollouts.length}): wall time / intrinsic time of the same operations | **${ratio.p50}×** (p50; range ${ratio.min}–${ratio.max}×); wall ${Math.min(...walls)}–${Math.max(...walls)} s vs intrinsic ${Math.min(...intrinsic)}–${Math.max(...intrinsic)} s${refusedText} | ≤ 1.15×: ${mark(ratio.p50 <= 1.15)} | each Machine step waits for the next requeue (15–30 s) |`,
+  );
   return rows;
 }
 
@@ -91,17 +140,25 @@ function scaleRows(result: ResultEnvelope<Scale>): string[] {
   const scale = result.results;
   const rows: string[] = [];
   const base = scale.baseline;
-  rows.push(`| Idle controller, 0 clusters (fixed cost) | RSS ${base.controller.rssMB.end} MB, ${base.controller.milliCores} mCPU, ${base.requestsPerMinute.total} requests/min, ${base.writesPerMinute.excludingLease} writes/min + ${base.writesPerMinute.total - base.writesPerMinute.excludingLease} Lease renewals/min | | |`);
+  rows.push(
+    `| Idle controller, 0 clusters (fixed cost) | RSS ${base.controller.rssMB.end} MB, ${base.controller.milliCores} mCPU, ${base.requestsPerMinute.total} requests/min, ${base.writesPerMinute.excludingLease} writes/min + ${base.writesPerMinute.total - base.writesPerMinute.excludingLease} Lease renewals/min | | |`,
+  );
   for (const level of scale.levels) {
     const idle = level.idle;
-    const busy = level.convergedAtWindowEnd !== undefined && level.convergedAtWindowEnd < level.added ? `; **not idle: ${level.convergedAtWindowEnd}/${level.added} converged when the window ended**` : "";
+    const busy =
+      level.convergedAtWindowEnd !== undefined && level.convergedAtWindowEnd < level.added
+        ? `; **not idle: ${level.convergedAtWindowEnd}/${level.added} converged when the window ended**`
+        : "";
     const converge =
       level.convergence.allConvergedSeconds !== null
         ? `all ${level.added} new converged in ${level.convergence.allConvergedSeconds} s (per cluster p50 ${level.convergence.perClusterSeconds.p50} s)`
         : `**${level.convergence.converged}/${level.added} new converged** within the ${level.convergence.limitSeconds ?? "?"} s this level could wait${level.convergence.converged > 0 ? ` (per cluster p50 ${level.convergence.perClusterSeconds.p50} s)` : ""}${busy}`;
-    const target = level.clusters === 1000 ? `≤ 300 MB: ${mark(idle.controller.rssMB.max <= 300)}; ≤ 100 mCPU: ${mark(idle.controller.milliCores <= 100)}; 0 writes: ${mark(idle.writesPerMinute.excludingLease === 0)}` : "";
+    const target =
+      level.clusters === 1000
+        ? `≤ 300 MB: ${mark(idle.controller.rssMB.max <= 300)}; ≤ 100 mCPU: ${mark(idle.controller.milliCores <= 100)}; 0 writes: ${mark(idle.writesPerMinute.excludingLease === 0)}`
+        : "";
     rows.push(
-      `| ${level.clusters} clusters × 3 Machines (simulated workload side), ${busy ? "window" : "idle"} ${Math.round(idle.windowSeconds / 60 * 10) / 10} min | RSS **${idle.controller.rssMB.max} MB**, **${idle.controller.milliCores} mCPU** (API server ${idle.apiServer.milliCores} mCPU), ${idle.requestsPerMinute.total} requests/min, **${idle.writesPerMinute.excludingLease} writes/min** (+ Lease); reconcile p50 ${ms(idle.reconciles.durationMs.p50)}, p99 ${ms(idle.reconciles.durationMs.p99)}; each cluster looked at every ${idle.effectivePollSeconds ?? "–"} s; ${converge} | ${target} | ~${KCP.milliCoresPerIdleCluster * level.clusters} mCPU (${KCP.milliCoresPerIdleCluster * 10} mCPU per 10 idle clusters) |`,
+      `| ${level.clusters} clusters × 3 Machines (simulated workload side), ${busy ? "window" : "idle"} ${Math.round((idle.windowSeconds / 60) * 10) / 10} min | RSS **${idle.controller.rssMB.max} MB**, **${idle.controller.milliCores} mCPU** (API server ${idle.apiServer.milliCores} mCPU), ${idle.requestsPerMinute.total} requests/min, **${idle.writesPerMinute.excludingLease} writes/min** (+ Lease); reconcile p50 ${ms(idle.reconciles.durationMs.p50)}, p99 ${ms(idle.reconciles.durationMs.p99)}; each cluster looked at every ${idle.effectivePollSeconds ?? "–"} s; ${converge} | ${target} | ~${KCP.milliCoresPerIdleCluster * level.clusters} mCPU (${KCP.milliCoresPerIdleCluster * 10} mCPU per 10 idle clusters) |`,
     );
   }
   return rows;
@@ -111,7 +168,9 @@ function runLine(results: ResultEnvelope<unknown>[]): string {
   const first = results.reduce((a, b) => (a.startedAt < b.startedAt ? a : b));
   const last = results.reduce((a, b) => (a.finishedAt > b.finishedAt ? a : b));
   const machine = first.machineAtStart;
-  const loads = results.map((result) => `${result.benchmark} ${result.machineAtStart.loadavg[0]}→${result.machineAtEnd.loadavg[0]}`).join(", ");
+  const loads = results
+    .map((result) => `${result.benchmark} ${result.machineAtStart.loadavg[0]}→${result.machineAtEnd.loadavg[0]}`)
+    .join(", ");
   return `Run ${first.startedAt.slice(0, 16).replace("T", " ")}–${last.finishedAt.slice(11, 16)} UTC on ${machine.cpus} × ${machine.cpuModel}, ${Math.round(machine.memoryMB / 1024)} GB, ${machine.platform}, Node ${machine.node}. 1-minute load average at start→end of each benchmark: ${loads} (the machine has ${machine.cpus} CPUs).`;
 }
 
@@ -119,13 +178,17 @@ function charts(health?: ResultEnvelope<Health>, scale?: ResultEnvelope<Scale>, 
   if (steps) {
     const kinds = Object.keys(steps.results.stepLatencyMs);
     const svg = histograms(
-      kinds.map((kind) => ({ title: kind, values: steps.results.samples.filter((sample) => sample.kind === kind).map((sample) => sample.latencyMs) })),
+      kinds.map((kind) => ({
+        title: kind,
+        values: steps.results.samples.filter((sample) => sample.kind === kind).map((sample) => sample.latencyMs),
+      })),
       {
         title: "Quorum step latency: precondition observable → next call (real etcd members, controller defaults)",
         edges: [25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 20_000, 30_000],
         edgeLabel: (edge) => (edge >= 1000 ? `${edge / 1000}s` : `${edge}ms`),
         markers: [{ value: 20_000, label: "KCP requeues 15–30 s" }],
-        footnote: "Targets: p50 ≤ 50 ms, p99 ≤ 500 ms. KCP reacts on fixed requeues: 15 s after a failed preflight, 20 s while not ready, 30 s while deleting.",
+        footnote:
+          "Targets: p50 ≤ 50 ms, p99 ≤ 500 ms. KCP reacts on fixed requeues: 15 s after a failed preflight, 20 s while not ready, 30 s while deleting.",
       },
     );
     writeFileSync(join(resultsDir, "steps-latency.svg"), svg);
@@ -150,26 +213,71 @@ function charts(health?: ResultEnvelope<Health>, scale?: ResultEnvelope<Scale>, 
     writeFileSync(join(resultsDir, "health-rounds.svg"), svg);
   }
   if (scale) {
-    const points = [{ clusters: 0, idle: scale.results.baseline }, ...scale.results.levels.map((level) => ({ clusters: level.clusters, idle: level.idle }))];
+    const points = [
+      { clusters: 0, idle: scale.results.baseline },
+      ...scale.results.levels.map((level) => ({ clusters: level.clusters, idle: level.idle })),
+    ];
     const maxClusters = Math.max(...points.map((point) => point.clusters));
     const rss: Series[] = [
-      { label: "controller RSS, max over the idle window", points: points.map((point) => ({ x: point.clusters, y: point.idle.controller.rssMB.max })) },
-      { label: "target at 1,000 clusters: 300 MB", points: [{ x: 0, y: 300 }, { x: maxClusters, y: 300 }], dashed: true, reference: true },
+      {
+        label: "controller RSS, max over the idle window",
+        points: points.map((point) => ({ x: point.clusters, y: point.idle.controller.rssMB.max })),
+      },
+      {
+        label: "target at 1,000 clusters: 300 MB",
+        points: [
+          { x: 0, y: 300 },
+          { x: maxClusters, y: 300 },
+        ],
+        dashed: true,
+        reference: true,
+      },
     ];
     const cpu: Series[] = [
-      { label: "controller CPU at idle", points: points.map((point) => ({ x: point.clusters, y: point.idle.controller.milliCores })) },
-      { label: "API server CPU meanwhile", points: points.map((point) => ({ x: point.clusters, y: point.idle.apiServer.milliCores })) },
-      { label: "KCP anchor: 50 mCPU per 10 idle clusters", points: [{ x: 0, y: 0 }, { x: maxClusters, y: KCP.milliCoresPerIdleCluster * maxClusters }], dashed: true, reference: true, color: "#ea580c" },
-      { label: "target at 1,000 clusters: 100 mCPU", points: [{ x: 0, y: 100 }, { x: maxClusters, y: 100 }], dashed: true, reference: true },
+      {
+        label: "controller CPU at idle",
+        points: points.map((point) => ({ x: point.clusters, y: point.idle.controller.milliCores })),
+      },
+      {
+        label: "API server CPU meanwhile",
+        points: points.map((point) => ({ x: point.clusters, y: point.idle.apiServer.milliCores })),
+      },
+      {
+        label: "KCP anchor: 50 mCPU per 10 idle clusters",
+        points: [
+          { x: 0, y: 0 },
+          { x: maxClusters, y: KCP.milliCoresPerIdleCluster * maxClusters },
+        ],
+        dashed: true,
+        reference: true,
+        color: "#ea580c",
+      },
+      {
+        label: "target at 1,000 clusters: 100 mCPU",
+        points: [
+          { x: 0, y: 100 },
+          { x: maxClusters, y: 100 },
+        ],
+        dashed: true,
+        reference: true,
+      },
     ];
-    const busy = scale.results.levels.filter((level) => level.convergedAtWindowEnd !== undefined && level.convergedAtWindowEnd < level.added).map((level) => String(level.clusters));
-    const cpuMax = Math.max(...points.map((point) => Math.max(point.idle.controller.milliCores, point.idle.apiServer.milliCores))) * 1.3;
+    const busy = scale.results.levels
+      .filter((level) => level.convergedAtWindowEnd !== undefined && level.convergedAtWindowEnd < level.added)
+      .map((level) => String(level.clusters));
+    const cpuMax =
+      Math.max(...points.map((point) => Math.max(point.idle.controller.milliCores, point.idle.apiServer.milliCores))) *
+      1.3;
     const svg = lineCharts(
       [
         { title: "Controller memory vs number of clusters", yLabel: "RSS (MB)", series: rss },
         { title: "CPU at idle vs number of clusters", yLabel: "millicores", series: cpu, yMax: Math.max(200, cpuMax) },
       ],
-      { title: "Scale: QuorumControlPlanes × 3 Machines, real kube-apiserver, SIMULATED workload etcd and Nodes", xLabel: "QuorumControlPlanes", footnote: `Levels are cumulative in one controller process; CPU from /proc over each idle window. The KCP line leaves the chart: at ${maxClusters} clusters it is ${KCP.milliCoresPerIdleCluster * maxClusters} mCPU.${busy.length > 0 ? ` Not idle: at ${busy.join(" and ")} clusters some were still converging during the window (see the table).` : ""}` },
+      {
+        title: "Scale: QuorumControlPlanes × 3 Machines, real kube-apiserver, SIMULATED workload etcd and Nodes",
+        xLabel: "QuorumControlPlanes",
+        footnote: `Levels are cumulative in one controller process; CPU from /proc over each idle window. The KCP line leaves the chart: at ${maxClusters} clusters it is ${KCP.milliCoresPerIdleCluster * maxClusters} mCPU.${busy.length > 0 ? ` Not idle: at ${busy.join(" and ")} clusters some were still converging during the window (see the table).` : ""}`,
+      },
     );
     writeFileSync(join(resultsDir, "scale-resources.svg"), svg);
   }
@@ -206,7 +314,10 @@ function main(): void {
   const end = "<!-- bench:table:end -->";
   const from = readme.indexOf(start);
   const to = readme.indexOf(end);
-  if (from < 0 || to < from) throw new Error(`${readmePath} has no ${start} … ${end} section: restore it from git, the table is written between those markers`);
+  if (from < 0 || to < from)
+    throw new Error(
+      `${readmePath} has no ${start} … ${end} section: restore it from git, the table is written between those markers`,
+    );
   writeFileSync(readmePath, `${readme.slice(0, from + start.length)}\n${table}\n${readme.slice(to)}`);
   process.stderr.write(`[bench report] wrote the table in ${readmePath} and the charts in ${resultsDir}\n`);
 }

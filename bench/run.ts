@@ -10,7 +10,10 @@ import { benchDir, progress } from "./lib/results.ts";
 const ALL = ["health", "steps", "scale"] as const;
 
 function main(): number {
-  const only = (process.env.BENCH_ONLY ?? "").split(",").map((name) => name.trim()).filter(Boolean);
+  const only = (process.env.BENCH_ONLY ?? "")
+    .split(",")
+    .map((name) => name.trim())
+    .filter(Boolean);
   const unknown = only.filter((name) => !(ALL as readonly string[]).includes(name));
   if (unknown.length > 0) {
     process.stderr.write(`BENCH_ONLY: unknown benchmark ${unknown.join(", ")} (known: ${ALL.join(", ")})\n`);
@@ -23,9 +26,15 @@ function main(): number {
   const deadlineAt = String(started + budgetMinutes * 60_000);
   for (const name of selected) {
     progress("run", `${name}: starting`);
-    const run = spawnSync(process.execPath, ["--import", "tsx", join(benchDir, name, "run.ts")], { stdio: "inherit", env: { ...process.env, BENCH_DEADLINE_AT: deadlineAt } });
+    const run = spawnSync(process.execPath, ["--import", "tsx", join(benchDir, name, "run.ts")], {
+      stdio: "inherit",
+      env: { ...process.env, BENCH_DEADLINE_AT: deadlineAt },
+    });
     if (run.status !== 0) failed.push(`${name} (exit ${run.status ?? run.signal})`);
-    progress("run", `${name}: ${run.status === 0 ? "done" : "FAILED"} after ${Math.round((Date.now() - started) / 1000)} s in total`);
+    progress(
+      "run",
+      `${name}: ${run.status === 0 ? "done" : "FAILED"} after ${Math.round((Date.now() - started) / 1000)} s in total`,
+    );
   }
   const report = spawnSync(process.execPath, ["--import", "tsx", join(benchDir, "report.ts")], { stdio: "inherit" });
   if (report.status !== 0) failed.push("report");

@@ -29,27 +29,41 @@ async function apply(stack: E2EStack, file: string): Promise<ManifestObject[]> {
     const namespace = object.metadata.namespace ?? "default";
     const prefix = object.apiVersion.includes("/") ? `/apis/${object.apiVersion}` : `/api/${object.apiVersion}`;
     const plural = `${object.kind.toLowerCase()}s`;
-    const response = await kubeRequest(stack.kubeConfig, `${prefix}/namespaces/${namespace}/${plural}`, { method: "POST", body: object });
+    const response = await kubeRequest(stack.kubeConfig, `${prefix}/namespaces/${namespace}/${plural}`, {
+      method: "POST",
+      body: object,
+    });
     if (response.status !== 201 && response.status !== 409) {
-      throw new Error(`applying ${object.kind} ${namespace}/${object.metadata.name} from ${file} failed with HTTP ${response.status}: ${statusMessage(response)}`);
+      throw new Error(
+        `applying ${object.kind} ${namespace}/${object.metadata.name} from ${file} failed with HTTP ${response.status}: ${statusMessage(response)}`,
+      );
     }
     say(`  ${object.kind.toLowerCase()}/${object.metadata.name} ${response.status === 201 ? "created" : "unchanged"}`);
   }
   return objects;
 }
 
-function view(qcp: QuorumControlPlane | undefined, machines: { name: string; phase: string; address: string; version: string; deleting: boolean }[]): string {
+function view(
+  qcp: QuorumControlPlane | undefined,
+  machines: { name: string; phase: string; address: string; version: string; deleting: boolean }[],
+): string {
   if (!qcp) return "  (waiting for the QuorumControlPlane)";
   const status = qcp.status ?? {};
   const quorum = status.etcd?.quorum;
   const lines = [
     `  spec: ${qcp.spec.replicas} replicas at ${qcp.spec.version}; Machines ${machines.length}, up to date ${status.upToDateReplicas ?? 0}, ready ${status.readyReplicas ?? 0}` +
-      (quorum ? `; etcd ${quorum.healthyVoters}/${quorum.voters} voters healthy (quorum ${quorum.quorumSize}, tolerates ${quorum.failuresTolerated})` : ""),
+      (quorum
+        ? `; etcd ${quorum.healthyVoters}/${quorum.voters} voters healthy (quorum ${quorum.quorumSize}, tolerates ${quorum.failuresTolerated})`
+        : ""),
   ];
   for (const machine of machines) {
     const member = status.etcd?.members?.find((candidate) => candidate.machine === machine.name);
-    const memberText = member ? `member ${member.learner ? "learner" : "voter"}${member.leader ? " (leader)" : ""}${member.healthy ? "" : " UNHEALTHY"}` : "no member";
-    lines.push(`    ${machine.name.padEnd(34)} ${machine.version.padEnd(8)} ${(machine.deleting ? "Deleting" : machine.phase).padEnd(18)} ${machine.address.padEnd(15)} ${memberText}`);
+    const memberText = member
+      ? `member ${member.learner ? "learner" : "voter"}${member.leader ? " (leader)" : ""}${member.healthy ? "" : " UNHEALTHY"}`
+      : "no member";
+    lines.push(
+      `    ${machine.name.padEnd(34)} ${machine.version.padEnd(8)} ${(machine.deleting ? "Deleting" : machine.phase).padEnd(18)} ${machine.address.padEnd(15)} ${memberText}`,
+    );
   }
   for (const member of status.etcd?.members?.filter((candidate) => !candidate.machine) ?? []) {
     lines.push(`    ${"(no Machine)".padEnd(34)} member ${member.name || member.id}: ${member.state ?? ""}`);
@@ -70,7 +84,9 @@ async function main(): Promise<void> {
   let stopping = false;
   process.prependOnceListener("SIGINT", () => {
     stopping = true;
-    say("\nCtrl-C: stopping Quorum, the provider (and every Machine's etcd and kube-apiserver), CAPI and the management plane");
+    say(
+      "\nCtrl-C: stopping Quorum, the provider (and every Machine's etcd and kube-apiserver), CAPI and the management plane",
+    );
   });
   await stack.startQuorum({ logFormat: "text" });
   say(`Management cluster: ${stack.apiServer.url} (kubeconfig ${kubeconfig})`);
@@ -120,7 +136,9 @@ async function main(): Promise<void> {
       qcp.status?.upToDateReplicas === qcp.spec.replicas;
     if (converged && !ready && everReady) {
       ready = true;
-      say(`${clock()} converged again: ${qcp.spec.replicas} Machines at ${qcp.spec.version}, etcd ${members.length}/${members.length} voters healthy`);
+      say(
+        `${clock()} converged again: ${qcp.spec.replicas} Machines at ${qcp.spec.version}, etcd ${members.length}/${members.length} voters healthy`,
+      );
     } else if (converged && !ready) {
       ready = true;
       everReady = true;
@@ -140,7 +158,10 @@ This view keeps showing every step. Ctrl-C stops everything this command started
     }
     for (const quorum of stack.quorums) {
       const exit = stopping ? undefined : quorum.process.exitStatus();
-      if (exit) throw new Error(`Quorum exited with ${exit.code ?? exit.signal}; last log lines:\n${quorum.process.lastLogLines(20)}`);
+      if (exit)
+        throw new Error(
+          `Quorum exited with ${exit.code ?? exit.signal}; last log lines:\n${quorum.process.lastLogLines(20)}`,
+        );
     }
     await sleep(1_000);
   }

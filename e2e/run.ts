@@ -22,10 +22,19 @@ async function runOne(definition: (typeof scenarios)[number]): Promise<ScenarioR
     const rollouts = scenario.operations.filter((operation) => operation.rollout);
     const ok = rollouts.reduce((sum, operation) => sum + operation.client.ok, 0);
     const total = rollouts.reduce((sum, operation) => sum + operation.client.total, 0);
-    scenario.check(total === 0 || ok / total >= MIN_CLIENT_RATIO, `the client through the load balancer got ≥ ${MIN_CLIENT_RATIO * 100}% of its requests answered during rollouts (${ok}/${total})`);
-    scenario.check(scenario.monitor.losses().length === 0, `etcd never lost quorum in ${scenario.monitor.samples.length} samples`);
+    scenario.check(
+      total === 0 || ok / total >= MIN_CLIENT_RATIO,
+      `the client through the load balancer got ≥ ${MIN_CLIENT_RATIO * 100}% of its requests answered during rollouts (${ok}/${total})`,
+    );
+    scenario.check(
+      scenario.monitor.losses().length === 0,
+      `etcd never lost quorum in ${scenario.monitor.samples.length} samples`,
+    );
     leaks = await scenario.finish(replicas);
-    scenario.check(leaks.length === 0, `nothing leaked (${leaks.join("; ") || "no member, Machine or process left over"})`);
+    scenario.check(
+      leaks.length === 0,
+      `nothing leaked (${leaks.join("; ") || "no member, Machine or process left over"})`,
+    );
   } catch (caught) {
     error = caught instanceof Error ? caught.message : String(caught);
     scenario.log(`FAILED: ${error}`);
@@ -65,10 +74,25 @@ async function runOne(definition: (typeof scenarios)[number]): Promise<ScenarioR
     wallMs: Date.now() - scenario.startedAt,
     operations: scenario.operations,
     steps,
-    latency: { count: steps.length, p50Ms: percentile(steps.map((step) => step.latencyMs), 50), p99Ms: percentile(steps.map((step) => step.latencyMs), 99) },
+    latency: {
+      count: steps.length,
+      p50Ms: percentile(
+        steps.map((step) => step.latencyMs),
+        50,
+      ),
+      p99Ms: percentile(
+        steps.map((step) => step.latencyMs),
+        99,
+      ),
+    },
     keysWritten: scenario.workload?.keysWritten ?? 0,
     lostKeys: scenario.operations.reduce((sum, operation) => Math.max(sum, operation.lostKeys), 0),
-    client: { total, ok, ratio: total === 0 ? 1 : ok / total, retried: rollouts.reduce((sum, operation) => sum + operation.client.retried, 0) },
+    client: {
+      total,
+      ok,
+      ratio: total === 0 ? 1 : ok / total,
+      retried: rollouts.reduce((sum, operation) => sum + operation.client.retried, 0),
+    },
     quorumLosses: scenario.monitor?.losses().length ?? 0,
     leaderlessSamples: scenario.monitor?.leaderless().length ?? 0,
     quorumSamples: scenario.monitor?.samples.length ?? 0,
@@ -88,7 +112,10 @@ function keepLogs(scenario: Scenario): string {
   rmSync(target, { recursive: true, force: true });
   mkdirSync(target, { recursive: true });
   const stack = scenario.stack;
-  cpSync(stack.dir, target, { recursive: true, filter: (source) => !/etcd-data|apiserver-certs|\.(key|crt|pub)$/.test(source) });
+  cpSync(stack.dir, target, {
+    recursive: true,
+    filter: (source) => !/etcd-data|apiserver-certs|\.(key|crt|pub)$/.test(source),
+  });
   for (const [file, name] of [
     [stack.capi.logFile, "capi-manager.log"],
     [stack.apiServer.process.logFile, "management-kube-apiserver.log"],
@@ -99,22 +126,30 @@ function keepLogs(scenario: Scenario): string {
 }
 
 async function main(): Promise<void> {
-  const wanted = [...process.argv.slice(2), ...(process.env.E2E_SCENARIOS ?? "").split(",")].map((name) => name.trim()).filter(Boolean);
+  const wanted = [...process.argv.slice(2), ...(process.env.E2E_SCENARIOS ?? "").split(",")]
+    .map((name) => name.trim())
+    .filter(Boolean);
   const unknown = wanted.filter((name) => !scenarios.some((scenario) => scenario.name === name));
-  if (unknown.length > 0) throw new Error(`unknown scenario ${unknown.join(", ")}: choose among ${scenarios.map((scenario) => scenario.name).join(", ")}`);
+  if (unknown.length > 0)
+    throw new Error(
+      `unknown scenario ${unknown.join(", ")}: choose among ${scenarios.map((scenario) => scenario.name).join(", ")}`,
+    );
   const selected = wanted.length > 0 ? scenarios.filter((scenario) => wanted.includes(scenario.name)) : scenarios;
   const started = Date.now();
   const results: ScenarioResult[] = [];
   for (const definition of selected) results.push(await runOne(definition));
   const header = `Quorum end-to-end: ${results.filter((result) => result.passed).length}/${results.length} scenarios passed in ${((Date.now() - started) / 60_000).toFixed(1)} min (Quorum --etcd-poll-interval 1s; latency = last observable change → controller decision)`;
   process.stdout.write(`\n${summaryTable(results, header)}\n`);
-  const file = writeResults(resultsDir, results, { startedAt: new Date(started).toISOString(), wallMs: Date.now() - started });
+  const file = writeResults(resultsDir, results, {
+    startedAt: new Date(started).toISOString(),
+    wallMs: Date.now() - started,
+  });
   process.stdout.write(`\nresults: ${file}\n`);
   // Stray handles (etcd3 channels, timers) must not keep the suite alive; the harness kills what is left on exit.
   process.exit(results.every((result) => result.passed) ? 0 : 1);
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`e2e: ${error instanceof Error ? error.stack ?? error.message : String(error)}\n`);
+  process.stderr.write(`e2e: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
   process.exit(2);
 });

@@ -96,15 +96,19 @@ export function parseFlags(argv: string[], env: NodeJS.ProcessEnv = process.env)
     },
   });
   const concurrency = Number(values.concurrency);
-  if (!Number.isInteger(concurrency) || concurrency < 1) throw new Error(`--concurrency must be a whole number >= 1 (got "${values.concurrency}")`);
+  if (!Number.isInteger(concurrency) || concurrency < 1)
+    throw new Error(`--concurrency must be a whole number >= 1 (got "${values.concurrency}")`);
   const logLevel = values["log-level"];
-  if (!["debug", "info", "warn", "error"].includes(logLevel)) throw new Error(`--log-level must be debug, info, warn or error (got "${logLevel}")`);
+  if (!["debug", "info", "warn", "error"].includes(logLevel))
+    throw new Error(`--log-level must be debug, info, warn or error (got "${logLevel}")`);
   const metricsSecure = values["metrics-secure"];
-  if (metricsSecure !== "true" && metricsSecure !== "false") throw new Error(`--metrics-secure must be true or false (got "${metricsSecure}")`);
+  if (metricsSecure !== "true" && metricsSecure !== "false")
+    throw new Error(`--metrics-secure must be true or false (got "${metricsSecure}")`);
   const logFormat = values["log-format"];
-  if (logFormat !== "json" && logFormat !== "text") throw new Error(`--log-format must be json or text (got "${logFormat}")`);
+  if (logFormat !== "json" && logFormat !== "text")
+    throw new Error(`--log-format must be json or text (got "${logFormat}")`);
   return {
-    ...(values.kubeconfig ?? env.KUBECONFIG ? { kubeconfig: values.kubeconfig ?? env.KUBECONFIG } : {}),
+    ...((values.kubeconfig ?? env.KUBECONFIG) ? { kubeconfig: values.kubeconfig ?? env.KUBECONFIG } : {}),
     ...(values.namespace ? { namespace: values.namespace } : {}),
     ...(values["watch-filter"] ? { watchFilter: values["watch-filter"] } : {}),
     leaderElect: values["leader-elect"],
@@ -125,7 +129,8 @@ export function parseFlags(argv: string[], env: NodeJS.ProcessEnv = process.env)
 
 function durationFlag(name: string, text: string): number {
   const ms = parseDuration(text);
-  if (ms === undefined || ms <= 0) throw new Error(`${name} must be a positive duration such as 500ms, 10s or 1m (got "${text}")`);
+  if (ms === undefined || ms <= 0)
+    throw new Error(`${name} must be a positive duration such as 500ms, 10s or 1m (got "${text}")`);
   const bounds = DURATION_FLAG_BOUNDS[name];
   if (bounds && (ms < parseDuration(bounds.min)! || ms > parseDuration(bounds.max)!)) {
     throw new Error(`${name} must be between ${bounds.min} and ${bounds.max} (got "${text}"): ${bounds.why}`);
@@ -139,6 +144,7 @@ export function parseBindAddress(flag: string, value: string): { host: string; p
   const separator = value.lastIndexOf(":");
   const host = separator <= 0 ? "0.0.0.0" : value.slice(0, separator).replace(/^\[|\]$/g, "");
   const port = Number(value.slice(separator + 1));
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`${flag} must be HOST:PORT or "0" to disable (got "${value}")`);
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    throw new Error(`${flag} must be HOST:PORT or "0" to disable (got "${value}")`);
   return { host, port };
 }

@@ -25,23 +25,35 @@ function createLogger(flags: Flags): winston.Logger {
       ? winston.format.combine(winston.format.timestamp(), winston.format.json())
       : winston.format.combine(
           winston.format.timestamp(),
-          winston.format.printf(({ timestamp, level, message, ...meta }) => `${String(timestamp)} ${level.toUpperCase().padEnd(5)} ${String(message)}${Object.keys(meta).length ? ` ${JSON.stringify(meta)}` : ""}`),
+          winston.format.printf(
+            ({ timestamp, level, message, ...meta }) =>
+              `${String(timestamp)} ${level.toUpperCase().padEnd(5)} ${String(message)}${Object.keys(meta).length ? ` ${JSON.stringify(meta)}` : ""}`,
+          ),
         );
-  return winston.createLogger({ level: flags.logLevel, format, transports: [new winston.transports.Console({ stderrLevels: ["error", "warn", "info", "debug"] })] });
+  return winston.createLogger({
+    level: flags.logLevel,
+    format,
+    transports: [new winston.transports.Console({ stderrLevels: ["error", "warn", "info", "debug"] })],
+  });
 }
 
 function loadKubeConfig(flags: Flags): KubeConfig {
   const kubeConfig = new KubeConfig();
   if (flags.kubeconfig) kubeConfig.loadFromFile(flags.kubeconfig);
   else kubeConfig.loadFromDefault();
-  if (!kubeConfig.getCurrentCluster()) throw new Error("no management cluster: pass --kubeconfig FILE, set KUBECONFIG, or run in a pod with a service account");
+  if (!kubeConfig.getCurrentCluster())
+    throw new Error(
+      "no management cluster: pass --kubeconfig FILE, set KUBECONFIG, or run in a pod with a service account",
+    );
   return reuseConnections(kubeConfig);
 }
 
 /** HTTPS and the API server's say on who reads /metrics, unless --metrics-secure=false. */
 async function metricsSecurity(flags: Flags, rest: KubeRest): Promise<ServerSecurity> {
   if (!flags.metricsSecure) return {};
-  const tls = flags.metricsCertDir ? servingCertificateFromDir(flags.metricsCertDir) : await selfSignedServingCertificate();
+  const tls = flags.metricsCertDir
+    ? servingCertificateFromDir(flags.metricsCertDir)
+    : await selfSignedServingCertificate();
   return { tls, authorize: kubeMetricsAuthorizer(rest) };
 }
 
@@ -57,7 +69,12 @@ async function main(argv: string[]): Promise<void> {
   const management = new ManagementClient(kubeConfig);
   const rest = new KubeRest(kubeConfig);
   // Cluster Secrets are read on every reconcile: from a watch-backed cache (CAPI's own selector), not the API server.
-  const secrets = new CachedSecretStore({ inner: coreV1SecretStore(kubeConfig.makeApiClient(CoreV1Api)), rest, ...(flags.namespace ? { namespace: flags.namespace } : {}), informer: { logger: log } });
+  const secrets = new CachedSecretStore({
+    inner: coreV1SecretStore(kubeConfig.makeApiClient(CoreV1Api)),
+    rest,
+    ...(flags.namespace ? { namespace: flags.namespace } : {}),
+    informer: { logger: log },
+  });
   secrets.start();
   const workload = new ClusterWorkloadAccess({ secrets, etcdCallDeadlineMs: flags.etcdCallTimeoutMs, log });
   const controller = quorumController({
@@ -78,7 +95,15 @@ async function main(argv: string[]): Promise<void> {
     controllers: [controller],
     rest,
     // POD_NAME (from the downward API) is unique per replica and readable in `kubectl get lease`.
-    ...(flags.leaderElect ? { leaderElection: { namespace: flags.leaderElectionNamespace, name: flags.leaderElectionId, ...(process.env.POD_NAME ? { identity: process.env.POD_NAME } : {}) } } : {}),
+    ...(flags.leaderElect
+      ? {
+          leaderElection: {
+            namespace: flags.leaderElectionNamespace,
+            name: flags.leaderElectionId,
+            ...(process.env.POD_NAME ? { identity: process.env.POD_NAME } : {}),
+          },
+        }
+      : {}),
     queue: { concurrency: flags.concurrency },
     logger: log,
     onEvent: (event) => {
@@ -91,10 +116,26 @@ async function main(argv: string[]): Promise<void> {
 
   const servers: Server[] = [];
   const metricsAddress = parseBindAddress("--metrics-bind-address", flags.metricsBindAddress);
-  if (metricsAddress) servers.push(await startHttpServer(metricsAddress.host, metricsAddress.port, { registry: metrics.registry }, await metricsSecurity(flags, rest)));
+  if (metricsAddress)
+    servers.push(
+      await startHttpServer(
+        metricsAddress.host,
+        metricsAddress.port,
+        { registry: metrics.registry },
+        await metricsSecurity(flags, rest),
+      ),
+    );
   const probeAddress = parseBindAddress("--health-probe-bind-address", flags.healthProbeBindAddress);
-  if (probeAddress) servers.push(await startHttpServer(probeAddress.host, probeAddress.port, { probes: { healthy: () => true, ready: () => !flags.leaderElect || manager.isReady() || !manager.isLeader() } }));
-  const depthTimer = setInterval(() => metrics.queueDepth.set(Object.values(manager.queueDepths()).reduce((sum, depth) => sum + depth, 0)), 1000);
+  if (probeAddress)
+    servers.push(
+      await startHttpServer(probeAddress.host, probeAddress.port, {
+        probes: { healthy: () => true, ready: () => !flags.leaderElect || manager.isReady() || !manager.isLeader() },
+      }),
+    );
+  const depthTimer = setInterval(
+    () => metrics.queueDepth.set(Object.values(manager.queueDepths()).reduce((sum, depth) => sum + depth, 0)),
+    1000,
+  );
   depthTimer.unref();
 
   manager.stopOnSignals(["SIGTERM", "SIGINT"], (code) => {
@@ -102,7 +143,14 @@ async function main(argv: string[]): Promise<void> {
     log.info("stopped", { code });
     void Promise.all([workload.closeAll(), secrets.stop()]).finally(() => process.exit(code));
   });
-  log.info("quorum controller starting", { leaderElect: flags.leaderElect, namespace: flags.namespace ?? "(all)", concurrency: flags.concurrency, metrics: metricsAddress ? `${flags.metricsSecure ? "https" : "http"}://${metricsAddress.host}:${metricsAddress.port}/metrics` : "off" });
+  log.info("quorum controller starting", {
+    leaderElect: flags.leaderElect,
+    namespace: flags.namespace ?? "(all)",
+    concurrency: flags.concurrency,
+    metrics: metricsAddress
+      ? `${flags.metricsSecure ? "https" : "http"}://${metricsAddress.host}:${metricsAddress.port}/metrics`
+      : "off",
+  });
   manager.start();
 }
 

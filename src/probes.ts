@@ -19,7 +19,12 @@ export interface ServerSecurity {
   authorize?: MetricsAuthorizer;
 }
 
-export function startHttpServer(host: string, port: number, routes: { registry?: Registry; probes?: ProbeState }, security: ServerSecurity = {}): Promise<Server> {
+export function startHttpServer(
+  host: string,
+  port: number,
+  routes: { registry?: Registry; probes?: ProbeState },
+  security: ServerSecurity = {},
+): Promise<Server> {
   const handler: RequestListener = (request, response) => {
     const path = (request.url ?? "/").split("?")[0];
     if (path === "/metrics" && routes.registry) {
@@ -33,19 +38,31 @@ export function startHttpServer(host: string, port: number, routes: { registry?:
     }
     response.writeHead(404, { "Content-Type": "text/plain" }).end("not found");
   };
-  const server: Server = security.tls ? createHttpsServer({ cert: security.tls.certPem, key: security.tls.keyPem, minVersion: "TLSv1.2" }, handler) : createServer(handler);
+  const server: Server = security.tls
+    ? createHttpsServer({ cert: security.tls.certPem, key: security.tls.keyPem, minVersion: "TLSv1.2" }, handler)
+    : createServer(handler);
   return new Promise((resolve, reject) => {
     server.once("error", reject);
     server.listen(port, host, () => resolve(server));
   });
 }
 
-function serveMetrics(registry: Registry, authorize: MetricsAuthorizer | undefined, request: IncomingMessage, response: ServerResponse): void {
+function serveMetrics(
+  registry: Registry,
+  authorize: MetricsAuthorizer | undefined,
+  request: IncomingMessage,
+  response: ServerResponse,
+): void {
   const access = authorize ? authorize(request.headers.authorization) : Promise.resolve({ allowed: true as const });
   access
     .then(async (verdict) => {
       if (!verdict.allowed) {
-        response.writeHead(verdict.status, { "Content-Type": "text/plain", ...(verdict.status === 401 ? { "WWW-Authenticate": 'Bearer realm="quorum-metrics"' } : {}) }).end(`${verdict.message}\n`);
+        response
+          .writeHead(verdict.status, {
+            "Content-Type": "text/plain",
+            ...(verdict.status === 401 ? { "WWW-Authenticate": 'Bearer realm="quorum-metrics"' } : {}),
+          })
+          .end(`${verdict.message}\n`);
         return;
       }
       const text = await registry.metrics();

@@ -58,34 +58,56 @@ interface HealthResults {
 }
 
 async function main(): Promise<void> {
-  const result = startResult(NAME, "etcd health round (observeEtcd: member list + per-member status + alarms) on a real 5-member TLS etcd, healthy / one member killed / one member paused", {
-    deadlineMs,
-    healthyRounds,
-    faultRounds,
-    members: 5,
-  });
-  progress(NAME, `starting a 5-member TLS etcd (deadline ${deadlineMs} ms, ${healthyRounds} healthy and ${faultRounds} fault rounds per series)`);
+  const result = startResult(
+    NAME,
+    "etcd health round (observeEtcd: member list + per-member status + alarms) on a real 5-member TLS etcd, healthy / one member killed / one member paused",
+    {
+      deadlineMs,
+      healthyRounds,
+      faultRounds,
+      members: 5,
+    },
+  );
+  progress(
+    NAME,
+    `starting a 5-member TLS etcd (deadline ${deadlineMs} ms, ${healthyRounds} healthy and ${faultRounds} fault rounds per series)`,
+  );
   const cluster = await startEtcdCluster({ members: 5, tls: true, namePrefix: "bench-" });
   let access: ClusterWorkloadAccess | undefined;
   try {
     const ca = cluster.ca;
-    if (!ca) throw new Error("etcd bench cluster: started without TLS, so there is no CA to issue Quorum's client certificate from");
+    if (!ca)
+      throw new Error(
+        "etcd bench cluster: started without TLS, so there is no CA to issue Quorum's client certificate from",
+      );
     // The user brings the etcd CA as the cluster's `<cluster>-etcd` Secret; Quorum issues its own client certificate.
     const secrets = new MemorySecretStore();
     secrets.seed("bench", "health-etcd", { "tls.crt": ca.certPem, "tls.key": ca.keyPem });
     access = new ClusterWorkloadAccess({ secrets, etcdCallDeadlineMs: deadlineMs, log: silentLogger });
     const credentials = await new EtcdClientCertificates(secrets).get("bench", "health", new Date());
-    const open = () => createEtcdClusterClient({ endpoints: cluster.endpoints(), credentials, callDeadlineMs: deadlineMs, context: "etcd of cluster bench/health" });
+    const open = () =>
+      createEtcdClusterClient({
+        endpoints: cluster.endpoints(),
+        credentials,
+        callDeadlineMs: deadlineMs,
+        context: "etcd of cluster bench/health",
+      });
     const kept = keptClient(access, cluster);
     await warmUp(open, kept);
 
     const healthy = await measureBoth(open, kept, healthyRounds, undefined);
-    progress(NAME, `healthy: kept client p50 ${healthy.reusedClient.roundMs.p50} ms, p95 ${healthy.reusedClient.roundMs.p95} ms; fresh client p50 ${healthy.freshClient.roundMs.p50} ms, p95 ${healthy.freshClient.roundMs.p95} ms`);
+    progress(
+      NAME,
+      `healthy: kept client p50 ${healthy.reusedClient.roundMs.p50} ms, p95 ${healthy.reusedClient.roundMs.p95} ms; fresh client p50 ${healthy.freshClient.roundMs.p50} ms, p95 ${healthy.freshClient.roundMs.p95} ms`,
+    );
 
     const victimKilled = await follower(cluster, open);
     await victimKilled.member.kill();
     const killed = await measureBoth(open, kept, faultRounds, victimKilled.id);
-    progress(NAME, `one killed: kept client max ${killed.reusedClient.roundMs.max} ms (${killed.reusedClient.ratioToDeadline.max}× deadline), fresh max ${killed.freshClient.roundMs.max} ms`);
+    progress(
+      NAME,
+      `one killed: kept client max ${killed.reusedClient.roundMs.max} ms (${killed.reusedClient.ratioToDeadline.max}× deadline), fresh max ${killed.freshClient.roundMs.max} ms`,
+    );
     await victimKilled.member.start();
     // Through the kept client: a member that comes back must be seen by the controller's client, not only by a new one.
     await waitAllHealthy(kept, cluster);
@@ -94,7 +116,10 @@ async function main(): Promise<void> {
     victimPaused.member.pause();
     const paused = await measureBoth(open, kept, faultRounds, victimPaused.id);
     victimPaused.member.resume();
-    progress(NAME, `one paused: kept client max ${paused.reusedClient.roundMs.max} ms (${paused.reusedClient.ratioToDeadline.max}× deadline), fresh max ${paused.freshClient.roundMs.max} ms`);
+    progress(
+      NAME,
+      `one paused: kept client max ${paused.reusedClient.roundMs.max} ms (${paused.reusedClient.ratioToDeadline.max}× deadline), fresh max ${paused.freshClient.roundMs.max} ms`,
+    );
 
     const results: HealthResults = {
       deadlineMs,
@@ -112,7 +137,10 @@ async function main(): Promise<void> {
       "The killed and the paused member are followers, so no election runs during the rounds; a killed leader adds etcd's election (about 1 s with default flags) to the rounds that follow it, which is etcd's time, not the health check's.",
       "reusedClient is what a reconcile does: ClusterWorkloadAccess.etcd() leases the client kept for the cluster (connections stay open between reconciles; a member whose call failed gets a new connection on its next call), and close() hands it back. freshClient opens and closes a client per round (TLS handshakes to every member each round), as reconciles did before, for comparison. The verdict is judged on reusedClient.",
     ];
-    if (!results.verdict.healthyMet) notes.push(`Healthy p95 ${healthy.reusedClient.roundMs.p95} ms with the kept client misses the 50 ms target (fresh client: ${healthy.freshClient.roundMs.p95} ms); see machineAtStart.loadavg: the machine was likely loaded.`);
+    if (!results.verdict.healthyMet)
+      notes.push(
+        `Healthy p95 ${healthy.reusedClient.roundMs.p95} ms with the kept client misses the 50 ms target (fresh client: ${healthy.freshClient.roundMs.p95} ms); see machineAtStart.loadavg: the machine was likely loaded.`,
+      );
     const path = result.finish(results, notes);
     progress(NAME, `wrote ${path}`);
   } finally {
@@ -125,7 +153,12 @@ async function main(): Promise<void> {
 type KeptClient = <T>(use: (client: EtcdClusterClient) => Promise<T>) => Promise<T>;
 
 function keptClient(access: ClusterWorkloadAccess, cluster: EtcdCluster): KeptClient {
-  const controlPlane = { apiVersion: "controlplane.cluster.x-k8s.io/v1beta1", kind: "QuorumControlPlane", metadata: { name: "health", namespace: "bench", uid: "bench-health" }, spec: {} } as unknown as QuorumControlPlane;
+  const controlPlane = {
+    apiVersion: "controlplane.cluster.x-k8s.io/v1beta1",
+    kind: "QuorumControlPlane",
+    metadata: { name: "health", namespace: "bench", uid: "bench-health" },
+    spec: {},
+  } as unknown as QuorumControlPlane;
   const workloadCluster: Cluster = { metadata: { name: "health", namespace: "bench" }, spec: {} };
   return async (use) => {
     const client = await access.etcd(controlPlane, workloadCluster, cluster.endpoints());
@@ -148,7 +181,12 @@ async function warmUp(open: () => EtcdClusterClient, kept: KeptClient): Promise<
   }
 }
 
-async function measureBoth(open: () => EtcdClusterClient, kept: KeptClient, rounds: number, faultyId: string | undefined) {
+async function measureBoth(
+  open: () => EtcdClusterClient,
+  kept: KeptClient,
+  rounds: number,
+  faultyId: string | undefined,
+) {
   const freshClient = await measure(rounds, faultyId, async (round) => {
     const client = open();
     try {
@@ -168,12 +206,19 @@ type Round = (client: EtcdClusterClient) => Promise<boolean>;
  * Times each round from getting the client to closing it, like a reconcile's look at etcd: for the kept client
  * that includes taking the lease and the credentials check behind it; for a fresh one, opening and closing it.
  */
-async function measure(rounds: number, faultyId: string | undefined, withClient: (round: Round) => Promise<boolean>): Promise<SeriesResult> {
+async function measure(
+  rounds: number,
+  faultyId: string | undefined,
+  withClient: (round: Round) => Promise<boolean>,
+): Promise<SeriesResult> {
   const samples: number[] = [];
   let correctRounds = 0;
   const round: Round = async (client) => {
     const observed = await observeEtcd(client);
-    return observed.ok && observed.observation.statuses.every((status) => status.reachable === (status.memberId !== faultyId));
+    return (
+      observed.ok &&
+      observed.observation.statuses.every((status) => status.reachable === (status.memberId !== faultyId))
+    );
   };
   for (let i = 0; i < rounds; i++) {
     const started = performance.now();
@@ -185,11 +230,20 @@ async function measure(rounds: number, faultyId: string | undefined, withClient:
   }
   const summary = rounded(summarize(samples));
   const ratio = (value: number) => Math.round((value / deadlineMs) * 1000) / 1000;
-  return { roundMs: summary, ratioToDeadline: { p50: ratio(summary.p50), p95: ratio(summary.p95), max: ratio(summary.max) }, correctRounds, rounds, samplesMs: samples };
+  return {
+    roundMs: summary,
+    ratioToDeadline: { p50: ratio(summary.p50), p95: ratio(summary.p95), max: ratio(summary.max) },
+    correctRounds,
+    rounds,
+    samplesMs: samples,
+  };
 }
 
 /** A member that is not the leader, with its etcd ID. */
-async function follower(cluster: EtcdCluster, open: () => EtcdClusterClient): Promise<{ member: EtcdMember; id: string }> {
+async function follower(
+  cluster: EtcdCluster,
+  open: () => EtcdClusterClient,
+): Promise<{ member: EtcdMember; id: string }> {
   const client = open();
   try {
     const observed = await observeEtcd(client);
@@ -208,7 +262,12 @@ async function waitAllHealthy(kept: KeptClient, cluster: EtcdCluster): Promise<v
   const deadline = Date.now() + 60_000;
   while (Date.now() < deadline) {
     const observed = await kept(observeEtcd);
-    if (observed.ok && observed.observation.statuses.length === cluster.members.length && observed.observation.statuses.every((status) => status.reachable)) return;
+    if (
+      observed.ok &&
+      observed.observation.statuses.length === cluster.members.length &&
+      observed.observation.statuses.every((status) => status.reachable)
+    )
+      return;
     await sleep(250);
   }
   throw new Error("etcd bench cluster: the restarted member did not turn healthy within 60 s");

@@ -20,7 +20,11 @@ export function sampleProcess(pid: number): ProcessSample {
   const stime = Number(fields[12]);
   const status = readFileSync(`/proc/${pid}/status`, "utf8");
   const rssKB = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? "0");
-  return { at: Date.now(), cpuSeconds: (utime + stime) / TICKS_PER_SECOND, rssMB: Math.round((rssKB / 1024) * 10) / 10 };
+  return {
+    at: Date.now(),
+    cpuSeconds: (utime + stime) / TICKS_PER_SECOND,
+    rssMB: Math.round((rssKB / 1024) * 10) / 10,
+  };
 }
 
 /** Average CPU use between two samples in millicores (1000 = one core busy). */

@@ -77,28 +77,48 @@ export function histograms(panels: HistogramPanel[], options: HistogramOptions):
     const ticks = niceTicks(maxCount, 3);
     const top = ticks[ticks.length - 1];
     const barWidth = plot.width / bins;
-    body.push(text(x0, y0 + 12, `${panel.title} (n=${panel.values.length})`, 'font-size="13" font-weight="600" fill="#111827"'));
+    body.push(
+      text(x0, y0 + 12, `${panel.title} (n=${panel.values.length})`, 'font-size="13" font-weight="600" fill="#111827"'),
+    );
     for (const tick of ticks) {
       const y = plot.top + plot.height - (tick / top) * plot.height;
-      body.push(`<line x1="${fmt(plot.left)}" y1="${fmt(y)}" x2="${fmt(plot.left + plot.width)}" y2="${fmt(y)}" stroke="#e5e7eb"/>`);
+      body.push(
+        `<line x1="${fmt(plot.left)}" y1="${fmt(y)}" x2="${fmt(plot.left + plot.width)}" y2="${fmt(y)}" stroke="#e5e7eb"/>`,
+      );
       body.push(text(plot.left - 6, y + 4, String(tick), 'font-size="10" fill="#6b7280" text-anchor="end"'));
     }
     counts.forEach((count, bin) => {
       const barHeight = (count / top) * plot.height;
       const x = plot.left + bin * barWidth;
-      body.push(`<rect x="${fmt(x + 1)}" y="${fmt(plot.top + plot.height - barHeight)}" width="${fmt(barWidth - 2)}" height="${fmt(barHeight)}" fill="${PALETTE[index % PALETTE.length]}"/>`);
-      const label = bin < options.edges.length ? `≤${options.edgeLabel(options.edges[bin])}` : `>${options.edgeLabel(options.edges[options.edges.length - 1])}`;
-      body.push(text(x + barWidth / 2, plot.top + plot.height + 12, label, `font-size="9" fill="#374151" text-anchor="end" transform="rotate(-45 ${fmt(x + barWidth / 2)} ${fmt(plot.top + plot.height + 12)})"`));
+      body.push(
+        `<rect x="${fmt(x + 1)}" y="${fmt(plot.top + plot.height - barHeight)}" width="${fmt(barWidth - 2)}" height="${fmt(barHeight)}" fill="${PALETTE[index % PALETTE.length]}"/>`,
+      );
+      const label =
+        bin < options.edges.length
+          ? `≤${options.edgeLabel(options.edges[bin])}`
+          : `>${options.edgeLabel(options.edges[options.edges.length - 1])}`;
+      body.push(
+        text(
+          x + barWidth / 2,
+          plot.top + plot.height + 12,
+          label,
+          `font-size="9" fill="#374151" text-anchor="end" transform="rotate(-45 ${fmt(x + barWidth / 2)} ${fmt(plot.top + plot.height + 12)})"`,
+        ),
+      );
     });
     for (const marker of options.markers ?? []) {
       const bin = options.edges.findIndex((edge) => marker.value <= edge);
       // A marker on a bin edge sits on that edge; one inside a bin, in its middle.
       const offset = bin !== -1 && options.edges[bin] === marker.value ? 1 : 0.5;
       const x = plot.left + (bin === -1 ? bins - 0.5 : bin + offset) * barWidth;
-      body.push(`<line x1="${fmt(x)}" y1="${fmt(plot.top)}" x2="${fmt(x)}" y2="${fmt(plot.top + plot.height)}" stroke="#111827" stroke-dasharray="4 3"/>`);
+      body.push(
+        `<line x1="${fmt(x)}" y1="${fmt(plot.top)}" x2="${fmt(x)}" y2="${fmt(plot.top + plot.height)}" stroke="#111827" stroke-dasharray="4 3"/>`,
+      );
       body.push(text(x - 3, plot.top + 8, marker.label, 'font-size="9" fill="#111827" text-anchor="end"'));
     }
-    body.push(`<line x1="${fmt(plot.left)}" y1="${fmt(plot.top + plot.height)}" x2="${fmt(plot.left + plot.width)}" y2="${fmt(plot.top + plot.height)}" stroke="#374151"/>`);
+    body.push(
+      `<line x1="${fmt(plot.left)}" y1="${fmt(plot.top + plot.height)}" x2="${fmt(plot.left + plot.width)}" y2="${fmt(plot.top + plot.height)}" stroke="#374151"/>`,
+    );
   });
   if (options.footnote) body.push(text(16, height - 10, options.footnote, 'font-size="11" fill="#4b5563"'));
   return svgDocument(width, height, body, options.title);
@@ -143,28 +163,56 @@ export function lineCharts(panels: LinePanel[], options: { title: string; xLabel
     const py = (y: number) => plot.top + plot.height - (Math.min(y, yMax) / yMax) * plot.height;
     body.push(text(x0, y0 + 12, panel.title, 'font-size="13" font-weight="600" fill="#111827"'));
     for (const tick of yTicks) {
-      body.push(`<line x1="${fmt(plot.left)}" y1="${fmt(py(tick))}" x2="${fmt(plot.left + plot.width)}" y2="${fmt(py(tick))}" stroke="#e5e7eb"/>`);
+      body.push(
+        `<line x1="${fmt(plot.left)}" y1="${fmt(py(tick))}" x2="${fmt(plot.left + plot.width)}" y2="${fmt(py(tick))}" stroke="#e5e7eb"/>`,
+      );
       body.push(text(plot.left - 6, py(tick) + 4, String(tick), 'font-size="10" fill="#6b7280" text-anchor="end"'));
     }
     for (const tick of xTicks) {
-      body.push(text(px(tick), plot.top + plot.height + 14, String(tick), 'font-size="10" fill="#6b7280" text-anchor="middle"'));
+      body.push(
+        text(px(tick), plot.top + plot.height + 14, String(tick), 'font-size="10" fill="#6b7280" text-anchor="middle"'),
+      );
     }
-    body.push(text(plot.left + plot.width / 2, plot.top + plot.height + 30, options.xLabel, 'font-size="11" fill="#374151" text-anchor="middle"'));
-    body.push(text(x0 + 12, plot.top + plot.height / 2, panel.yLabel, `font-size="11" fill="#374151" text-anchor="middle" transform="rotate(-90 ${fmt(x0 + 12)} ${fmt(plot.top + plot.height / 2)})"`));
-    body.push(`<line x1="${fmt(plot.left)}" y1="${fmt(plot.top + plot.height)}" x2="${fmt(plot.left + plot.width)}" y2="${fmt(plot.top + plot.height)}" stroke="#374151"/>`);
+    body.push(
+      text(
+        plot.left + plot.width / 2,
+        plot.top + plot.height + 30,
+        options.xLabel,
+        'font-size="11" fill="#374151" text-anchor="middle"',
+      ),
+    );
+    body.push(
+      text(
+        x0 + 12,
+        plot.top + plot.height / 2,
+        panel.yLabel,
+        `font-size="11" fill="#374151" text-anchor="middle" transform="rotate(-90 ${fmt(x0 + 12)} ${fmt(plot.top + plot.height / 2)})"`,
+      ),
+    );
+    body.push(
+      `<line x1="${fmt(plot.left)}" y1="${fmt(plot.top + plot.height)}" x2="${fmt(plot.left + plot.width)}" y2="${fmt(plot.top + plot.height)}" stroke="#374151"/>`,
+    );
     panel.series.forEach((series, seriesIndex) => {
       const color = series.color ?? (series.reference ? "#6b7280" : PALETTE[seriesIndex % PALETTE.length]);
-      const path = clipped(series.points, yMax).map((point, i) => `${i === 0 ? "M" : "L"}${fmt(px(point.x))},${fmt(py(point.y))}`).join(" ");
-      body.push(`<path d="${path}" fill="none" stroke="${color}" stroke-width="${series.reference ? 1.5 : 2}"${series.dashed ? ' stroke-dasharray="6 4"' : ""}/>`);
+      const path = clipped(series.points, yMax)
+        .map((point, i) => `${i === 0 ? "M" : "L"}${fmt(px(point.x))},${fmt(py(point.y))}`)
+        .join(" ");
+      body.push(
+        `<path d="${path}" fill="none" stroke="${color}" stroke-width="${series.reference ? 1.5 : 2}"${series.dashed ? ' stroke-dasharray="6 4"' : ""}/>`,
+      );
       if (!series.reference) {
         for (const point of series.points) {
           body.push(`<circle cx="${fmt(px(point.x))}" cy="${fmt(py(point.y))}" r="3.5" fill="${color}"/>`);
-          body.push(text(px(point.x) + 5, py(point.y) - 6, String(Math.round(point.y)), `font-size="10" fill="${color}"`));
+          body.push(
+            text(px(point.x) + 5, py(point.y) - 6, String(Math.round(point.y)), `font-size="10" fill="${color}"`),
+          );
         }
       }
       // Below the axis, so the legend never hides a point.
       const legendY = plot.top + plot.height + 46 + seriesIndex * 14;
-      body.push(`<line x1="${fmt(plot.left + 8)}" y1="${fmt(legendY)}" x2="${fmt(plot.left + 26)}" y2="${fmt(legendY)}" stroke="${color}" stroke-width="2"${series.dashed ? ' stroke-dasharray="6 4"' : ""}/>`);
+      body.push(
+        `<line x1="${fmt(plot.left + 8)}" y1="${fmt(legendY)}" x2="${fmt(plot.left + 26)}" y2="${fmt(legendY)}" stroke="${color}" stroke-width="2"${series.dashed ? ' stroke-dasharray="6 4"' : ""}/>`,
+      );
       body.push(text(plot.left + 30, legendY + 4, series.label, `font-size="10" fill="#111827"`));
     });
   });
@@ -184,7 +232,8 @@ function clipped(points: { x: number; y: number }[], yMax: number): { x: number;
       continue;
     }
     const previous = points[i - 1];
-    if (previous && previous.y < yMax) result.push({ x: previous.x + ((yMax - previous.y) / (point.y - previous.y)) * (point.x - previous.x), y: yMax });
+    if (previous && previous.y < yMax)
+      result.push({ x: previous.x + ((yMax - previous.y) / (point.y - previous.y)) * (point.x - previous.x), y: yMax });
     break;
   }
   return result;

@@ -37,10 +37,23 @@ const log = winston.createLogger({
 const metrics = createMetrics();
 
 // Every request the process sends, by verb as the API server's audit log names it.
-const requests = new Counter({ name: "bench_api_requests_total", help: "HTTP requests this controller process sent (all go to the management API server)", labelNames: ["verb", "resource"], registers: [metrics.registry] });
+const requests = new Counter({
+  name: "bench_api_requests_total",
+  help: "HTTP requests this controller process sent (all go to the management API server)",
+  labelNames: ["verb", "resource"],
+  registers: [metrics.registry],
+});
 // Time from sending a request to its response, as the controller waits for it (API server + CPU contention).
-const requestSeconds = new Counter({ name: "bench_api_request_seconds_total", help: "Summed time the controller's API requests took to be answered", registers: [metrics.registry] });
-const answered = new Counter({ name: "bench_api_responses_total", help: "API responses received", registers: [metrics.registry] });
+const requestSeconds = new Counter({
+  name: "bench_api_request_seconds_total",
+  help: "Summed time the controller's API requests took to be answered",
+  registers: [metrics.registry],
+});
+const answered = new Counter({
+  name: "bench_api_responses_total",
+  help: "API responses received",
+  registers: [metrics.registry],
+});
 const sentAt = new WeakMap<ClientRequest, number>();
 dc.subscribe("http.client.request.start", (message) => {
   const request = (message as { request: ClientRequest }).request;
@@ -64,7 +77,8 @@ function resourceOf(path: string): string {
 }
 
 function verbOf(method: string, path: string): string {
-  if (method !== "GET") return { POST: "create", PUT: "update", PATCH: "patch", DELETE: "delete" }[method] ?? method.toLowerCase();
+  if (method !== "GET")
+    return { POST: "create", PUT: "update", PATCH: "patch", DELETE: "delete" }[method] ?? method.toLowerCase();
   if (/[?&]watch=(true|1)/.test(path)) return "watch";
   // A collection path ends in a plural resource: an odd number of segments after /api/v1 or /apis/g/v.
   const segments = path.split("?")[0].split("/").filter(Boolean);
@@ -84,13 +98,31 @@ else kubeConfig.loadFromDefault();
 reuseConnections(kubeConfig);
 const world = new SimulatedWorkloads(latencyMs);
 const rest = new KubeRest(kubeConfig);
-const secrets = new CachedSecretStore({ inner: coreV1SecretStore(kubeConfig.makeApiClient(CoreV1Api)), rest, ...(flags.namespace ? { namespace: flags.namespace } : {}), informer: { logger: log } });
+const secrets = new CachedSecretStore({
+  inner: coreV1SecretStore(kubeConfig.makeApiClient(CoreV1Api)),
+  rest,
+  ...(flags.namespace ? { namespace: flags.namespace } : {}),
+  informer: { logger: log },
+});
 secrets.start();
-const real = new ClusterWorkloadAccess({ secrets, etcdCallDeadlineMs: flags.etcdCallTimeoutMs, etcdClientFactory: world.etcdClientFactory });
+const real = new ClusterWorkloadAccess({
+  secrets,
+  etcdCallDeadlineMs: flags.etcdCallTimeoutMs,
+  etcdClientFactory: world.etcdClientFactory,
+});
 const inner = quorumController({
   ...(flags.namespace ? { namespace: flags.namespace } : {}),
   ...(flags.watchFilter ? { watchFilter: flags.watchFilter } : {}),
-  deps: { management: new ManagementClient(kubeConfig), workload: new SimulatedWorkloadAccess(real, world), planner: plan, clock: Date.now, log, crash: crashInjectorFromEnv(undefined), metrics, etcdPollIntervalMs: flags.etcdPollIntervalMs },
+  deps: {
+    management: new ManagementClient(kubeConfig),
+    workload: new SimulatedWorkloadAccess(real, world),
+    planner: plan,
+    clock: Date.now,
+    log,
+    crash: crashInjectorFromEnv(undefined),
+    metrics,
+    etcdPollIntervalMs: flags.etcdPollIntervalMs,
+  },
 });
 const timed: Controller = {
   ...inner,
@@ -111,7 +143,15 @@ const timed: Controller = {
 const manager = new Manager({
   controllers: [timed],
   rest,
-  ...(flags.leaderElect ? { leaderElection: { namespace: flags.leaderElectionNamespace, name: flags.leaderElectionId, identity: "quorum-bench" } } : {}),
+  ...(flags.leaderElect
+    ? {
+        leaderElection: {
+          namespace: flags.leaderElectionNamespace,
+          name: flags.leaderElectionId,
+          identity: "quorum-bench",
+        },
+      }
+    : {}),
   queue: { concurrency: flags.concurrency },
   logger: log,
   onEvent: (event) => {
@@ -120,11 +160,15 @@ const manager = new Manager({
 });
 
 const address = parseBindAddress("--metrics-bind-address", flags.metricsBindAddress);
-if (!address) throw new Error("bench controller: --metrics-bind-address is needed (the benchmark reads its counters there)");
+if (!address)
+  throw new Error("bench controller: --metrics-bind-address is needed (the benchmark reads its counters there)");
 const server = createServer((request, response) => {
   const path = (request.url ?? "/").split("?")[0];
   if (path === "/metrics") {
-    metrics.registry.metrics().then((text) => response.writeHead(200, { "Content-Type": metrics.registry.contentType }).end(text), (error: unknown) => response.writeHead(500).end(String(error)));
+    metrics.registry.metrics().then(
+      (text) => response.writeHead(200, { "Content-Type": metrics.registry.contentType }).end(text),
+      (error: unknown) => response.writeHead(500).end(String(error)),
+    );
     return;
   }
   if (path === "/bench/reconciles") {
@@ -132,9 +176,21 @@ const server = createServer((request, response) => {
     const samples = reconcileSamples;
     reconcileSamples = [];
     const toMs = (ns: number) => Math.round(ns / 1e4) / 100;
-    const loop = { p50: toMs(eventLoopDelay.percentile(50)), p99: toMs(eventLoopDelay.percentile(99)), max: toMs(eventLoopDelay.max) };
+    const loop = {
+      p50: toMs(eventLoopDelay.percentile(50)),
+      p99: toMs(eventLoopDelay.percentile(99)),
+      max: toMs(eventLoopDelay.max),
+    };
     eventLoopDelay.reset();
-    response.writeHead(200, { "Content-Type": "application/json" }).end(JSON.stringify({ samples, eventLoopDelayMs: loop, memory: process.memoryUsage(), queueDepth: manager.queueDepths(), simulatedCalls: Object.fromEntries(world.calls) }));
+    response.writeHead(200, { "Content-Type": "application/json" }).end(
+      JSON.stringify({
+        samples,
+        eventLoopDelayMs: loop,
+        memory: process.memoryUsage(),
+        queueDepth: manager.queueDepths(),
+        simulatedCalls: Object.fromEntries(world.calls),
+      }),
+    );
     return;
   }
   if (path === "/readyz") {
@@ -148,5 +204,8 @@ manager.stopOnSignals(["SIGTERM", "SIGINT"], (code) => {
   server.close();
   process.exit(code);
 });
-log.info("quorum controller starting with a SIMULATED workload side (etcd and Nodes in-process) for the scale benchmark", { simulatedLatencyMs: latencyMs, concurrency: flags.concurrency, etcdPollIntervalMs: flags.etcdPollIntervalMs });
+log.info(
+  "quorum controller starting with a SIMULATED workload side (etcd and Nodes in-process) for the scale benchmark",
+  { simulatedLatencyMs: latencyMs, concurrency: flags.concurrency, etcdPollIntervalMs: flags.etcdPollIntervalMs },
+);
 manager.start();

@@ -14,13 +14,37 @@ import { spawnSync } from "node:child_process";
 import { existsSync, openSync, readSync, closeSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { API_VERSION, CAPI_API_VERSION, CAPI_GROUP, CAPI_VERSION, GROUP, KIND, LABEL_CLUSTER_NAME, LABEL_CONTROL_PLANE_NAME, PLURAL, VERSION } from "../../src/api/constants.ts";
+import {
+  API_VERSION,
+  CAPI_API_VERSION,
+  CAPI_GROUP,
+  CAPI_VERSION,
+  GROUP,
+  KIND,
+  LABEL_CLUSTER_NAME,
+  LABEL_CONTROL_PLANE_NAME,
+  PLURAL,
+  VERSION,
+} from "../../src/api/constants.ts";
 import type { QuorumControlPlane } from "../../src/api/types.ts";
 import type { Machine } from "../../src/api/capi.ts";
 import { Informer, kubeListerWatcher } from "../../src/adapters/kube/informer.ts";
 import { KubeRest, type KubeObject } from "../../src/adapters/kube/rest.ts";
-import { freePort, installCRDs, makeTempDir, startApiServer, startProcess, type ApiServer, type ManagedProcess } from "../../test/env/index.ts";
-import { BOOTSTRAP_GROUP, INFRA_GROUP, TEST_VERSION, testKindCRDs } from "../../test/integration/controller/test-kinds.ts";
+import {
+  freePort,
+  installCRDs,
+  makeTempDir,
+  startApiServer,
+  startProcess,
+  type ApiServer,
+  type ManagedProcess,
+} from "../../test/env/index.ts";
+import {
+  BOOTSTRAP_GROUP,
+  INFRA_GROUP,
+  TEST_VERSION,
+  testKindCRDs,
+} from "../../test/integration/controller/test-kinds.ts";
 import { milliCores, sampleProcess, type ProcessSample } from "../lib/procstat.ts";
 import { benchDir, progress, startResult } from "../lib/results.ts";
 import { rounded, summarize, type Summary } from "../lib/stats.ts";
@@ -52,8 +76,17 @@ const replicas = 3;
  */
 function compileController(): string {
   const started = Date.now();
-  const result = spawnSync(process.execPath, [join(benchDir, "..", "node_modules", "typescript", "bin", "tsc"), "-p", join(benchDir, "scale", "tsconfig.build.json")], { encoding: "utf8" });
-  if (result.status !== 0) throw new Error(`compiling the benchmark's controller failed:\n${result.stdout}${result.stderr}`);
+  const result = spawnSync(
+    process.execPath,
+    [
+      join(benchDir, "..", "node_modules", "typescript", "bin", "tsc"),
+      "-p",
+      join(benchDir, "scale", "tsconfig.build.json"),
+    ],
+    { encoding: "utf8" },
+  );
+  if (result.status !== 0)
+    throw new Error(`compiling the benchmark's controller failed:\n${result.stdout}${result.stderr}`);
   progress(NAME, `compiled the controller to JavaScript in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   return join(benchDir, "..", ".cache", "bench-scale", "bench", "scale", "controller.js");
 }
@@ -84,10 +117,19 @@ interface LevelResult {
 
 interface IdleWindow {
   windowSeconds: number;
-  controller: { milliCores: number; rssMB: { mean: number; max: number; end: number }; heapMB: { used: number; total: number; external: number } };
+  controller: {
+    milliCores: number;
+    rssMB: { mean: number; max: number; end: number };
+    heapMB: { used: number; total: number; external: number };
+  };
   apiServer: { milliCores: number; rssMB: number };
   /** Requests the controller sent, per minute, by verb (counted in the controller process). */
-  requestsPerMinute: { total: number; byVerb: Record<string, number>; byResource: Record<string, number>; meanResponseMs: number | null };
+  requestsPerMinute: {
+    total: number;
+    byVerb: Record<string, number>;
+    byResource: Record<string, number>;
+    meanResponseMs: number | null;
+  };
   /** Writes the API server logged for the controller's user, per minute. */
   writesPerMinute: { total: number; excludingLease: number; byResource: Record<string, number> };
   reconciles: { perMinute: number; durationMs: Summary; errors: number };
@@ -125,10 +167,23 @@ class Driver {
   }
 
   async start(): Promise<void> {
-    const machines = new Informer<KubeObject>(kubeListerWatcher(this.rest, { resource: { group: CAPI_GROUP, version: CAPI_VERSION, plural: "machines", namespaced: true }, labelSelector: LABEL_CONTROL_PLANE_NAME }));
-    machines.addHandlers({ add: (machine) => this.onMachine(machine as unknown as Machine), update: (machine) => this.onMachine(machine as unknown as Machine) });
-    const controlPlanes = new Informer<KubeObject>(kubeListerWatcher(this.rest, { resource: { group: GROUP, version: VERSION, plural: PLURAL, namespaced: true } }));
-    controlPlanes.addHandlers({ add: (qcp) => this.onControlPlane(qcp as unknown as QuorumControlPlane), update: (qcp) => this.onControlPlane(qcp as unknown as QuorumControlPlane) });
+    const machines = new Informer<KubeObject>(
+      kubeListerWatcher(this.rest, {
+        resource: { group: CAPI_GROUP, version: CAPI_VERSION, plural: "machines", namespaced: true },
+        labelSelector: LABEL_CONTROL_PLANE_NAME,
+      }),
+    );
+    machines.addHandlers({
+      add: (machine) => this.onMachine(machine as unknown as Machine),
+      update: (machine) => this.onMachine(machine as unknown as Machine),
+    });
+    const controlPlanes = new Informer<KubeObject>(
+      kubeListerWatcher(this.rest, { resource: { group: GROUP, version: VERSION, plural: PLURAL, namespaced: true } }),
+    );
+    controlPlanes.addHandlers({
+      add: (qcp) => this.onControlPlane(qcp as unknown as QuorumControlPlane),
+      update: (qcp) => this.onControlPlane(qcp as unknown as QuorumControlPlane),
+    });
     for (const informer of [machines, controlPlanes]) {
       informer.start();
       await informer.waitForSync();
@@ -143,14 +198,25 @@ class Driver {
   /** Plays the infrastructure provider and CAPI's Machine controller: the Machine runs at a fresh address. */
   private onMachine(machine: Machine): void {
     const key = `${machine.metadata.namespace}/${machine.metadata.name}`;
-    if (machine.metadata.deletionTimestamp || (machine.status?.addresses ?? []).length > 0 || this.provisioned.has(key)) return;
+    if (machine.metadata.deletionTimestamp || (machine.status?.addresses ?? []).length > 0 || this.provisioned.has(key))
+      return;
     this.provisioned.add(key);
     const address = this.allocateAddress();
     this.enqueue(async () => {
-      await this.rest.request("PATCH", `/apis/${CAPI_API_VERSION}/namespaces/${machine.metadata.namespace}/machines/${machine.metadata.name}/status`, {
-        contentType: "application/merge-patch+json",
-        body: { status: { addresses: [{ type: "InternalIP", address }], nodeRef: { name: simulatedNodeName(address) }, initialization: { infrastructureProvisioned: true, bootstrapDataSecretCreated: true } } },
-      });
+      await this.rest.request(
+        "PATCH",
+        `/apis/${CAPI_API_VERSION}/namespaces/${machine.metadata.namespace}/machines/${machine.metadata.name}/status`,
+        {
+          contentType: "application/merge-patch+json",
+          body: {
+            status: {
+              addresses: [{ type: "InternalIP", address }],
+              nodeRef: { name: simulatedNodeName(address) },
+              initialization: { infrastructureProvisioned: true, bootstrapDataSecretCreated: true },
+            },
+          },
+        },
+      );
     }, `provision Machine ${key}`);
   }
 
@@ -161,10 +227,14 @@ class Driver {
     if (status?.initialization?.controlPlaneInitialized && !this.mirrored.has(key)) {
       this.mirrored.add(key);
       this.enqueue(async () => {
-        await this.rest.request("PATCH", `/apis/${CAPI_API_VERSION}/namespaces/${qcp.metadata.namespace}/clusters/${qcp.metadata.name}/status`, {
-          contentType: "application/merge-patch+json",
-          body: { status: { initialization: { infrastructureProvisioned: true, controlPlaneInitialized: true } } },
-        });
+        await this.rest.request(
+          "PATCH",
+          `/apis/${CAPI_API_VERSION}/namespaces/${qcp.metadata.namespace}/clusters/${qcp.metadata.name}/status`,
+          {
+            contentType: "application/merge-patch+json",
+            body: { status: { initialization: { infrastructureProvisioned: true, controlPlaneInitialized: true } } },
+          },
+        );
       }, `mirror initialization of Cluster ${key}`);
     }
     if (!this.convergedAt.has(key) && isConverged(qcp)) this.convergedAt.set(key, Date.now());
@@ -218,40 +288,77 @@ class Driver {
       this.enqueue(() => this.createNamespace(namespace), `create namespace ${namespace}`);
     }
     await this.idle();
-    for (let index = from; index < to; index++) this.enqueue(() => this.createCluster(index), `create cluster ${index}`);
+    for (let index = from; index < to; index++)
+      this.enqueue(() => this.createCluster(index), `create cluster ${index}`);
     await this.idle();
   }
 
   private async createNamespace(namespace: string): Promise<void> {
-    await this.createIfAbsent("/api/v1/namespaces", { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } });
-    await this.createIfAbsent(`/apis/${INFRA_GROUP}/${TEST_VERSION}/namespaces/${namespace}/testmachinetemplates`, { apiVersion: `${INFRA_GROUP}/${TEST_VERSION}`, kind: "TestMachineTemplate", metadata: { name: "infra", namespace }, spec: { template: { spec: { size: "small" } } } });
-    await this.createIfAbsent(`/apis/${BOOTSTRAP_GROUP}/${TEST_VERSION}/namespaces/${namespace}/testbootstrapconfigtemplates`, { apiVersion: `${BOOTSTRAP_GROUP}/${TEST_VERSION}`, kind: "TestBootstrapConfigTemplate", metadata: { name: "boot", namespace }, spec: { template: { spec: { join: "learner" } } } });
+    await this.createIfAbsent("/api/v1/namespaces", {
+      apiVersion: "v1",
+      kind: "Namespace",
+      metadata: { name: namespace },
+    });
+    await this.createIfAbsent(`/apis/${INFRA_GROUP}/${TEST_VERSION}/namespaces/${namespace}/testmachinetemplates`, {
+      apiVersion: `${INFRA_GROUP}/${TEST_VERSION}`,
+      kind: "TestMachineTemplate",
+      metadata: { name: "infra", namespace },
+      spec: { template: { spec: { size: "small" } } },
+    });
+    await this.createIfAbsent(
+      `/apis/${BOOTSTRAP_GROUP}/${TEST_VERSION}/namespaces/${namespace}/testbootstrapconfigtemplates`,
+      {
+        apiVersion: `${BOOTSTRAP_GROUP}/${TEST_VERSION}`,
+        kind: "TestBootstrapConfigTemplate",
+        metadata: { name: "boot", namespace },
+        spec: { template: { spec: { join: "learner" } } },
+      },
+    );
   }
 
   private async createCluster(index: number): Promise<void> {
     const namespace = namespaceOf(index);
     const name = `c${String(index).padStart(4, "0")}`;
-    const cluster = await this.rest.request<{ metadata: { uid: string } }>("POST", `/apis/${CAPI_API_VERSION}/namespaces/${namespace}/clusters`, {
-      body: {
-        apiVersion: CAPI_API_VERSION,
-        kind: "Cluster",
-        metadata: { name, namespace },
-        spec: { controlPlaneRef: { apiGroup: GROUP, kind: KIND, name }, controlPlaneEndpoint: { host: `10.255.${(index >> 8) & 255}.${index & 255}`, port: 6443 } },
+    const cluster = await this.rest.request<{ metadata: { uid: string } }>(
+      "POST",
+      `/apis/${CAPI_API_VERSION}/namespaces/${namespace}/clusters`,
+      {
+        body: {
+          apiVersion: CAPI_API_VERSION,
+          kind: "Cluster",
+          metadata: { name, namespace },
+          spec: {
+            controlPlaneRef: { apiGroup: GROUP, kind: KIND, name },
+            controlPlaneEndpoint: { host: `10.255.${(index >> 8) & 255}.${index & 255}`, port: 6443 },
+          },
+        },
       },
+    );
+    await this.rest.request("PATCH", `/apis/${CAPI_API_VERSION}/namespaces/${namespace}/clusters/${name}/status`, {
+      contentType: "application/merge-patch+json",
+      body: { status: { initialization: { infrastructureProvisioned: true } } },
     });
-    await this.rest.request("PATCH", `/apis/${CAPI_API_VERSION}/namespaces/${namespace}/clusters/${name}/status`, { contentType: "application/merge-patch+json", body: { status: { initialization: { infrastructureProvisioned: true } } } });
     this.createdAt.set(`${namespace}/${name}`, Date.now());
     await this.rest.request("POST", `/apis/${API_VERSION}/namespaces/${namespace}/quorumcontrolplanes`, {
       body: {
         apiVersion: API_VERSION,
         kind: KIND,
-        metadata: { name, namespace, labels: { [LABEL_CLUSTER_NAME]: name }, ownerReferences: [{ apiVersion: CAPI_API_VERSION, kind: "Cluster", name, uid: cluster.metadata.uid }] },
+        metadata: {
+          name,
+          namespace,
+          labels: { [LABEL_CLUSTER_NAME]: name },
+          ownerReferences: [{ apiVersion: CAPI_API_VERSION, kind: "Cluster", name, uid: cluster.metadata.uid }],
+        },
         spec: {
           replicas,
           version: "v1.33.1",
           machineTemplate: {
             infrastructureRef: { apiGroup: INFRA_GROUP, kind: "TestMachineTemplate", name: "infra" },
-            bootstrapConfigTemplateRef: { apiGroup: BOOTSTRAP_GROUP, kind: "TestBootstrapConfigTemplate", name: "boot" },
+            bootstrapConfigTemplateRef: {
+              apiGroup: BOOTSTRAP_GROUP,
+              kind: "TestBootstrapConfigTemplate",
+              name: "boot",
+            },
           },
         },
       },
@@ -298,7 +405,9 @@ function isConverged(qcp: QuorumControlPlane): boolean {
 }
 
 /** The controller's /metrics counters this benchmark reads. */
-async function scrape(metricsUrl: string): Promise<{ requests: Map<string, number>; writes: number; requestSeconds: number; responses: number }> {
+async function scrape(
+  metricsUrl: string,
+): Promise<{ requests: Map<string, number>; writes: number; requestSeconds: number; responses: number }> {
   const text = await (await fetch(metricsUrl)).text();
   const requests = new Map<string, number>();
   let writes = 0;
@@ -311,7 +420,9 @@ async function scrape(metricsUrl: string): Promise<{ requests: Map<string, numbe
     if (count) responses = Number(count[1]);
     const request = /^bench_api_requests_total\{([^}]*)\} (\S+)$/.exec(line);
     if (request) {
-      const labels = Object.fromEntries([...request[1].matchAll(/(\w+)="([^"]*)"/g)].map((match) => [match[1], match[2]]));
+      const labels = Object.fromEntries(
+        [...request[1].matchAll(/(\w+)="([^"]*)"/g)].map((match) => [match[1], match[2]]),
+      );
       requests.set(`${labels.verb} ${labels.resource}`, Number(request[2]));
     }
     const write = /^quorum_api_writes_total\{[^}]*\} (\S+)$/.exec(line);
@@ -364,21 +475,48 @@ class Bench {
     this.auditLog = auditLog;
     const port = await freePort();
     const user = await this.apiServer.userKubeConfig(CONTROLLER_USER, ["system:masters"]);
-    const flags = ["--leader-elect", "--leader-election-namespace", "default", "--etcd-poll-interval", pollInterval, "--concurrency", concurrency, "--log-level", "info", "--log-format", "json", "--health-probe-bind-address", "0"];
+    const flags = [
+      "--leader-elect",
+      "--leader-election-namespace",
+      "default",
+      "--etcd-poll-interval",
+      pollInterval,
+      "--concurrency",
+      concurrency,
+      "--log-level",
+      "info",
+      "--log-format",
+      "json",
+      "--health-probe-bind-address",
+      "0",
+    ];
     this.controller = startProcess({
       name: "quorum controller (scale benchmark, simulated workload side)",
       command: process.execPath,
       // BENCH_SCALE_CPU_PROF=DIR writes a V8 CPU profile of the controller there when it stops (for looking into costs).
-      args: [...(process.env.BENCH_SCALE_CPU_PROF ? ["--cpu-prof", "--cpu-prof-dir", process.env.BENCH_SCALE_CPU_PROF] : []), compileController(), "--kubeconfig", user.kubeconfigPath, "--metrics-bind-address", `127.0.0.1:${port}`, "--metrics-secure=false", ...flags],
+      args: [
+        ...(process.env.BENCH_SCALE_CPU_PROF ? ["--cpu-prof", "--cpu-prof-dir", process.env.BENCH_SCALE_CPU_PROF] : []),
+        compileController(),
+        "--kubeconfig",
+        user.kubeconfigPath,
+        "--metrics-bind-address",
+        `127.0.0.1:${port}`,
+        "--metrics-secure=false",
+        ...flags,
+      ],
       env: { ...process.env, BENCH_SIM_LATENCY_MS: String(simulatedLatencyMs) },
     });
     this.controllerPid = this.controller.pid;
     this.metricsUrl = `http://127.0.0.1:${port}/metrics`;
     const deadline = Date.now() + 120_000;
     for (;;) {
-      const ready = await fetch(`http://127.0.0.1:${port}/readyz`).then((response) => response.ok, () => false);
+      const ready = await fetch(`http://127.0.0.1:${port}/readyz`).then(
+        (response) => response.ok,
+        () => false,
+      );
       if (ready) break;
-      if (!this.controller.isRunning() || Date.now() > deadline) throw new Error(`the benchmark's controller did not become ready:\n${this.controller.lastLogLines(30)}`);
+      if (!this.controller.isRunning() || Date.now() > deadline)
+        throw new Error(`the benchmark's controller did not become ready:\n${this.controller.lastLogLines(30)}`);
       await sleep(250);
     }
     return flags;
@@ -403,11 +541,14 @@ class Bench {
         progress(NAME, `${converged}/${keys.length} converged after ${Math.round((Date.now() - levelStart) / 1000)} s`);
         lastReport = Date.now();
       }
-      if (!this.controller?.isRunning()) throw new Error(`the benchmark's controller exited:\n${this.controller?.lastLogLines(30)}`);
+      if (!this.controller?.isRunning())
+        throw new Error(`the benchmark's controller exited:\n${this.controller?.lastLogLines(30)}`);
       await sleep(500);
     }
     const after = sampleProcess(this.controllerPid);
-    const times = keys.filter((key) => this.driver.convergedAt.has(key)).map((key) => ((this.driver.convergedAt.get(key) as number) - (this.driver.createdAt.get(key) as number)) / 1000);
+    const times = keys
+      .filter((key) => this.driver.convergedAt.has(key))
+      .map((key) => ((this.driver.convergedAt.get(key) as number) - (this.driver.createdAt.get(key) as number)) / 1000);
     const last = Math.max(...keys.map((key) => this.driver.convergedAt.get(key) ?? Number.NaN));
     const allConverged = times.length === keys.length;
     return {
@@ -452,8 +593,16 @@ class Bench {
     const scrapeAfter = await scrape(this.metricsUrl);
     const requestsAfter = scrapeAfter.requests;
     const answeredInWindow = scrapeAfter.responses - scrapeBefore.responses;
-    const meanRequestMs = answeredInWindow > 0 ? Math.round(((scrapeAfter.requestSeconds - scrapeBefore.requestSeconds) / answeredInWindow) * 10_000) / 10 : null;
-    const reconciles = (await (await fetch(this.metricsUrl.replace("/metrics", "/bench/reconciles"))).json()) as { samples: { ms: number; ok: boolean }[]; eventLoopDelayMs: IdleWindow["eventLoopDelayMs"]; queueDepth: Record<string, number>; memory: NodeJS.MemoryUsage };
+    const meanRequestMs =
+      answeredInWindow > 0
+        ? Math.round(((scrapeAfter.requestSeconds - scrapeBefore.requestSeconds) / answeredInWindow) * 10_000) / 10
+        : null;
+    const reconciles = (await (await fetch(this.metricsUrl.replace("/metrics", "/bench/reconciles"))).json()) as {
+      samples: { ms: number; ok: boolean }[];
+      eventLoopDelayMs: IdleWindow["eventLoopDelayMs"];
+      queueDepth: Record<string, number>;
+      memory: NodeJS.MemoryUsage;
+    };
     const audit = auditEventsSince(this.auditLog, auditStart);
     const first = controllerSamples[0];
     const last = controllerSamples[controllerSamples.length - 1];
@@ -482,16 +631,40 @@ class Bench {
       windowSeconds: Math.round(windowSeconds),
       controller: {
         milliCores: milliCores(first, last),
-        rssMB: { mean: Math.round((rss.reduce((a, b) => a + b, 0) / rss.length) * 10) / 10, max: Math.max(...rss), end: last.rssMB },
-        heapMB: { used: toMB(reconciles.memory.heapUsed), total: toMB(reconciles.memory.heapTotal), external: toMB(reconciles.memory.external) },
+        rssMB: {
+          mean: Math.round((rss.reduce((a, b) => a + b, 0) / rss.length) * 10) / 10,
+          max: Math.max(...rss),
+          end: last.rssMB,
+        },
+        heapMB: {
+          used: toMB(reconciles.memory.heapUsed),
+          total: toMB(reconciles.memory.heapTotal),
+          external: toMB(reconciles.memory.external),
+        },
       },
       apiServer: { milliCores: milliCores(apiServerBefore, apiServerAfter), rssMB: apiServerAfter.rssMB },
-      requestsPerMinute: { total: perMinute(totalRequests), byVerb: mapValues(byVerb, perMinute), byResource: mapValues(byResource, perMinute), meanResponseMs: meanRequestMs },
-      writesPerMinute: { total: perMinute(audit.events.length), excludingLease: perMinute(audit.events.length - leaseWrites), byResource: mapValues(writesByResource, perMinute) },
-      reconciles: { perMinute: perMinute(reconciles.samples.length), durationMs: rounded(summarize(reconciles.samples.map((sample) => sample.ms))), errors: reconciles.samples.filter((sample) => !sample.ok).length },
+      requestsPerMinute: {
+        total: perMinute(totalRequests),
+        byVerb: mapValues(byVerb, perMinute),
+        byResource: mapValues(byResource, perMinute),
+        meanResponseMs: meanRequestMs,
+      },
+      writesPerMinute: {
+        total: perMinute(audit.events.length),
+        excludingLease: perMinute(audit.events.length - leaseWrites),
+        byResource: mapValues(writesByResource, perMinute),
+      },
+      reconciles: {
+        perMinute: perMinute(reconciles.samples.length),
+        durationMs: rounded(summarize(reconciles.samples.map((sample) => sample.ms))),
+        errors: reconciles.samples.filter((sample) => !sample.ok).length,
+      },
       eventLoopDelayMs: reconciles.eventLoopDelayMs,
       queueDepthAtEnd: Object.values(reconciles.queueDepth).reduce((sum, depth) => sum + depth, 0),
-      effectivePollSeconds: clusters > 0 && reconciles.samples.length > 0 ? Math.round((clusters * windowSeconds * 10) / reconciles.samples.length) / 10 : null,
+      effectivePollSeconds:
+        clusters > 0 && reconciles.samples.length > 0
+          ? Math.round((clusters * windowSeconds * 10) / reconciles.samples.length) / 10
+          : null,
     };
   }
 }
@@ -501,19 +674,53 @@ function toMB(bytes: number): number {
 }
 
 function mapValues(record: Record<string, number>, fn: (value: number) => number): Record<string, number> {
-  return Object.fromEntries(Object.entries(record).sort(([a], [b]) => a.localeCompare(b)).map(([key, value]) => [key, fn(value)]));
+  return Object.fromEntries(
+    Object.entries(record)
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([key, value]) => [key, fn(value)]),
+  );
 }
 
 async function main(): Promise<void> {
-  const parameters = { sizes, idleSeconds, baselineIdleSeconds, replicas, perNamespace, createParallelism, pollInterval, concurrency, simulatedLatencyMs, convergeTimeoutSeconds };
-  const result = startResult(NAME, "QuorumControlPlanes × 3 Machines on a real kube-apiserver, the real controller as a process; the workload side (etcd, Nodes) is an in-process SIMULATION", parameters);
+  const parameters = {
+    sizes,
+    idleSeconds,
+    baselineIdleSeconds,
+    replicas,
+    perNamespace,
+    createParallelism,
+    pollInterval,
+    concurrency,
+    simulatedLatencyMs,
+    convergeTimeoutSeconds,
+  };
+  const result = startResult(
+    NAME,
+    "QuorumControlPlanes × 3 Machines on a real kube-apiserver, the real controller as a process; the workload side (etcd, Nodes) is an in-process SIMULATION",
+    parameters,
+  );
   const auditDir = makeTempDir("bench-audit");
   const policy = join(auditDir, "policy.yaml");
   // Only the controller's writes: "0 writes per minute at idle" is judged by the API server, not by the controller.
-  writeFileSync(policy, ["apiVersion: audit.k8s.io/v1", "kind: Policy", "omitStages: [RequestReceived]", "rules:", "- level: Metadata", `  users: ["${CONTROLLER_USER}"]`, "  verbs: [create, update, patch, delete, deletecollection]", "- level: None", ""].join("\n"));
+  writeFileSync(
+    policy,
+    [
+      "apiVersion: audit.k8s.io/v1",
+      "kind: Policy",
+      "omitStages: [RequestReceived]",
+      "rules:",
+      "- level: Metadata",
+      `  users: ["${CONTROLLER_USER}"]`,
+      "  verbs: [create, update, patch, delete, deletecollection]",
+      "- level: None",
+      "",
+    ].join("\n"),
+  );
   const auditLog = join(auditDir, "audit.log");
   progress(NAME, `starting kube-apiserver (sizes ${sizes.join(" → ")}, idle windows ${idleSeconds.join("/")} s)`);
-  const apiServer = await startApiServer({ extraArgs: [`--audit-policy-file=${policy}`, `--audit-log-path=${auditLog}`, "--audit-log-mode=blocking"] });
+  const apiServer = await startApiServer({
+    extraArgs: [`--audit-policy-file=${policy}`, `--audit-log-path=${auditLog}`, "--audit-log-mode=blocking"],
+  });
   const driver = new Driver(apiServer);
   const bench = new Bench(apiServer, driver);
   const levels: LevelResult[] = [];
@@ -532,13 +739,28 @@ async function main(): Promise<void> {
       progress(NAME, `level ${size}: creating ${size - created} clusters`);
       await driver.createClusters(created, size);
       const keys = [...driver.createdAt.keys()].slice(created, size);
-      progress(NAME, `level ${size}: created in ${Math.round((Date.now() - levelStart) / 1000)} s; waiting for convergence`);
+      progress(
+        NAME,
+        `level ${size}: created in ${Math.round((Date.now() - levelStart) / 1000)} s; waiting for convergence`,
+      );
       const convergence = await bench.waitConverged(levelStart, keys, limitSeconds);
-      progress(NAME, `level ${size}: ${convergence.converged}/${keys.length} converged, all in ${convergence.allConvergedSeconds ?? "(not all)"} s; settling, then ${windowSeconds} s idle`);
+      progress(
+        NAME,
+        `level ${size}: ${convergence.converged}/${keys.length} converged, all in ${convergence.allConvergedSeconds ?? "(not all)"} s; settling, then ${windowSeconds} s idle`,
+      );
       await bench.settle();
       const idle = await bench.idleWindow(windowSeconds, size);
-      progress(NAME, `level ${size}: idle ${idle.controller.milliCores} mCPU, RSS ${idle.controller.rssMB.end} MB, ${idle.requestsPerMinute.total} requests/min, ${idle.writesPerMinute.excludingLease} writes/min (+ Lease), reconcile p50 ${idle.reconciles.durationMs.p50} ms`);
-      levels.push({ clusters: size, added: size - created, convergence, idle, convergedAtWindowEnd: keys.filter((key) => driver.convergedAt.has(key)).length });
+      progress(
+        NAME,
+        `level ${size}: idle ${idle.controller.milliCores} mCPU, RSS ${idle.controller.rssMB.end} MB, ${idle.requestsPerMinute.total} requests/min, ${idle.writesPerMinute.excludingLease} writes/min (+ Lease), reconcile p50 ${idle.reconciles.durationMs.p50} ms`,
+      );
+      levels.push({
+        clusters: size,
+        added: size - created,
+        convergence,
+        idle,
+        convergedAtWindowEnd: keys.filter((key) => driver.convergedAt.has(key)).length,
+      });
       created = size;
     }
     const top = levels.find((level) => level.clusters === 1000);
@@ -558,13 +780,22 @@ async function main(): Promise<void> {
     for (const level of levels) {
       const effective = level.idle.effectivePollSeconds;
       if (effective !== null && effective > 1.5 * pollSeconds) {
-        notes.push(`At ${level.clusters} clusters the controller did not keep up with its own polling: each cluster was looked at every ${effective} s instead of every ${pollInterval} (queue depth ${level.idle.queueDepthAtEnd} at the window's end, reconcile p50 ${Math.round(level.idle.reconciles.durationMs.p50)} ms with --concurrency ${concurrency}, ${Math.round(level.idle.reconciles.perMinute / 60 * 10) / 10} reconciles/s, each of about ${Math.round(level.idle.requestsPerMinute.total / Math.max(1, level.idle.reconciles.perMinute))} sequential API requests answered in ${level.idle.requestsPerMinute.meanResponseMs} ms on average). Its CPU there is bounded by that throughput on this machine, so it understates what polling every cluster every ${pollInterval} would cost.`);
+        notes.push(
+          `At ${level.clusters} clusters the controller did not keep up with its own polling: each cluster was looked at every ${effective} s instead of every ${pollInterval} (queue depth ${level.idle.queueDepthAtEnd} at the window's end, reconcile p50 ${Math.round(level.idle.reconciles.durationMs.p50)} ms with --concurrency ${concurrency}, ${Math.round((level.idle.reconciles.perMinute / 60) * 10) / 10} reconciles/s, each of about ${Math.round(level.idle.requestsPerMinute.total / Math.max(1, level.idle.reconciles.perMinute))} sequential API requests answered in ${level.idle.requestsPerMinute.meanResponseMs} ms on average). Its CPU there is bounded by that throughput on this machine, so it understates what polling every cluster every ${pollInterval} would cost.`,
+        );
       }
     }
-    if (driver.errors.length > 0) notes.push(`driver errors (first 5 of ${driver.errors.length}): ${driver.errors.slice(0, 5).join(" | ")}`);
-    notes.push("Levels are cumulative on one API server and one controller process (a growing management cluster); the idle windows of the smaller levels are shortened from 5 minutes to fit `make bench` in 30 minutes.");
-    notes.push("Lease writes are the leader election's renewals (one every 2 s, whatever the number of clusters); writesPerMinute.excludingLease is what the 0-writes target is judged on.");
-    notes.push("The controller runs compiled to JavaScript (tsc into .cache/bench-scale), as the container runs dist/main.js; the 0-cluster baseline is its fixed cost (Node, client-node, etcd3/gRPC, winston).");
+    if (driver.errors.length > 0)
+      notes.push(`driver errors (first 5 of ${driver.errors.length}): ${driver.errors.slice(0, 5).join(" | ")}`);
+    notes.push(
+      "Levels are cumulative on one API server and one controller process (a growing management cluster); the idle windows of the smaller levels are shortened from 5 minutes to fit `make bench` in 30 minutes.",
+    );
+    notes.push(
+      "Lease writes are the leader election's renewals (one every 2 s, whatever the number of clusters); writesPerMinute.excludingLease is what the 0-writes target is judged on.",
+    );
+    notes.push(
+      "The controller runs compiled to JavaScript (tsc into .cache/bench-scale), as the container runs dist/main.js; the 0-cluster baseline is its fixed cost (Node, client-node, etcd3/gRPC, winston).",
+    );
     const path = result.finish(results, notes);
     progress(NAME, `wrote ${path}`);
   } finally {

@@ -15,7 +15,15 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Cluster, Node } from "../../src/api/capi.ts";
 import type { QuorumControlPlane } from "../../src/api/types.ts";
-import type { AddMemberOptions, EtcdAlarm, EtcdClientOptions, EtcdClusterClient, EtcdMember, EtcdMemberStatus, PromoteResult } from "../../src/adapters/etcd/types.ts";
+import type {
+  AddMemberOptions,
+  EtcdAlarm,
+  EtcdClientOptions,
+  EtcdClusterClient,
+  EtcdMember,
+  EtcdMemberStatus,
+  PromoteResult,
+} from "../../src/adapters/etcd/types.ts";
 import type { ClusterWorkloadAccess } from "../../src/adapters/workload/access.ts";
 import type { WorkloadAccess } from "../../src/ports/index.ts";
 
@@ -47,7 +55,12 @@ class SimulatedEtcdCluster {
   }
 
   add(address: string, options: { learner: boolean; started: boolean }): SimulatedMember {
-    const member: SimulatedMember = { id: String(this.nextId++), address, started: options.started, learner: options.learner };
+    const member: SimulatedMember = {
+      id: String(this.nextId++),
+      address,
+      started: options.started,
+      learner: options.learner,
+    };
     this.members.push(member);
     if (!this.leaderId && !member.learner) this.leaderId = member.id;
     return member;
@@ -74,7 +87,8 @@ export class SimulatedWorkloads {
   constructor(readonly latencyMs: number) {}
 
   /** The factory to hand to ClusterWorkloadAccess's etcdClientFactory. */
-  readonly etcdClientFactory = (options: EtcdClientOptions): EtcdClusterClient => new SimulatedEtcdClient(this, options.endpoints);
+  readonly etcdClientFactory = (options: EtcdClientOptions): EtcdClusterClient =>
+    new SimulatedEtcdClient(this, options.endpoints);
 
   /** Remembers which QuorumControlPlane's cluster an etcd reached through `endpoints` is (for its Nodes). */
   bind(clusterKey: string, endpoints: string[]): void {
@@ -90,7 +104,10 @@ export class SimulatedWorkloads {
       .filter((member) => member.started)
       .map((member) => ({
         metadata: { name: simulatedNodeName(member.address), labels: { "node-role.kubernetes.io/control-plane": "" } },
-        status: { conditions: [{ type: "Ready", status: "True" }], addresses: [{ type: "InternalIP", address: member.address }] },
+        status: {
+          conditions: [{ type: "Ready", status: "True" }],
+          addresses: [{ type: "InternalIP", address: member.address }],
+        },
       }));
   }
 
@@ -148,7 +165,8 @@ class SimulatedEtcdClient implements EtcdClusterClient {
 
   private cluster(what: string): SimulatedEtcdCluster {
     const cluster = this.world.resolve(this.endpoints);
-    if (!cluster) throw new Error(`simulated etcd: no member at ${this.endpoints.join(", ") || "(no endpoints)"} answered ${what}`);
+    if (!cluster)
+      throw new Error(`simulated etcd: no member at ${this.endpoints.join(", ") || "(no endpoints)"} answered ${what}`);
     return cluster;
   }
 
@@ -167,7 +185,12 @@ class SimulatedEtcdClient implements EtcdClusterClient {
     return listed.map((entry): EtcdMemberStatus => {
       const member = cluster.members.find((candidate) => candidate.id === entry.id);
       if (!member || !member.started) {
-        return { memberId: entry.id, reachable: false, leader: false, errors: [member ? "member has not started yet (no client URLs)" : "member not found"] };
+        return {
+          memberId: entry.id,
+          reachable: false,
+          leader: false,
+          errors: [member ? "member has not started yet (no client URLs)" : "member not found"],
+        };
       }
       return {
         memberId: member.id,
@@ -221,14 +244,16 @@ class SimulatedEtcdClient implements EtcdClusterClient {
     if (index < 0) return { removed: false };
     const [member] = cluster.members.splice(index, 1);
     cluster.retiredAddresses.add(member.address);
-    if (cluster.leaderId === member.id) cluster.leaderId = cluster.members.find((candidate) => !candidate.learner && candidate.started)?.id ?? "";
+    if (cluster.leaderId === member.id)
+      cluster.leaderId = cluster.members.find((candidate) => !candidate.learner && candidate.started)?.id ?? "";
     return { removed: true };
   }
 
   async moveLeader(toMemberId: string): Promise<void> {
     await this.world.wait("move leader");
     const cluster = this.cluster("move leader");
-    if (!cluster.members.some((member) => member.id === toMemberId && !member.learner)) throw new Error(`simulated etcd: move leader to ${toMemberId}: not a voter`);
+    if (!cluster.members.some((member) => member.id === toMemberId && !member.learner))
+      throw new Error(`simulated etcd: move leader to ${toMemberId}: not a voter`);
     cluster.leaderId = toMemberId;
   }
 

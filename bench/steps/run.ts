@@ -15,7 +15,16 @@ import { startStack, type ControllerStack } from "../../test/integration/control
 import { benchDir, progress, startResult } from "../lib/results.ts";
 import { rounded, summarize, type Summary } from "../lib/stats.ts";
 import { ETCD_HEALTH_INTERVAL_MS } from "../../src/core/selection.ts";
-import { actionEffects, auditWorldEvents, controllerActions, EtcdMonitor, removalWindowEvents, type ActionRecord, type WorldEvent, type WorldEventKind } from "./timeline.ts";
+import {
+  actionEffects,
+  auditWorldEvents,
+  controllerActions,
+  EtcdMonitor,
+  removalWindowEvents,
+  type ActionRecord,
+  type WorldEvent,
+  type WorldEventKind,
+} from "./timeline.ts";
 
 const NAME = "steps";
 const NAMESPACE = "bench-steps";
@@ -70,7 +79,13 @@ interface RolloutResult {
   /** The ratio if refused calls had been accepted at once. */
   ratioWithoutRefusals: number;
   /** bootEndsInferred: joins whose catch-up the monitor missed, ended at the Machine's provisioning or promotion instead. */
-  intrinsic: { bootJoinCatchUpSeconds: number; bootEndsInferred: number; callsSeconds: number; teardownSeconds: number; nodeRegistrationSeconds: null };
+  intrinsic: {
+    bootJoinCatchUpSeconds: number;
+    bootEndsInferred: number;
+    callsSeconds: number;
+    teardownSeconds: number;
+    nodeRegistrationSeconds: null;
+  };
 }
 
 interface StepsResults {
@@ -102,22 +117,46 @@ async function startController(stack: ControllerStack): Promise<{ flags: string[
   const process_ = startProcess({
     name: "quorum controller (step benchmark)",
     command: process.execPath,
-    args: ["--import", "tsx", join(REPO, "src/main.ts"), "--kubeconfig", user.kubeconfigPath, "--metrics-bind-address", `127.0.0.1:${port}`, "--metrics-secure=false", ...flags],
+    args: [
+      "--import",
+      "tsx",
+      join(REPO, "src/main.ts"),
+      "--kubeconfig",
+      user.kubeconfigPath,
+      "--metrics-bind-address",
+      `127.0.0.1:${port}`,
+      "--metrics-secure=false",
+      ...flags,
+    ],
     cwd: REPO,
     env: { ...process.env, POD_NAME: "quorum-bench" },
   });
-  stack.controllers.push({ process: process_, metricsUrl: `http://127.0.0.1:${port}/metrics`, identity: "quorum-bench", username: CONTROLLER_USER });
+  stack.controllers.push({
+    process: process_,
+    metricsUrl: `http://127.0.0.1:${port}/metrics`,
+    identity: "quorum-bench",
+    username: CONTROLLER_USER,
+  });
   return { flags, logFile: process_.logFile };
 }
 
 async function main(): Promise<void> {
-  const result = startResult(NAME, "step latency and rolling-upgrade overhead: real kube-apiserver, the controller process with default flags, a real etcd member per Machine (controller integration stack's MachinePlayer)", { rollouts, monitorIntervalMs, maxSurge: 1, memberRemoval: "BeforeDelete" });
+  const result = startResult(
+    NAME,
+    "step latency and rolling-upgrade overhead: real kube-apiserver, the controller process with default flags, a real etcd member per Machine (controller integration stack's MachinePlayer)",
+    { rollouts, monitorIntervalMs, maxSurge: 1, memberRemoval: "BeforeDelete" },
+  );
   progress(NAME, "starting kube-apiserver (with audit log) and the workload cluster");
   const stack = await startStack({ audit: true });
   const phases: Phase[] = [];
   let monitor: EtcdMonitor | undefined;
   try {
-    const player = await stack.createCluster(NAMESPACE, CLUSTER, { replicas: 1, version: "v1.33.0", maxSurge: 1, memberRemoval: "BeforeDelete" });
+    const player = await stack.createCluster(NAMESPACE, CLUSTER, {
+      replicas: 1,
+      version: "v1.33.0",
+      maxSurge: 1,
+      memberRemoval: "BeforeDelete",
+    });
     const { flags, logFile } = await startController(stack);
     await stack.waitConverged(NAMESPACE, CLUSTER, 1, 300_000);
     monitor = new EtcdMonitor(player, monitorIntervalMs);
@@ -138,21 +177,32 @@ async function main(): Promise<void> {
 
     const auditLog = stack.auditLog as string;
     const actions = controllerActions(readFileSync(logFile, "utf8"));
-    const events = [...auditWorldEvents(auditLog, CONTROLLER_USER), ...etcdEvents, ...removalWindowEvents(etcdEvents, ETCD_HEALTH_INTERVAL_MS), ...actionEffects(actions)].sort((a, b) => a.at - b.at);
+    const events = [
+      ...auditWorldEvents(auditLog, CONTROLLER_USER),
+      ...etcdEvents,
+      ...removalWindowEvents(etcdEvents, ETCD_HEALTH_INTERVAL_MS),
+      ...actionEffects(actions),
+    ].sort((a, b) => a.at - b.at);
     const { samples, unmatched, retries } = stepSamples(actions, events, phases);
-    const rolloutResults = phases.filter((candidate) => candidate.name.startsWith("rollout")).map((rollout) => rolloutOverhead(rollout, actions, events, samples));
+    const rolloutResults = phases
+      .filter((candidate) => candidate.name.startsWith("rollout"))
+      .map((rollout) => rolloutOverhead(rollout, actions, events, samples));
 
     const byKind: StepsResults["stepLatencyMs"] = {};
     const doneByKind: StepsResults["stepDoneMs"] = {};
     for (const kind of [...new Set(samples.map((sample) => sample.kind))].sort()) {
       const ofKind = samples.filter((sample) => sample.kind === kind);
-      byKind[kind] = { ...rounded(summarize(ofKind.map((sample) => sample.latencyMs))), retries: retries.get(kind) ?? 0 };
+      byKind[kind] = {
+        ...rounded(summarize(ofKind.map((sample) => sample.latencyMs))),
+        retries: retries.get(kind) ?? 0,
+      };
       doneByKind[kind] = rounded(summarize(ofKind.map((sample) => sample.doneMs)));
     }
     const all = rounded(summarize(samples.map((sample) => sample.latencyMs)));
     const ratios = rounded(summarize(rolloutResults.map((rollout) => rollout.ratio)), 3);
     const results: StepsResults = {
-      stack: "controller integration stack (test/integration/controller): real kube-apiserver, controller process, MachinePlayer with a real etcd member per Machine; no Nodes (no workload kube-apiserver), so Node registration is not part of the intrinsic time",
+      stack:
+        "controller integration stack (test/integration/controller): real kube-apiserver, controller process, MachinePlayer with a real etcd member per Machine; no Nodes (no workload kube-apiserver), so Node registration is not part of the intrinsic time",
       controllerFlags: flags,
       phases,
       stepLatencyMs: byKind,
@@ -199,23 +249,46 @@ function stepSamples(actions: ActionRecord[], events: WorldEvent[], phases: Phas
     }
     // A promotion waits for its own learner: another learner caught up earlier says nothing about this one.
     const learner = action.kind === "PromoteLearner" ? /learner (\S+)/.exec(action.message)?.[1] : undefined;
-    const candidates = events.filter((event) => kinds.includes(event.kind) && event.at >= phase.start && event.at <= action.decidedAt && (learner === undefined || event.subject === learner));
+    const candidates = events.filter(
+      (event) =>
+        kinds.includes(event.kind) &&
+        event.at >= phase.start &&
+        event.at <= action.decidedAt &&
+        (learner === undefined || event.subject === learner),
+    );
     const precondition = candidates[candidates.length - 1];
     if (!precondition) {
-      unmatched.push({ kind: action.kind, phase: phase.name, reason: `none of ${kinds.join(", ")} was observed before the decision (an observer was later than Quorum)` });
+      unmatched.push({
+        kind: action.kind,
+        phase: phase.name,
+        reason: `none of ${kinds.join(", ")} was observed before the decision (an observer was later than Quorum)`,
+      });
       continue;
     }
     // The first call of this kind after the precondition (and after the previous step of this kind), whether
     // etcd or the API server accepted it or not.
-    const previousDone = actions.filter((candidate) => candidate.kind === action.kind && !candidate.retry && candidate.decidedAt < action.decidedAt).pop();
+    const previousDone = actions
+      .filter(
+        (candidate) => candidate.kind === action.kind && !candidate.retry && candidate.decidedAt < action.decidedAt,
+      )
+      .pop();
     const since = Math.max(precondition.at, (previousDone?.decidedAt ?? 0) + 1);
-    const firstAttempt = actions.find((candidate) => candidate.kind === action.kind && candidate.decidedAt >= since && candidate.decidedAt <= action.decidedAt) ?? action;
+    const firstAttempt =
+      actions.find(
+        (candidate) =>
+          candidate.kind === action.kind && candidate.decidedAt >= since && candidate.decidedAt <= action.decidedAt,
+      ) ?? action;
     samples.push({
       kind: action.kind,
       phase: phase.name,
       latencyMs: firstAttempt.decidedAt - precondition.at,
       doneMs: action.decidedAt - precondition.at,
-      attempts: actions.filter((candidate) => candidate.kind === action.kind && candidate.decidedAt >= firstAttempt.decidedAt && candidate.decidedAt <= action.decidedAt).length,
+      attempts: actions.filter(
+        (candidate) =>
+          candidate.kind === action.kind &&
+          candidate.decidedAt >= firstAttempt.decidedAt &&
+          candidate.decidedAt <= action.decidedAt,
+      ).length,
       precondition: precondition.kind,
       observedBy: precondition.source,
     });
@@ -226,7 +299,8 @@ function stepSamples(actions: ActionRecord[], events: WorldEvent[], phases: Phas
 function refusalsOf(actions: ActionRecord[], phases: Phase[]): StepsResults["refusals"] {
   const counts = new Map<string, { kind: string; reason: string; count: number }>();
   for (const action of actions) {
-    if (!action.retry || !phases.some((phase) => action.decidedAt >= phase.start && action.decidedAt <= phase.end)) continue;
+    if (!action.retry || !phases.some((phase) => action.decidedAt >= phase.start && action.decidedAt <= phase.end))
+      continue;
     const reason = action.message.replace(/\b\d{6,}\b/g, "<id>").replace(/https?:\/\/[\d.]+:\d+/g, "<endpoint>");
     const key = `${action.kind} ${reason}`;
     const entry = counts.get(key) ?? { kind: action.kind, reason, count: 0 };
@@ -238,10 +312,21 @@ function refusalsOf(actions: ActionRecord[], phases: Phase[]): StepsResults["ref
 
 function timeline(origin: number, events: WorldEvent[], actions: ActionRecord[]): StepsResults["timeline"] {
   const entries = [
-    ...events.filter((event) => event.source !== "controller-log").map((event) => ({ t: event.at - origin, source: event.source, what: event.kind, subject: event.subject })),
+    ...events
+      .filter((event) => event.source !== "controller-log")
+      .map((event) => ({ t: event.at - origin, source: event.source, what: event.kind, subject: event.subject })),
     ...actions.flatMap((action) => [
       { t: action.decidedAt - origin, source: "controller-log", what: `decide ${action.kind}`, subject: "" },
-      ...(action.completedAt !== undefined ? [{ t: action.completedAt - origin, source: "controller-log", what: `${action.retry ? "retry" : "done"} ${action.kind}`, subject: action.message }] : []),
+      ...(action.completedAt !== undefined
+        ? [
+            {
+              t: action.completedAt - origin,
+              source: "controller-log",
+              what: `${action.retry ? "retry" : "done"} ${action.kind}`,
+              subject: action.message,
+            },
+          ]
+        : []),
     ]),
   ];
   return entries.filter((entry) => entry.t >= 0).sort((a, b) => a.t - b.t);
@@ -251,13 +336,20 @@ function machineIn(message: string): string | undefined {
   return /Machine (\S+?)(?=[:\s]|$)/.exec(message)?.[1];
 }
 
-function rolloutOverhead(phase: Phase, actions: ActionRecord[], events: WorldEvent[], samples: StepSample[]): RolloutResult {
+function rolloutOverhead(
+  phase: Phase,
+  actions: ActionRecord[],
+  events: WorldEvent[],
+  samples: StepSample[],
+): RolloutResult {
   const inPhase = (at: number) => at >= phase.start && at <= phase.end;
   const spec = events.find((event) => event.kind === "spec-changed" && inPhase(event.at));
   const gone = events.filter((event) => event.kind === "machine-gone" && inPhase(event.at));
   const start = spec?.at ?? phase.start;
   const end = gone.length > 0 ? gone[gone.length - 1].at : phase.end;
-  const done = actions.filter((action) => !action.retry && action.completedAt !== undefined && inPhase(action.decidedAt));
+  const done = actions.filter(
+    (action) => !action.retry && action.completedAt !== undefined && inPhase(action.decidedAt),
+  );
   const callsMs = done.reduce((sum, action) => sum + ((action.completedAt as number) - action.decidedAt), 0);
   let bootMs = 0;
   let bootEndsInferred = 0;
@@ -271,9 +363,19 @@ function rolloutOverhead(phase: Phase, actions: ActionRecord[], events: WorldEve
     }
     // The monitor missed a learner that started and was promoted between two of its rounds: it had caught up by
     // the time the player reported the Machine running or, at the latest, when its promotion went through.
-    const provisioned = events.find((event) => event.kind === "machine-provisioned" && event.subject === name && event.at >= from);
-    const promoted = done.find((action) => action.kind === "PromoteLearner" && (action.completedAt as number) >= from && /learner (\S+)/.exec(action.message)?.[1] === name);
-    const end = Math.min(provisioned?.at ?? Number.POSITIVE_INFINITY, promoted?.completedAt ?? Number.POSITIVE_INFINITY);
+    const provisioned = events.find(
+      (event) => event.kind === "machine-provisioned" && event.subject === name && event.at >= from,
+    );
+    const promoted = done.find(
+      (action) =>
+        action.kind === "PromoteLearner" &&
+        (action.completedAt as number) >= from &&
+        /learner (\S+)/.exec(action.message)?.[1] === name,
+    );
+    const end = Math.min(
+      provisioned?.at ?? Number.POSITIVE_INFINITY,
+      promoted?.completedAt ?? Number.POSITIVE_INFINITY,
+    );
     if (Number.isFinite(end)) {
       bootMs += end - from;
       bootEndsInferred++;
@@ -281,7 +383,12 @@ function rolloutOverhead(phase: Phase, actions: ActionRecord[], events: WorldEve
   }
   let teardownMs = 0;
   for (const event of gone) {
-    const released = done.filter((action) => action.kind === "ReleaseHook" && machineIn(action.message) === event.subject && (action.completedAt as number) <= event.at);
+    const released = done.filter(
+      (action) =>
+        action.kind === "ReleaseHook" &&
+        machineIn(action.message) === event.subject &&
+        (action.completedAt as number) <= event.at,
+    );
     const from = released.length > 0 ? (released[released.length - 1].completedAt as number) : undefined;
     if (from !== undefined) teardownMs += event.at - from;
   }
@@ -300,7 +407,13 @@ function rolloutOverhead(phase: Phase, actions: ActionRecord[], events: WorldEve
     sumOfStepLatenciesSeconds: seconds(latencies),
     refusedCallsSeconds: seconds(refusedMs),
     ratioWithoutRefusals: intrinsicMs > 0 ? Math.round(((wallMs - refusedMs) / intrinsicMs) * 1000) / 1000 : Number.NaN,
-    intrinsic: { bootJoinCatchUpSeconds: seconds(bootMs), bootEndsInferred, callsSeconds: seconds(callsMs), teardownSeconds: seconds(teardownMs), nodeRegistrationSeconds: null },
+    intrinsic: {
+      bootJoinCatchUpSeconds: seconds(bootMs),
+      bootEndsInferred,
+      callsSeconds: seconds(callsMs),
+      teardownSeconds: seconds(teardownMs),
+      nodeRegistrationSeconds: null,
+    },
   };
 }
 

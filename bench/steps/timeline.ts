@@ -79,7 +79,16 @@ export class EtcdMonitor {
     if (this.client && key === this.clientEndpoints) return this.client;
     void this.client?.close();
     this.clientEndpoints = key;
-    this.client = createEtcdClusterClient({ endpoints, credentials: { caPem: etcd.credentials.caPem, certPem: etcd.credentials.certPem, keyPem: etcd.credentials.keyPem }, callDeadlineMs: 400, context: "bench etcd monitor" });
+    this.client = createEtcdClusterClient({
+      endpoints,
+      credentials: {
+        caPem: etcd.credentials.caPem,
+        certPem: etcd.credentials.certPem,
+        keyPem: etcd.credentials.keyPem,
+      },
+      callDeadlineMs: 400,
+      context: "bench etcd monitor",
+    });
     return this.client;
   }
 
@@ -98,17 +107,28 @@ export class EtcdMonitor {
           for (const member of members) {
             const status = statuses.find((candidate) => candidate.memberId === member.id);
             const subject = member.name || member.peerURLs[0];
-            const before = this.known.get(member.id) ?? { name: subject, learner: member.learner, started: false, caughtUp: false };
+            const before = this.known.get(member.id) ?? {
+              name: subject,
+              learner: member.learner,
+              started: false,
+              caughtUp: false,
+            };
             if (!before.started && status?.reachable) {
               before.started = true;
               if (member.learner) this.events.push({ at, kind: "learner-started", subject, source: "etcd-monitor" });
             }
             // etcd promotes a learner once it is in sync with the leader; an idle cluster's index barely moves.
-            if (member.learner && !before.caughtUp && status?.reachable && (status.raftAppliedIndex ?? -1) >= leaderIndex) {
+            if (
+              member.learner &&
+              !before.caughtUp &&
+              status?.reachable &&
+              (status.raftAppliedIndex ?? -1) >= leaderIndex
+            ) {
               before.caughtUp = true;
               this.events.push({ at, kind: "caught-up", subject, source: "etcd-monitor" });
             }
-            if (before.learner && !member.learner) this.events.push({ at, kind: "promoted", subject, source: "etcd-monitor" });
+            if (before.learner && !member.learner)
+              this.events.push({ at, kind: "promoted", subject, source: "etcd-monitor" });
             before.learner = member.learner;
             before.name = subject;
             this.known.set(member.id, before);
@@ -120,7 +140,8 @@ export class EtcdMonitor {
             }
           }
           if (leader && leader.memberId !== this.leaderId) {
-            if (this.leaderId) this.events.push({ at, kind: "leader-changed", subject: leader.memberId, source: "etcd-monitor" });
+            if (this.leaderId)
+              this.events.push({ at, kind: "leader-changed", subject: leader.memberId, source: "etcd-monitor" });
             this.leaderId = leader.memberId;
           }
         } catch {
@@ -154,16 +175,19 @@ export function auditWorldEvents(path: string, controllerUser: string): WorldEve
     const ref = event.objectRef ?? {};
     const subject = ref.name ?? "";
     const byController = event.user.username === controllerUser;
-    if (ref.resource === "quorumcontrolplanes" && !ref.subresource && event.verb === "patch" && !byController) events.push({ at, kind: "spec-changed", subject, source: "audit" });
+    if (ref.resource === "quorumcontrolplanes" && !ref.subresource && event.verb === "patch" && !byController)
+      events.push({ at, kind: "spec-changed", subject, source: "audit" });
     if (ref.resource !== "machines") continue;
     if (event.verb === "create") events.push({ at, kind: "machine-created", subject, source: "audit" });
     if (event.verb === "delete") {
       deleting.add(subject);
       events.push({ at, kind: "machine-deleting", subject, source: "audit" });
     }
-    if (ref.subresource === "status" && !byController) events.push({ at, kind: "machine-provisioned", subject, source: "audit" });
+    if (ref.subresource === "status" && !byController)
+      events.push({ at, kind: "machine-provisioned", subject, source: "audit" });
     // The player's last write to a deleting Machine drops its finalizer: the Machine is gone.
-    if (!ref.subresource && event.verb === "patch" && !byController && deleting.has(subject)) events.push({ at, kind: "machine-gone", subject, source: "audit" });
+    if (!ref.subresource && event.verb === "patch" && !byController && deleting.has(subject))
+      events.push({ at, kind: "machine-gone", subject, source: "audit" });
   }
   return events;
 }
@@ -227,7 +251,12 @@ export function actionEffects(actions: ActionRecord[]): WorldEvent[] {
   };
   return actions
     .filter((action) => !action.retry && action.completedAt !== undefined && effectOf[action.kind])
-    .map((action) => ({ at: action.completedAt as number, kind: effectOf[action.kind], subject: action.message, source: "controller-log" as const }));
+    .map((action) => ({
+      at: action.completedAt as number,
+      kind: effectOf[action.kind],
+      subject: action.message,
+      source: "controller-log" as const,
+    }));
 }
 
 /**
@@ -237,5 +266,10 @@ export function actionEffects(actions: ActionRecord[]): WorldEvent[] {
 export function removalWindowEvents(events: WorldEvent[], healthIntervalMs: number): WorldEvent[] {
   return events
     .filter((event) => event.kind === "learner-started")
-    .map((event) => ({ at: event.at + healthIntervalMs, kind: "etcd-window-open" as const, subject: event.subject, source: event.source }));
+    .map((event) => ({
+      at: event.at + healthIntervalMs,
+      kind: "etcd-window-open" as const,
+      subject: event.subject,
+      source: event.source,
+    }));
 }

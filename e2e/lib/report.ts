@@ -26,16 +26,31 @@ export function summaryTable(results: ScenarioResult[], header: string): string 
     result.latency.count ? seconds(result.latency.p50Ms) : "-",
     result.latency.count ? seconds(result.latency.p99Ms) : "-",
     `${result.lostKeys}/${result.keysWritten}`,
-    result.client.total ? `${(result.client.ratio * 100).toFixed(2)}% (${result.client.ok}/${result.client.total})` : "-",
+    result.client.total
+      ? `${(result.client.ratio * 100).toFixed(2)}% (${result.client.ok}/${result.client.total})`
+      : "-",
     String(result.quorumLosses),
     String(result.leaks.length),
   ]);
-  const head = ["scenario", "result", "wall", "steps", "step p50", "step p99", "lost keys", "client ok (rollouts)", "quorum losses", "leaks"];
+  const head = [
+    "scenario",
+    "result",
+    "wall",
+    "steps",
+    "step p50",
+    "step p99",
+    "lost keys",
+    "client ok (rollouts)",
+    "quorum losses",
+    "leaks",
+  ];
   const widths = head.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column].length)));
   const line = (cells: string[]) => cells.map((cell, column) => cell.padEnd(widths[column])).join("  ");
   const out = [header, "", line(head), widths.map((width) => "-".repeat(width)).join("  "), ...rows.map(line)];
-  for (const result of results.filter((candidate) => !candidate.passed)) out.push("", `${result.name} FAILED: ${result.error}`, `  logs: ${result.logDir}`);
-  for (const result of results.filter((candidate) => candidate.leaks.length > 0)) out.push("", `${result.name} leaks: ${result.leaks.join("; ")}`);
+  for (const result of results.filter((candidate) => !candidate.passed))
+    out.push("", `${result.name} FAILED: ${result.error}`, `  logs: ${result.logDir}`);
+  for (const result of results.filter((candidate) => candidate.leaks.length > 0))
+    out.push("", `${result.name} leaks: ${result.leaks.join("; ")}`);
   return out.join("\n");
 }
 
@@ -101,7 +116,8 @@ export function timelineSvg(data: TimelineData): string {
       segments.set(member.name, list);
     }
   }
-  for (const name of segments.keys()) if (!lanes.some((lane) => lane.name === name)) lanes.push({ name, first: from, last: from });
+  for (const name of segments.keys())
+    if (!lanes.some((lane) => lane.name === name)) lanes.push({ name, first: from, last: from });
 
   const laneHeight = 40;
   const top = 120;
@@ -110,17 +126,25 @@ export function timelineSvg(data: TimelineData): string {
   const quorumHeight = 70;
   const height = quorumTop + quorumHeight + 90;
   const parts: string[] = [];
-  parts.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="Helvetica, Arial, sans-serif" font-size="12">`);
+  parts.push(
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="Helvetica, Arial, sans-serif" font-size="12">`,
+  );
   parts.push(`<rect width="${width}" height="${height}" fill="#ffffff"/>`);
   parts.push(`<text x="${left}" y="24" font-size="16" font-weight="bold">${escape(data.title)}</text>`);
-  parts.push(`<text x="${left}" y="44" fill="#555">${escape(`${new Date(from).toISOString()} + ${seconds(span)}; top bar: Machine (grey, red once deleting); bottom bar: its etcd member (light: learner, blue: voter, orange: unhealthy)`)}</text>`);
+  parts.push(
+    `<text x="${left}" y="44" fill="#555">${escape(`${new Date(from).toISOString()} + ${seconds(span)}; top bar: Machine (grey, red once deleting); bottom bar: its etcd member (light: learner, blue: voter, orange: unhealthy)`)}</text>`,
+  );
 
   // Time grid every 5 or 10 s.
   const step = span > 120_000 ? 20_000 : span > 60_000 ? 10_000 : 5_000;
   for (let t = 0; t <= span; t += step) {
     const gx = x(from + t);
-    parts.push(`<line x1="${gx.toFixed(1)}" y1="${top - 10}" x2="${gx.toFixed(1)}" y2="${quorumTop + quorumHeight}" stroke="#eee"/>`);
-    parts.push(`<text x="${gx.toFixed(1)}" y="${quorumTop + quorumHeight + 16}" text-anchor="middle" fill="#777">${t / 1000}s</text>`);
+    parts.push(
+      `<line x1="${gx.toFixed(1)}" y1="${top - 10}" x2="${gx.toFixed(1)}" y2="${quorumTop + quorumHeight}" stroke="#eee"/>`,
+    );
+    parts.push(
+      `<text x="${gx.toFixed(1)}" y="${quorumTop + quorumHeight + 16}" text-anchor="middle" fill="#777">${t / 1000}s</text>`,
+    );
   }
 
   lanes.forEach((lane, index) => {
@@ -128,14 +152,20 @@ export function timelineSvg(data: TimelineData): string {
     parts.push(`<text x="${left - 8}" y="${y + 20}" text-anchor="end">${escape(lane.name)}</text>`);
     const end = lane.deletingFrom ?? lane.last;
     if (lane.last > lane.first || lane.deletingFrom !== undefined) {
-      parts.push(`<rect x="${x(lane.first).toFixed(1)}" y="${y + 4}" width="${Math.max(1, x(end) - x(lane.first)).toFixed(1)}" height="12" fill="#9e9e9e"><title>Machine ${escape(lane.name)}</title></rect>`);
+      parts.push(
+        `<rect x="${x(lane.first).toFixed(1)}" y="${y + 4}" width="${Math.max(1, x(end) - x(lane.first)).toFixed(1)}" height="12" fill="#9e9e9e"><title>Machine ${escape(lane.name)}</title></rect>`,
+      );
       if (lane.deletingFrom !== undefined) {
-        parts.push(`<rect x="${x(lane.deletingFrom).toFixed(1)}" y="${y + 4}" width="${Math.max(1, x(lane.last) - x(lane.deletingFrom)).toFixed(1)}" height="12" fill="#e57373"><title>Machine ${escape(lane.name)} deleting</title></rect>`);
+        parts.push(
+          `<rect x="${x(lane.deletingFrom).toFixed(1)}" y="${y + 4}" width="${Math.max(1, x(lane.last) - x(lane.deletingFrom)).toFixed(1)}" height="12" fill="#e57373"><title>Machine ${escape(lane.name)} deleting</title></rect>`,
+        );
       }
     }
     for (const segment of segments.get(lane.name) ?? []) {
       const fill = segment.state === "learner" ? "#90caf9" : segment.state === "voter" ? "#1565c0" : "#ff9800";
-      parts.push(`<rect x="${x(segment.from).toFixed(1)}" y="${y + 19}" width="${Math.max(1, x(segment.to) - x(segment.from)).toFixed(1)}" height="12" fill="${fill}"><title>member ${escape(lane.name)}: ${segment.state}</title></rect>`);
+      parts.push(
+        `<rect x="${x(segment.from).toFixed(1)}" y="${y + 19}" width="${Math.max(1, x(segment.to) - x(segment.from)).toFixed(1)}" height="12" fill="${fill}"><title>member ${escape(lane.name)}: ${segment.state}</title></rect>`,
+      );
     }
   });
 
@@ -143,9 +173,13 @@ export function timelineSvg(data: TimelineData): string {
   const actions = data.actions.filter((action) => action.at >= from && action.at <= to);
   actions.forEach((action, index) => {
     const ax = x(action.at);
-    parts.push(`<line x1="${ax.toFixed(1)}" y1="${top - 8}" x2="${ax.toFixed(1)}" y2="${lanesBottom}" stroke="#2e7d32" stroke-dasharray="3,3"><title>${escape(`${action.kind}: ${action.message}`)}</title></line>`);
+    parts.push(
+      `<line x1="${ax.toFixed(1)}" y1="${top - 8}" x2="${ax.toFixed(1)}" y2="${lanesBottom}" stroke="#2e7d32" stroke-dasharray="3,3"><title>${escape(`${action.kind}: ${action.message}`)}</title></line>`,
+    );
     const ly = 62 + (index % 4) * 13;
-    parts.push(`<text x="${(ax + 2).toFixed(1)}" y="${ly}" fill="#2e7d32" font-size="10">${escape(ACTION_LABEL[action.kind] ?? action.kind)}</text>`);
+    parts.push(
+      `<text x="${(ax + 2).toFixed(1)}" y="${ly}" fill="#2e7d32" font-size="10">${escape(ACTION_LABEL[action.kind] ?? action.kind)}</text>`,
+    );
   });
 
   // Quorum strip: healthy voters against voters.
@@ -154,14 +188,21 @@ export function timelineSvg(data: TimelineData): string {
   const maxVoters = Math.max(1, ...windowSamples.map((sample) => sample.voters));
   const qy = (value: number) => quorumTop + quorumHeight - (value / maxVoters) * (quorumHeight - 10);
   const path = (pick: (sample: QuorumSample) => number) =>
-    windowSamples.map((sample, i) => `${i === 0 ? "M" : "L"}${x(sample.at).toFixed(1)},${qy(pick(sample)).toFixed(1)}`).join(" ");
+    windowSamples
+      .map((sample, i) => `${i === 0 ? "M" : "L"}${x(sample.at).toFixed(1)},${qy(pick(sample)).toFixed(1)}`)
+      .join(" ");
   if (windowSamples.length > 0) {
     parts.push(`<path d="${path((sample) => sample.voters)}" fill="none" stroke="#9e9e9e" stroke-width="2"/>`);
     parts.push(`<path d="${path((sample) => sample.healthyVoters)}" fill="none" stroke="#1565c0" stroke-width="1.5"/>`);
-    parts.push(`<path d="${path((sample) => Math.floor(sample.voters / 2) + 1)}" fill="none" stroke="#c62828" stroke-width="1" stroke-dasharray="4,3"/>`);
-    parts.push(`<text x="${width - right}" y="${quorumTop - 4}" text-anchor="end" fill="#c62828" font-size="10">dashed red: quorum size</text>`);
+    parts.push(
+      `<path d="${path((sample) => Math.floor(sample.voters / 2) + 1)}" fill="none" stroke="#c62828" stroke-width="1" stroke-dasharray="4,3"/>`,
+    );
+    parts.push(
+      `<text x="${width - right}" y="${quorumTop - 4}" text-anchor="end" fill="#c62828" font-size="10">dashed red: quorum size</text>`,
+    );
   }
-  for (let v = 0; v <= maxVoters; v++) parts.push(`<text x="${left - 60}" y="${qy(v) + 4}" fill="#999" font-size="9">${v}</text>`);
+  for (let v = 0; v <= maxVoters; v++)
+    parts.push(`<text x="${left - 60}" y="${qy(v) + 4}" fill="#999" font-size="9">${v}</text>`);
 
   // Client requests through the load balancer: failures as red ticks.
   const requests = data.requests.filter((entry) => entry.at >= from && entry.at <= to);
@@ -169,8 +210,13 @@ export function timelineSvg(data: TimelineData): string {
   const ry = quorumTop + quorumHeight + 40;
   parts.push(`<text x="${left - 8}" y="${ry + 4}" text-anchor="end">client via LB</text>`);
   parts.push(`<line x1="${left}" y1="${ry}" x2="${width - right}" y2="${ry}" stroke="#a5d6a7" stroke-width="6"/>`);
-  for (const entry of failed) parts.push(`<line x1="${x(entry.at).toFixed(1)}" y1="${ry - 7}" x2="${x(entry.at).toFixed(1)}" y2="${ry + 7}" stroke="#c62828" stroke-width="2"><title>${escape(entry.error ?? "failed")}</title></line>`);
-  parts.push(`<text x="${left}" y="${ry + 24}" fill="#555">${requests.length - failed.length}/${requests.length} requests answered (${requests.length ? (((requests.length - failed.length) / requests.length) * 100).toFixed(2) : "100"}%); red ticks: failures</text>`);
+  for (const entry of failed)
+    parts.push(
+      `<line x1="${x(entry.at).toFixed(1)}" y1="${ry - 7}" x2="${x(entry.at).toFixed(1)}" y2="${ry + 7}" stroke="#c62828" stroke-width="2"><title>${escape(entry.error ?? "failed")}</title></line>`,
+    );
+  parts.push(
+    `<text x="${left}" y="${ry + 24}" fill="#555">${requests.length - failed.length}/${requests.length} requests answered (${requests.length ? (((requests.length - failed.length) / requests.length) * 100).toFixed(2) : "100"}%); red ticks: failures</text>`,
+  );
   parts.push("</svg>");
   return `${parts.join("\n")}\n`;
 }

@@ -80,7 +80,8 @@ export class Scenario {
   readonly machineEvents: WorldEvent[] = [];
   readonly checks: string[] = [];
   readonly notes: string[] = [];
-  readonly machineSnapshots: { at: number; machines: { name: string; deleting: boolean; provisioned: boolean }[] }[] = [];
+  readonly machineSnapshots: { at: number; machines: { name: string; deleting: boolean; provisioned: boolean }[] }[] =
+    [];
   /** A window the suite draws as an SVG timeline (the rolling upgrade). */
   timelineWindow: { title: string; from: number; to: number; file: string } | undefined;
   private recorderStopped = false;
@@ -101,10 +102,15 @@ export class Scenario {
   }
 
   /** Starts the stack (without Quorum), creates the cluster, starts the observers. */
-  async setup(spec: Omit<ClusterSpec, "namespace" | "name">, options: StackOptions & { startQuorum?: (stack: E2EStack) => Promise<void> } = {}): Promise<void> {
+  async setup(
+    spec: Omit<ClusterSpec, "namespace" | "name">,
+    options: StackOptions & { startQuorum?: (stack: E2EStack) => Promise<void> } = {},
+  ): Promise<void> {
     this.log("starting a fresh stack: management kube-apiserver, CRDs, CAPI core manager, process provider");
     this.stack = await E2EStack.start(this.name, options);
-    this.log(`stack up (logs in ${this.stack.dir}); starting Quorum and creating cluster ${this.namespace}/${this.cluster} with ${spec.replicas} replica(s)`);
+    this.log(
+      `stack up (logs in ${this.stack.dir}); starting Quorum and creating cluster ${this.namespace}/${this.cluster} with ${spec.replicas} replica(s)`,
+    );
     if (options.startQuorum) await options.startQuorum(this.stack);
     else await this.stack.startQuorum();
     await this.stack.createCluster({ namespace: this.namespace, name: this.cluster, ...spec });
@@ -129,7 +135,11 @@ export class Scenario {
    * One user operation: write 1,000 keys, apply the change, wait until the control plane converges, read every key
    * written so far. The traffic client's answers during the operation count toward the rollout success ratio.
    */
-  async operation(label: string, apply: () => Promise<void>, expect: { replicas: number; timeoutMs?: number; rollout?: boolean; during?: () => Promise<void> }): Promise<OperationResult> {
+  async operation(
+    label: string,
+    apply: () => Promise<void>,
+    expect: { replicas: number; timeoutMs?: number; rollout?: boolean; during?: () => Promise<void> },
+  ): Promise<OperationResult> {
     await this.workload.writeKeys(label);
     this.log(`${label}: wrote 1,000 keys (${this.workload.keysWritten} in total); applying the change`);
     const startedAt = Date.now();
@@ -139,7 +149,9 @@ export class Scenario {
     await this.waitConverged(expect.replicas, expect.timeoutMs ?? 600_000);
     const endedAt = Date.now();
     const lost = await this.workload.lostKeys();
-    const client = this.traffic ? this.traffic.between(startedAt, endedAt) : { total: 0, ok: 0, ratio: 1, retried: 0, errors: [] };
+    const client = this.traffic
+      ? this.traffic.between(startedAt, endedAt)
+      : { total: 0, ok: 0, ratio: 1, retried: 0, errors: [] };
     const result: OperationResult = {
       label,
       startedAt,
@@ -155,10 +167,17 @@ export class Scenario {
       `${label}: converged in ${((endedAt - startedAt) / 1000).toFixed(1)} s; lost keys ${lost.length}; client ${client.ok}/${client.total} ok (${client.retried} retried after a dropped connection)` +
         `${errors.length ? ` (errors: ${errors.join(" | ")})` : ""}; quorum losses ${result.quorumLosses}`,
     );
-    this.check(lost.length === 0, `${label}: every key written before it is readable after it${lost.length ? ` (lost ${lost.length}, e.g. ${lost.slice(0, 5).join(", ")})` : ` (${this.workload.keysWritten} keys)`}`);
+    this.check(
+      lost.length === 0,
+      `${label}: every key written before it is readable after it${lost.length ? ` (lost ${lost.length}, e.g. ${lost.slice(0, 5).join(", ")})` : ` (${this.workload.keysWritten} keys)`}`,
+    );
     const losses = this.monitor.losses(startedAt, endedAt);
-    const describe = (sample: (typeof losses)[number]) => `${new Date(sample.at).toISOString()}: ${sample.reachableVoters} of ${sample.voters} voters answered (${sample.members.map((member) => `${member.name || member.id}${member.learner ? " learner" : ""}${member.healthy ? "" : " down"}`).join(", ")})`;
-    this.check(losses.length === 0, `${label}: etcd kept quorum in every 250 ms sample${losses.length ? ` (lost: ${losses.slice(0, 3).map(describe).join("; ")})` : ""}`);
+    const describe = (sample: (typeof losses)[number]) =>
+      `${new Date(sample.at).toISOString()}: ${sample.reachableVoters} of ${sample.voters} voters answered (${sample.members.map((member) => `${member.name || member.id}${member.learner ? " learner" : ""}${member.healthy ? "" : " down"}`).join(", ")})`;
+    this.check(
+      losses.length === 0,
+      `${label}: etcd kept quorum in every 250 ms sample${losses.length ? ` (lost: ${losses.slice(0, 3).map(describe).join("; ")})` : ""}`,
+    );
     return result;
   }
 
@@ -185,11 +204,15 @@ export class Scenario {
       try {
         const qcp = await this.controlPlane();
         const machines = await this.machines();
-        const processMachines = (await this.stack.processMachines(this.namespace)).filter((machine) => machine.metadata.labels?.["cluster.x-k8s.io/cluster-name"] === this.cluster);
+        const processMachines = (await this.stack.processMachines(this.namespace)).filter(
+          (machine) => machine.metadata.labels?.["cluster.x-k8s.io/cluster-name"] === this.cluster,
+        );
         const members = qcp.status?.etcd?.members ?? [];
         const converged =
           machines.length === replicas &&
-          machines.every((machine) => !machine.metadata.deletionTimestamp && machine.spec.version === qcp.spec.version) &&
+          machines.every(
+            (machine) => !machine.metadata.deletionTimestamp && machine.spec.version === qcp.spec.version,
+          ) &&
           members.length === replicas &&
           members.every((member) => member.healthy && !member.learner && member.machine !== undefined) &&
           qcp.status?.upToDateReplicas === replicas &&
@@ -206,16 +229,25 @@ export class Scenario {
       for (const quorum of this.stack.quorums) {
         const exit = quorum.process.exitStatus();
         if (exit && exit.code !== 137 && exit.code !== 0 && exit.signal !== "SIGKILL" && exit.signal !== "SIGTERM") {
-          throw new ScenarioFailure(`Quorum ${quorum.label} exited with ${exit.code ?? exit.signal}; last log lines:\n${quorum.process.lastLogLines(20)}`);
+          throw new ScenarioFailure(
+            `Quorum ${quorum.label} exited with ${exit.code ?? exit.signal}; last log lines:\n${quorum.process.lastLogLines(20)}`,
+          );
         }
       }
       await sleep(300);
     }
-    throw new ScenarioFailure(`the control plane did not converge to ${replicas} replicas within ${timeoutMs / 1000} s; last seen: ${last}\n${this.quorumTail()}`);
+    throw new ScenarioFailure(
+      `the control plane did not converge to ${replicas} replicas within ${timeoutMs / 1000} s; last seen: ${last}\n${this.quorumTail()}`,
+    );
   }
 
   quorumTail(lines = 15): string {
-    return this.stack.quorums.map((quorum) => `--- ${quorum.label} (${quorum.process.isRunning() ? "running" : "exited"}) ---\n${quorum.process.lastLogLines(lines)}`).join("\n");
+    return this.stack.quorums
+      .map(
+        (quorum) =>
+          `--- ${quorum.label} (${quorum.process.isRunning() ? "running" : "exited"}) ---\n${quorum.process.lastLogLines(lines)}`,
+      )
+      .join("\n");
   }
 
   /** Records Machine creations, deletions and disappearances every 250 ms (for latencies and the timeline). */
@@ -225,10 +257,17 @@ export class Scenario {
     while (!this.recorderStopped) {
       try {
         if (!infrastructureProvisioned) {
-          const cluster = await kubeRequest<Cluster>(this.stack.kubeConfig, `/apis/${CAPI_API_VERSION}/namespaces/${this.namespace}/clusters/${this.cluster}`);
+          const cluster = await kubeRequest<Cluster>(
+            this.stack.kubeConfig,
+            `/apis/${CAPI_API_VERSION}/namespaces/${this.namespace}/clusters/${this.cluster}`,
+          );
           if (cluster.status === 200 && cluster.body.status?.initialization?.infrastructureProvisioned) {
             infrastructureProvisioned = true;
-            this.machineEvents.push({ at: Date.now(), kind: "cluster-infrastructure-provisioned", subject: this.cluster });
+            this.machineEvents.push({
+              at: Date.now(),
+              kind: "cluster-infrastructure-provisioned",
+              subject: this.cluster,
+            });
           }
         }
         const machines = await this.machines();
@@ -242,7 +281,8 @@ export class Scenario {
           const before = seen.get(name);
           if (!before) this.machineEvents.push({ at, kind: "machine-created", subject: name });
           if (deleting && !before?.deleting) this.machineEvents.push({ at, kind: "machine-deleting", subject: name });
-          if (provisioned && !before?.provisioned) this.machineEvents.push({ at, kind: "machine-provisioned", subject: name });
+          if (provisioned && !before?.provisioned)
+            this.machineEvents.push({ at, kind: "machine-provisioned", subject: name });
           seen.set(name, { deleting, provisioned });
         }
         for (const name of [...seen.keys()]) {
@@ -251,7 +291,14 @@ export class Scenario {
             seen.delete(name);
           }
         }
-        this.machineSnapshots.push({ at, machines: machines.map((machine) => ({ name: machine.metadata.name, deleting: Boolean(machine.metadata.deletionTimestamp), provisioned: machine.status?.initialization?.infrastructureProvisioned === true })) });
+        this.machineSnapshots.push({
+          at,
+          machines: machines.map((machine) => ({
+            name: machine.metadata.name,
+            deleting: Boolean(machine.metadata.deletionTimestamp),
+            provisioned: machine.status?.initialization?.infrastructureProvisioned === true,
+          })),
+        });
       } catch {
         // The management API is busy; the next sample catches up.
       }
@@ -270,7 +317,8 @@ export class Scenario {
         const before = known.get(member.id);
         if (!before) events.push({ at: sample.at, kind: "member-added", subject: member.name || member.id });
         if (member.name && !before?.name) events.push({ at: sample.at, kind: "member-started", subject: member.name });
-        if (before?.learner && !member.learner) events.push({ at: sample.at, kind: "member-promoted", subject: member.name });
+        if (before?.learner && !member.learner)
+          events.push({ at: sample.at, kind: "member-promoted", subject: member.name });
         known.set(member.id, { name: member.name, learner: member.learner });
       }
       for (const [id, member] of [...known]) {
@@ -301,8 +349,18 @@ export class Scenario {
         const at = Date.parse(entry.timestamp);
         if (entry.message?.startsWith("next action:")) decided = { at, kind: entry.action };
         // Completed actions only: not a conflict re-plan, not a removal etcd deferred.
-        else if (entry.level === "info" && !entry.message?.includes("hit a conflict") && !entry.message?.includes(" deferred: ")) {
-          actions.push({ at, decidedAt: decided?.kind === entry.action ? decided.at : at, kind: entry.action, message: entry.message ?? "", quorum: quorum.label });
+        else if (
+          entry.level === "info" &&
+          !entry.message?.includes("hit a conflict") &&
+          !entry.message?.includes(" deferred: ")
+        ) {
+          actions.push({
+            at,
+            decidedAt: decided?.kind === entry.action ? decided.at : at,
+            kind: entry.action,
+            message: entry.message ?? "",
+            quorum: quorum.label,
+          });
           decided = undefined;
         }
       }
@@ -316,10 +374,18 @@ export class Scenario {
     for (const quorum of this.stack.quorums) {
       if (!existsSync(quorum.logFile)) continue;
       for (const line of readFileSync(quorum.logFile, "utf8").split("\n")) {
-        const kind = line.includes("quorum controller starting") ? "quorum-started" : line.includes("leader election: became leader") ? "became-leader" : undefined;
+        const kind = line.includes("quorum controller starting")
+          ? "quorum-started"
+          : line.includes("leader election: became leader")
+            ? "became-leader"
+            : undefined;
         if (!kind || !line.startsWith("{")) continue;
         try {
-          events.push({ at: Date.parse((JSON.parse(line) as { timestamp: string }).timestamp), kind, subject: quorum.label });
+          events.push({
+            at: Date.parse((JSON.parse(line) as { timestamp: string }).timestamp),
+            kind,
+            subject: quorum.label,
+          });
         } catch {
           // A torn last line of a killed process.
         }
@@ -330,7 +396,14 @@ export class Scenario {
 
   /** Provider events that can enable a controller step (a member started, a Machine's processes stopped...). */
   providerWorldEvents(): WorldEvent[] {
-    const enabling = new Set(["etcd-started", "etcd-exited", "etcd-restarted", "stopped", "infrastructure-deleted", "provisioned"]);
+    const enabling = new Set([
+      "etcd-started",
+      "etcd-exited",
+      "etcd-restarted",
+      "stopped",
+      "infrastructure-deleted",
+      "provisioned",
+    ]);
     return this.stack
       .providerEvents()
       .filter((event) => event.namespace === this.namespace && enabling.has(event.kind))
@@ -355,7 +428,12 @@ export class Scenario {
     ].sort((a, b) => a.at - b.at);
     return actions.map((action) => {
       const before = world.filter((event) => event.at <= action.decidedAt).at(-1);
-      return { kind: action.kind, at: action.at, latencyMs: before ? action.decidedAt - before.at : 0, after: before ? `${before.kind} ${before.subject}` : "start" };
+      return {
+        kind: action.kind,
+        at: action.at,
+        latencyMs: before ? action.decidedAt - before.at : 0,
+        after: before ? `${before.kind} ${before.subject}` : "start",
+      };
     });
   }
 
@@ -365,18 +443,31 @@ export class Scenario {
    */
   async finish(expectedReplicas: number): Promise<string[]> {
     const leaks: string[] = [];
-    const stopped = this.stack.providerEvents().filter((event) => event.kind === "infrastructure-deleted" && event.namespace === this.namespace);
+    const stopped = this.stack
+      .providerEvents()
+      .filter((event) => event.kind === "infrastructure-deleted" && event.namespace === this.namespace);
     const withMember = stopped.filter((event) => event.memberPresent === true);
-    this.check(withMember.length === 0, `no Machine's processes stopped while its etcd member was still in the membership (${stopped.length} Machines stopped${withMember.length ? `; violated by ${withMember.map((event) => event.machine).join(", ")}` : ""})`);
+    this.check(
+      withMember.length === 0,
+      `no Machine's processes stopped while its etcd member was still in the membership (${stopped.length} Machines stopped${withMember.length ? `; violated by ${withMember.map((event) => event.machine).join(", ")}` : ""})`,
+    );
     const processMachines = await this.stack.processMachines(this.namespace);
-    const currentPids = new Set(processMachines.flatMap((machine) => [machine.status?.processes?.etcd?.pid, machine.status?.processes?.apiServer?.pid]).filter((pid): pid is number => pid !== undefined));
+    const currentPids = new Set(
+      processMachines
+        .flatMap((machine) => [machine.status?.processes?.etcd?.pid, machine.status?.processes?.apiServer?.pid])
+        .filter((pid): pid is number => pid !== undefined),
+    );
     const alive = this.stack.providerPids().filter((pid) => isProcessAlive(pid));
     const stray = alive.filter((pid) => !currentPids.has(pid));
     if (stray.length > 0) leaks.push(`processes of deleted Machines still running: ${stray.join(", ")}`);
-    if (currentPids.size !== 2 * expectedReplicas) leaks.push(`${currentPids.size} Machine processes run for ${expectedReplicas} Machines (expected ${2 * expectedReplicas})`);
+    if (currentPids.size !== 2 * expectedReplicas)
+      leaks.push(
+        `${currentPids.size} Machine processes run for ${expectedReplicas} Machines (expected ${2 * expectedReplicas})`,
+      );
     const members = (await this.controlPlane()).status?.etcd?.members ?? [];
     const unowned = members.filter((member) => member.machine === undefined);
-    if (unowned.length > 0) leaks.push(`etcd members without a Machine: ${unowned.map((member) => member.name || member.id).join(", ")}`);
+    if (unowned.length > 0)
+      leaks.push(`etcd members without a Machine: ${unowned.map((member) => member.name || member.id).join(", ")}`);
     await this.stopObservers();
     await this.stack.stop();
     await sleep(500);

@@ -111,7 +111,9 @@ export class E2EStack {
   }
 
   /** Starts one Quorum controller process (its own process, admin credentials, JSON logs). */
-  async startQuorum(options: { leaderElect?: boolean; crashAfter?: string; label?: string; logFormat?: "json" | "text" } = {}): Promise<QuorumProcess> {
+  async startQuorum(
+    options: { leaderElect?: boolean; crashAfter?: string; label?: string; logFormat?: "json" | "text" } = {},
+  ): Promise<QuorumProcess> {
     this.quorumCount++;
     const label = options.label ?? `quorum-${this.quorumCount}`;
     const metricsPort = await freePort();
@@ -139,7 +141,14 @@ export class E2EStack {
     ];
     const env = { ...process.env, ...(options.crashAfter ? { QUORUM_CRASH_AFTER: options.crashAfter } : {}) };
     if (!options.crashAfter) delete env.QUORUM_CRASH_AFTER;
-    const proc = startProcess({ name: `Quorum ${label}`, command: process.execPath, args, cwd: repoRoot, env, logFile });
+    const proc = startProcess({
+      name: `Quorum ${label}`,
+      command: process.execPath,
+      args,
+      cwd: repoRoot,
+      env,
+      logFile,
+    });
     await waitUntilReady({
       process: proc,
       what: `GET http://127.0.0.1:${healthPort}/healthz`,
@@ -147,7 +156,12 @@ export class E2EStack {
       intervalMs: 250,
       probe: async () => (await httpGet(`http://127.0.0.1:${healthPort}/healthz`)).status === 200,
     });
-    const quorum: QuorumProcess = { process: proc, label, logFile, ...(options.crashAfter ? { crashAfter: options.crashAfter } : {}) };
+    const quorum: QuorumProcess = {
+      process: proc,
+      label,
+      logFile,
+      ...(options.crashAfter ? { crashAfter: options.crashAfter } : {}),
+    };
     this.quorums.push(quorum);
     return quorum;
   }
@@ -160,9 +174,16 @@ export class E2EStack {
   async createCluster(spec: ClusterSpec): Promise<void> {
     const kc = this.kubeConfig;
     const { namespace, name } = spec;
-    await kubeRequest(kc, "/api/v1/namespaces", { body: { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } } });
+    await kubeRequest(kc, "/api/v1/namespaces", {
+      body: { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } },
+    });
     const create = (path: string, body: unknown) => kubeRequestOk(kc, path, { body });
-    await create(`/apis/${INFRA_API_VERSION}/namespaces/${namespace}/${RESOURCE.ProcessCluster}`, { apiVersion: INFRA_API_VERSION, kind: "ProcessCluster", metadata: { name, namespace }, spec: {} });
+    await create(`/apis/${INFRA_API_VERSION}/namespaces/${namespace}/${RESOURCE.ProcessCluster}`, {
+      apiVersion: INFRA_API_VERSION,
+      kind: "ProcessCluster",
+      metadata: { name, namespace },
+      spec: {},
+    });
     await create(`/apis/${INFRA_API_VERSION}/namespaces/${namespace}/${RESOURCE.ProcessMachineTemplate}`, {
       apiVersion: INFRA_API_VERSION,
       kind: "ProcessMachineTemplate",
@@ -183,8 +204,16 @@ export class E2EStack {
         replicas: spec.replicas,
         version: spec.version,
         machineTemplate: {
-          infrastructureRef: { apiGroup: INFRA_API_VERSION.split("/")[0], kind: "ProcessMachineTemplate", name: `${name}-control-plane` },
-          bootstrapConfigTemplateRef: { apiGroup: BOOTSTRAP_API_VERSION.split("/")[0], kind: "ProcessBootstrapConfigTemplate", name: `${name}-control-plane` },
+          infrastructureRef: {
+            apiGroup: INFRA_API_VERSION.split("/")[0],
+            kind: "ProcessMachineTemplate",
+            name: `${name}-control-plane`,
+          },
+          bootstrapConfigTemplateRef: {
+            apiGroup: BOOTSTRAP_API_VERSION.split("/")[0],
+            kind: "ProcessBootstrapConfigTemplate",
+            name: `${name}-control-plane`,
+          },
         },
         rolloutStrategy: { type: "RollingUpdate", rollingUpdate: { maxSurge: spec.maxSurge ?? 1 } },
         ...(spec.ghostMemberGracePeriod ? { etcd: { ghostMemberGracePeriod: spec.ghostMemberGracePeriod } } : {}),
@@ -203,20 +232,36 @@ export class E2EStack {
   }
 
   async controlPlane(namespace: string, name: string): Promise<QuorumControlPlane> {
-    return kubeRequestOk<QuorumControlPlane>(this.kubeConfig, `/apis/${API_VERSION}/namespaces/${namespace}/quorumcontrolplanes/${name}`);
+    return kubeRequestOk<QuorumControlPlane>(
+      this.kubeConfig,
+      `/apis/${API_VERSION}/namespaces/${namespace}/quorumcontrolplanes/${name}`,
+    );
   }
 
   async patchControlPlane(namespace: string, name: string, spec: Record<string, unknown>): Promise<void> {
-    await kubeRequestOk(this.kubeConfig, `/apis/${API_VERSION}/namespaces/${namespace}/quorumcontrolplanes/${name}`, { method: "PATCH", body: { spec } });
+    await kubeRequestOk(this.kubeConfig, `/apis/${API_VERSION}/namespaces/${namespace}/quorumcontrolplanes/${name}`, {
+      method: "PATCH",
+      body: { spec },
+    });
   }
 
   async machines(namespace: string, cluster: string): Promise<Machine[]> {
     const selector = encodeURIComponent(`${LABEL_CLUSTER_NAME}=${cluster}`);
-    return (await kubeRequestOk<{ items: Machine[] }>(this.kubeConfig, `/apis/${CAPI_API_VERSION}/namespaces/${namespace}/machines?labelSelector=${selector}`)).items;
+    return (
+      await kubeRequestOk<{ items: Machine[] }>(
+        this.kubeConfig,
+        `/apis/${CAPI_API_VERSION}/namespaces/${namespace}/machines?labelSelector=${selector}`,
+      )
+    ).items;
   }
 
   async processMachines(namespace: string): Promise<ProcessMachineObject[]> {
-    return (await kubeRequestOk<{ items: ProcessMachineObject[] }>(this.kubeConfig, `/apis/${INFRA_API_VERSION}/namespaces/${namespace}/${RESOURCE.ProcessMachine}`)).items;
+    return (
+      await kubeRequestOk<{ items: ProcessMachineObject[] }>(
+        this.kubeConfig,
+        `/apis/${INFRA_API_VERSION}/namespaces/${namespace}/${RESOURCE.ProcessMachine}`,
+      )
+    ).items;
   }
 
   providerEvents(): ProviderEvent[] {
@@ -244,13 +289,25 @@ export class E2EStack {
 
   /** PIDs started for this stack (provider children included) that are still alive. */
   leakedPids(): number[] {
-    const pids = [...this.providerPids(), this.provider.pid, this.capi.process.pid, this.apiServer.process.pid, ...this.quorums.map((quorum) => quorum.process.pid)];
+    const pids = [
+      ...this.providerPids(),
+      this.provider.pid,
+      this.capi.process.pid,
+      this.apiServer.process.pid,
+      ...this.quorums.map((quorum) => quorum.process.pid),
+    ];
     return pids.filter((pid) => isProcessAlive(pid));
   }
 }
 
 export interface ProcessMachineObject {
-  metadata: { name: string; namespace: string; uid: string; labels?: Record<string, string>; deletionTimestamp?: string };
+  metadata: {
+    name: string;
+    namespace: string;
+    uid: string;
+    labels?: Record<string, string>;
+    deletionTimestamp?: string;
+  };
   spec?: { providerID?: string };
   status?: {
     addresses?: { type: string; address: string }[];

@@ -31,14 +31,21 @@ export class WorkloadCluster {
     const secret = await eventually(
       `Secret ${this.namespace}/${secretName.etcd(this.cluster)}`,
       async () => {
-        const response = await kubeRequest<{ data: Record<string, string> }>(this.stack.kubeConfig, `/api/v1/namespaces/${this.namespace}/secrets/${secretName.etcd(this.cluster)}`);
+        const response = await kubeRequest<{ data: Record<string, string> }>(
+          this.stack.kubeConfig,
+          `/api/v1/namespaces/${this.namespace}/secrets/${secretName.etcd(this.cluster)}`,
+        );
         return response.status === 200 ? response.body : { waiting: `HTTP ${response.status}` };
       },
       { timeoutMs: 120_000 },
     );
     const decode = (key: string) => Buffer.from(secret.data[key], "base64").toString("utf8");
     const ca = await loadCA(decode("tls.crt"), decode("tls.key"));
-    const client = await issueCertificate(ca, { commonName: "e2e-observer", usages: "client", validity: validFor(oneDay) });
+    const client = await issueCertificate(ca, {
+      commonName: "e2e-observer",
+      usages: "client",
+      validity: validFor(oneDay),
+    });
     this.credentials = { caPem: ca.certPem, certPem: client.certPem, keyPem: client.keyPem };
   }
 
@@ -46,7 +53,8 @@ export class WorkloadCluster {
     const machines = await this.stack.processMachines(this.namespace);
     for (const machine of machines) {
       const address = machine.status?.addresses?.[0]?.address;
-      if (address && machine.metadata.labels?.["cluster.x-k8s.io/cluster-name"] === this.cluster) this.addresses.set(machine.metadata.name, `https://${address}:2379`);
+      if (address && machine.metadata.labels?.["cluster.x-k8s.io/cluster-name"] === this.cluster)
+        this.addresses.set(machine.metadata.name, `https://${address}:2379`);
     }
     // Forget Machines that are gone for good; their addresses are never reused.
     const names = new Set(machines.map((machine) => machine.metadata.name));
@@ -62,7 +70,11 @@ export class WorkloadCluster {
     if (!credentials) throw new Error("WorkloadCluster.init() first");
     return new Etcd3({
       hosts: this.endpoints(),
-      credentials: { rootCertificate: Buffer.from(credentials.caPem), certChain: Buffer.from(credentials.certPem), privateKey: Buffer.from(credentials.keyPem) },
+      credentials: {
+        rootCertificate: Buffer.from(credentials.caPem),
+        certChain: Buffer.from(credentials.certPem),
+        privateKey: Buffer.from(credentials.keyPem),
+      },
       grpcOptions: { "grpc.ssl_target_name_override": "localhost" },
       defaultCallOptions: () => ({ deadline: Date.now() + 5_000 }),
     });
@@ -73,7 +85,11 @@ export class WorkloadCluster {
     await this.refresh();
     const client = this.keysClient();
     try {
-      const keys = Array.from({ length: count }, (_, i) => [`${KEY_PREFIX}${operation}/${String(i).padStart(4, "0")}`, `${operation}-${i}-${Date.now()}`] as const);
+      const keys = Array.from(
+        { length: count },
+        (_, i) =>
+          [`${KEY_PREFIX}${operation}/${String(i).padStart(4, "0")}`, `${operation}-${i}-${Date.now()}`] as const,
+      );
       for (let start = 0; start < keys.length; start += 50) {
         await Promise.all(
           keys.slice(start, start + 50).map(async ([key, value]) => {
@@ -83,7 +99,10 @@ export class WorkloadCluster {
                 this.written.set(key, value);
                 return;
               } catch (error) {
-                if (attempt >= 10) throw new Error(`could not write key ${key} to the workload etcd: ${(error as Error).message}`, { cause: error });
+                if (attempt >= 10)
+                  throw new Error(`could not write key ${key} to the workload etcd: ${(error as Error).message}`, {
+                    cause: error,
+                  });
                 await sleep(500);
               }
             }
@@ -100,7 +119,11 @@ export class WorkloadCluster {
     await this.refresh();
     const client = this.keysClient();
     try {
-      const read = await eventually("the workload etcd to answer a read of the e2e keys", async () => client.getAll().prefix(KEY_PREFIX).strings(), { timeoutMs: 60_000, intervalMs: 1_000 });
+      const read = await eventually(
+        "the workload etcd to answer a read of the e2e keys",
+        async () => client.getAll().prefix(KEY_PREFIX).strings(),
+        { timeoutMs: 60_000, intervalMs: 1_000 },
+      );
       return [...this.written].filter(([key, value]) => read[key] !== value).map(([key]) => key);
     } finally {
       client.close();
@@ -114,7 +137,12 @@ export class WorkloadCluster {
   /** A client for membership calls and statuses (the scenario's own, e.g. to inject a ghost). */
   etcdClient(): EtcdClusterClient {
     if (!this.credentials) throw new Error("WorkloadCluster.init() first");
-    return createEtcdClusterClient({ endpoints: this.endpoints(), credentials: this.credentials, callDeadlineMs: 3_000, context: `e2e observer of ${this.namespace}/${this.cluster}` });
+    return createEtcdClusterClient({
+      endpoints: this.endpoints(),
+      credentials: this.credentials,
+      callDeadlineMs: 3_000,
+      context: `e2e observer of ${this.namespace}/${this.cluster}`,
+    });
   }
 
   /** Admin kubeconfig of the workload cluster (the control-plane endpoint is the load balancer). */
@@ -122,7 +150,10 @@ export class WorkloadCluster {
     const secret = await eventually(
       `Secret ${this.namespace}/${secretName.kubeconfig(this.cluster)}`,
       async () => {
-        const response = await kubeRequest<{ data: Record<string, string> }>(this.stack.kubeConfig, `/api/v1/namespaces/${this.namespace}/secrets/${secretName.kubeconfig(this.cluster)}`);
+        const response = await kubeRequest<{ data: Record<string, string> }>(
+          this.stack.kubeConfig,
+          `/api/v1/namespaces/${this.namespace}/secrets/${secretName.kubeconfig(this.cluster)}`,
+        );
         return response.status === 200 ? response.body : { waiting: `HTTP ${response.status}` };
       },
       { timeoutMs: 120_000 },
@@ -186,7 +217,12 @@ export class QuorumMonitor {
   private leaderClient(endpoint: string): EtcdClusterClient {
     let client = this.leaderClients.get(endpoint);
     if (!client && this.workload.credentials) {
-      client = createEtcdClusterClient({ endpoints: [endpoint], credentials: this.workload.credentials, callDeadlineMs: 1_000, context: "e2e quorum monitor (leader)" });
+      client = createEtcdClusterClient({
+        endpoints: [endpoint],
+        credentials: this.workload.credentials,
+        callDeadlineMs: 1_000,
+        context: "e2e quorum monitor (leader)",
+      });
       this.leaderClients.set(endpoint, client);
     }
     if (!client) throw new Error("no credentials");
@@ -198,11 +234,19 @@ export class QuorumMonitor {
    * reporting "no leader" for a second or two) is not a loss; it is counted by leaderless().
    */
   losses(from = 0, to = Infinity): QuorumSample[] {
-    return this.samples.filter((sample) => sample.at >= from && sample.at <= to && sample.voters > 0 && sample.reachableVoters < Math.floor(sample.voters / 2) + 1);
+    return this.samples.filter(
+      (sample) =>
+        sample.at >= from &&
+        sample.at <= to &&
+        sample.voters > 0 &&
+        sample.reachableVoters < Math.floor(sample.voters / 2) + 1,
+    );
   }
 
   leaderless(from = 0, to = Infinity): QuorumSample[] {
-    return this.samples.filter((sample) => sample.at >= from && sample.at <= to && sample.voters > 0 && sample.leaderless);
+    return this.samples.filter(
+      (sample) => sample.at >= from && sample.at <= to && sample.voters > 0 && sample.leaderless,
+    );
   }
 
   /** Longest run of consecutive blind samples, in ms. */
@@ -226,7 +270,16 @@ export class QuorumMonitor {
         await this.workload.refresh().catch(() => undefined);
         lastRefresh = started;
       }
-      await this.sample().catch(() => this.samples.push({ at: Date.now(), voters: -1, reachableVoters: -1, healthyVoters: -1, leaderless: false, members: [] }));
+      await this.sample().catch(() =>
+        this.samples.push({
+          at: Date.now(),
+          voters: -1,
+          reachableVoters: -1,
+          healthyVoters: -1,
+          leaderless: false,
+          members: [],
+        }),
+      );
       await sleep(Math.max(0, 250 - (Date.now() - started)));
     }
   }
@@ -237,7 +290,12 @@ export class QuorumMonitor {
     const key = endpoints.join(",");
     if (!this.client || key !== this.clientEndpoints) {
       await this.client?.close();
-      this.client = createEtcdClusterClient({ endpoints, credentials: this.workload.credentials, callDeadlineMs: 1_000, context: "e2e quorum monitor" });
+      this.client = createEtcdClusterClient({
+        endpoints,
+        credentials: this.workload.credentials,
+        callDeadlineMs: 1_000,
+        context: "e2e quorum monitor",
+      });
       this.clientEndpoints = key;
     }
     const listed: EtcdMember[] = await this.client.listMembers();
@@ -247,7 +305,9 @@ export class QuorumMonitor {
     const leaderStatus = statuses.find((status) => status.reachable && status.leader && status.endpoint);
     let members = listed;
     if (leaderStatus?.endpoint) {
-      members = await this.leaderClient(leaderStatus.endpoint).listMembers().catch(() => listed);
+      members = await this.leaderClient(leaderStatus.endpoint)
+        .listMembers()
+        .catch(() => listed);
       const missing = members.filter((member) => !statuses.some((status) => status.memberId === member.id));
       if (missing.length > 0) statuses = [...statuses, ...(await this.client.memberStatuses(missing))];
     }
@@ -264,7 +324,12 @@ export class QuorumMonitor {
       reachableVoters: voters.filter((voter) => statusOf(voter.id)?.reachable).length,
       healthyVoters: voters.filter((voter) => healthy(voter.id)).length,
       leaderless: reachable.length > 0 && reachable.every((status) => !status.leaderId || status.leaderId === "0"),
-      members: members.map((member) => ({ id: member.id, name: member.name, learner: member.learner, healthy: healthy(member.id) })),
+      members: members.map((member) => ({
+        id: member.id,
+        name: member.name,
+        learner: member.learner,
+        healthy: healthy(member.id),
+      })),
     });
   }
 }
@@ -279,7 +344,8 @@ export interface TrafficRequest {
 }
 
 /** Connection-level failures: the request may not have reached an apiserver, or its answer was cut off. */
-const DROPPED_CONNECTION = /ECONNRESET|ECONNREFUSED|socket hang up|EPIPE|socket disconnected before secure TLS connection/;
+const DROPPED_CONNECTION =
+  /ECONNRESET|ECONNREFUSED|socket hang up|EPIPE|socket disconnected before secure TLS connection/;
 
 /**
  * A workload API client going through the load balancer: one request every 50 ms (a ratio is asserted to the
@@ -324,7 +390,12 @@ export class TrafficClient {
       const n = this.counter++;
       const attempt = () =>
         n % 2 === 0
-          ? this.send("POST", "/api/v1/namespaces/default/configmaps", { apiVersion: "v1", kind: "ConfigMap", metadata: { name: `e2e-traffic-${n}` }, data: { n: String(n) } })
+          ? this.send("POST", "/api/v1/namespaces/default/configmaps", {
+              apiVersion: "v1",
+              kind: "ConfigMap",
+              metadata: { name: `e2e-traffic-${n}` },
+              data: { n: String(n) },
+            })
           : this.send("GET", "/api/v1/namespaces/default/configmaps?limit=5");
       let result = await attempt();
       let retried = false;
@@ -332,26 +403,51 @@ export class TrafficClient {
         await sleep(100);
         const second = await attempt();
         retried = true;
-        result = second.ok || second.status === 409 ? { ok: true } : { ok: false, error: `${result.error}; retry: ${second.error}` };
+        result =
+          second.ok || second.status === 409
+            ? { ok: true }
+            : { ok: false, error: `${result.error}; retry: ${second.error}` };
       }
-      this.requests.push({ at: started, ms: Date.now() - started, retried, ok: result.ok, ...(result.error ? { error: result.error } : {}) });
+      this.requests.push({
+        at: started,
+        ms: Date.now() - started,
+        retried,
+        ok: result.ok,
+        ...(result.error ? { error: result.error } : {}),
+      });
       await sleep(Math.max(0, 50 - (Date.now() - started)));
     }
   }
 
-  private send(method: "GET" | "POST", path: string, body?: unknown): Promise<{ ok: boolean; status?: number; error?: string }> {
+  private send(
+    method: "GET" | "POST",
+    path: string,
+    body?: unknown,
+  ): Promise<{ ok: boolean; status?: number; error?: string }> {
     const url = new URL(path, this.config.server);
     return new Promise((resolve) => {
       const req = request(
         url,
-        { method, ca: this.config.caPem, cert: this.config.certPem, key: this.config.keyPem, agent: false, timeout: 5_000, headers: { "Content-Type": "application/json", Accept: "application/json" } },
+        {
+          method,
+          ca: this.config.caPem,
+          cert: this.config.certPem,
+          key: this.config.keyPem,
+          agent: false,
+          timeout: 5_000,
+          headers: { "Content-Type": "application/json", Accept: "application/json" },
+        },
         (response) => {
           let text = "";
           response.setEncoding("utf8");
           response.on("data", (chunk: string) => (text += chunk));
           response.on("end", () => {
             const status = response.statusCode ?? 0;
-            resolve(status >= 200 && status < 300 ? { ok: true, status } : { ok: false, status, error: `HTTP ${status}: ${text.slice(0, 200)}` });
+            resolve(
+              status >= 200 && status < 300
+                ? { ok: true, status }
+                : { ok: false, status, error: `HTTP ${status}: ${text.slice(0, 200)}` },
+            );
           });
           response.on("error", (error) => resolve({ ok: false, error: error.message }));
         },

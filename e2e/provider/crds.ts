@@ -19,7 +19,10 @@ export const RESOURCE = {
   ProcessBootstrapConfigTemplate: "processbootstrapconfigtemplates",
 } as const;
 
-const object = (properties: Record<string, V1JSONSchemaProps>, extra: Partial<V1JSONSchemaProps> = {}): V1JSONSchemaProps => ({ type: "object", properties, ...extra });
+const object = (
+  properties: Record<string, V1JSONSchemaProps>,
+  extra: Partial<V1JSONSchemaProps> = {},
+): V1JSONSchemaProps => ({ type: "object", properties, ...extra });
 const string: V1JSONSchemaProps = { type: "string" };
 const boolean: V1JSONSchemaProps = { type: "boolean" };
 const integer: V1JSONSchemaProps = { type: "integer" };
@@ -27,7 +30,17 @@ const stringMap: V1JSONSchemaProps = { type: "object", additionalProperties: { t
 
 const conditions: V1JSONSchemaProps = {
   type: "array",
-  items: object({ type: string, status: string, reason: string, message: string, lastTransitionTime: string, observedGeneration: integer }, { required: ["type", "status"] }),
+  items: object(
+    {
+      type: string,
+      status: string,
+      reason: string,
+      message: string,
+      lastTransitionTime: string,
+      observedGeneration: integer,
+    },
+    { required: ["type", "status"] },
+  ),
 };
 
 const endpoint = object({ host: string, port: integer });
@@ -55,7 +68,13 @@ const bootstrapConfigSpec = object({
   note: string,
 });
 
-function crd(group: string, kind: keyof typeof RESOURCE, spec: V1JSONSchemaProps, status: V1JSONSchemaProps | undefined, columns: { name: string; type: string; jsonPath: string }[] = []): V1CustomResourceDefinition {
+function crd(
+  group: string,
+  kind: keyof typeof RESOURCE,
+  spec: V1JSONSchemaProps,
+  status: V1JSONSchemaProps | undefined,
+  columns: { name: string; type: string; jsonPath: string }[] = [],
+): V1CustomResourceDefinition {
   const plural = RESOURCE[kind];
   return {
     apiVersion: "apiextensions.k8s.io/v1",
@@ -63,7 +82,10 @@ function crd(group: string, kind: keyof typeof RESOURCE, spec: V1JSONSchemaProps
     metadata: {
       name: `${plural}.${group}`,
       // CAPI reads this label to learn which of our versions implements its v1beta2 contract.
-      labels: { "cluster.x-k8s.io/v1beta2": PROVIDER_VERSION, "cluster.x-k8s.io/provider": group === INFRA_GROUP ? "infrastructure-process" : "bootstrap-process" },
+      labels: {
+        "cluster.x-k8s.io/v1beta2": PROVIDER_VERSION,
+        "cluster.x-k8s.io/provider": group === INFRA_GROUP ? "infrastructure-process" : "bootstrap-process",
+      },
     },
     spec: {
       group,
@@ -75,15 +97,35 @@ function crd(group: string, kind: keyof typeof RESOURCE, spec: V1JSONSchemaProps
           served: true,
           storage: true,
           ...(status ? { subresources: { status: {} } } : {}),
-          additionalPrinterColumns: [...columns, { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" }],
-          schema: { openAPIV3Schema: object({ apiVersion: string, kind: string, metadata: { type: "object" }, spec, ...(status ? { status } : {}) }) },
+          additionalPrinterColumns: [
+            ...columns,
+            { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" },
+          ],
+          schema: {
+            openAPIV3Schema: object({
+              apiVersion: string,
+              kind: string,
+              metadata: { type: "object" },
+              spec,
+              ...(status ? { status } : {}),
+            }),
+          },
         },
       ],
     },
   };
 }
 
-const template = (inner: V1JSONSchemaProps) => object({ template: object({ metadata: object({ labels: stringMap, annotations: stringMap }), spec: inner }, { required: ["spec"] }) }, { required: ["template"] });
+const template = (inner: V1JSONSchemaProps) =>
+  object(
+    {
+      template: object(
+        { metadata: object({ labels: stringMap, annotations: stringMap }), spec: inner },
+        { required: ["spec"] },
+      ),
+    },
+    { required: ["template"] },
+  );
 
 export function processProviderCRDs(): V1CustomResourceDefinition[] {
   return [
@@ -96,7 +138,9 @@ export function processProviderCRDs(): V1CustomResourceDefinition[] {
         ready: boolean,
         /** The loopback /24 the cluster's Machines get addresses from, e.g. "127.31.7". */
         subnet: string,
-        loadBalancer: object({ backends: { type: "array", items: object({ machine: string, address: string, healthy: boolean }) } }),
+        loadBalancer: object({
+          backends: { type: "array", items: object({ machine: string, address: string, healthy: boolean }) },
+        }),
         conditions,
       }),
       [
@@ -114,7 +158,12 @@ export function processProviderCRDs(): V1CustomResourceDefinition[] {
       BOOTSTRAP_GROUP,
       "ProcessBootstrapConfig",
       bootstrapConfigSpec,
-      object({ initialization: object({ dataSecretCreated: boolean }), ready: boolean, dataSecretName: string, conditions }),
+      object({
+        initialization: object({ dataSecretCreated: boolean }),
+        ready: boolean,
+        dataSecretName: string,
+        conditions,
+      }),
       [{ name: "DataSecret", type: "string", jsonPath: ".status.dataSecretName" }],
     ),
     crd(BOOTSTRAP_GROUP, "ProcessBootstrapConfigTemplate", template(bootstrapConfigSpec), undefined),

@@ -133,7 +133,9 @@ export class LoadBalancer {
     if (this.checking) return;
     this.checking = true;
     try {
-      const results = await Promise.all([...this.backends.values()].map(async (backend) => ({ backend, ok: await this.ready(backend) })));
+      const results = await Promise.all(
+        [...this.backends.values()].map(async (backend) => ({ backend, ok: await this.ready(backend) })),
+      );
       let changed = false;
       for (const { backend, ok } of results) {
         if (!this.backends.has(backend.machine)) continue;
@@ -154,7 +156,15 @@ export class LoadBalancer {
     const timeout = this.options.healthTimeoutMs ?? 1_000;
     return new Promise((resolve) => {
       const req = request(
-        { host: backend.address, port: backend.port, path: "/readyz", method: "GET", ca: this.caPem, agent: false, timeout },
+        {
+          host: backend.address,
+          port: backend.port,
+          path: "/readyz",
+          method: "GET",
+          ca: this.caPem,
+          agent: false,
+          timeout,
+        },
         (response) => {
           response.resume();
           response.on("end", () => resolve(response.statusCode === 200));

@@ -19,7 +19,16 @@ export const ETCD_CLIENT_PORT = 2379;
 export const ETCD_PEER_PORT = 2380;
 export const API_SERVER_PORT = 6443;
 
-export type MachinePhase = "Provisioned" | "JoiningEtcd" | "Learner" | "StartingAPIServer" | "RegisteringNode" | "Running" | "Stopping" | "Stopped" | "Failed";
+export type MachinePhase =
+  | "Provisioned"
+  | "JoiningEtcd"
+  | "Learner"
+  | "StartingAPIServer"
+  | "RegisteringNode"
+  | "Running"
+  | "Stopping"
+  | "Stopped"
+  | "Failed";
 
 /** What a Machine needs from its cluster: certificates, peers, the load balancer. */
 export interface ClusterContext {
@@ -123,11 +132,28 @@ export class ProcessMachineRuntime {
       writeFileSync(path, contents, { mode: 0o600 });
       return path;
     };
-    const memberCert = await issueCertificate(cluster.etcdCA, { commonName: name, dnsNames: ["localhost", name], ipAddresses: [address], usages: "both", validity: validFor(oneDay) });
-    const etcdClientCert = await issueCertificate(cluster.etcdCA, { commonName: "kube-apiserver-etcd-client", usages: "client", validity: validFor(oneDay) });
+    const memberCert = await issueCertificate(cluster.etcdCA, {
+      commonName: name,
+      dnsNames: ["localhost", name],
+      ipAddresses: [address],
+      usages: "both",
+      validity: validFor(oneDay),
+    });
+    const etcdClientCert = await issueCertificate(cluster.etcdCA, {
+      commonName: "kube-apiserver-etcd-client",
+      usages: "client",
+      validity: validFor(oneDay),
+    });
     const servingCert = await issueCertificate(cluster.clusterCA, {
       commonName: "kube-apiserver",
-      dnsNames: ["localhost", name, "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"],
+      dnsNames: [
+        "localhost",
+        name,
+        "kubernetes",
+        "kubernetes.default",
+        "kubernetes.default.svc",
+        "kubernetes.default.svc.cluster.local",
+      ],
       ipAddresses: [address, cluster.loadBalancerHost, "127.0.0.1", "10.96.0.1"],
       usages: "server",
       validity: validFor(oneDay),
@@ -234,7 +260,12 @@ export class ProcessMachineRuntime {
     while (!this.stopping && Date.now() < deadline) {
       const endpoints = this.options.cluster.peerClientURLs(this.options.name);
       if (endpoints.length > 0) {
-        const client = createEtcdClusterClient({ endpoints, credentials: this.options.cluster.etcdClient, callDeadlineMs: 5_000, context: `process machine ${this.options.name}` });
+        const client = createEtcdClusterClient({
+          endpoints,
+          credentials: this.options.cluster.etcdClient,
+          callDeadlineMs: 5_000,
+          context: `process machine ${this.options.name}`,
+        });
         try {
           await client.addMember([this.peerURL], { learner: true });
           return await client.listMembers();
@@ -256,16 +287,25 @@ export class ProcessMachineRuntime {
       const members = await this.memberList();
       const own = members?.find((member) => member.peerURLs.includes(this.peerURL));
       if (own && !own.learner) return;
-      if (members && !own) throw new Error(`process machine ${this.options.name}: its etcd member was removed while it was a learner`);
+      if (members && !own)
+        throw new Error(`process machine ${this.options.name}: its etcd member was removed while it was a learner`);
       await sleep(250);
     }
   }
 
   /** The member list from any other running member (a 3.4 learner serves no member list); undefined if none answers. */
   async memberList(): Promise<EtcdMember[] | undefined> {
-    const endpoints = [...this.options.cluster.peerClientURLs(this.options.name), ...(this.phase === "Learner" ? [] : [this.clientURL])];
+    const endpoints = [
+      ...this.options.cluster.peerClientURLs(this.options.name),
+      ...(this.phase === "Learner" ? [] : [this.clientURL]),
+    ];
     if (endpoints.length === 0) return undefined;
-    const client = createEtcdClusterClient({ endpoints, credentials: this.options.cluster.etcdClient, callDeadlineMs: 2_000, context: `process machine ${this.options.name}` });
+    const client = createEtcdClusterClient({
+      endpoints,
+      credentials: this.options.cluster.etcdClient,
+      callDeadlineMs: 2_000,
+      context: `process machine ${this.options.name}`,
+    });
     try {
       return await client.listMembers();
     } catch {
@@ -295,7 +335,11 @@ export class ProcessMachineRuntime {
       what: `GET ${this.clientURL}${path}`,
       timeoutMs: 120_000,
       probe: async () => {
-        const { status, body } = await httpGet(`${this.clientURL}${path}`, { ca: etcdClient.caPem, cert: etcdClient.certPem, key: etcdClient.keyPem });
+        const { status, body } = await httpGet(`${this.clientURL}${path}`, {
+          ca: etcdClient.caPem,
+          cert: etcdClient.certPem,
+          key: etcdClient.keyPem,
+        });
         if (status !== 200) return `HTTP ${status}: ${body.trim()}`;
         return learner || /"health"\s*:\s*"true"/.test(body) ? true : body.trim();
       },
@@ -320,14 +364,27 @@ export class ProcessMachineRuntime {
       timeoutMs: 300_000,
       intervalMs: 500,
       probe: async () => {
-        const { status, body } = await httpGet(`${url}/readyz`, { ca: this.options.cluster.clusterCA.certPem, timeoutMs: 5_000 });
-        return status === 200 ? true : `HTTP ${status}: ${body.trim().split("\n").filter((line) => line.includes("failed")).join("; ")}`;
+        const { status, body } = await httpGet(`${url}/readyz`, {
+          ca: this.options.cluster.clusterCA.certPem,
+          timeoutMs: 5_000,
+        });
+        return status === 200
+          ? true
+          : `HTTP ${status}: ${body
+              .trim()
+              .split("\n")
+              .filter((line) => line.includes("failed"))
+              .join("; ")}`;
       },
     });
   }
 
   /** A crashed process comes back after the restart delay, unless the Machine is going away. */
-  private async onExit(role: "etcd" | "apiserver", proc: ManagedProcess, exit: { code: number | null; signal: NodeJS.Signals | null }): Promise<void> {
+  private async onExit(
+    role: "etcd" | "apiserver",
+    proc: ManagedProcess,
+    exit: { code: number | null; signal: NodeJS.Signals | null },
+  ): Promise<void> {
     if (this.stopping) return;
     this.options.emit({ kind: `${role}-exited`, detail: { pid: proc.pid, code: exit.code, signal: exit.signal } });
     if (role === "etcd") this.options.cluster.markBackendDown(this.options.name);
@@ -338,21 +395,30 @@ export class ProcessMachineRuntime {
       // A member that was removed from the cluster exits and must not come back under the same identity.
       const members = await this.memberList();
       if (members && !members.some((member) => member.peerURLs.includes(this.peerURL))) {
-        this.options.emit({ kind: "etcd-not-restarted", detail: { reason: "its member is no longer in the membership" } });
+        this.options.emit({
+          kind: "etcd-not-restarted",
+          detail: { reason: "its member is no longer in the membership" },
+        });
         return;
       }
       try {
         await this.startEtcd(false);
         this.options.emit({ kind: "etcd-restarted", detail: { pid: this.etcd?.pid } });
       } catch (error) {
-        this.options.emit({ kind: "etcd-restart-failed", detail: { error: error instanceof Error ? error.message : String(error) } });
+        this.options.emit({
+          kind: "etcd-restart-failed",
+          detail: { error: error instanceof Error ? error.message : String(error) },
+        });
       }
     } else if (this.apiServerArgs.length > 0) {
       try {
         await this.startApiServer();
         this.options.emit({ kind: "apiserver-restarted", detail: { pid: this.apiServer?.pid } });
       } catch (error) {
-        this.options.emit({ kind: "apiserver-restart-failed", detail: { error: error instanceof Error ? error.message : String(error) } });
+        this.options.emit({
+          kind: "apiserver-restart-failed",
+          detail: { error: error instanceof Error ? error.message : String(error) },
+        });
       }
     }
   }
@@ -369,23 +435,43 @@ export class ProcessMachineRuntime {
           metadata: { name, labels: { "node-role.kubernetes.io/control-plane": "", "kubernetes.io/hostname": name } },
           spec: { providerID },
         });
-        if (created.status !== 201 && created.status !== 409) throw new Error(`create Node ${name}: HTTP ${created.status} ${created.body.slice(0, 300)}`);
+        if (created.status !== 201 && created.status !== 409)
+          throw new Error(`create Node ${name}: HTTP ${created.status} ${created.body.slice(0, 300)}`);
         const now = new Date().toISOString().replace(/\.\d+Z$/, "Z");
         const patched = await this.nodeRequest("PATCH", `/api/v1/nodes/${name}/status`, {
           status: {
             // What a kubelet would report; CAPI's NodeHealthy condition reads all four.
             conditions: [
-              { type: "Ready", status: "True", reason: "ProcessMachineRunning", message: "etcd and kube-apiserver run", lastHeartbeatTime: now, lastTransitionTime: now },
-              ...["MemoryPressure", "DiskPressure", "PIDPressure"].map((type) => ({ type, status: "False", reason: `No${type}`, message: "", lastHeartbeatTime: now, lastTransitionTime: now })),
+              {
+                type: "Ready",
+                status: "True",
+                reason: "ProcessMachineRunning",
+                message: "etcd and kube-apiserver run",
+                lastHeartbeatTime: now,
+                lastTransitionTime: now,
+              },
+              ...["MemoryPressure", "DiskPressure", "PIDPressure"].map((type) => ({
+                type,
+                status: "False",
+                reason: `No${type}`,
+                message: "",
+                lastHeartbeatTime: now,
+                lastTransitionTime: now,
+              })),
             ],
             addresses: [
               { type: "InternalIP", address },
               { type: "Hostname", address: name },
             ],
-            nodeInfo: { kubeletVersion: version, operatingSystem: "linux", architecture: process.arch === "x64" ? "amd64" : process.arch },
+            nodeInfo: {
+              kubeletVersion: version,
+              operatingSystem: "linux",
+              architecture: process.arch === "x64" ? "amd64" : process.arch,
+            },
           },
         });
-        if (patched.status !== 200) throw new Error(`patch Node ${name} status: HTTP ${patched.status} ${patched.body.slice(0, 300)}`);
+        if (patched.status !== 200)
+          throw new Error(`patch Node ${name} status: HTTP ${patched.status} ${patched.body.slice(0, 300)}`);
         return;
       } catch (error) {
         lastError = error instanceof Error ? error.message : String(error);
@@ -395,7 +481,11 @@ export class ProcessMachineRuntime {
     if (!this.stopping) throw new Error(`process machine ${name}: could not register its Node: ${lastError}`);
   }
 
-  private nodeRequest(method: "POST" | "PATCH", path: string, body: unknown): Promise<{ status: number; body: string }> {
+  private nodeRequest(
+    method: "POST" | "PATCH",
+    path: string,
+    body: unknown,
+  ): Promise<{ status: number; body: string }> {
     const { cluster, address } = this.options;
     const payload = JSON.stringify(body);
     return new Promise((resolve, reject) => {
@@ -410,7 +500,10 @@ export class ProcessMachineRuntime {
           key: cluster.admin.keyPem,
           agent: false,
           timeout: 10_000,
-          headers: { "Content-Type": method === "PATCH" ? "application/merge-patch+json" : "application/json", Accept: "application/json" },
+          headers: {
+            "Content-Type": method === "PATCH" ? "application/merge-patch+json" : "application/json",
+            Accept: "application/json",
+          },
         },
         (response) => {
           let text = "";
@@ -436,9 +529,13 @@ export class ProcessMachineRuntime {
     this.stopping = true;
     this.options.cluster.removeBackend(this.options.name);
     const members = await this.memberList();
-    const memberPresent = members === undefined ? undefined : members.some((member) => member.peerURLs.includes(this.peerURL));
+    const memberPresent =
+      members === undefined ? undefined : members.some((member) => member.peerURLs.includes(this.peerURL));
     this.setPhase("Stopping");
-    this.options.emit({ kind: "stopping", detail: { memberPresent, etcdPid: this.etcd?.pid, apiServerPid: this.apiServer?.pid } });
+    this.options.emit({
+      kind: "stopping",
+      detail: { memberPresent, etcdPid: this.etcd?.pid, apiServerPid: this.apiServer?.pid },
+    });
     await Promise.all([this.apiServer?.stop(5_000), this.etcd?.stop(5_000)]);
     await this.bootstrapping;
     // A restart that was already past its stopping check may have started a process meanwhile.

@@ -19,7 +19,14 @@ import { kubeRequest, kubeRequestOk, statusMessage } from "../../test/env/kube.t
 import { isPortFree, reserveLoopbackSubnet, type LoopbackSubnet } from "../../test/env/net.ts";
 import { BOOTSTRAP_API_VERSION, INFRA_API_VERSION, RESOURCE } from "./crds.ts";
 import { LoadBalancer } from "./loadbalancer.ts";
-import { API_SERVER_PORT, ETCD_CLIENT_PORT, ETCD_PEER_PORT, ProcessMachineRuntime, type ClusterContext, type MachineEvent } from "./machine.ts";
+import {
+  API_SERVER_PORT,
+  ETCD_CLIENT_PORT,
+  ETCD_PEER_PORT,
+  ProcessMachineRuntime,
+  type ClusterContext,
+  type MachineEvent,
+} from "./machine.ts";
 
 export const MACHINE_FINALIZER = "infrastructure.cluster.x-k8s.io/process-machine";
 export const CLUSTER_FINALIZER = "infrastructure.cluster.x-k8s.io/process-cluster";
@@ -84,7 +91,8 @@ class ClusterRuntime {
 
   /** Addresses are never reused within a run: a stopped member's port may linger in TIME_WAIT. */
   allocateAddress(): string {
-    if (this.nextHost > MAX_MACHINE_HOSTS) throw new Error(`process cluster ${this.key} ran out of loopback addresses in ${this.subnet.prefix}.0/24`);
+    if (this.nextHost > MAX_MACHINE_HOSTS)
+      throw new Error(`process cluster ${this.key} ran out of loopback addresses in ${this.subnet.prefix}.0/24`);
     return this.subnet.address(this.nextHost++);
   }
 }
@@ -135,8 +143,17 @@ export class ProcessProvider {
   private requestTick = (): void => this.wake?.();
 
   private event(namespace: string, cluster: string, machine: string | undefined, event: MachineEvent): void {
-    const line = { at: Date.now(), namespace, cluster, ...(machine ? { machine } : {}), kind: event.kind, ...(event.detail ?? {}) };
-    this.options.log(`${namespace}/${machine ?? cluster}: ${event.kind}${event.detail ? ` ${JSON.stringify(event.detail)}` : ""}`);
+    const line = {
+      at: Date.now(),
+      namespace,
+      cluster,
+      ...(machine ? { machine } : {}),
+      kind: event.kind,
+      ...(event.detail ?? {}),
+    };
+    this.options.log(
+      `${namespace}/${machine ?? cluster}: ${event.kind}${event.detail ? ` ${JSON.stringify(event.detail)}` : ""}`,
+    );
     if (this.options.eventsFile) appendFileSync(this.options.eventsFile, `${JSON.stringify(line)}\n`);
   }
 
@@ -152,7 +169,8 @@ export class ProcessProvider {
       this.list<ProcessMachine>(`/apis/${INFRA_API_VERSION}/${RESOURCE.ProcessMachine}`),
       this.list<Machine>(`/apis/${CAPI_API_VERSION}/machines`),
     ]);
-    const byName = <T extends Obj>(items: T[]) => new Map(items.map((item) => [`${item.metadata.namespace}/${item.metadata.name}`, item]));
+    const byName = <T extends Obj>(items: T[]) =>
+      new Map(items.map((item) => [`${item.metadata.namespace}/${item.metadata.name}`, item]));
     const clusterIndex = byName(clusters);
     const machineIndex = byName(machines);
     for (const processCluster of processClusters) await this.reconcileCluster(processCluster, clusterIndex);
@@ -161,7 +179,9 @@ export class ProcessProvider {
       try {
         await this.reconcileMachine(processMachine, machineIndex, clusterIndex);
       } catch (error) {
-        this.options.log(`ProcessMachine ${processMachine.metadata.namespace}/${processMachine.metadata.name}: ${error instanceof Error ? error.message : String(error)}`);
+        this.options.log(
+          `ProcessMachine ${processMachine.metadata.namespace}/${processMachine.metadata.name}: ${error instanceof Error ? error.message : String(error)}`,
+        );
       }
     }
   }
@@ -171,7 +191,9 @@ export class ProcessProvider {
   private async reconcileCluster(processCluster: ProcessCluster, clusters: Map<string, Cluster>): Promise<void> {
     const { namespace, name, uid } = processCluster.metadata;
     const path = `/apis/${INFRA_API_VERSION}/namespaces/${namespace}/${RESOURCE.ProcessCluster}/${name}`;
-    const owner = processCluster.metadata.ownerReferences?.find((ref) => ref.kind === "Cluster" && ref.apiVersion.startsWith("cluster.x-k8s.io/"));
+    const owner = processCluster.metadata.ownerReferences?.find(
+      (ref) => ref.kind === "Cluster" && ref.apiVersion.startsWith("cluster.x-k8s.io/"),
+    );
     if (processCluster.metadata.deletionTimestamp) {
       const runtime = [...this.clusters.values()].find((candidate) => candidate.uid === uid);
       if (runtime && runtime.machines.size > 0) return;
@@ -181,19 +203,29 @@ export class ProcessProvider {
         this.clusters.delete(runtime.key);
         this.event(namespace, runtime.name, undefined, { kind: "load-balancer-stopped" });
       }
-      await this.setFinalizers(path, processCluster, (processCluster.metadata.finalizers ?? []).filter((finalizer) => finalizer !== CLUSTER_FINALIZER));
+      await this.setFinalizers(
+        path,
+        processCluster,
+        (processCluster.metadata.finalizers ?? []).filter((finalizer) => finalizer !== CLUSTER_FINALIZER),
+      );
       return;
     }
     // The contract: do nothing until CAPI's Cluster controller has adopted the object.
     if (!owner || !clusters.has(`${namespace}/${owner.name}`)) return;
     if (!(processCluster.metadata.finalizers ?? []).includes(CLUSTER_FINALIZER)) {
-      await this.setFinalizers(path, processCluster, [...(processCluster.metadata.finalizers ?? []), CLUSTER_FINALIZER]);
+      await this.setFinalizers(path, processCluster, [
+        ...(processCluster.metadata.finalizers ?? []),
+        CLUSTER_FINALIZER,
+      ]);
       return;
     }
     const key = `${namespace}/${owner.name}`;
     let runtime = this.clusters.get(key);
     if (!runtime) {
-      const subnet = await reserveLoopbackSubnet({ hosts: 12, ports: [ETCD_CLIENT_PORT, ETCD_PEER_PORT, API_SERVER_PORT] });
+      const subnet = await reserveLoopbackSubnet({
+        hosts: 12,
+        ports: [ETCD_CLIENT_PORT, ETCD_PEER_PORT, API_SERVER_PORT],
+      });
       const host = subnet.address(LOAD_BALANCER_HOST);
       if (!(await isPortFree(host, API_SERVER_PORT))) {
         subnet.release();
@@ -203,38 +235,60 @@ export class ProcessProvider {
         host,
         port: API_SERVER_PORT,
         onChange: (backends) => {
-          this.event(namespace, owner.name, undefined, { kind: "load-balancer-backends", detail: { backends: backends.map((backend) => `${backend.machine}=${backend.healthy ? "up" : "down"}`) } });
+          this.event(namespace, owner.name, undefined, {
+            kind: "load-balancer-backends",
+            detail: { backends: backends.map((backend) => `${backend.machine}=${backend.healthy ? "up" : "down"}`) },
+          });
           this.requestTick();
         },
       });
       await loadBalancer.start();
       runtime = new ClusterRuntime(namespace, owner.name, uid, subnet, loadBalancer);
       this.clusters.set(key, runtime);
-      this.event(namespace, owner.name, undefined, { kind: "load-balancer-started", detail: { endpoint: `${host}:${API_SERVER_PORT}`, subnet: `${subnet.prefix}.0/24` } });
+      this.event(namespace, owner.name, undefined, {
+        kind: "load-balancer-started",
+        detail: { endpoint: `${host}:${API_SERVER_PORT}`, subnet: `${subnet.prefix}.0/24` },
+      });
     }
     const endpoint = runtime.loadBalancer.endpoint;
     const current = processCluster.spec?.controlPlaneEndpoint;
     if (current?.host !== endpoint.host || current?.port !== endpoint.port) {
-      await kubeRequestOk(this.options.kubeConfig, path, { method: "PATCH", body: { spec: { controlPlaneEndpoint: endpoint } } });
+      await kubeRequestOk(this.options.kubeConfig, path, {
+        method: "PATCH",
+        body: { spec: { controlPlaneEndpoint: endpoint } },
+      });
       return;
     }
     const status = {
       initialization: { provisioned: true },
       ready: true,
       subnet: runtime.subnet.prefix,
-      loadBalancer: { backends: runtime.loadBalancer.list().map((backend) => ({ machine: backend.machine, address: backend.address, healthy: backend.healthy })) },
+      loadBalancer: {
+        backends: runtime.loadBalancer
+          .list()
+          .map((backend) => ({ machine: backend.machine, address: backend.address, healthy: backend.healthy })),
+      },
     };
     await this.patchStatusIfChanged(path, processCluster.status, status);
   }
 
   // --- ProcessBootstrapConfig ------------------------------------------------------------------------------------
 
-  private async reconcileBootstrapConfig(config: ProcessBootstrapConfig, machines: Map<string, Machine>): Promise<void> {
+  private async reconcileBootstrapConfig(
+    config: ProcessBootstrapConfig,
+    machines: Map<string, Machine>,
+  ): Promise<void> {
     const { namespace, name, uid } = config.metadata;
     if (config.metadata.deletionTimestamp) return;
-    const owner = config.metadata.ownerReferences?.find((ref) => ref.kind === "Machine" && ref.apiVersion.startsWith("cluster.x-k8s.io/"));
+    const owner = config.metadata.ownerReferences?.find(
+      (ref) => ref.kind === "Machine" && ref.apiVersion.startsWith("cluster.x-k8s.io/"),
+    );
     if (!owner || !machines.has(`${namespace}/${owner.name}`)) return;
-    if (config.status?.initialization && (config.status.initialization as { dataSecretCreated?: boolean }).dataSecretCreated) return;
+    if (
+      config.status?.initialization &&
+      (config.status.initialization as { dataSecretCreated?: boolean }).dataSecretCreated
+    )
+      return;
     const clusterName = config.metadata.labels?.[LABEL_CLUSTER_NAME] ?? "";
     const secret = {
       apiVersion: "v1",
@@ -243,7 +297,9 @@ export class ProcessProvider {
         name,
         namespace,
         labels: { [LABEL_CLUSTER_NAME]: clusterName },
-        ownerReferences: [{ apiVersion: BOOTSTRAP_API_VERSION, kind: "ProcessBootstrapConfig", name, uid, controller: true }],
+        ownerReferences: [
+          { apiVersion: BOOTSTRAP_API_VERSION, kind: "ProcessBootstrapConfig", name, uid, controller: true },
+        ],
       },
       type: "cluster.x-k8s.io/secret",
       stringData: {
@@ -252,15 +308,26 @@ export class ProcessProvider {
         format: "process",
       },
     };
-    const created = await kubeRequest(this.options.kubeConfig, `/api/v1/namespaces/${namespace}/secrets`, { method: "POST", body: secret });
-    if (created.status !== 201 && created.status !== 409) throw new Error(`bootstrap Secret ${namespace}/${name}: HTTP ${created.status} ${statusMessage(created)}`);
+    const created = await kubeRequest(this.options.kubeConfig, `/api/v1/namespaces/${namespace}/secrets`, {
+      method: "POST",
+      body: secret,
+    });
+    if (created.status !== 201 && created.status !== 409)
+      throw new Error(`bootstrap Secret ${namespace}/${name}: HTTP ${created.status} ${statusMessage(created)}`);
     const path = `/apis/${BOOTSTRAP_API_VERSION}/namespaces/${namespace}/${RESOURCE.ProcessBootstrapConfig}/${name}`;
-    await kubeRequestOk(this.options.kubeConfig, `${path}/status`, { method: "PATCH", body: { status: { dataSecretName: name, initialization: { dataSecretCreated: true }, ready: true } } });
+    await kubeRequestOk(this.options.kubeConfig, `${path}/status`, {
+      method: "PATCH",
+      body: { status: { dataSecretName: name, initialization: { dataSecretCreated: true }, ready: true } },
+    });
   }
 
   // --- ProcessMachine --------------------------------------------------------------------------------------------
 
-  private async reconcileMachine(processMachine: ProcessMachine, machines: Map<string, Machine>, clusters: Map<string, Cluster>): Promise<void> {
+  private async reconcileMachine(
+    processMachine: ProcessMachine,
+    machines: Map<string, Machine>,
+    clusters: Map<string, Cluster>,
+  ): Promise<void> {
     const { namespace, name, uid } = processMachine.metadata;
     const path = `/apis/${INFRA_API_VERSION}/namespaces/${namespace}/${RESOURCE.ProcessMachine}/${name}`;
     const clusterName = processMachine.metadata.labels?.[LABEL_CLUSTER_NAME] ?? "";
@@ -273,15 +340,24 @@ export class ProcessProvider {
         this.event(namespace, clusterName, name, { kind: "infrastructure-deleted", detail: { memberPresent } });
       }
       if ((processMachine.metadata.finalizers ?? []).includes(MACHINE_FINALIZER)) {
-        await this.setFinalizers(path, processMachine, (processMachine.metadata.finalizers ?? []).filter((finalizer) => finalizer !== MACHINE_FINALIZER));
+        await this.setFinalizers(
+          path,
+          processMachine,
+          (processMachine.metadata.finalizers ?? []).filter((finalizer) => finalizer !== MACHINE_FINALIZER),
+        );
       }
       return;
     }
-    const owner = processMachine.metadata.ownerReferences?.find((ref) => ref.kind === "Machine" && ref.apiVersion.startsWith("cluster.x-k8s.io/"));
+    const owner = processMachine.metadata.ownerReferences?.find(
+      (ref) => ref.kind === "Machine" && ref.apiVersion.startsWith("cluster.x-k8s.io/"),
+    );
     const machine = owner ? machines.get(`${namespace}/${owner.name}`) : undefined;
     if (!machine) return;
     if (!(processMachine.metadata.finalizers ?? []).includes(MACHINE_FINALIZER)) {
-      await this.setFinalizers(path, processMachine, [...(processMachine.metadata.finalizers ?? []), MACHINE_FINALIZER]);
+      await this.setFinalizers(path, processMachine, [
+        ...(processMachine.metadata.finalizers ?? []),
+        MACHINE_FINALIZER,
+      ]);
       return;
     }
     const cluster = clusters.get(`${namespace}/${clusterName}`);
@@ -325,7 +401,9 @@ export class ProcessProvider {
         etcd: runtime.etcd?.isRunning() ? { pid: runtime.etcd.pid } : null,
         apiServer: runtime.apiServer?.isRunning() ? { pid: runtime.apiServer.pid } : null,
       },
-      conditions: runtime.error ? [{ type: "BootstrapFailed", status: "True", reason: "Error", message: runtime.error }] : null,
+      conditions: runtime.error
+        ? [{ type: "BootstrapFailed", status: "True", reason: "Error", message: runtime.error }]
+        : null,
     };
     await this.patchStatusIfChanged(path, processMachine.status, status);
   }
@@ -333,23 +411,43 @@ export class ProcessProvider {
   /** Certificates and keys from the Secrets the control-plane provider created for the cluster; undefined until they exist. */
   private async clusterContext(runtime: ClusterRuntime): Promise<ClusterContext | undefined> {
     const read = async (secret: string) => {
-      const response = await kubeRequest<{ data?: Record<string, string> }>(this.options.kubeConfig, `/api/v1/namespaces/${runtime.namespace}/secrets/${secret}`);
+      const response = await kubeRequest<{ data?: Record<string, string> }>(
+        this.options.kubeConfig,
+        `/api/v1/namespaces/${runtime.namespace}/secrets/${secret}`,
+      );
       if (response.status === 404) return undefined;
-      if (response.status !== 200) throw new Error(`Secret ${runtime.namespace}/${secret}: HTTP ${response.status} ${statusMessage(response)}`);
+      if (response.status !== 200)
+        throw new Error(`Secret ${runtime.namespace}/${secret}: HTTP ${response.status} ${statusMessage(response)}`);
       const data = response.body.data ?? {};
       const decode = (key: string) => Buffer.from(data[key] ?? "", "base64").toString("utf8");
       return { crt: decode("tls.crt"), key: decode("tls.key") };
     };
-    const [etcd, ca, sa] = await Promise.all([read(secretName.etcd(runtime.name)), read(secretName.ca(runtime.name)), read(secretName.sa(runtime.name))]);
+    const [etcd, ca, sa] = await Promise.all([
+      read(secretName.etcd(runtime.name)),
+      read(secretName.ca(runtime.name)),
+      read(secretName.sa(runtime.name)),
+    ]);
     if (!etcd || !ca || !sa) return undefined;
     const etcdCA: CertificateAuthority = await loadCA(etcd.crt, etcd.key);
     const clusterCA: CertificateAuthority = await loadCA(ca.crt, ca.key);
-    const admin = await issueCertificate(clusterCA, { commonName: "process-provider", organization: "system:masters", usages: "client", validity: validFor(oneDay) });
-    const etcdClient = await issueCertificate(etcdCA, { commonName: "process-provider", usages: "client", validity: validFor(oneDay) });
+    const admin = await issueCertificate(clusterCA, {
+      commonName: "process-provider",
+      organization: "system:masters",
+      usages: "client",
+      validity: validFor(oneDay),
+    });
+    const etcdClient = await issueCertificate(etcdCA, {
+      commonName: "process-provider",
+      usages: "client",
+      validity: validFor(oneDay),
+    });
     // CAPI's -sa Secret holds the public key as tls.crt; accept a certificate there too.
-    const publicKeyPem = sa.crt.includes("CERTIFICATE") ? createPublicKey(sa.crt).export({ format: "pem", type: "spki" }).toString() : sa.crt;
+    const publicKeyPem = sa.crt.includes("CERTIFICATE")
+      ? createPublicKey(sa.crt).export({ format: "pem", type: "spki" }).toString()
+      : sa.crt;
     runtime.loadBalancer.setCA(clusterCA.certPem);
-    const others = (except: string) => [...runtime.machines.values()].filter((machine) => machine.name !== except && machine.etcdRunning);
+    const others = (except: string) =>
+      [...runtime.machines.values()].filter((machine) => machine.name !== except && machine.etcdRunning);
     const context: ClusterContext = {
       key: runtime.key,
       token: `process-${runtime.uid}`,
@@ -375,11 +473,18 @@ export class ProcessProvider {
   }
 
   private async setFinalizers(path: string, object: Obj, finalizers: string[]): Promise<void> {
-    await kubeRequestOk(this.options.kubeConfig, path, { method: "PATCH", body: { metadata: { finalizers, resourceVersion: object.metadata.resourceVersion } } });
+    await kubeRequestOk(this.options.kubeConfig, path, {
+      method: "PATCH",
+      body: { metadata: { finalizers, resourceVersion: object.metadata.resourceVersion } },
+    });
   }
 
   /** Merge-patches status when it differs; null values delete fields (e.g. the PID of a process that exited). */
-  private async patchStatusIfChanged(path: string, current: Record<string, unknown> | undefined, wanted: Record<string, unknown>): Promise<void> {
+  private async patchStatusIfChanged(
+    path: string,
+    current: Record<string, unknown> | undefined,
+    wanted: Record<string, unknown>,
+  ): Promise<void> {
     const subset = Object.fromEntries(Object.keys(wanted).map((key) => [key, current?.[key]]));
     if (sameJSON(subset, wanted)) return;
     await kubeRequestOk(this.options.kubeConfig, `${path}/status`, { method: "PATCH", body: { status: wanted } });
@@ -393,7 +498,9 @@ function sameJSON(a: unknown, b: unknown): boolean {
 function canonical(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
   if (value && typeof value === "object") {
-    const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined && v !== null).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined && v !== null)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(",")}}`;
   }
   return value === undefined ? "null" : JSON.stringify(value);

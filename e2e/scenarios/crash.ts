@@ -37,7 +37,9 @@ class CrashDriver {
       const exit = this.current?.process.exitStatus();
       if (exit && this.current) {
         if (exit.code !== 137) {
-          this.failure = new Error(`Quorum ${this.current.label} (QUORUM_CRASH_AFTER=${this.current.crashAfter}) exited with ${exit.code ?? exit.signal}, not 137:\n${this.current.process.lastLogLines(15)}`);
+          this.failure = new Error(
+            `Quorum ${this.current.label} (QUORUM_CRASH_AFTER=${this.current.crashAfter}) exited with ${exit.code ?? exit.signal}, not 137:\n${this.current.process.lastLogLines(15)}`,
+          );
           return;
         }
         const kind = this.kinds[this.index];
@@ -67,7 +69,11 @@ class CrashDriver {
 
 /** Moves etcd leadership to the member of the oldest Machine, the one Quorum removes first, so ForwardLeadership happens. */
 async function leadershipToOldest(s: Scenario): Promise<string> {
-  const machines = (await s.machines()).sort((a, b) => (a.metadata.creationTimestamp ?? "").localeCompare(b.metadata.creationTimestamp ?? "") || a.metadata.name.localeCompare(b.metadata.name));
+  const machines = (await s.machines()).sort(
+    (a, b) =>
+      (a.metadata.creationTimestamp ?? "").localeCompare(b.metadata.creationTimestamp ?? "") ||
+      a.metadata.name.localeCompare(b.metadata.name),
+  );
   const oldest = machines[0].metadata.name;
   await s.workload.refresh();
   const client = s.workload.etcdClient();
@@ -81,12 +87,21 @@ async function leadershipToOldest(s: Scenario): Promise<string> {
   return oldest;
 }
 
-async function phase(s: Scenario, label: string, kinds: string[], apply: () => Promise<void>, replicas: number): Promise<void> {
+async function phase(
+  s: Scenario,
+  label: string,
+  kinds: string[],
+  apply: () => Promise<void>,
+  replicas: number,
+): Promise<void> {
   const driver = new CrashDriver(s, kinds);
   await driver.start();
   await s.operation(label, apply, { replicas });
   const missed = await driver.finish();
-  s.check(missed.length === 0, `${label}: Quorum was killed after each of ${kinds.join(", ")} and its successor finished the job (never reached: ${missed.join(", ") || "none"})`);
+  s.check(
+    missed.length === 0,
+    `${label}: Quorum was killed after each of ${kinds.join(", ")} and its successor finished the job (never reached: ${missed.join(", ") || "none"})`,
+  );
 }
 
 export const crash: ScenarioDefinition = {
@@ -94,7 +109,13 @@ export const crash: ScenarioDefinition = {
   title: "SIGKILL Quorum after each action kind during scale-up, rollout and scale-down; restart; finish",
   async run(s) {
     await s.setup({ replicas: 1, version: VERSION });
-    await phase(s, "scale 1→3, crash after each step", ["CreateMachine", "PromoteLearner"], () => s.patch({ replicas: 3 }), 3);
+    await phase(
+      s,
+      "scale 1→3, crash after each step",
+      ["CreateMachine", "PromoteLearner"],
+      () => s.patch({ replicas: 3 }),
+      3,
+    );
     const victim = await leadershipToOldest(s);
     s.log(`etcd leadership moved to ${victim}, the Machine the upgrade replaces first`);
     await phase(
@@ -106,7 +127,13 @@ export const crash: ScenarioDefinition = {
     );
     const next = await leadershipToOldest(s);
     s.log(`etcd leadership moved to ${next}, the Machine the scale-down removes first`);
-    await phase(s, "scale 3→1, crash after each step", ["ForwardLeadership", "RemoveMember", "DeleteMachine", "ReleaseHook"], () => s.patch({ replicas: 1 }), 1);
+    await phase(
+      s,
+      "scale 3→1, crash after each step",
+      ["ForwardLeadership", "RemoveMember", "DeleteMachine", "ReleaseHook"],
+      () => s.patch({ replicas: 1 }),
+      1,
+    );
     return 1;
   },
 };

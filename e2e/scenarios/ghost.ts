@@ -37,7 +37,8 @@ async function addGhost(connect: () => EtcdClusterClient, peerURL: string): Prom
 
 export const ghost: ScenarioDefinition = {
   name: "ghost",
-  title: "inject a ghost member, then ask for an upgrade: named within one poll, nothing disruptive, removed after its grace period",
+  title:
+    "inject a ghost member, then ask for an upgrade: named within one poll, nothing disruptive, removed after its grace period",
   async run(s) {
     await s.setup({ replicas: 3, version: VERSION, ghostMemberGracePeriod: `${GRACE_S}s` });
     let ghostId = "";
@@ -51,7 +52,9 @@ export const ghost: ScenarioDefinition = {
       ghostId = await addGhost(() => s.workload.etcdClient(), `https://${address}:2380`);
       injectedAt = Date.now();
       s.userEvents.push({ at: injectedAt, kind: "ghost-injected", subject: ghostId });
-      s.log(`injected ghost voter ${ghostId} at https://${address}:2380 (no Machine has that address; it never starts)`);
+      s.log(
+        `injected ghost voter ${ghostId} at https://${address}:2380 (no Machine has that address; it never starts)`,
+      );
       for (;;) {
         const qcp = await s.controlPlane();
         const listed = (qcp.status?.etcd?.members ?? []).find((member) => member.id === ghostId);
@@ -60,40 +63,65 @@ export const ghost: ScenarioDefinition = {
           // The grace period is a designed wait: the removal's latency counts from its end, not from the injection.
           const firstObserved = listed.firstObserved ? Date.parse(listed.firstObserved) : injectedAt;
           s.userEvents.push({ at: firstObserved + GRACE_S * 1000, kind: "ghost-grace-period-over", subject: ghostId });
-          s.log(`status names the ghost ${((namedAt - injectedAt) / 1000).toFixed(2)} s after injection; next action: "${qcp.status?.nextAction?.message?.slice(0, 200)}"`);
+          s.log(
+            `status names the ghost ${((namedAt - injectedAt) / 1000).toFixed(2)} s after injection; next action: "${qcp.status?.nextAction?.message?.slice(0, 200)}"`,
+          );
           return;
         }
         await sleep(100);
       }
     };
     // The upgrade is asked for while the ghost is there: none of its disruptive steps may start until the ghost is gone.
-    await s.operation(`ghost injected, then upgrade ${VERSION}→${NEXT_VERSION}`, async () => {
-      await inject();
-      await s.patch({ version: NEXT_VERSION });
-    }, {
-      replicas: 3,
-      during: async () => {
-        for (;;) {
-          const qcp = await s.controlPlane();
-          if (!(qcp.status?.etcd?.members ?? []).some((member) => member.id === ghostId)) break;
-          const next = `${qcp.status?.nextAction?.message ?? ""} ${qcp.status?.nextAction?.blockedBy ?? ""}`;
-          if (!blockingMessage && qcp.metadata.generation === qcp.status?.observedGeneration && next.includes(ghostId)) blockingMessage = next;
-          await sleep(100);
-        }
-        goneAt = Date.now();
-        s.log(`the ghost left the member list ${((goneAt - injectedAt) / 1000).toFixed(1)} s after injection`);
+    await s.operation(
+      `ghost injected, then upgrade ${VERSION}→${NEXT_VERSION}`,
+      async () => {
+        await inject();
+        await s.patch({ version: NEXT_VERSION });
       },
-    });
+      {
+        replicas: 3,
+        during: async () => {
+          for (;;) {
+            const qcp = await s.controlPlane();
+            if (!(qcp.status?.etcd?.members ?? []).some((member) => member.id === ghostId)) break;
+            const next = `${qcp.status?.nextAction?.message ?? ""} ${qcp.status?.nextAction?.blockedBy ?? ""}`;
+            if (
+              !blockingMessage &&
+              qcp.metadata.generation === qcp.status?.observedGeneration &&
+              next.includes(ghostId)
+            )
+              blockingMessage = next;
+            await sleep(100);
+          }
+          goneAt = Date.now();
+          s.log(`the ghost left the member list ${((goneAt - injectedAt) / 1000).toFixed(1)} s after injection`);
+        },
+      },
+    );
     const actions = s.controllerActions();
     const removal = actions.find((action) => action.kind === "RemoveGhost" && action.at > injectedAt);
     const meanwhile = actions.filter((action) => action.decidedAt > injectedAt && action.at < (removal?.at ?? goneAt));
     const disruptive = meanwhile.filter((action) => isDisruptive({ kind: action.kind } as unknown as Action));
-    s.notes.push(`ghost named after ${namedAt - injectedAt} ms, removed after ${((removal?.at ?? 0) - injectedAt) / 1000} s; actions while it was there: ${meanwhile.map((action) => action.kind).join(", ") || "none"}`);
-    s.check(namedAt - injectedAt <= NAMED_WITHIN_MS, `status listed the ghost ${namedAt - injectedAt} ms after it was added (poll interval ${POLL_INTERVAL_MS} ms; allowed ${NAMED_WITHIN_MS} ms)`);
-    s.check(disruptive.length === 0, `no disruptive step while the ghost was a member (${disruptive.map((action) => `${action.kind}: ${action.message}`).join("; ") || "none taken"})`);
-    s.check(blockingMessage !== "", `while the upgrade waited, status.nextAction named the ghost as what blocks it ("${blockingMessage.slice(0, 240)}")`);
+    s.notes.push(
+      `ghost named after ${namedAt - injectedAt} ms, removed after ${((removal?.at ?? 0) - injectedAt) / 1000} s; actions while it was there: ${meanwhile.map((action) => action.kind).join(", ") || "none"}`,
+    );
+    s.check(
+      namedAt - injectedAt <= NAMED_WITHIN_MS,
+      `status listed the ghost ${namedAt - injectedAt} ms after it was added (poll interval ${POLL_INTERVAL_MS} ms; allowed ${NAMED_WITHIN_MS} ms)`,
+    );
+    s.check(
+      disruptive.length === 0,
+      `no disruptive step while the ghost was a member (${disruptive.map((action) => `${action.kind}: ${action.message}`).join("; ") || "none taken"})`,
+    );
+    s.check(
+      blockingMessage !== "",
+      `while the upgrade waited, status.nextAction named the ghost as what blocks it ("${blockingMessage.slice(0, 240)}")`,
+    );
     s.check(removal !== undefined, "Quorum removed the ghost itself (RemoveGhost)");
-    s.check(removal !== undefined && removal.at - injectedAt >= GRACE_S * 1000, `the ghost was removed only after its ${GRACE_S} s grace period (${(((removal?.at ?? 0) - injectedAt) / 1000).toFixed(1)} s after injection)`);
+    s.check(
+      removal !== undefined && removal.at - injectedAt >= GRACE_S * 1000,
+      `the ghost was removed only after its ${GRACE_S} s grace period (${(((removal?.at ?? 0) - injectedAt) / 1000).toFixed(1)} s after injection)`,
+    );
     return 3;
   },
 };

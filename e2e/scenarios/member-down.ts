@@ -37,7 +37,12 @@ export const memberDown: ScenarioDefinition = {
         const target = members.find((member) => member.name === machine);
         const leader = statuses.find((status) => status.leader);
         if (!target || leader?.memberId !== target.id) return;
-        const other = members.find((member) => member.id !== target.id && !member.learner && statuses.find((status) => status.memberId === member.id)?.reachable);
+        const other = members.find(
+          (member) =>
+            member.id !== target.id &&
+            !member.learner &&
+            statuses.find((status) => status.memberId === member.id)?.reachable,
+        );
         if (!other) return;
         await client.moveLeader(other.id);
         s.log(`moved etcd leadership from ${machine} to ${other.name} so that the member killed next is a follower`);
@@ -45,49 +50,75 @@ export const memberDown: ScenarioDefinition = {
         await client.close();
       }
     };
-    await s.operation(`upgrade ${VERSION}→${NEXT_VERSION} with a member down`, () => s.patch({ version: NEXT_VERSION }), {
-      replicas: 3,
-      during: async () => {
-        // Wait for the first replacement to finish: a new Machine runs and one old Machine is gone.
-        for (;;) {
-          const machines = await s.machines();
-          const names = new Set(machines.map((machine) => machine.metadata.name));
-          const newRunning = (await s.stack.processMachines(s.namespace)).find((machine) => !oldMachines.has(machine.metadata.name) && machine.status?.phase === "Running" && machine.status.processes?.etcd?.pid);
-          if (newRunning && [...oldMachines].some((name) => !names.has(name))) {
-            victim = newRunning.metadata.name;
-            const pid = newRunning.status?.processes?.etcd?.pid as number;
-            await keepLeadershipOff(victim);
-            alreadyGone = new Set(s.memberEvents().filter((event) => event.kind === "member-removed").map((event) => event.subject));
-            process.kill(-pid, "SIGKILL");
-            killedAt = Date.now();
-            s.userEvents.push({ at: killedAt, kind: "member-killed", subject: victim });
-            s.log(`SIGKILLed the etcd member of ${victim} (pid ${pid}), which the rollout keeps; the provider restarts it in ${RESTART_DELAY_S} s`);
-            break;
+    await s.operation(
+      `upgrade ${VERSION}→${NEXT_VERSION} with a member down`,
+      () => s.patch({ version: NEXT_VERSION }),
+      {
+        replicas: 3,
+        during: async () => {
+          // Wait for the first replacement to finish: a new Machine runs and one old Machine is gone.
+          for (;;) {
+            const machines = await s.machines();
+            const names = new Set(machines.map((machine) => machine.metadata.name));
+            const newRunning = (await s.stack.processMachines(s.namespace)).find(
+              (machine) =>
+                !oldMachines.has(machine.metadata.name) &&
+                machine.status?.phase === "Running" &&
+                machine.status.processes?.etcd?.pid,
+            );
+            if (newRunning && [...oldMachines].some((name) => !names.has(name))) {
+              victim = newRunning.metadata.name;
+              const pid = newRunning.status?.processes?.etcd?.pid as number;
+              await keepLeadershipOff(victim);
+              alreadyGone = new Set(
+                s
+                  .memberEvents()
+                  .filter((event) => event.kind === "member-removed")
+                  .map((event) => event.subject),
+              );
+              process.kill(-pid, "SIGKILL");
+              killedAt = Date.now();
+              s.userEvents.push({ at: killedAt, kind: "member-killed", subject: victim });
+              s.log(
+                `SIGKILLed the etcd member of ${victim} (pid ${pid}), which the rollout keeps; the provider restarts it in ${RESTART_DELAY_S} s`,
+              );
+              break;
+            }
+            await sleep(200);
           }
-          await sleep(200);
-        }
-        // Until the member is back: watch status for its name.
-        for (;;) {
-          const qcp = await s.controlPlane();
-          const text = statusText(qcp);
-          if (!named && text.includes(victim)) named = text.split("\n").find((line) => line.includes(victim)) ?? "";
-          // Back = the restarted etcd answered /health (the provider's event); from then on Quorum may go on.
-          const restarted = s.stack.providerEvents().find((event) => event.machine === victim && event.kind === "etcd-restarted" && event.at > killedAt);
-          if (restarted) {
-            backAt = restarted.at;
-            s.log(`${victim}'s member is healthy again after ${((backAt - killedAt) / 1000).toFixed(1)} s`);
-            break;
+          // Until the member is back: watch status for its name.
+          for (;;) {
+            const qcp = await s.controlPlane();
+            const text = statusText(qcp);
+            if (!named && text.includes(victim)) named = text.split("\n").find((line) => line.includes(victim)) ?? "";
+            // Back = the restarted etcd answered /health (the provider's event); from then on Quorum may go on.
+            const restarted = s.stack
+              .providerEvents()
+              .find((event) => event.machine === victim && event.kind === "etcd-restarted" && event.at > killedAt);
+            if (restarted) {
+              backAt = restarted.at;
+              s.log(`${victim}'s member is healthy again after ${((backAt - killedAt) / 1000).toFixed(1)} s`);
+              break;
+            }
+            await sleep(250);
           }
-          await sleep(250);
-        }
+        },
       },
-    });
+    );
     const during = s.controllerActions().filter((action) => action.decidedAt > killedAt && action.decidedAt < backAt);
     const disruptive = during.filter((action) => isDisruptive({ kind: action.kind } as unknown as Action));
     // Finishing the deletion of a Machine whose member was removed before the kill changes no membership.
-    const offending = disruptive.filter((action) => ![...alreadyGone].some((machine) => action.kind === "DeleteMachine" && action.message.includes(machine)));
-    s.notes.push(`member of ${victim} down for ${((backAt - killedAt) / 1000).toFixed(1)} s; actions meanwhile: ${during.map((action) => action.kind).join(", ") || "none"}`);
-    s.check(offending.length === 0, `no disruptive step while the member of ${victim} was down (${offending.map((action) => `${action.kind}: ${action.message}`).join("; ") || "none taken"})`);
+    const offending = disruptive.filter(
+      (action) =>
+        ![...alreadyGone].some((machine) => action.kind === "DeleteMachine" && action.message.includes(machine)),
+    );
+    s.notes.push(
+      `member of ${victim} down for ${((backAt - killedAt) / 1000).toFixed(1)} s; actions meanwhile: ${during.map((action) => action.kind).join(", ") || "none"}`,
+    );
+    s.check(
+      offending.length === 0,
+      `no disruptive step while the member of ${victim} was down (${offending.map((action) => `${action.kind}: ${action.message}`).join("; ") || "none taken"})`,
+    );
     s.check(named !== "", `status named the down member ${victim} while it was down (${named.slice(0, 200)})`);
     return 3;
   },

@@ -30,7 +30,11 @@ export interface Machine {
     providerID?: string;
     failureDomain?: string;
     readinessGates?: { conditionType: string }[];
-    deletion?: { nodeDrainTimeoutSeconds?: number; nodeVolumeDetachTimeoutSeconds?: number; nodeDeletionTimeoutSeconds?: number };
+    deletion?: {
+      nodeDrainTimeoutSeconds?: number;
+      nodeVolumeDetachTimeoutSeconds?: number;
+      nodeDeletionTimeoutSeconds?: number;
+    };
   };
   status?: {
     conditions?: MetaV1Condition[];

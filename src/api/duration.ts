@@ -1,7 +1,7 @@
 // Go-style durations ("300s", "5m", "1h30m", "1.5h") as the CRD accepts them, converted to milliseconds.
 import { belowMinimumMessage, SPEC_DURATION_MINIMUMS } from "./bounds.ts";
 
-const UNIT_MS: Record<string, number> = { ns: 1e-6, us: 1e-3, "µs": 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+const UNIT_MS: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 const PART = /(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)/g;
 
 /** Parses a Go duration; returns undefined for anything that is not one, so callers can name the bad field. */
@@ -21,7 +21,8 @@ export function parseDuration(text: string): number | undefined {
 export function durationOr(field: string, text: string | undefined, defaultMs: number): number {
   if (text === undefined || text === "") return defaultMs;
   const ms = parseDuration(text);
-  if (ms === undefined) throw new Error(`${field}: "${text}" is not a duration; use a Go duration such as "300s", "5m" or "1h30m"`);
+  if (ms === undefined)
+    throw new Error(`${field}: "${text}" is not a duration; use a Go duration such as "300s", "5m" or "1h30m"`);
   const minimum = SPEC_DURATION_MINIMUMS[field.split(" ").at(-1) ?? ""];
   if (minimum && ms < minimum.minMs) throw new Error(belowMinimumMessage(field, minimum, text));
   return ms;

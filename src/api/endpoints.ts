@@ -12,7 +12,11 @@ export function normalizeEndpoint(url: string): string {
 }
 
 /** `https://<address>:<port>` for each Machine address (IPv6 in brackets), in order, without repeats. */
-export function endpointsFromAddresses(addresses: readonly string[], clientPort: number, scheme: "https" | "http" = "https"): string[] {
+export function endpointsFromAddresses(
+  addresses: readonly string[],
+  clientPort: number,
+  scheme: "https" | "http" = "https",
+): string[] {
   const endpoints = addresses
     .map((address) => address.trim())
     .filter((address) => address.length > 0)

@@ -5,6 +5,18 @@ import type { OwnerReference } from "./types.ts";
 export interface Unstructured {
   apiVersion: string;
   kind: string;
-  metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string>; ownerReferences?: OwnerReference[]; uid?: string };
-  spec?: Record<string, unknown> & { template?: { metadata?: { labels?: Record<string, string>; annotations?: Record<string, string> }; spec?: Record<string, unknown> } };
+  metadata: {
+    name: string;
+    namespace?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    ownerReferences?: OwnerReference[];
+    uid?: string;
+  };
+  spec?: Record<string, unknown> & {
+    template?: {
+      metadata?: { labels?: Record<string, string>; annotations?: Record<string, string> };
+      spec?: Record<string, unknown>;
+    };
+  };
 }

@@ -16,8 +16,11 @@ export function concernsControlPlane(machine: Machine, controlPlaneName: string,
   const labels = machine.metadata.labels ?? {};
   if (labels[LABEL_CONTROL_PLANE_NAME] === controlPlaneName) return true;
   if (clusterName === undefined) return false;
-  const controlPlaneMachine = labels[LABEL_CONTROL_PLANE] !== undefined || labels[LABEL_CONTROL_PLANE_NAME] !== undefined;
-  return controlPlaneMachine && (machine.spec?.clusterName === clusterName || labels[LABEL_CLUSTER_NAME] === clusterName);
+  const controlPlaneMachine =
+    labels[LABEL_CONTROL_PLANE] !== undefined || labels[LABEL_CONTROL_PLANE_NAME] !== undefined;
+  return (
+    controlPlaneMachine && (machine.spec?.clusterName === clusterName || labels[LABEL_CLUSTER_NAME] === clusterName)
+  );
 }
 
 /** A Machine that concerns this control plane but is not its own, with why, for status and the planner. */
@@ -41,20 +44,33 @@ export interface MachineClaims {
  * our API group, this UID) and its spec.clusterName is our Cluster. A label is a selector anyone can copy; the UID
  * is not: a second QuorumControlPlane with the same labels, or one recreated under the same name, has another.
  */
-export function claimMachines(machines: Machine[], controlPlane: { metadata: Pick<ObjectMeta, "name" | "namespace" | "uid"> }, clusterName: string): MachineClaims {
+export function claimMachines(
+  machines: Machine[],
+  controlPlane: { metadata: Pick<ObjectMeta, "name" | "namespace" | "uid"> },
+  clusterName: string,
+): MachineClaims {
   const uid = controlPlane.metadata.uid;
   const owned: Machine[] = [];
   const foreign: ForeignMachine[] = [];
   for (const machine of machines) {
     const controller = controllerOf(machine);
-    const ownedByUs = uid !== undefined && uid !== "" && controller !== undefined && isQuorumReference(controller) && controller.uid === uid;
+    const ownedByUs =
+      uid !== undefined &&
+      uid !== "" &&
+      controller !== undefined &&
+      isQuorumReference(controller) &&
+      controller.uid === uid;
     const sameCluster = machine.spec?.clusterName === clusterName;
     if (ownedByUs && sameCluster) {
       owned.push(machine);
       continue;
     }
     const owner = describeOwner(controller, controlPlane.metadata.namespace ?? machine.metadata.namespace ?? "default");
-    const why = ownedByUs ? `its spec.clusterName is ${JSON.stringify(machine.spec?.clusterName ?? "")}, not ${clusterName}` : controller ? `its controller is ${owner}` : "it has no controller ownerRef";
+    const why = ownedByUs
+      ? `its spec.clusterName is ${JSON.stringify(machine.spec?.clusterName ?? "")}, not ${clusterName}`
+      : controller
+        ? `its controller is ${owner}`
+        : "it has no controller ownerRef";
     foreign.push({ machine, owner, sameCluster, why });
   }
   return { owned, foreign };
@@ -64,7 +80,10 @@ export function claimMachines(machines: Machine[], controlPlane: { metadata: Pic
  * Whether a Cluster's spec.controlPlaneRef names this QuorumControlPlane (v1beta2: apiGroup, kind, name; the
  * namespace is the Cluster's). CAPI asks the referenced control plane, and only it, to run the Cluster's control plane.
  */
-export function namesControlPlane(ref: Pick<ContractVersionedObjectReference, "apiGroup" | "kind" | "name"> | undefined, controlPlaneName: string): boolean {
+export function namesControlPlane(
+  ref: Pick<ContractVersionedObjectReference, "apiGroup" | "kind" | "name"> | undefined,
+  controlPlaneName: string,
+): boolean {
   return ref !== undefined && ref.apiGroup === GROUP && ref.kind === KIND && ref.name === controlPlaneName;
 }
 

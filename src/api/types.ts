@@ -145,7 +145,14 @@ export interface QuorumControlPlaneStatus {
   failureMessage?: string;
   conditions?: Condition[];
   /** v1beta1 counters are kept beside the v1beta2 ones; deprecated.v1beta1 holds v1beta1-style conditions. */
-  deprecated?: { v1beta1?: { conditions?: Condition[]; readyReplicas?: number; updatedReplicas?: number; unavailableReplicas?: number } };
+  deprecated?: {
+    v1beta1?: {
+      conditions?: Condition[];
+      readyReplicas?: number;
+      updatedReplicas?: number;
+      unavailableReplicas?: number;
+    };
+  };
   etcd?: {
     members?: EtcdMemberStatus[];
     quorum?: EtcdQuorumStatus;
@@ -169,5 +176,12 @@ export interface QuorumControlPlaneTemplate {
   apiVersion: string;
   kind: string;
   metadata: ObjectMeta;
-  spec: { template: { metadata?: { labels?: Record<string, string>; annotations?: Record<string, string> }; spec: Omit<QuorumControlPlaneSpec, "replicas" | "version" | "machineTemplate"> & { machineTemplate?: Partial<MachineTemplateSpec> } } };
+  spec: {
+    template: {
+      metadata?: { labels?: Record<string, string>; annotations?: Record<string, string> };
+      spec: Omit<QuorumControlPlaneSpec, "replicas" | "version" | "machineTemplate"> & {
+        machineTemplate?: Partial<MachineTemplateSpec>;
+      };
+    };
+  };
 }

@@ -41,7 +41,14 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   }
   const [command, target, ...extra] = positionals;
   if (command !== "status" || target === undefined || extra.length > 0) {
-    const problem = command === undefined ? "no command given" : command !== "status" ? `unknown command "${command}"` : target === undefined ? "status needs <namespace>/<name>" : `unexpected argument "${extra[0]}"`;
+    const problem =
+      command === undefined
+        ? "no command given"
+        : command !== "status"
+          ? `unknown command "${command}"`
+          : target === undefined
+            ? "status needs <namespace>/<name>"
+            : `unexpected argument "${extra[0]}"`;
     io.stderr(`quorum: ${problem}\n\n${CLI_USAGE}`);
     return 2;
   }
@@ -57,15 +64,22 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     if (values.kubeconfig) kubeConfig.loadFromFile(values.kubeconfig);
     else kubeConfig.loadFromDefault();
   } catch (error) {
-    io.stderr(`quorum: cannot load kubeconfig ${values.kubeconfig ?? "(default)"}: ${(error as Error).message}; pass --kubeconfig FILE\n`);
+    io.stderr(
+      `quorum: cannot load kubeconfig ${values.kubeconfig ?? "(default)"}: ${(error as Error).message}; pass --kubeconfig FILE\n`,
+    );
     return 1;
   }
   if (!kubeConfig.getCurrentCluster()) {
-    io.stderr(`quorum: kubeconfig ${values.kubeconfig ?? "(default)"} has no current cluster: set current-context or pass --kubeconfig FILE\n`);
+    io.stderr(
+      `quorum: kubeconfig ${values.kubeconfig ?? "(default)"} has no current cluster: set current-context or pass --kubeconfig FILE\n`,
+    );
     return 1;
   }
 
-  const [namespace, name] = parts.length === 2 ? parts : [kubeConfig.getContextObject(kubeConfig.getCurrentContext())?.namespace ?? "default", parts[0]];
+  const [namespace, name] =
+    parts.length === 2
+      ? parts
+      : [kubeConfig.getContextObject(kubeConfig.getCurrentContext())?.namespace ?? "default", parts[0]];
 
   try {
     const controlPlane = await fetchControlPlane(kubeConfig, namespace, name);

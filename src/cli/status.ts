@@ -33,7 +33,9 @@ export function renderStatus(controlPlane: QuorumControlPlane, options: RenderOp
 
   if (!status) {
     lines.push("");
-    lines.push("No status yet: the controller has not reconciled this object. Check that the quorum-controller-manager");
+    lines.push(
+      "No status yet: the controller has not reconciled this object. Check that the quorum-controller-manager",
+    );
     lines.push("Deployment in quorum-system is running (kubectl -n quorum-system get pods) and read its logs.");
     return lines.join("\n") + "\n";
   }
@@ -47,7 +49,9 @@ export function renderStatus(controlPlane: QuorumControlPlane, options: RenderOp
 
   const etcd = status.etcd;
   const members = etcd?.members ?? [];
-  const observed = etcd?.lastObserved ? `observed ${etcd.lastObserved} (${ago(etcd.lastObserved, options.now)})` : "never observed";
+  const observed = etcd?.lastObserved
+    ? `observed ${etcd.lastObserved} (${ago(etcd.lastObserved, options.now)})`
+    : "never observed";
   const quorum = etcd?.quorum;
   if (quorum) {
     const tolerance =
@@ -56,7 +60,9 @@ export function renderStatus(controlPlane: QuorumControlPlane, options: RenderOp
         : quorum.failuresTolerated === 0
           ? "tolerates NO further failure"
           : `tolerates ${plural(quorum.failuresTolerated, "failure")}`;
-    lines.push(`etcd: ${quorum.healthyVoters} of ${plural(quorum.voters, "voter")} healthy, quorum ${quorum.quorumSize}, ${tolerance}; ${observed}`);
+    lines.push(
+      `etcd: ${quorum.healthyVoters} of ${plural(quorum.voters, "voter")} healthy, quorum ${quorum.quorumSize}, ${tolerance}; ${observed}`,
+    );
   } else {
     lines.push(`etcd: no quorum figures in status; ${observed}`);
   }
@@ -65,11 +71,17 @@ export function renderStatus(controlPlane: QuorumControlPlane, options: RenderOp
   if (members.length === 0) {
     lines.push("No etcd members in status: Quorum has not read the member list of this cluster.");
     const etcdCondition = findCondition(status.conditions, CONDITION.EtcdClusterHealthy);
-    if (etcdCondition && etcdCondition.status !== "True") lines.push(`  ${etcdCondition.reason}${etcdCondition.message ? `: ${etcdCondition.message}` : ""}`);
+    if (etcdCondition && etcdCondition.status !== "True")
+      lines.push(`  ${etcdCondition.reason}${etcdCondition.message ? `: ${etcdCondition.message}` : ""}`);
   } else {
-    lines.push(...table(["MACHINE", "NODE", "MEMBER", "ID", "ROLE", "HEALTH", "STATE"], sortMembers(members).map(memberRow)));
+    lines.push(
+      ...table(["MACHINE", "NODE", "MEMBER", "ID", "ROLE", "HEALTH", "STATE"], sortMembers(members).map(memberRow)),
+    );
     const unmapped = members.filter((member) => member.machine === undefined).length;
-    if (unmapped > 0) lines.push(`(${plural(unmapped, "member")} map${unmapped === 1 ? "s" : ""} to no Machine: shown as "-" under MACHINE)`);
+    if (unmapped > 0)
+      lines.push(
+        `(${plural(unmapped, "member")} map${unmapped === 1 ? "s" : ""} to no Machine: shown as "-" under MACHINE)`,
+      );
   }
 
   lines.push("");
@@ -84,7 +96,12 @@ export function renderStatus(controlPlane: QuorumControlPlane, options: RenderOp
   const conditions = orderConditions(status.conditions ?? []);
   if (conditions.length > 0) {
     lines.push("");
-    lines.push(...table(["CONDITION", "STATUS", "REASON", "MESSAGE"], conditions.map((c) => [c.type, c.status, c.reason, c.message ?? ""])));
+    lines.push(
+      ...table(
+        ["CONDITION", "STATUS", "REASON", "MESSAGE"],
+        conditions.map((c) => [c.type, c.status, c.reason, c.message ?? ""]),
+      ),
+    );
   }
   return lines.join("\n") + "\n";
 }
@@ -92,7 +109,15 @@ export function renderStatus(controlPlane: QuorumControlPlane, options: RenderOp
 function memberRow(member: EtcdMemberStatus): string[] {
   const role = member.learner ? "learner" : member.leader ? "leader" : "voter";
   const state = [member.state, member.error ? `error: ${member.error}` : undefined].filter((part) => part).join("; ");
-  return [member.machine ?? "-", member.node ?? "-", member.name || "(unnamed)", member.id, role, member.healthy ? "healthy" : "UNHEALTHY", state || "-"];
+  return [
+    member.machine ?? "-",
+    member.node ?? "-",
+    member.name || "(unnamed)",
+    member.id,
+    role,
+    member.healthy ? "healthy" : "UNHEALTHY",
+    state || "-",
+  ];
 }
 
 /** Members with a Machine first, by Machine name; then ghosts and unnamed joiners, by member name. */
@@ -117,7 +142,11 @@ function findCondition(conditions: Condition[] | undefined, type: string): Condi
 
 function table(header: string[], rows: string[][]): string[] {
   const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column].length)));
-  const format = (cells: string[]) => cells.map((cell, column) => (column === cells.length - 1 ? cell : cell.padEnd(widths[column]))).join("  ").trimEnd();
+  const format = (cells: string[]) =>
+    cells
+      .map((cell, column) => (column === cells.length - 1 ? cell : cell.padEnd(widths[column])))
+      .join("  ")
+      .trimEnd();
   return [format(header), ...rows.map(format)];
 }
 
@@ -145,7 +174,11 @@ export class StatusCommandError extends Error {
 }
 
 /** Reads one QuorumControlPlane; every failure becomes a StatusCommandError naming the object, cause and fix. */
-export async function fetchControlPlane(kubeConfig: KubeConfig, namespace: string, name: string): Promise<QuorumControlPlane> {
+export async function fetchControlPlane(
+  kubeConfig: KubeConfig,
+  namespace: string,
+  name: string,
+): Promise<QuorumControlPlane> {
   const rest = new KubeRest(kubeConfig);
   const server = rest.server;
   const path = resourcePath({ group: GROUP, version: VERSION, plural: PLURAL, namespaced: true }, namespace, name);
@@ -154,7 +187,9 @@ export async function fetchControlPlane(kubeConfig: KubeConfig, namespace: strin
   } catch (error) {
     if (error instanceof KubeApiError) {
       if (error.code === 404 && error.status?.details !== undefined) {
-        throw new StatusCommandError(`${KIND} ${namespace}/${name} was not found on ${server}: list the existing ones with \`kubectl get ${SHORT_NAME} -A\``);
+        throw new StatusCommandError(
+          `${KIND} ${namespace}/${name} was not found on ${server}: list the existing ones with \`kubectl get ${SHORT_NAME} -A\``,
+        );
       }
       if (error.code === 404) {
         throw new StatusCommandError(
@@ -163,11 +198,15 @@ export async function fetchControlPlane(kubeConfig: KubeConfig, namespace: strin
         );
       }
       if (error.code === 401 || error.code === 403) {
-        throw new StatusCommandError(`reading ${KIND} ${namespace}/${name} on ${server} was refused (HTTP ${error.code}): ${error.status?.message ?? error.message}; use credentials that may get ${PLURAL}.${GROUP}`);
+        throw new StatusCommandError(
+          `reading ${KIND} ${namespace}/${name} on ${server} was refused (HTTP ${error.code}): ${error.status?.message ?? error.message}; use credentials that may get ${PLURAL}.${GROUP}`,
+        );
       }
       throw new StatusCommandError(`reading ${KIND} ${namespace}/${name} on ${server} failed: ${error.message}`);
     }
-    throw new StatusCommandError(`cannot reach the API server ${server} to read ${KIND} ${namespace}/${name}: ${(error as Error).message}; check --kubeconfig and the current context`);
+    throw new StatusCommandError(
+      `cannot reach the API server ${server} to read ${KIND} ${namespace}/${name}: ${(error as Error).message}; check --kubeconfig and the current context`,
+    );
   } finally {
     rest.close();
   }

@@ -28,7 +28,12 @@ export function cacheLookup(caches: ManagementCaches): CacheLookup {
  * can change what the cache holds (a write throws a TypeError in strict-mode code), and an idle reconcile copies
  * nothing. The informers replace an object on every event, so each version is frozen once.
  */
-export function cachedManagement(api: ManagementApi, caches: ManagementCaches, expectations: Expectations, key: string): ManagementApi {
+export function cachedManagement(
+  api: ManagementApi,
+  caches: ManagementCaches,
+  expectations: Expectations,
+  key: string,
+): ManagementApi {
   const machineKey = (namespace: string, name: string) => `${namespace}/${name}`;
   return {
     async getControlPlane(namespace, name) {
@@ -40,34 +45,61 @@ export function cachedManagement(api: ManagementApi, caches: ManagementCaches, e
       return readOnly(caches.cluster(`${namespace}/${name}`)) as Cluster | undefined;
     },
     async listControlPlaneMachines(namespace, controlPlaneName, clusterName) {
-      const concerned = (caches.machines(namespace) as unknown as Machine[]).filter((machine) => concernsControlPlane(machine, controlPlaneName, clusterName));
-      return concerned.map((machine) => readOnly(machine) as Machine).sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
+      const concerned = (caches.machines(namespace) as unknown as Machine[]).filter((machine) =>
+        concernsControlPlane(machine, controlPlaneName, clusterName),
+      );
+      return concerned
+        .map((machine) => readOnly(machine) as Machine)
+        .sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
     },
     getReferenced: (ref, namespace, referencedBy) => api.getReferenced(ref, namespace, referencedBy),
     async createIfAbsent(object) {
       const result = await api.createIfAbsent(object);
-      if (object.kind === "Machine") expectations.expectPresent(key, "Machine", machineKey(object.metadata.namespace ?? "default", object.metadata.name));
+      if (object.kind === "Machine")
+        expectations.expectPresent(
+          key,
+          "Machine",
+          machineKey(object.metadata.namespace ?? "default", object.metadata.name),
+        );
       return result;
     },
     async deleteMachine(namespace, name) {
       const cached = caches.machine(machineKey(namespace, name));
       await api.deleteMachine(namespace, name);
-      if (cached && !cached.metadata.deletionTimestamp) expectations.expectChange(key, "Machine", machineKey(namespace, name), cached.metadata.resourceVersion, undefined, { mayBeGone: true });
+      if (cached && !cached.metadata.deletionTimestamp)
+        expectations.expectChange(
+          key,
+          "Machine",
+          machineKey(namespace, name),
+          cached.metadata.resourceVersion,
+          undefined,
+          { mayBeGone: true },
+        );
     },
     async patchAnnotations(apiVersion, kind, namespace, name, annotations, resourceVersion) {
-      const before = resourceVersion ?? (kind === "Machine" ? caches.machine(machineKey(namespace, name))?.metadata.resourceVersion : undefined);
+      const before =
+        resourceVersion ??
+        (kind === "Machine" ? caches.machine(machineKey(namespace, name))?.metadata.resourceVersion : undefined);
       const written = await api.patchAnnotations(apiVersion, kind, namespace, name, annotations, resourceVersion);
       if (kind === "Machine") expectations.expectChange(key, "Machine", machineKey(namespace, name), before, written);
       return written;
     },
     async setFinalizers(controlPlane, finalizers) {
       const written = await api.setFinalizers(controlPlane, finalizers);
-      expectations.expectChange(key, "QuorumControlPlane", key, controlPlane.metadata.resourceVersion, written, { mayBeGone: true });
+      expectations.expectChange(key, "QuorumControlPlane", key, controlPlane.metadata.resourceVersion, written, {
+        mayBeGone: true,
+      });
       return written;
     },
     async patchStatus(controlPlane, status) {
       const written = await api.patchStatus(controlPlane, status);
-      expectations.expectChange(key, "QuorumControlPlane", key, controlPlane.metadata.resourceVersion, written.metadata?.resourceVersion);
+      expectations.expectChange(
+        key,
+        "QuorumControlPlane",
+        key,
+        controlPlane.metadata.resourceVersion,
+        written.metadata?.resourceVersion,
+      );
       return written;
     },
     event: (controlPlane, type, reason, message, now) => api.event(controlPlane, type, reason, message, now),

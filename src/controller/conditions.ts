@@ -9,7 +9,12 @@ export interface ConditionInput {
   message?: string;
 }
 
-export function setConditions(existing: Condition[] | undefined, updates: ConditionInput[], now: string, observedGeneration: number): Condition[] {
+export function setConditions(
+  existing: Condition[] | undefined,
+  updates: ConditionInput[],
+  now: string,
+  observedGeneration: number,
+): Condition[] {
   const byType = new Map((existing ?? []).map((condition) => [condition.type, condition]));
   for (const update of updates) {
     const before = byType.get(update.type);

@@ -27,12 +27,28 @@ export function quorumController(options: ControllerOptions): Controller {
     return [key];
   };
   const labelSelector = options.watchFilter ? `cluster.x-k8s.io/watch-filter=${options.watchFilter}` : undefined;
-  const scope = { ...(options.namespace ? { namespace: options.namespace } : {}), ...(labelSelector ? { labelSelector } : {}) };
-  const controlPlanes: WatchTarget = { resource: { group: GROUP, version: VERSION, plural: PLURAL, namespaced: true }, ...scope };
-  const machines: WatchTarget = { resource: { group: CAPI_GROUP, version: CAPI_VERSION, plural: "machines", namespaced: true }, ...(options.namespace ? { namespace: options.namespace } : {}), labelSelector: labelSelector ? `${LABEL_CONTROL_PLANE_NAME},${labelSelector}` : LABEL_CONTROL_PLANE_NAME };
-  const clusters: WatchTarget = { resource: { group: CAPI_GROUP, version: CAPI_VERSION, plural: "clusters", namespaced: true }, ...scope };
+  const scope = {
+    ...(options.namespace ? { namespace: options.namespace } : {}),
+    ...(labelSelector ? { labelSelector } : {}),
+  };
+  const controlPlanes: WatchTarget = {
+    resource: { group: GROUP, version: VERSION, plural: PLURAL, namespaced: true },
+    ...scope,
+  };
+  const machines: WatchTarget = {
+    resource: { group: CAPI_GROUP, version: CAPI_VERSION, plural: "machines", namespaced: true },
+    ...(options.namespace ? { namespace: options.namespace } : {}),
+    labelSelector: labelSelector ? `${LABEL_CONTROL_PLANE_NAME},${labelSelector}` : LABEL_CONTROL_PLANE_NAME,
+  };
+  const clusters: WatchTarget = {
+    resource: { group: CAPI_GROUP, version: CAPI_VERSION, plural: "clusters", namespaced: true },
+    ...scope,
+  };
   const watches: WatchSpec[] = [
-    { target: controlPlanes, keysFor: (qcp: KubeObject) => noteEvent(`${qcp.metadata.namespace}/${qcp.metadata.name}`) },
+    {
+      target: controlPlanes,
+      keysFor: (qcp: KubeObject) => noteEvent(`${qcp.metadata.namespace}/${qcp.metadata.name}`),
+    },
     {
       // A Machine event concerns the QuorumControlPlane named in its control-plane-name label.
       target: machines,
@@ -45,7 +61,8 @@ export function quorumController(options: ControllerOptions): Controller {
       // A Cluster event (pause, endpoint, failure domains, initialization) concerns its control plane.
       target: clusters,
       keysFor: (cluster: KubeObject) => {
-        const ref = (cluster as KubeObject & { spec?: { controlPlaneRef?: { kind?: string; name?: string } } }).spec?.controlPlaneRef;
+        const ref = (cluster as KubeObject & { spec?: { controlPlaneRef?: { kind?: string; name?: string } } }).spec
+          ?.controlPlaneRef;
         return ref?.kind === KIND && ref.name ? noteEvent(`${cluster.metadata.namespace}/${ref.name}`) : [];
       },
     },
@@ -54,7 +71,11 @@ export function quorumController(options: ControllerOptions): Controller {
   // seen Quorum's own last write yet.
   const expectations = new Expectations(options.deps.clock);
   const cachesOf = (context: ReconcileContext): ManagementCaches => {
-    const informers = { controlPlanes: context.informer(controlPlanes), clusters: context.informer(clusters), machines: context.informer(machines) as Informer<KubeObject> };
+    const informers = {
+      controlPlanes: context.informer(controlPlanes),
+      clusters: context.informer(clusters),
+      machines: context.informer(machines) as Informer<KubeObject>,
+    };
     return {
       controlPlane: (key) => informers.controlPlanes.get(key),
       cluster: (key) => informers.clusters.get(key),
@@ -82,12 +103,20 @@ export function quorumController(options: ControllerOptions): Controller {
       const seconds = () => Number(process.hrtime.bigint() - started) / 1e9;
       let result;
       try {
-        result = await reconcile(namespace, name, { ...options.deps, management: cachedManagement(options.deps.management, caches, expectations, key) }, triggeredAt);
+        result = await reconcile(
+          namespace,
+          name,
+          { ...options.deps, management: cachedManagement(options.deps.management, caches, expectations, key) },
+          triggeredAt,
+        );
       } catch (error) {
         options.deps.metrics?.reconcileDuration.observe({ result: "error" }, seconds());
         throw error;
       }
-      options.deps.metrics?.reconcileDuration.observe({ result: result.action && result.action.kind !== "Wait" ? "acted" : "waited" }, seconds());
+      options.deps.metrics?.reconcileDuration.observe(
+        { result: result.action && result.action.kind !== "Wait" ? "acted" : "waited" },
+        seconds(),
+      );
       return result.requeueAfterMs !== undefined ? { requeueAfterMs: result.requeueAfterMs } : undefined;
     },
   };

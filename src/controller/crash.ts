@@ -7,12 +7,17 @@ export interface CrashInjector {
   afterAction(kind: ActionKind): void;
 }
 
-export function crashInjectorFromEnv(value: string | undefined, exit: (code: number) => never = process.exit): CrashInjector {
+export function crashInjectorFromEnv(
+  value: string | undefined,
+  exit: (code: number) => never = process.exit,
+): CrashInjector {
   if (!value) return { afterAction: () => {} };
   const [kind, countText] = value.split(":");
   const count = Number(countText ?? "1");
   if (!ACTION_KINDS.includes(kind as ActionKind) || !Number.isInteger(count) || count < 1) {
-    throw new Error(`QUORUM_CRASH_AFTER="${value}" is invalid: use <action>:<n> with an action among ${ACTION_KINDS.join(", ")} and n >= 1`);
+    throw new Error(
+      `QUORUM_CRASH_AFTER="${value}" is invalid: use <action>:<n> with an action among ${ACTION_KINDS.join(", ")} and n >= 1`,
+    );
   }
   let seen = 0;
   return {

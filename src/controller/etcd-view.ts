@@ -31,7 +31,8 @@ export async function observeEtcd(client: EtcdClusterClient): Promise<EtcdObserv
     return { ok: true, observation: { members, statuses, alarms } };
   } catch (error) {
     // The adapter's errors already say what failed and what to do; anything else gets a prefix that says where.
-    if (error instanceof Error && typeof (error as { reason?: unknown }).reason === "string") return { ok: false, error: error.message };
+    if (error instanceof Error && typeof (error as { reason?: unknown }).reason === "string")
+      return { ok: false, error: error.message };
     return { ok: false, error: `etcd observation failed: ${errorMessage(error)}` };
   }
 }

@@ -40,7 +40,9 @@ export async function execute(action: Action, context: ExecutionContext): Promis
       return { message: await createMachine(action.failureDomain, context) };
     case "PromoteLearner": {
       const result = await (await context.etcd()).promoteLearner(action.memberId);
-      return result.promoted ? { message: `promoted learner ${action.memberName} to voter` } : { message: `learner ${action.memberName} is not caught up yet; will retry`, retryAfterMs: PROMOTE_RETRY_MS };
+      return result.promoted
+        ? { message: `promoted learner ${action.memberName} to voter` }
+        : { message: `learner ${action.memberName} is not caught up yet; will retry`, retryAfterMs: PROMOTE_RETRY_MS };
     }
     case "ForwardLeadership":
       await (await context.etcd()).moveLeader(action.toMemberId);
@@ -48,7 +50,9 @@ export async function execute(action: Action, context: ExecutionContext): Promis
     case "RemoveMember":
     case "RemoveGhost": {
       const { removed } = await (await context.etcd()).removeMember(action.memberId);
-      return { message: `${removed ? "removed" : "found already removed"} etcd member ${action.memberName} (${action.memberId})` };
+      return {
+        message: `${removed ? "removed" : "found already removed"} etcd member ${action.memberName} (${action.memberId})`,
+      };
     }
     case "DeleteMachine":
       await context.management.deleteMachine(namespace, action.machine);
@@ -57,19 +61,49 @@ export async function execute(action: Action, context: ExecutionContext): Promis
       // The remediation is recorded before the Machine is deleted, never after: a crash in between must not
       // lose the retry count (maxRetry would then never stop a remediation loop).
       const last = context.snapshot.controlPlane.remediation.last;
-      const withinHealthyPeriod = last !== undefined && context.snapshot.now - last.time < context.snapshot.controlPlane.remediation.minHealthyPeriodMs;
-      const retryCount = !last ? 0 : last.machine === action.machine ? last.retryCount : withinHealthyPeriod ? last.retryCount + 1 : 0;
-      const lastRemediation = { machine: action.machine, time: last?.machine === action.machine ? new Date(last.time).toISOString() : new Date(context.snapshot.now).toISOString(), retryCount };
+      const withinHealthyPeriod =
+        last !== undefined &&
+        context.snapshot.now - last.time < context.snapshot.controlPlane.remediation.minHealthyPeriodMs;
+      const retryCount = !last
+        ? 0
+        : last.machine === action.machine
+          ? last.retryCount
+          : withinHealthyPeriod
+            ? last.retryCount + 1
+            : 0;
+      const lastRemediation = {
+        machine: action.machine,
+        time:
+          last?.machine === action.machine
+            ? new Date(last.time).toISOString()
+            : new Date(context.snapshot.now).toISOString(),
+        retryCount,
+      };
       await context.management.patchStatus(context.controlPlane, { lastRemediation });
       await context.management.deleteMachine(namespace, action.machine);
-      return { message: `deleted unhealthy Machine ${action.machine} to replace it (remediation retry ${retryCount})`, statusUpdate: { lastRemediation } };
+      return {
+        message: `deleted unhealthy Machine ${action.machine} to replace it (remediation retry ${retryCount})`,
+        statusUpdate: { lastRemediation },
+      };
     }
     case "ReleaseHook":
     case "AddHook": {
       const machine = context.machines.find((candidate) => candidate.metadata.name === action.machine);
       const value = action.kind === "AddHook" ? "" : null;
-      await context.management.patchAnnotations(CAPI_API_VERSION, "Machine", namespace, action.machine, { [PRE_TERMINATE_HOOK]: value }, machine?.metadata.resourceVersion);
-      return { message: action.kind === "AddHook" ? `added the pre-terminate hook to Machine ${action.machine}` : `released the pre-terminate hook of Machine ${action.machine}: its etcd member is gone` };
+      await context.management.patchAnnotations(
+        CAPI_API_VERSION,
+        "Machine",
+        namespace,
+        action.machine,
+        { [PRE_TERMINATE_HOOK]: value },
+        machine?.metadata.resourceVersion,
+      );
+      return {
+        message:
+          action.kind === "AddHook"
+            ? `added the pre-terminate hook to Machine ${action.machine}`
+            : `released the pre-terminate hook of Machine ${action.machine}: its etcd member is gone`,
+      };
     }
   }
 }
@@ -81,12 +115,24 @@ async function createMachine(failureDomain: string | undefined, context: Executi
   const template = controlPlane.spec.machineTemplate;
   const [infrastructureTemplate, bootstrapConfigTemplate] = await Promise.all([
     management.getReferenced(template.infrastructureRef, namespace, `${key} spec.machineTemplate.infrastructureRef`),
-    management.getReferenced(template.bootstrapConfigTemplateRef, namespace, `${key} spec.machineTemplate.bootstrapConfigTemplateRef`),
+    management.getReferenced(
+      template.bootstrapConfigTemplateRef,
+      namespace,
+      `${key} spec.machineTemplate.bootstrapConfigTemplateRef`,
+    ),
   ]);
   // Names still held by a Machine or an etcd member are taken: reusing a member's name would make a stale
   // member look like the new Machine's.
-  const taken = new Set([...snapshot.machines.map((machine) => machine.name), ...snapshot.etcd.members.map((member) => member.name)]);
-  const machineName = nextMachineName(controlPlane.metadata.name, controlPlane.spec.version, snapshot.controlPlane.templateHash, taken);
+  const taken = new Set([
+    ...snapshot.machines.map((machine) => machine.name),
+    ...snapshot.etcd.members.map((member) => member.name),
+  ]);
+  const machineName = nextMachineName(
+    controlPlane.metadata.name,
+    controlPlane.spec.version,
+    snapshot.controlPlane.templateHash,
+    taken,
+  );
   const objects = buildMachineObjects({
     controlPlane,
     clusterName: context.clusterName,

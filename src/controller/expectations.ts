@@ -30,20 +30,43 @@ export type CacheLookup = (kind: ExpectedKind, object: string) => KubeObject | u
 export class Expectations {
   private readonly byKey = new Map<string, Expectation[]>();
 
-  constructor(private readonly clock: () => number, private readonly timeoutMs: number = EXPECTATION_TIMEOUT_MS) {}
+  constructor(
+    private readonly clock: () => number,
+    private readonly timeoutMs: number = EXPECTATION_TIMEOUT_MS,
+  ) {}
 
   /** The object was created (or found to exist): the cache must list it. */
   expectPresent(key: string, kind: ExpectedKind, object: string): void {
-    this.add(key, { kind, object, staleResourceVersions: [], mayBeGone: false, expiresAt: this.clock() + this.timeoutMs });
+    this.add(key, {
+      kind,
+      object,
+      staleResourceVersions: [],
+      mayBeGone: false,
+      expiresAt: this.clock() + this.timeoutMs,
+    });
   }
 
   /**
    * The object was written over version `from` (producing `to`, when the answer told): the cache must show a
    * version that is neither `from` nor one an earlier write of this reconcile produced (or none, when deleting).
    */
-  expectChange(key: string, kind: ExpectedKind, object: string, from: string | undefined, to?: string, options: { mayBeGone?: boolean } = {}): void {
+  expectChange(
+    key: string,
+    kind: ExpectedKind,
+    object: string,
+    from: string | undefined,
+    to?: string,
+    options: { mayBeGone?: boolean } = {},
+  ): void {
     if (from === undefined || from === to) return;
-    this.add(key, { kind, object, staleResourceVersions: [from], ...(to !== undefined ? { writtenResourceVersion: to } : {}), mayBeGone: options.mayBeGone ?? false, expiresAt: this.clock() + this.timeoutMs });
+    this.add(key, {
+      kind,
+      object,
+      staleResourceVersions: [from],
+      ...(to !== undefined ? { writtenResourceVersion: to } : {}),
+      mayBeGone: options.mayBeGone ?? false,
+      expiresAt: this.clock() + this.timeoutMs,
+    });
   }
 
   /**
@@ -52,11 +75,16 @@ export class Expectations {
    */
   pending(key: string, lookup: CacheLookup): { waitingFor: string[]; retryInMs: number } {
     const now = this.clock();
-    const open = (this.byKey.get(key) ?? []).filter((expectation) => expectation.expiresAt > now && !met(expectation, lookup(expectation.kind, expectation.object)));
+    const open = (this.byKey.get(key) ?? []).filter(
+      (expectation) => expectation.expiresAt > now && !met(expectation, lookup(expectation.kind, expectation.object)),
+    );
     if (open.length === 0) this.byKey.delete(key);
     else this.byKey.set(key, open);
     return {
-      waitingFor: open.map((expectation) => `${expectation.kind} ${expectation.object} (${expectation.staleResourceVersions.length === 0 ? "created" : expectation.mayBeGone ? "deleted" : "changed"})`),
+      waitingFor: open.map(
+        (expectation) =>
+          `${expectation.kind} ${expectation.object} (${expectation.staleResourceVersions.length === 0 ? "created" : expectation.mayBeGone ? "deleted" : "changed"})`,
+      ),
       retryInMs: open.length === 0 ? 0 : Math.min(...open.map((expectation) => expectation.expiresAt - now)),
     };
   }
@@ -68,12 +96,22 @@ export class Expectations {
 
   private add(key: string, expectation: Expectation): void {
     const list = this.byKey.get(key) ?? [];
-    const previous = list.find((existing) => existing.kind === expectation.kind && existing.object === expectation.object);
+    const previous = list.find(
+      (existing) => existing.kind === expectation.kind && existing.object === expectation.object,
+    );
     if (previous) {
       // A second write over the same object: every version before the last write's is stale.
       const stale = new Set([...previous.staleResourceVersions, ...expectation.staleResourceVersions]);
-      if (previous.writtenResourceVersion !== undefined && previous.writtenResourceVersion !== expectation.writtenResourceVersion) stale.add(previous.writtenResourceVersion);
-      expectation = { ...expectation, staleResourceVersions: [...stale], mayBeGone: previous.mayBeGone || expectation.mayBeGone };
+      if (
+        previous.writtenResourceVersion !== undefined &&
+        previous.writtenResourceVersion !== expectation.writtenResourceVersion
+      )
+        stale.add(previous.writtenResourceVersion);
+      expectation = {
+        ...expectation,
+        staleResourceVersions: [...stale],
+        mayBeGone: previous.mayBeGone || expectation.mayBeGone,
+      };
     }
     this.byKey.set(key, [...list.filter((existing) => existing !== previous), expectation]);
   }

@@ -3,7 +3,16 @@
 // with deterministic names so that a crash between the three creates is finished, not duplicated, next time.
 import { createHash } from "node:crypto";
 import type { Machine } from "../api/capi.ts";
-import { API_VERSION, CAPI_API_VERSION, KIND, LABEL_CLUSTER_NAME, LABEL_CONTROL_PLANE, LABEL_CONTROL_PLANE_NAME, PRE_TERMINATE_HOOK, TEMPLATE_HASH_ANNOTATION } from "../api/constants.ts";
+import {
+  API_VERSION,
+  CAPI_API_VERSION,
+  KIND,
+  LABEL_CLUSTER_NAME,
+  LABEL_CONTROL_PLANE,
+  LABEL_CONTROL_PLANE_NAME,
+  PRE_TERMINATE_HOOK,
+  TEMPLATE_HASH_ANNOTATION,
+} from "../api/constants.ts";
 import { parseDuration } from "../api/duration.ts";
 import type { Unstructured } from "../api/objects.ts";
 import type { OwnerReference, QuorumControlPlane } from "../api/types.ts";
@@ -30,7 +39,12 @@ export interface MachineInputs {
  * The name of the next Machine: stable for a given version, template and index, so a retry after a crash
  * picks the same name and finds its half-created objects (AlreadyExists counts as success).
  */
-export function nextMachineName(controlPlaneName: string, version: string, templateHash: string, takenNames: ReadonlySet<string>): string {
+export function nextMachineName(
+  controlPlaneName: string,
+  version: string,
+  templateHash: string,
+  takenNames: ReadonlySet<string>,
+): string {
   const flavour = createHash("sha256").update(`${version}/${templateHash}`).digest("hex").slice(0, 5);
   for (let index = 0; ; index++) {
     const candidate = `${controlPlaneName}-${flavour}-${index}`;
@@ -78,9 +92,17 @@ export function buildMachineObjects(inputs: MachineInputs): NewMachineObjects {
   return { infrastructure, bootstrap, machine };
 }
 
-function cloneTemplate(template: Unstructured, name: string, namespace: string, labels: Record<string, string>, owner: OwnerReference): Unstructured {
+function cloneTemplate(
+  template: Unstructured,
+  name: string,
+  namespace: string,
+  labels: Record<string, string>,
+  owner: OwnerReference,
+): Unstructured {
   if (!template.kind.endsWith("Template")) {
-    throw new Error(`${template.kind} ${namespace}/${template.metadata.name} is not a template: spec.machineTemplate refs must name a *Template kind`);
+    throw new Error(
+      `${template.kind} ${namespace}/${template.metadata.name} is not a template: spec.machineTemplate refs must name a *Template kind`,
+    );
   }
   const inner = template.spec?.template;
   return {
@@ -107,7 +129,10 @@ function cloneTemplate(template: Unstructured, name: string, namespace: string, 
  */
 function ownerReference(controlPlane: QuorumControlPlane): OwnerReference {
   const uid = controlPlane.metadata.uid;
-  if (!uid) throw new Error(`${KIND} ${controlPlane.metadata.namespace ?? "default"}/${controlPlane.metadata.name} has no metadata.uid: a Machine owned by it could not be told apart from another owner's; read the object from the API server before creating Machines`);
+  if (!uid)
+    throw new Error(
+      `${KIND} ${controlPlane.metadata.namespace ?? "default"}/${controlPlane.metadata.name} has no metadata.uid: a Machine owned by it could not be told apart from another owner's; read the object from the API server before creating Machines`,
+    );
   return {
     apiVersion: API_VERSION,
     kind: KIND,

@@ -26,9 +26,12 @@ function isObject(value: unknown): value is Record<string, unknown> {
 
 export function deepEqual(a: unknown, b: unknown): boolean {
   if (a === b) return true;
-  if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((item, index) => deepEqual(item, b[index]));
+  if (Array.isArray(a) && Array.isArray(b))
+    return a.length === b.length && a.every((item, index) => deepEqual(item, b[index]));
   if (isObject(a) && isObject(b)) {
-    const keys = new Set([...Object.keys(a), ...Object.keys(b)].filter((key) => a[key] !== undefined || b[key] !== undefined));
+    const keys = new Set(
+      [...Object.keys(a), ...Object.keys(b)].filter((key) => a[key] !== undefined || b[key] !== undefined),
+    );
     return [...keys].every((key) => deepEqual(a[key], b[key]));
   }
   return false;

@@ -21,14 +21,59 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Contr
   if (options.defaultMetrics !== false) collectDefaultMetrics({ register: registry, prefix: "quorum_process_" });
   return {
     registry,
-    reconcileDuration: new Histogram({ name: "quorum_reconcile_duration_seconds", help: "Duration of one reconcile of a QuorumControlPlane", labelNames: ["result"], buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], registers: [registry] }),
-    actions: new Counter({ name: "quorum_actions_total", help: "Actions executed, by kind", labelNames: ["kind"], registers: [registry] }),
-    queueDepth: new Gauge({ name: "quorum_workqueue_depth", help: "QuorumControlPlanes waiting to be reconciled", registers: [registry] }),
-    etcdVoters: new Gauge({ name: "quorum_etcd_voters", help: "etcd voting members per cluster", labelNames: ["cluster"], registers: [registry] }),
-    etcdHealthyVoters: new Gauge({ name: "quorum_etcd_healthy_voters", help: "Healthy etcd voting members per cluster", labelNames: ["cluster"], registers: [registry] }),
-    etcdFailuresTolerated: new Gauge({ name: "quorum_etcd_failures_tolerated", help: "Member failures each cluster's etcd tolerates now", labelNames: ["cluster"], registers: [registry] }),
-    stepLatency: new Histogram({ name: "quorum_step_latency_seconds", help: "Time from a step's precondition becoming observable (the watch event that showed it, or for etcd changes the previous poll: an upper bound) to the action that follows", labelNames: ["kind"], buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30], registers: [registry] }),
-    leader: new Gauge({ name: "quorum_leader", help: "1 while this process holds the leader Lease and runs its workers", registers: [registry] }),
-    apiWrites: new Counter({ name: "quorum_api_writes_total", help: "Writes the controller sent to the management API server", labelNames: ["verb"], registers: [registry] }),
+    reconcileDuration: new Histogram({
+      name: "quorum_reconcile_duration_seconds",
+      help: "Duration of one reconcile of a QuorumControlPlane",
+      labelNames: ["result"],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers: [registry],
+    }),
+    actions: new Counter({
+      name: "quorum_actions_total",
+      help: "Actions executed, by kind",
+      labelNames: ["kind"],
+      registers: [registry],
+    }),
+    queueDepth: new Gauge({
+      name: "quorum_workqueue_depth",
+      help: "QuorumControlPlanes waiting to be reconciled",
+      registers: [registry],
+    }),
+    etcdVoters: new Gauge({
+      name: "quorum_etcd_voters",
+      help: "etcd voting members per cluster",
+      labelNames: ["cluster"],
+      registers: [registry],
+    }),
+    etcdHealthyVoters: new Gauge({
+      name: "quorum_etcd_healthy_voters",
+      help: "Healthy etcd voting members per cluster",
+      labelNames: ["cluster"],
+      registers: [registry],
+    }),
+    etcdFailuresTolerated: new Gauge({
+      name: "quorum_etcd_failures_tolerated",
+      help: "Member failures each cluster's etcd tolerates now",
+      labelNames: ["cluster"],
+      registers: [registry],
+    }),
+    stepLatency: new Histogram({
+      name: "quorum_step_latency_seconds",
+      help: "Time from a step's precondition becoming observable (the watch event that showed it, or for etcd changes the previous poll: an upper bound) to the action that follows",
+      labelNames: ["kind"],
+      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30],
+      registers: [registry],
+    }),
+    leader: new Gauge({
+      name: "quorum_leader",
+      help: "1 while this process holds the leader Lease and runs its workers",
+      registers: [registry],
+    }),
+    apiWrites: new Counter({
+      name: "quorum_api_writes_total",
+      help: "Writes the controller sent to the management API server",
+      labelNames: ["verb"],
+      registers: [registry],
+    }),
   };
 }

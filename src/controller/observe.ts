@@ -18,11 +18,23 @@ export interface ObservedWorld {
   nodesError?: string;
 }
 
-export async function observe(controlPlane: QuorumControlPlane, cluster: Cluster, machines: Machine[], workload: WorkloadAccess, now: number): Promise<ObservedWorld> {
+export async function observe(
+  controlPlane: QuorumControlPlane,
+  cluster: Cluster,
+  machines: Machine[],
+  workload: WorkloadAccess,
+  now: number,
+): Promise<ObservedWorld> {
   const clientPort = controlPlane.spec.etcd?.clientPort ?? DEFAULTS.etcdClientPort;
   const live = machines.filter((machine) => (machine.status?.addresses ?? []).length > 0);
-  const endpoints = etcdEndpoints(live.map((machine) => ({ addresses: internalAddresses(machine) })), clientPort);
-  const [etcdResult, nodesResult] = await Promise.all([observeEtcdOf(controlPlane, cluster, machines, endpoints, workload), listNodes(controlPlane, cluster, workload)]);
+  const endpoints = etcdEndpoints(
+    live.map((machine) => ({ addresses: internalAddresses(machine) })),
+    clientPort,
+  );
+  const [etcdResult, nodesResult] = await Promise.all([
+    observeEtcdOf(controlPlane, cluster, machines, endpoints, workload),
+    listNodes(controlPlane, cluster, workload),
+  ]);
   const observation: Observation = {
     now,
     controlPlane,
@@ -31,16 +43,33 @@ export async function observe(controlPlane: QuorumControlPlane, cluster: Cluster
     nodes: nodesResult.nodes,
     etcd: etcdResult.view(now),
   };
-  return { observation, ...(etcdResult.client ? { etcd: etcdResult.client } : {}), ...(nodesResult.error ? { nodesError: nodesResult.error } : {}) };
+  return {
+    observation,
+    ...(etcdResult.client ? { etcd: etcdResult.client } : {}),
+    ...(nodesResult.error ? { nodesError: nodesResult.error } : {}),
+  };
 }
 
-async function observeEtcdOf(controlPlane: QuorumControlPlane, cluster: Cluster, machines: Machine[], endpoints: string[], workload: WorkloadAccess): Promise<{ client?: EtcdClusterClient; view: (now: number) => EtcdView }> {
+async function observeEtcdOf(
+  controlPlane: QuorumControlPlane,
+  cluster: Cluster,
+  machines: Machine[],
+  endpoints: string[],
+  workload: WorkloadAccess,
+): Promise<{ client?: EtcdClusterClient; view: (now: number) => EtcdView }> {
   if (machines.length === 0) {
     // Nothing runs yet, so there is no etcd to ask: an empty, observed membership lets the planner create the first Machine.
     return { view: () => ({ observed: true, members: [], alarms: [] }) };
   }
   if (endpoints.length === 0) {
-    return { view: () => ({ observed: false, error: "no control-plane Machine reports an address yet, so etcd cannot be reached", members: [], alarms: [] }) };
+    return {
+      view: () => ({
+        observed: false,
+        error: "no control-plane Machine reports an address yet, so etcd cannot be reached",
+        members: [],
+        alarms: [],
+      }),
+    };
   }
   let client: EtcdClusterClient;
   try {
@@ -50,11 +79,25 @@ async function observeEtcdOf(controlPlane: QuorumControlPlane, cluster: Cluster,
     return { view: () => ({ observed: false, error: message, members: [], alarms: [] }) };
   }
   const raw = toEtcdView(await observeEtcd(client));
-  return { client, view: (now) => ({ ...raw, members: observeMembers(raw.members, recall(controlPlane.status?.etcd?.members, now), now) }) };
+  return {
+    client,
+    view: (now) => ({
+      ...raw,
+      members: observeMembers(raw.members, recall(controlPlane.status?.etcd?.members, now), now),
+    }),
+  };
 }
 
-async function listNodes(controlPlane: QuorumControlPlane, cluster: Cluster, workload: WorkloadAccess): Promise<{ nodes: Node[]; error?: string }> {
-  if (!cluster.status?.initialization?.controlPlaneInitialized && !controlPlane.status?.initialization?.controlPlaneInitialized) return { nodes: [] };
+async function listNodes(
+  controlPlane: QuorumControlPlane,
+  cluster: Cluster,
+  workload: WorkloadAccess,
+): Promise<{ nodes: Node[]; error?: string }> {
+  if (
+    !cluster.status?.initialization?.controlPlaneInitialized &&
+    !controlPlane.status?.initialization?.controlPlaneInitialized
+  )
+    return { nodes: [] };
   try {
     return { nodes: await workload.nodes(controlPlane, cluster) };
   } catch (error) {

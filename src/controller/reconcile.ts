@@ -16,7 +16,14 @@ import { execute, type ExecutionResult } from "./execute.ts";
 import { mergePatch } from "./merge-patch.ts";
 import type { ControllerMetrics } from "./metrics.ts";
 import { observe } from "./observe.ts";
-import { etcdMessageOf, type Clock, type EtcdClusterClient, type Logger, type ManagementApi, type WorkloadAccess } from "../ports/index.ts";
+import {
+  etcdMessageOf,
+  type Clock,
+  type EtcdClusterClient,
+  type Logger,
+  type ManagementApi,
+  type WorkloadAccess,
+} from "../ports/index.ts";
 import { buildSnapshot } from "./snapshot-builder.ts";
 import { statusFor, type Problem, type StatusRequest } from "./status.ts";
 
@@ -42,7 +49,11 @@ export interface ReconcileResult {
 
 /** A reconcile error that has already been written to status as a condition; the queue backs off and retries. */
 export class ReconcileError extends Error {
-  constructor(message: string, readonly reason: string, options?: { cause?: unknown }) {
+  constructor(
+    message: string,
+    readonly reason: string,
+    options?: { cause?: unknown },
+  ) {
     super(message, options);
     this.name = "ReconcileError";
   }
@@ -60,7 +71,12 @@ const IDLE_POLL_JITTER = 0.1;
 /** How soon a removal etcd refused for now is asked again (etcd's own health window is 5 s). */
 const ETCD_REFUSAL_RETRY_MS = 1_000;
 
-export async function reconcile(namespace: string, name: string, deps: ReconcilerDeps, triggeredAt?: number): Promise<ReconcileResult> {
+export async function reconcile(
+  namespace: string,
+  name: string,
+  deps: ReconcilerDeps,
+  triggeredAt?: number,
+): Promise<ReconcileResult> {
   const controlPlane = await deps.management.getControlPlane(namespace, name);
   if (!controlPlane) return {};
   // The one clock reading of this reconcile: the snapshot, the status and the Events all use it.
@@ -85,20 +101,37 @@ export async function reconcile(namespace: string, name: string, deps: Reconcile
     }
     // Plan: the planner alone decides, pause and deletion included.
     const { action, assessment: verdict } = deps.planner(snapshot);
-    log(action.kind === "Wait" ? "debug" : "info", `next action: ${action.kind}: ${action.reason}`, { action: action.kind });
+    log(action.kind === "Wait" ? "debug" : "info", `next action: ${action.kind}: ${action.reason}`, {
+      action: action.kind,
+    });
 
     // Execute.
-    const outcome = action.kind === "Wait" ? undefined : await act(action, { controlPlane, cluster, clusterName, machines, snapshot, etcd: () => etcd, now }, deps, log);
+    const outcome =
+      action.kind === "Wait"
+        ? undefined
+        : await act(
+            action,
+            { controlPlane, cluster, clusterName, machines, snapshot, etcd: () => etcd, now },
+            deps,
+            log,
+          );
     if (outcome?.kind === "done") {
       deps.metrics?.actions.inc({ kind: action.kind });
-      if (triggeredAt !== undefined) deps.metrics?.stepLatency.observe({ kind: action.kind }, Math.max(0, deps.clock() - triggeredAt) / 1000);
+      if (triggeredAt !== undefined)
+        deps.metrics?.stepLatency.observe({ kind: action.kind }, Math.max(0, deps.clock() - triggeredAt) / 1000);
       deps.crash.afterAction(action.kind);
     }
 
     // Status: what this reconcile observed, whatever the action met.
     const actionStatus = outcome?.kind === "done" ? outcome.result.statusUpdate : undefined;
     const problem = outcome?.kind === "deferred" || outcome?.kind === "failed" ? outcome.problem : undefined;
-    const observed = { snapshot, action, verdict, ...(world.nodesError ? { nodesError: world.nodesError } : {}), ...(actionStatus ? { actionStatus } : {}) };
+    const observed = {
+      snapshot,
+      action,
+      verdict,
+      ...(world.nodesError ? { nodesError: world.nodesError } : {}),
+      ...(actionStatus ? { actionStatus } : {}),
+    };
     const written = write({ observed, ...(problem ? { problem } : {}) });
     if (outcome?.kind === "failed") {
       await written.catch(warnStatus(log));
@@ -119,18 +152,36 @@ type Write = (request: Omit<StatusRequest, "controlPlane" | "now">) => Promise<v
  * What must hold before observing: an owning Cluster that exists, Quorum's finalizer, the cluster's certificates,
  * and (for a QuorumControlPlane being deleted) Machines left to care for. Otherwise the reconcile ends here.
  */
-async function gate(controlPlane: QuorumControlPlane, deps: ReconcilerDeps, log: Log, write: Write): Promise<{ result: ReconcileResult } | { cluster: Cluster; clusterName: string; machines: Machine[]; foreign: ForeignMachine[] }> {
+async function gate(
+  controlPlane: QuorumControlPlane,
+  deps: ReconcilerDeps,
+  log: Log,
+  write: Write,
+): Promise<
+  | { result: ReconcileResult }
+  | { cluster: Cluster; clusterName: string; machines: Machine[]; foreign: ForeignMachine[] }
+> {
   const namespace = controlPlane.metadata.namespace ?? "default";
   const name = controlPlane.metadata.name;
   const key = `${KIND} ${namespace}/${name}`;
   const clusterName = owningClusterName(controlPlane);
   if (!clusterName) {
-    await write({ problem: { reason: "WaitingForCluster", message: `${key} has no owning Cluster yet: set spec.controlPlaneRef of a Cluster to this object (CAPI then adds the owner reference)` } }).catch(warnStatus(log));
+    await write({
+      problem: {
+        reason: "WaitingForCluster",
+        message: `${key} has no owning Cluster yet: set spec.controlPlaneRef of a Cluster to this object (CAPI then adds the owner reference)`,
+      },
+    }).catch(warnStatus(log));
     return { result: { requeueAfterMs: 30_000 } };
   }
   const cluster = await deps.management.getCluster(namespace, clusterName);
   if (!cluster) {
-    await write({ problem: { reason: "ClusterNotFound", message: `Cluster ${namespace}/${clusterName} that owns ${key} was not found: create it or fix the ${LABEL_CLUSTER_NAME} label` } }).catch(warnStatus(log));
+    await write({
+      problem: {
+        reason: "ClusterNotFound",
+        message: `Cluster ${namespace}/${clusterName} that owns ${key} was not found: create it or fix the ${LABEL_CLUSTER_NAME} label`,
+      },
+    }).catch(warnStatus(log));
     return { result: { requeueAfterMs: 30_000 } };
   }
   const finalizers = controlPlane.metadata.finalizers ?? [];
@@ -143,17 +194,27 @@ async function gate(controlPlane: QuorumControlPlane, deps: ReconcilerDeps, log:
   try {
     // A QuorumControlPlane the Cluster does not name must not create or rewrite the Cluster's Secrets (it would take
     // over the kubeconfig Secret of the control plane that does run the Cluster); the planner says why it waits.
-    if (namesControlPlane(cluster.spec?.controlPlaneRef, name)) await deps.workload.ensureCertificates(controlPlane, cluster);
+    if (namesControlPlane(cluster.spec?.controlPlaneRef, name))
+      await deps.workload.ensureCertificates(controlPlane, cluster);
   } catch (error) {
     const message = errorText(error);
-    await write({ problem: { reason: "CertificatesUnavailable", message, condition: CONDITION.CertificatesAvailable } }).catch(warnStatus(log));
+    await write({
+      problem: { reason: "CertificatesUnavailable", message, condition: CONDITION.CertificatesAvailable },
+    }).catch(warnStatus(log));
     throw new ReconcileError(message, "CertificatesUnavailable", { cause: error });
   }
   // Ours are only the Machines whose controller is this object and whose spec.clusterName is our Cluster; the rest are
   // reported and shown to the planner as other claimants (src/api/ownership.ts).
-  const { owned: machines, foreign } = claimMachines(await deps.management.listControlPlaneMachines(namespace, name, clusterName), controlPlane, clusterName);
+  const { owned: machines, foreign } = claimMachines(
+    await deps.management.listControlPlaneMachines(namespace, name, clusterName),
+    controlPlane,
+    clusterName,
+  );
   if (controlPlane.metadata.deletionTimestamp && machines.length === 0) {
-    await deps.management.setFinalizers(controlPlane, finalizers.filter((finalizer) => finalizer !== FINALIZER));
+    await deps.management.setFinalizers(
+      controlPlane,
+      finalizers.filter((finalizer) => finalizer !== FINALIZER),
+    );
     await deps.workload.forget(namespace, clusterName);
     log("info", "all Machines are gone; released the finalizer");
     return { result: {} };
@@ -191,7 +252,9 @@ interface ActContext {
 async function act(action: Action, context: ActContext, deps: ReconcilerDeps, log: Log): Promise<Outcome> {
   const { controlPlane } = context;
   const event = (type: "Normal" | "Warning", reason: string, message: string) =>
-    deps.management.event(controlPlane, type, reason, message, new Date(context.now)).catch((error: unknown) => log("warn", `could not record an Event: ${errorText(error)}`));
+    deps.management
+      .event(controlPlane, type, reason, message, new Date(context.now))
+      .catch((error: unknown) => log("warn", `could not record an Event: ${errorText(error)}`));
   try {
     const result = await execute(action, {
       controlPlane,
@@ -215,7 +278,10 @@ async function act(action: Action, context: ActContext, deps: ReconcilerDeps, lo
     // which is every rollout right after leadership moved to the member that just joined. assess has judged the
     // removal safe and etcd keeps refusing while it is not: wait and ask again each second, as for a learner that
     // is not caught up, instead of backing off up to 16 s and reporting a failure (found by the e2e suite).
-    if ((action.kind === "RemoveMember" || action.kind === "RemoveGhost") && etcdMessageOf(error)?.includes("unhealthy cluster")) {
+    if (
+      (action.kind === "RemoveMember" || action.kind === "RemoveGhost") &&
+      etcdMessageOf(error)?.includes("unhealthy cluster")
+    ) {
       const message = `${action.kind} deferred: ${errorText(error)}`;
       log("info", message, { action: action.kind });
       return { kind: "deferred", problem: { reason: `${action.kind}Deferred`, message } };
@@ -232,11 +298,17 @@ function jittered(ms: number): number {
 }
 
 function owningClusterName(controlPlane: QuorumControlPlane): string | undefined {
-  const owner = controlPlane.metadata.ownerReferences?.find((reference) => reference.kind === "Cluster" && reference.apiVersion.startsWith("cluster.x-k8s.io/"));
+  const owner = controlPlane.metadata.ownerReferences?.find(
+    (reference) => reference.kind === "Cluster" && reference.apiVersion.startsWith("cluster.x-k8s.io/"),
+  );
   return owner?.name ?? controlPlane.metadata.labels?.[LABEL_CLUSTER_NAME];
 }
 
-async function writeStatus(controlPlane: QuorumControlPlane, status: QuorumControlPlaneStatus, deps: ReconcilerDeps): Promise<void> {
+async function writeStatus(
+  controlPlane: QuorumControlPlane,
+  status: QuorumControlPlaneStatus,
+  deps: ReconcilerDeps,
+): Promise<void> {
   const patch = mergePatch(controlPlane.status ?? {}, status);
   if (patch === undefined) return;
   deps.metrics?.apiWrites.inc({ verb: "patch-status" });

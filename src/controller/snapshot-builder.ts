@@ -3,11 +3,27 @@
 import { createHash } from "node:crypto";
 import type { Cluster, Machine, Node } from "../api/capi.ts";
 import { OWNER_REMEDIATED_CONDITION } from "../api/capi.ts";
-import { DEFAULTS, DELETE_MACHINE_ANNOTATION, MEMBER_NAME_ANNOTATION, PAUSED_ANNOTATION, PRE_TERMINATE_HOOK, REMOVE_MEMBER_ANNOTATION, TEMPLATE_HASH_ANNOTATION } from "../api/constants.ts";
+import {
+  DEFAULTS,
+  DELETE_MACHINE_ANNOTATION,
+  MEMBER_NAME_ANNOTATION,
+  PAUSED_ANNOTATION,
+  PRE_TERMINATE_HOOK,
+  REMOVE_MEMBER_ANNOTATION,
+  TEMPLATE_HASH_ANNOTATION,
+} from "../api/constants.ts";
 import { durationOr } from "../api/duration.ts";
 import type { ForeignMachine } from "../api/ownership.ts";
 import type { QuorumControlPlane } from "../api/types.ts";
-import type { ClusterView, ControlPlaneView, EtcdView, ForeignMachineView, MachineView, NodeView, Snapshot } from "../core/snapshot.ts";
+import type {
+  ClusterView,
+  ControlPlaneView,
+  EtcdView,
+  ForeignMachineView,
+  MachineView,
+  NodeView,
+  Snapshot,
+} from "../core/snapshot.ts";
 
 export interface Observation {
   now: number;
@@ -42,7 +58,10 @@ export function machineTemplateHash(qcp: QuorumControlPlane): string {
   const material = JSON.stringify({
     metadata: sortKeys(template.metadata ?? {}),
     infrastructureRef: { kind: template.infrastructureRef.kind, name: template.infrastructureRef.name },
-    bootstrapConfigTemplateRef: { kind: template.bootstrapConfigTemplateRef.kind, name: template.bootstrapConfigTemplateRef.name },
+    bootstrapConfigTemplateRef: {
+      kind: template.bootstrapConfigTemplateRef.kind,
+      name: template.bootstrapConfigTemplateRef.name,
+    },
   });
   return createHash("sha256").update(material).digest("hex").slice(0, 10);
 }
@@ -65,18 +84,45 @@ function controlPlaneView(qcp: QuorumControlPlane): ControlPlaneView {
     memberRemoval: rolling?.memberRemoval ?? DEFAULTS.memberRemoval,
     deleting: Boolean(qcp.metadata.deletionTimestamp),
     paused: qcp.metadata.annotations?.[PAUSED_ANNOTATION] !== undefined,
-    removeMemberIds: (qcp.metadata.annotations?.[REMOVE_MEMBER_ANNOTATION] ?? "").split(",").map((id) => id.trim()).filter((id) => id !== ""),
+    removeMemberIds: (qcp.metadata.annotations?.[REMOVE_MEMBER_ANNOTATION] ?? "")
+      .split(",")
+      .map((id) => id.trim())
+      .filter((id) => id !== ""),
     remediation: {
       maxRetry: spec.remediation?.maxRetry ?? DEFAULTS.remediationMaxRetry,
-      retryPeriodMs: durationOr(`${key} spec.remediation.retryPeriod`, spec.remediation?.retryPeriod, DEFAULTS.remediationRetryPeriodSeconds * 1000),
-      minHealthyPeriodMs: durationOr(`${key} spec.remediation.minHealthyPeriod`, spec.remediation?.minHealthyPeriod, DEFAULTS.remediationMinHealthyPeriodSeconds * 1000),
+      retryPeriodMs: durationOr(
+        `${key} spec.remediation.retryPeriod`,
+        spec.remediation?.retryPeriod,
+        DEFAULTS.remediationRetryPeriodSeconds * 1000,
+      ),
+      minHealthyPeriodMs: durationOr(
+        `${key} spec.remediation.minHealthyPeriod`,
+        spec.remediation?.minHealthyPeriod,
+        DEFAULTS.remediationMinHealthyPeriodSeconds * 1000,
+      ),
       ...(last ? { last: { machine: last.machine, time: Date.parse(last.time), retryCount: last.retryCount } } : {}),
     },
     etcd: {
-      ghostGracePeriodMs: durationOr(`${key} spec.etcd.ghostMemberGracePeriod`, spec.etcd?.ghostMemberGracePeriod, DEFAULTS.ghostMemberGracePeriodSeconds * 1000),
-      learnerPromotionTimeoutMs: durationOr(`${key} spec.etcd.learnerPromotionTimeout`, spec.etcd?.learnerPromotionTimeout, DEFAULTS.learnerPromotionTimeoutSeconds * 1000),
-      learnerStallMs: durationOr(`${key} spec.etcd.learnerStallTimeout`, spec.etcd?.learnerStallTimeout, DEFAULTS.learnerStallSeconds * 1000),
-      memberJoinGracePeriodMs: durationOr(`${key} spec.etcd.memberJoinGracePeriod`, spec.etcd?.memberJoinGracePeriod, DEFAULTS.memberJoinGracePeriodSeconds * 1000),
+      ghostGracePeriodMs: durationOr(
+        `${key} spec.etcd.ghostMemberGracePeriod`,
+        spec.etcd?.ghostMemberGracePeriod,
+        DEFAULTS.ghostMemberGracePeriodSeconds * 1000,
+      ),
+      learnerPromotionTimeoutMs: durationOr(
+        `${key} spec.etcd.learnerPromotionTimeout`,
+        spec.etcd?.learnerPromotionTimeout,
+        DEFAULTS.learnerPromotionTimeoutSeconds * 1000,
+      ),
+      learnerStallMs: durationOr(
+        `${key} spec.etcd.learnerStallTimeout`,
+        spec.etcd?.learnerStallTimeout,
+        DEFAULTS.learnerStallSeconds * 1000,
+      ),
+      memberJoinGracePeriodMs: durationOr(
+        `${key} spec.etcd.memberJoinGracePeriod`,
+        spec.etcd?.memberJoinGracePeriod,
+        DEFAULTS.memberJoinGracePeriodSeconds * 1000,
+      ),
     },
   };
 }
@@ -95,7 +141,12 @@ function clusterView(cluster: Cluster, foreign: ForeignMachine[]): ClusterView {
     controlPlaneInitialized: cluster.status?.initialization?.controlPlaneInitialized === true,
     ...(ref ? { controlPlaneRef: { apiGroup: ref.apiGroup ?? "", kind: ref.kind ?? "", name: ref.name ?? "" } } : {}),
     foreignMachines: foreign
-      .map((entry): ForeignMachineView => ({ name: entry.machine.metadata.name, owner: entry.owner, sameCluster: entry.sameCluster, why: entry.why }))
+      .map((entry): ForeignMachineView => ({
+        name: entry.machine.metadata.name,
+        owner: entry.owner,
+        sameCluster: entry.sameCluster,
+        why: entry.why,
+      }))
       .sort((a, b) => a.name.localeCompare(b.name)),
   };
 }
@@ -113,13 +164,16 @@ function machineView(machine: Machine): MachineView {
     ...(machine.metadata.deletionTimestamp ? { deleting: Date.parse(machine.metadata.deletionTimestamp) } : {}),
     version: machine.spec.version ?? "",
     ...(annotations[TEMPLATE_HASH_ANNOTATION] ? { templateHash: annotations[TEMPLATE_HASH_ANNOTATION] } : {}),
-    ...((machine.spec.failureDomain || status.failureDomain) ? { failureDomain: machine.spec.failureDomain || status.failureDomain } : {}),
+    ...(machine.spec.failureDomain || status.failureDomain
+      ? { failureDomain: machine.spec.failureDomain || status.failureDomain }
+      : {}),
     memberName: annotations[MEMBER_NAME_ANNOTATION] || nodeName || machine.metadata.name,
     ...(nodeName ? { nodeName } : {}),
     ...(machine.spec.providerID ? { providerID: machine.spec.providerID } : {}),
     addresses: (status.addresses ?? []).map((address) => address.address ?? "").filter((address) => address !== ""),
     infrastructureReady: status.initialization?.infrastructureProvisioned === true,
-    bootstrapReady: status.initialization?.bootstrapDataSecretCreated === true || Boolean(machine.spec.bootstrap.dataSecretName),
+    bootstrapReady:
+      status.initialization?.bootstrapDataSecretCreated === true || Boolean(machine.spec.bootstrap.dataSecretName),
     hasPreTerminateHook: annotations[PRE_TERMINATE_HOOK] !== undefined,
     remediationRequested: ownerRemediated?.status === "False",
     failed: Boolean(failure?.failureReason || failure?.failureMessage) || status.phase === "Failed",
@@ -146,7 +200,8 @@ function nodeView(node: Node): NodeView {
   return {
     name: node.metadata.name,
     ...(node.spec?.providerID ? { providerID: node.spec.providerID } : {}),
-    ready: node.status?.conditions?.some((condition) => condition.type === "Ready" && condition.status === "True") ?? false,
+    ready:
+      node.status?.conditions?.some((condition) => condition.type === "Ready" && condition.status === "True") ?? false,
     addresses: (node.status?.addresses ?? []).map((address) => address.address),
   };
 }
@@ -154,7 +209,11 @@ function nodeView(node: Node): NodeView {
 function sortKeys(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(sortKeys);
   if (value && typeof value === "object") {
-    return Object.fromEntries(Object.entries(value as Record<string, unknown>).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => [k, sortKeys(v)]));
+    return Object.fromEntries(
+      Object.entries(value as Record<string, unknown>)
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([k, v]) => [k, sortKeys(v)]),
+    );
   }
   return value;
 }

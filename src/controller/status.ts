@@ -27,7 +27,11 @@ export function computeStatus(inputs: StatusInputs): QuorumControlPlaneStatus {
   const previous = controlPlane.status ?? {};
   const now = new Date(snapshot.now).toISOString();
   const machines = snapshot.machines;
-  const healthyMemberMachines = new Set(verdict.members.filter((member) => member.class === "healthy-voter" && member.machine !== undefined).map((member) => member.machine as string));
+  const healthyMemberMachines = new Set(
+    verdict.members
+      .filter((member) => member.class === "healthy-voter" && member.machine !== undefined)
+      .map((member) => member.machine as string),
+  );
   const nodesKnown = inputs.nodesError === undefined && snapshot.nodes.length > 0;
   const ready = machines.filter((machine) => {
     if (machine.deleting !== undefined || !healthyMemberMachines.has(machine.name)) return false;
@@ -37,11 +41,24 @@ export function computeStatus(inputs: StatusInputs): QuorumControlPlaneStatus {
   const upToDate = machines.filter((machine) => machine.deleting === undefined && isUpToDate(snapshot, machine)).length;
   const replicas = machines.length;
   const initialized = previous.initialization?.controlPlaneInitialized === true || healthyMemberMachines.size > 0;
-  const versions = machines.map((machine) => machine.version).filter((version) => version !== "").sort(compareVersions);
+  const versions = machines
+    .map((machine) => machine.version)
+    .filter((version) => version !== "")
+    .sort(compareVersions);
   const quorum = quorumStatus(verdict);
 
-  const conditions = setConditions(previous.conditions, conditionInputs(inputs, { ready, upToDate, replicas }), now, snapshot.controlPlane.generation);
-  const v1beta1Conditions = setConditions(previous.deprecated?.v1beta1?.conditions, [readyCondition(verdict, ready, snapshot)], now, snapshot.controlPlane.generation);
+  const conditions = setConditions(
+    previous.conditions,
+    conditionInputs(inputs, { ready, upToDate, replicas }),
+    now,
+    snapshot.controlPlane.generation,
+  );
+  const v1beta1Conditions = setConditions(
+    previous.deprecated?.v1beta1?.conditions,
+    [readyCondition(verdict, ready, snapshot)],
+    now,
+    snapshot.controlPlane.generation,
+  );
 
   return {
     observedGeneration: snapshot.controlPlane.generation,
@@ -57,15 +74,29 @@ export function computeStatus(inputs: StatusInputs): QuorumControlPlaneStatus {
     ready: ready > 0,
     initialization: { controlPlaneInitialized: initialized },
     conditions,
-    deprecated: { v1beta1: { conditions: v1beta1Conditions, readyReplicas: ready, updatedReplicas: upToDate, unavailableReplicas: replicas - ready } },
+    deprecated: {
+      v1beta1: {
+        conditions: v1beta1Conditions,
+        readyReplicas: ready,
+        updatedReplicas: upToDate,
+        unavailableReplicas: replicas - ready,
+      },
+    },
     etcd: {
       // A member list that could not be read says nothing about who left: keep the last one and its memory.
-      members: verdict.observed ? withMemory(memberStatuses(verdict), snapshot) : unobserved(previous.etcd?.members ?? []),
+      members: verdict.observed
+        ? withMemory(memberStatuses(verdict), snapshot)
+        : unobserved(previous.etcd?.members ?? []),
       quorum,
       summary: verdict.observed ? `${quorum.healthyVoters}/${quorum.voters}` : "unknown",
     },
     nextAction: nextAction(action),
-    ...((inputs.actionStatus?.lastRemediation ?? previous.lastRemediation) ? { lastRemediation: (inputs.actionStatus?.lastRemediation ?? previous.lastRemediation) as QuorumControlPlaneStatus["lastRemediation"] } : {}),
+    ...((inputs.actionStatus?.lastRemediation ?? previous.lastRemediation)
+      ? {
+          lastRemediation: (inputs.actionStatus?.lastRemediation ??
+            previous.lastRemediation) as QuorumControlPlaneStatus["lastRemediation"],
+        }
+      : {}),
   };
 }
 
@@ -92,40 +123,72 @@ export interface StatusRequest {
  */
 export function statusFor(request: StatusRequest): QuorumControlPlaneStatus {
   const { controlPlane, observed, problem } = request;
-  const base: QuorumControlPlaneStatus = observed ? computeStatus({ controlPlane, ...observed }) : { ...(controlPlane.status ?? {}) };
+  const base: QuorumControlPlaneStatus = observed
+    ? computeStatus({ controlPlane, ...observed })
+    : { ...(controlPlane.status ?? {}) };
   const updates: ConditionInput[] = [];
   // Observing comes after the certificates were ensured.
-  if (observed) updates.push({ type: CONDITION.CertificatesAvailable, status: "True", reason: "Available", message: "" });
+  if (observed)
+    updates.push({ type: CONDITION.CertificatesAvailable, status: "True", reason: "Available", message: "" });
   if (problem) {
     updates.push({ type: CONDITION.Reconciled, status: "False", reason: problem.reason, message: problem.message });
-    if (problem.condition) updates.push({ type: problem.condition, status: "False", reason: problem.reason, message: problem.message });
+    if (problem.condition)
+      updates.push({ type: problem.condition, status: "False", reason: problem.reason, message: problem.message });
   }
-  const status: QuorumControlPlaneStatus = { ...base, conditions: setConditions(base.conditions, updates, new Date(request.now).toISOString(), controlPlane.metadata.generation ?? 0) };
+  const status: QuorumControlPlaneStatus = {
+    ...base,
+    conditions: setConditions(
+      base.conditions,
+      updates,
+      new Date(request.now).toISOString(),
+      controlPlane.metadata.generation ?? 0,
+    ),
+  };
   if (problem) status.nextAction = { kind: "Wait", message: `blocked: ${problem.message}`, blockedBy: problem.reason };
   return status;
 }
 
-function conditionInputs(inputs: StatusInputs, counts: { ready: number; upToDate: number; replicas: number }): ConditionInput[] {
+function conditionInputs(
+  inputs: StatusInputs,
+  counts: { ready: number; upToDate: number; replicas: number },
+): ConditionInput[] {
   const { snapshot, verdict, action } = inputs;
   const desired = snapshot.controlPlane.replicas;
   const active = snapshot.machines.filter((machine) => machine.deleting === undefined).length;
   const paused = snapshot.cluster.paused || snapshot.controlPlane.paused;
   const etcdProblems = verdict.blockers.length > 0 ? describeBlockers(verdict.blockers) : "";
-  const allVotersHealthy = verdict.observed && verdict.quorum.voters > 0 && verdict.quorum.healthyVoters === verdict.quorum.voters;
-  const remediating = snapshot.machines.filter((machine) => machine.remediationRequested).map((machine) => machine.name);
-  const outdated = snapshot.machines.filter((machine) => machine.deleting === undefined && !isUpToDate(snapshot, machine)).map((machine) => machine.name);
+  const allVotersHealthy =
+    verdict.observed && verdict.quorum.voters > 0 && verdict.quorum.healthyVoters === verdict.quorum.voters;
+  const remediating = snapshot.machines
+    .filter((machine) => machine.remediationRequested)
+    .map((machine) => machine.name);
+  const outdated = snapshot.machines
+    .filter((machine) => machine.deleting === undefined && !isUpToDate(snapshot, machine))
+    .map((machine) => machine.name);
   return [
     {
       type: CONDITION.Available,
       status: verdict.hasQuorum && counts.ready > 0 ? "True" : "False",
       reason: verdict.hasQuorum && counts.ready > 0 ? "Available" : verdict.observed ? "NoQuorum" : "EtcdNotObserved",
-      message: verdict.observed ? `${verdict.quorum.healthyVoters} of ${verdict.quorum.voters} etcd voters healthy (quorum ${verdict.quorum.quorumSize}), ${counts.ready} of ${counts.replicas} Machines ready` : `etcd could not be read: ${snapshot.etcd.error ?? "unknown error"}`,
+      message: verdict.observed
+        ? `${verdict.quorum.healthyVoters} of ${verdict.quorum.voters} etcd voters healthy (quorum ${verdict.quorum.quorumSize}), ${counts.ready} of ${counts.replicas} Machines ready`
+        : `etcd could not be read: ${snapshot.etcd.error ?? "unknown error"}`,
     },
     {
       type: CONDITION.EtcdClusterHealthy,
-      status: !verdict.observed ? "Unknown" : allVotersHealthy && verdict.members.every((member) => member.class !== "ghost") && snapshot.etcd.alarms.length === 0 ? "True" : "False",
+      status: !verdict.observed
+        ? "Unknown"
+        : allVotersHealthy &&
+            verdict.members.every((member) => member.class !== "ghost") &&
+            snapshot.etcd.alarms.length === 0
+          ? "True"
+          : "False",
       reason: !verdict.observed ? "EtcdNotObserved" : allVotersHealthy ? "Healthy" : "MembersUnhealthy",
-      message: !verdict.observed ? (snapshot.etcd.error ?? "") : unhealthySummary(verdict) || etcdProblems || `all ${verdict.quorum.voters} voters healthy, tolerates ${verdict.quorum.failuresTolerated} failure(s)`,
+      message: !verdict.observed
+        ? (snapshot.etcd.error ?? "")
+        : unhealthySummary(verdict) ||
+          etcdProblems ||
+          `all ${verdict.quorum.voters} voters healthy, tolerates ${verdict.quorum.failuresTolerated} failure(s)`,
     },
     membersMappedCondition(verdict),
     {
@@ -134,15 +197,35 @@ function conditionInputs(inputs: StatusInputs, counts: { ready: number; upToDate
       reason: outdated.length > 0 ? "RollingOut" : "NotRollingOut",
       message: outdated.length > 0 ? `${outdated.length} Machine(s) to replace: ${outdated.join(", ")}` : "",
     },
-    { type: CONDITION.ScalingUp, status: active < desired ? "True" : "False", reason: active < desired ? "ScalingUp" : "NotScalingUp", message: active < desired ? `scaling up from ${active} to ${desired} replicas` : "" },
-    { type: CONDITION.ScalingDown, status: active > desired ? "True" : "False", reason: active > desired ? "ScalingDown" : "NotScalingDown", message: active > desired ? `scaling down from ${active} to ${desired} replicas` : "" },
+    {
+      type: CONDITION.ScalingUp,
+      status: active < desired ? "True" : "False",
+      reason: active < desired ? "ScalingUp" : "NotScalingUp",
+      message: active < desired ? `scaling up from ${active} to ${desired} replicas` : "",
+    },
+    {
+      type: CONDITION.ScalingDown,
+      status: active > desired ? "True" : "False",
+      reason: active > desired ? "ScalingDown" : "NotScalingDown",
+      message: active > desired ? `scaling down from ${active} to ${desired} replicas` : "",
+    },
     {
       type: CONDITION.Remediating,
       status: remediating.length > 0 ? "True" : "False",
       reason: remediating.length > 0 ? "Remediating" : "NotRemediating",
-      message: remediating.length > 0 ? `Machine(s) marked unhealthy by a MachineHealthCheck: ${remediating.join(", ")}` : "",
+      message:
+        remediating.length > 0 ? `Machine(s) marked unhealthy by a MachineHealthCheck: ${remediating.join(", ")}` : "",
     },
-    { type: CONDITION.Paused, status: paused ? "True" : "False", reason: paused ? "Paused" : "NotPaused", message: paused ? (snapshot.cluster.paused ? "Cluster.spec.paused is true" : "the QuorumControlPlane has the cluster.x-k8s.io/paused annotation") : "" },
+    {
+      type: CONDITION.Paused,
+      status: paused ? "True" : "False",
+      reason: paused ? "Paused" : "NotPaused",
+      message: paused
+        ? snapshot.cluster.paused
+          ? "Cluster.spec.paused is true"
+          : "the QuorumControlPlane has the cluster.x-k8s.io/paused annotation"
+        : "",
+    },
     {
       type: CONDITION.MachinesReady,
       status: counts.ready === counts.replicas && counts.replicas > 0 ? "True" : "False",
@@ -168,13 +251,21 @@ function ownershipCondition(snapshot: Snapshot): ConditionInput {
 
 function readyCondition(verdict: Verdict, ready: number, snapshot: Snapshot): ConditionInput {
   const ok = verdict.hasQuorum && ready > 0;
-  return { type: CONDITION.Ready, status: ok ? "True" : "False", reason: ok ? "Ready" : "NotReady", message: ok ? "" : snapshot.etcd.error ?? "no etcd quorum of healthy voters yet" };
+  return {
+    type: CONDITION.Ready,
+    status: ok ? "True" : "False",
+    reason: ok ? "Ready" : "NotReady",
+    message: ok ? "" : (snapshot.etcd.error ?? "no etcd quorum of healthy voters yet"),
+  };
 }
 
 function unhealthySummary(verdict: Verdict): string {
   return verdict.members
     .filter((member) => member.class === "unhealthy-voter" || member.class === "ghost")
-    .map((member) => `${member.label} is ${member.class === "ghost" ? "a ghost (maps to no Machine)" : `unhealthy${member.error ? ` (${member.error})` : ""}`}`)
+    .map(
+      (member) =>
+        `${member.label} is ${member.class === "ghost" ? "a ghost (maps to no Machine)" : `unhealthy${member.error ? ` (${member.error})` : ""}`}`,
+    )
     .join("; ");
 }
 
@@ -187,11 +278,27 @@ function membersMappedCondition(verdict: Verdict): ConditionInput {
   if (!verdict.observed) return { type, status: "Unknown", reason: "EtcdNotObserved", message: "" };
   const unmapped = verdict.members.filter((member) => member.class === "unmapped");
   if (unmapped.length > 0) {
-    const message = unmapped.map((member) => `${member.label} (id ${member.id}) is healthy but maps to no Machine (${member.state}); ${unmappedFix(member)}`).join("; ");
-    return { type, status: "False", reason: "UnmappedMember", message: `${message}; until then no healthy voter is removed and no Machine without a member is deleted` };
+    const message = unmapped
+      .map(
+        (member) =>
+          `${member.label} (id ${member.id}) is healthy but maps to no Machine (${member.state}); ${unmappedFix(member)}`,
+      )
+      .join("; ");
+    return {
+      type,
+      status: "False",
+      reason: "UnmappedMember",
+      message: `${message}; until then no healthy voter is removed and no Machine without a member is deleted`,
+    };
   }
   const ghosts = verdict.members.filter((member) => member.class === "ghost");
-  if (ghosts.length > 0) return { type, status: "False", reason: "GhostMember", message: `${ghosts.map((member) => `${member.label} (id ${member.id})`).join(", ")} maps to no Machine and is not healthy: removed once that keeps quorum` };
+  if (ghosts.length > 0)
+    return {
+      type,
+      status: "False",
+      reason: "GhostMember",
+      message: `${ghosts.map((member) => `${member.label} (id ${member.id})`).join(", ")} maps to no Machine and is not healthy: removed once that keeps quorum`,
+    };
   return { type, status: "True", reason: "AllMembersMapped", message: "" };
 }
 
@@ -214,14 +321,26 @@ function withMemory(members: EtcdMemberStatus[], snapshot: Snapshot): EtcdMember
     return {
       ...entry,
       firstObserved: new Date(memory.firstObserved).toISOString(),
-      ...(memory.startedObserved !== undefined ? { startedObserved: new Date(memory.startedObserved).toISOString() } : {}),
-      ...(memory.learnerProgress ? { raftAppliedIndex: memory.learnerProgress.raftAppliedIndex, lastProgress: new Date(memory.learnerProgress.lastProgress).toISOString() } : {}),
+      ...(memory.startedObserved !== undefined
+        ? { startedObserved: new Date(memory.startedObserved).toISOString() }
+        : {}),
+      ...(memory.learnerProgress
+        ? {
+            raftAppliedIndex: memory.learnerProgress.raftAppliedIndex,
+            lastProgress: new Date(memory.learnerProgress.lastProgress).toISOString(),
+          }
+        : {}),
     };
   });
 }
 
 function compareVersions(a: string, b: string): number {
-  const parse = (version: string) => version.replace(/^v/, "").split(/[.+-]/).slice(0, 3).map((part) => Number(part) || 0);
+  const parse = (version: string) =>
+    version
+      .replace(/^v/, "")
+      .split(/[.+-]/)
+      .slice(0, 3)
+      .map((part) => Number(part) || 0);
   const [x, y] = [parse(a), parse(b)];
   for (let i = 0; i < 3; i++) if (x[i] !== y[i]) return x[i] - y[i];
   return 0;

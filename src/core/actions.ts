@@ -34,5 +34,11 @@ export const ACTION_KINDS: readonly ActionKind[] = [
 
 /** Actions that change etcd membership or take a Machine away: at most one per reconcile, each with an Event. */
 export function isDisruptive(action: Action): boolean {
-  return action.kind === "RemoveMember" || action.kind === "RemoveGhost" || action.kind === "DeleteMachine" || action.kind === "Remediate" || action.kind === "ForwardLeadership";
+  return (
+    action.kind === "RemoveMember" ||
+    action.kind === "RemoveGhost" ||
+    action.kind === "DeleteMachine" ||
+    action.kind === "Remediate" ||
+    action.kind === "ForwardLeadership"
+  );
 }

@@ -27,7 +27,8 @@ export type PlannedOp =
  * ghost: maps to no Machine past the ghost grace period and is not healthy (never started, unreachable, erroring, a
  * stalled learner): removed automatically once that is safe.
  */
-export type MemberClass = "healthy-voter" | "unhealthy-voter" | "joining-learner" | "unstarted-joiner" | "unmapped" | "ghost";
+export type MemberClass =
+  "healthy-voter" | "unhealthy-voter" | "joining-learner" | "unstarted-joiner" | "unmapped" | "ghost";
 export type MachineClass = "joined" | "provisioning" | "deleting-with-member" | "deleting-member-gone" | "member-lost";
 
 export interface MemberAssessment {
@@ -112,7 +113,12 @@ export function quorumSize(voters: number): number {
 
 function numbers(voters: number, healthyVoters: number): QuorumNumbers {
   const size = quorumSize(voters);
-  return { voters, healthyVoters, quorumSize: size, failuresTolerated: voters === 0 ? 0 : Math.max(0, healthyVoters - size) };
+  return {
+    voters,
+    healthyVoters,
+    quorumSize: size,
+    failuresTolerated: voters === 0 ? 0 : Math.max(0, healthyVoters - size),
+  };
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -135,24 +141,33 @@ function classifyMembers(snapshot: Snapshot, mapping: Map<string, string>): Memb
   const settings = snapshot.controlPlane.etcd;
   const leader = snapshot.etcd.members.find((member) => member.leader && !member.learner);
   const alarmsByMember = new Map<string, string[]>();
-  for (const alarm of snapshot.etcd.alarms) alarmsByMember.set(alarm.memberId, [...(alarmsByMember.get(alarm.memberId) ?? []), alarm.alarm]);
+  for (const alarm of snapshot.etcd.alarms)
+    alarmsByMember.set(alarm.memberId, [...(alarmsByMember.get(alarm.memberId) ?? []), alarm.alarm]);
 
   return [...snapshot.etcd.members]
     .sort((a, b) => (a.name === b.name ? (a.id < b.id ? -1 : 1) : a.name < b.name ? -1 : 1))
     .map((member): MemberAssessment => {
       const machineName = mapping.get(member.id);
-      const machine = machineName === undefined ? undefined : snapshot.machines.find((candidate) => candidate.name === machineName);
+      const machine =
+        machineName === undefined ? undefined : snapshot.machines.find((candidate) => candidate.name === machineName);
       const started = member.name !== "";
       const healthy = started && member.reachable && member.errors.length === 0;
       const alarms = alarmsByMember.get(member.id) ?? [];
-      const problems = [...(!started ? ["not started"] : !member.reachable ? ["unreachable"] : []), ...member.errors, ...alarms.map((alarm) => `alarm ${alarm}`)];
+      const problems = [
+        ...(!started ? ["not started"] : !member.reachable ? ["unreachable"] : []),
+        ...member.errors,
+        ...alarms.map((alarm) => `alarm ${alarm}`),
+      ];
       const unmappedFor = now - member.firstObserved;
 
       let catchUp: number | undefined;
       if (member.learner && leader?.raftAppliedIndex !== undefined && member.raftAppliedIndex !== undefined) {
         catchUp = leader.raftAppliedIndex <= 0 ? 1 : Math.min(1, member.raftAppliedIndex / leader.raftAppliedIndex);
       }
-      const learnerStalled = member.learner && (now - member.lastProgress > settings.learnerStallMs || now - member.firstObserved > settings.learnerPromotionTimeoutMs);
+      const learnerStalled =
+        member.learner &&
+        (now - member.lastProgress > settings.learnerStallMs ||
+          now - member.firstObserved > settings.learnerPromotionTimeoutMs);
       const unstartedStalled = !started && now - member.firstObserved > settings.memberJoinGracePeriodMs;
       const stalled = learnerStalled || unstartedStalled;
       // A healthy member is never a ghost: grace periods measure how long Quorum failed to find its Machine, not
@@ -170,10 +185,17 @@ function classifyMembers(snapshot: Snapshot, mapping: Map<string, string>): Memb
       let state: string;
       if (ghost) state = `ghost: maps to no Machine for ${formatDuration(unmappedFor)}`;
       else if (!started) state = stalled ? "unstarted past its join grace period" : "unstarted";
-      else if (member.learner) state = stalled ? "learner, stalled" : catchUp === undefined ? "learner" : `learner, ${Math.floor(catchUp * 100)}% caught up`;
+      else if (member.learner)
+        state = stalled
+          ? "learner, stalled"
+          : catchUp === undefined
+            ? "learner"
+            : `learner, ${Math.floor(catchUp * 100)}% caught up`;
       else state = member.leader ? "leader" : "voter";
-      if (unmapped) state = `unmapped ${state}: maps to no Machine (${candidates.length > 0 ? `candidates: ${machineList(candidates, ", ")}` : "no Machine without a member could host it"})`;
-      else if (!ghost && machineName === undefined) state += `, maps to no Machine yet (ghost in ${formatDuration(settings.ghostGracePeriodMs - unmappedFor)})`;
+      if (unmapped)
+        state = `unmapped ${state}: maps to no Machine (${candidates.length > 0 ? `candidates: ${machineList(candidates, ", ")}` : "no Machine without a member could host it"})`;
+      else if (!ghost && machineName === undefined)
+        state += `, maps to no Machine yet (ghost in ${formatDuration(settings.ghostGracePeriodMs - unmappedFor)})`;
       if (machine?.deleting !== undefined) state += ", machine deleting";
 
       const node = machine?.nodeName ?? snapshot.nodes.find((candidate) => candidate.name === member.name)?.name;
@@ -207,19 +229,38 @@ function classifyMachines(snapshot: Snapshot, members: MemberAssessment[]): Mach
       const memberId = member ? { memberId: member.id } : {};
       if (machine.deleting !== undefined) {
         return member
-          ? { name: machine.name, class: "deleting-with-member", ...memberId, detail: `deleting; its ${member.label} is still in etcd` }
+          ? {
+              name: machine.name,
+              class: "deleting-with-member",
+              ...memberId,
+              detail: `deleting; its ${member.label} is still in etcd`,
+            }
           : { name: machine.name, class: "deleting-member-gone", detail: "deleting; its etcd member is gone" };
       }
       if (member) {
-        if (!member.learner && member.name !== "") return { name: machine.name, class: "joined", ...memberId, detail: `joined as ${member.label}` };
-        return { name: machine.name, class: "provisioning", ...memberId, detail: member.name === "" ? `its member was added and has not started` : `its member is a learner` };
+        if (!member.learner && member.name !== "")
+          return { name: machine.name, class: "joined", ...memberId, detail: `joined as ${member.label}` };
+        return {
+          name: machine.name,
+          class: "provisioning",
+          ...memberId,
+          detail: member.name === "" ? `its member was added and has not started` : `its member is a learner`,
+        };
       }
       const age = snapshot.now - machine.created;
       if (age < joinGrace) {
-        const stage = !machine.infrastructureReady ? "infrastructure not ready" : !machine.bootstrapReady ? "bootstrap data not ready" : "waiting for its etcd member to join";
+        const stage = !machine.infrastructureReady
+          ? "infrastructure not ready"
+          : !machine.bootstrapReady
+            ? "bootstrap data not ready"
+            : "waiting for its etcd member to join";
         return { name: machine.name, class: "provisioning", detail: `provisioning (${stage})` };
       }
-      return { name: machine.name, class: "member-lost", detail: `has had no etcd member for ${formatDuration(age)} (join grace period ${formatDuration(joinGrace)})` };
+      return {
+        name: machine.name,
+        class: "member-lost",
+        detail: `has had no etcd member for ${formatDuration(age)} (join grace period ${formatDuration(joinGrace)})`,
+      };
     });
 }
 
@@ -234,7 +275,11 @@ interface ProjectedVoter {
 }
 
 /** `mapMembers` is a seam for the simulator's planted bugs (a name-only mapping); production uses the default. */
-export function assess(snapshot: Snapshot, op: PlannedOp, mapMembers: (snapshot: Snapshot) => Map<string, string> = mapMembersToMachines): Verdict {
+export function assess(
+  snapshot: Snapshot,
+  op: PlannedOp,
+  mapMembers: (snapshot: Snapshot) => Map<string, string> = mapMembersToMachines,
+): Verdict {
   const observed = snapshot.etcd.observed;
   const mapping = mapMembers(snapshot);
   const members = classifyMembers(snapshot, mapping);
@@ -246,7 +291,13 @@ export function assess(snapshot: Snapshot, op: PlannedOp, mapMembers: (snapshot:
   const memberById = new Map(members.map((member) => [member.id, member]));
 
   const blockers: Blocker[] = [];
-  const finish = (projectedVoters: ProjectedVoter[], keepsQuorum: boolean, strict: boolean, allowed: boolean, summary: string): Verdict => {
+  const finish = (
+    projectedVoters: ProjectedVoter[],
+    keepsQuorum: boolean,
+    strict: boolean,
+    allowed: boolean,
+    summary: string,
+  ): Verdict => {
     const projected = numbers(projectedVoters.length, projectedVoters.filter((voter) => voter.healthy).length);
     return {
       op,
@@ -263,7 +314,11 @@ export function assess(snapshot: Snapshot, op: PlannedOp, mapMembers: (snapshot:
       summary,
     };
   };
-  const current: ProjectedVoter[] = voters.map((member) => ({ id: member.id, label: member.label, healthy: member.healthy }));
+  const current: ProjectedVoter[] = voters.map((member) => ({
+    id: member.id,
+    label: member.label,
+    healthy: member.healthy,
+  }));
 
   // The very first Machine is created before etcd exists, whether observe() reports that as "not observed" or
   // as an empty member list (it does the latter when there is no Machine to ask): nothing else is safe then.
@@ -276,7 +331,8 @@ export function assess(snapshot: Snapshot, op: PlannedOp, mapMembers: (snapshot:
     return finish(current, false, false, false, `etcd not observed: ${cause}`);
   }
 
-  const machineClass = (name: string): MachineAssessment | undefined => machines.find((machine) => machine.name === name);
+  const machineClass = (name: string): MachineAssessment | undefined =>
+    machines.find((machine) => machine.name === name);
   // Joiners in flight may add a voter at any moment (older kubeadm joins as a voter; EtcdLearnerMode promotes
   // itself): in the worst case each is a voter that has not proven itself yet.
   const joinerVoters = (exceptMachine?: string, exceptMember?: string): ProjectedVoter[] => {
@@ -286,7 +342,11 @@ export function assess(snapshot: Snapshot, op: PlannedOp, mapMembers: (snapshot:
       const member = machine.memberId === undefined ? undefined : memberById.get(machine.memberId);
       if (member && !member.learner) continue; // an unstarted voter is already counted as an unhealthy voter
       if (member && member.id === exceptMember) continue;
-      result.push({ id: member ? member.id : `joiner:${machine.name}`, label: member ? `${member.label} once promoted` : `the member machine ${machine.name} will add`, healthy: false });
+      result.push({
+        id: member ? member.id : `joiner:${machine.name}`,
+        label: member ? `${member.label} once promoted` : `the member machine ${machine.name} will add`,
+        healthy: false,
+      });
     }
     return result;
   };
@@ -296,39 +356,62 @@ export function assess(snapshot: Snapshot, op: PlannedOp, mapMembers: (snapshot:
    * blocked by a member that maps to no Machine yet; when the target is itself a ghost, other ghosts and unmapped
    * members do not block it, since each would otherwise block the other forever.
    */
-  const strictBlockers = (exceptMember?: string, exceptMachine?: string, removal: "voter" | "unmapped" | "ghost" | "none" = "none"): Blocker[] => {
+  const strictBlockers = (
+    exceptMember?: string,
+    exceptMachine?: string,
+    removal: "voter" | "unmapped" | "ghost" | "none" = "none",
+  ): Blocker[] => {
     const removingGhost = removal === "ghost";
     const found: Blocker[] = [];
     for (const member of members) {
       if (member.id === exceptMember) continue;
       if (member.class === "ghost") {
-        if (!removingGhost) found.push({ subject: member.label, why: `is a ghost: it maps to no Machine (${member.state.replace(/^ghost: /, "")})` });
-      } else if (!member.learner && !member.healthy) found.push({ subject: member.label, why: `is an unhealthy voter (${member.error ?? "unhealthy"})` });
+        if (!removingGhost)
+          found.push({
+            subject: member.label,
+            why: `is a ghost: it maps to no Machine (${member.state.replace(/^ghost: /, "")})`,
+          });
+      } else if (!member.learner && !member.healthy)
+        found.push({ subject: member.label, why: `is an unhealthy voter (${member.error ?? "unhealthy"})` });
       // Not yet a ghost, but nothing Quorum manages either: counting on it could hand the cluster (even its
       // leadership) to a member no Machine stands behind once the last managed voter leaves.
       // An unmapped member may be the live member of a Machine Quorum cannot identify yet (issue 12, bug 1): with
       // it in the count, removing a healthy voter could leave that Machine's etcd as the deciding vote. Removing one
       // unmapped member a user named is the exception: the others do not block it (each would block the other). Nor
       // does it block while the control plane is being deleted: every member goes then.
-      else if (member.class === "unmapped" && removal === "voter" && !snapshot.controlPlane.deleting) found.push({ subject: member.label, why: `is healthy but maps to no Machine, so no healthy voter is removed while it is unexplained: ${unmappedFix(member)}` });
-      else if (member.machine === undefined && removal === "voter" && !snapshot.controlPlane.deleting) found.push({ subject: member.label, why: `maps to no Machine yet (${member.state})` });
+      else if (member.class === "unmapped" && removal === "voter" && !snapshot.controlPlane.deleting)
+        found.push({
+          subject: member.label,
+          why: `is healthy but maps to no Machine, so no healthy voter is removed while it is unexplained: ${unmappedFix(member)}`,
+        });
+      else if (member.machine === undefined && removal === "voter" && !snapshot.controlPlane.deleting)
+        found.push({ subject: member.label, why: `maps to no Machine yet (${member.state})` });
     }
     for (const machine of machines) {
       if (machine.class !== "provisioning" || machine.name === exceptMachine) continue;
       const member = machine.memberId === undefined ? undefined : memberById.get(machine.memberId);
       if (member && (member.id === exceptMember || !member.learner)) continue;
-      found.push({ subject: `machine ${machine.name}`, why: `is joining and its member is not proven yet (${member ? member.state : machine.detail})` });
+      found.push({
+        subject: `machine ${machine.name}`,
+        why: `is joining and its member is not proven yet (${member ? member.state : machine.detail})`,
+      });
     }
     for (const alarm of snapshot.etcd.alarms) {
       const on = memberById.get(alarm.memberId);
-      found.push({ subject: `alarm ${alarm.alarm}`, why: `is raised on ${on ? on.label : `member ${alarm.memberId}`}` });
+      found.push({
+        subject: `alarm ${alarm.alarm}`,
+        why: `is raised on ${on ? on.label : `member ${alarm.memberId}`}`,
+      });
     }
     for (const machine of snapshot.machines) {
       if (machine.deleting === undefined || machine.name === exceptMachine || machine.hasPreTerminateHook) continue;
       const info = machineClass(machine.name);
       if (info?.class !== "deleting-with-member") continue;
       // Without our hook CAPI may delete its infrastructure at any moment, taking its member down with it.
-      found.push({ subject: `machine ${machine.name}`, why: "is being deleted without Quorum's pre-terminate hook while its member is still in etcd" });
+      found.push({
+        subject: `machine ${machine.name}`,
+        why: "is being deleted without Quorum's pre-terminate hook while its member is still in etcd",
+      });
     }
     return found;
   };
@@ -339,11 +422,20 @@ export function assess(snapshot: Snapshot, op: PlannedOp, mapMembers: (snapshot:
   });
 
   /** Removing a voter: projected = voters - it + joiners; the strict policy applies unless it is already unhealthy. */
-  const voterRemoval = (target: MemberAssessment, what: string, exceptMachine?: string, removingGhost = false): Verdict => {
+  const voterRemoval = (
+    target: MemberAssessment,
+    what: string,
+    exceptMachine?: string,
+    removingGhost = false,
+  ): Verdict => {
     const projectedVoters = [...current.filter((voter) => voter.id !== target.id), ...joinerVoters(exceptMachine)];
     const projected = numbers(projectedVoters.length, projectedVoters.filter((voter) => voter.healthy).length);
     const keepsQuorum = projected.voters > 0 && projected.healthyVoters >= projected.quorumSize;
-    const strictFound = strictBlockers(target.id, exceptMachine, removingGhost ? "ghost" : target.class === "unmapped" ? "unmapped" : "voter");
+    const strictFound = strictBlockers(
+      target.id,
+      exceptMachine,
+      removingGhost ? "ghost" : target.class === "unmapped" ? "unmapped" : "voter",
+    );
     const strict = strictFound.length === 0;
     if (!hasQuorum) blockers.push(noQuorumBlocker());
     if (!keepsQuorum) {
@@ -369,11 +461,21 @@ export function assess(snapshot: Snapshot, op: PlannedOp, mapMembers: (snapshot:
       const keepsQuorum = hasQuorum;
       const strictFound = strictBlockers();
       if (!hasQuorum) blockers.push(noQuorumBlocker());
-      return finish(current, keepsQuorum, strictFound.length === 0, hasQuorum, `${quorum.healthyVoters} of ${quorum.voters} voters healthy (quorum ${quorum.quorumSize}, tolerates ${quorum.failuresTolerated} more failure${quorum.failuresTolerated === 1 ? "" : "s"})`);
+      return finish(
+        current,
+        keepsQuorum,
+        strictFound.length === 0,
+        hasQuorum,
+        `${quorum.healthyVoters} of ${quorum.voters} voters healthy (quorum ${quorum.quorumSize}, tolerates ${quorum.failuresTolerated} more failure${quorum.failuresTolerated === 1 ? "" : "s"})`,
+      );
     }
 
     case "CreateMachine": {
-      const projectedVoters = [...current, ...joinerVoters(), { id: "joiner:new", label: "the new Machine's member", healthy: false }];
+      const projectedVoters = [
+        ...current,
+        ...joinerVoters(),
+        { id: "joiner:new", label: "the new Machine's member", healthy: false },
+      ];
       const projected = numbers(projectedVoters.length, projectedVoters.filter((voter) => voter.healthy).length);
       const keepsQuorum = projected.healthyVoters >= projected.quorumSize;
       const strictFound = strictBlockers();
@@ -384,32 +486,62 @@ export function assess(snapshot: Snapshot, op: PlannedOp, mapMembers: (snapshot:
       // the only risk, and it is the only way to grow.
       const growingFromOne = current.length <= 1;
       if (!keepsQuorum && !growingFromOne) {
-        blockers.push({ subject: "the new Machine's member", why: `would leave ${projected.healthyVoters} healthy of ${projected.voters} voters until it proves itself, below the quorum of ${projected.quorumSize}` });
+        blockers.push({
+          subject: "the new Machine's member",
+          why: `would leave ${projected.healthyVoters} healthy of ${projected.voters} voters until it proves itself, below the quorum of ${projected.quorumSize}`,
+        });
       }
       const allowed = hasQuorum && strict && (keepsQuorum || growingFromOne);
-      return finish(projectedVoters, keepsQuorum, strict, allowed, `adding a member makes ${projected.healthyVoters} of ${projected.voters} voters healthy until it proves itself (quorum ${projected.quorumSize})`);
+      return finish(
+        projectedVoters,
+        keepsQuorum,
+        strict,
+        allowed,
+        `adding a member makes ${projected.healthyVoters} of ${projected.voters} voters healthy until it proves itself (quorum ${projected.quorumSize})`,
+      );
     }
 
     case "PromoteLearner": {
       const target = memberById.get(op.memberId);
       if (!target || !target.learner) {
-        blockers.push({ subject: `member ${op.memberId}`, why: target ? "is already a voter" : "is not in the member list" });
+        blockers.push({
+          subject: `member ${op.memberId}`,
+          why: target ? "is already a voter" : "is not in the member list",
+        });
         return finish(current, hasQuorum, false, false, "nothing to promote");
       }
       const ready = target.healthy && target.catchUp !== undefined && target.catchUp >= LEARNER_READY_FRACTION;
       // A caught-up learner has proven itself: it joins the projection as a healthy voter.
-      const projectedVoters = [...current, { id: target.id, label: target.label, healthy: target.healthy }, ...joinerVoters(undefined, target.id)];
+      const projectedVoters = [
+        ...current,
+        { id: target.id, label: target.label, healthy: target.healthy },
+        ...joinerVoters(undefined, target.id),
+      ];
       const projected = numbers(projectedVoters.length, projectedVoters.filter((voter) => voter.healthy).length);
       const keepsQuorum = projected.healthyVoters >= projected.quorumSize;
       if (!hasQuorum) blockers.push(noQuorumBlocker());
       if (!ready) {
         blockers.push({
           subject: target.label,
-          why: !target.healthy ? `is a learner that does not answer (${target.error ?? "unreachable"})` : target.catchUp === undefined ? "is a learner whose progress is unknown (no leader index to compare)" : `is a learner, ${Math.floor(target.catchUp * 100)}% caught up (needs ${LEARNER_READY_FRACTION * 100}%)`,
+          why: !target.healthy
+            ? `is a learner that does not answer (${target.error ?? "unreachable"})`
+            : target.catchUp === undefined
+              ? "is a learner whose progress is unknown (no leader index to compare)"
+              : `is a learner, ${Math.floor(target.catchUp * 100)}% caught up (needs ${LEARNER_READY_FRACTION * 100}%)`,
         });
       }
-      if (!keepsQuorum) blockers.push({ subject: target.label, why: `promoting it would leave ${projected.healthyVoters} healthy of ${projected.voters} voters, below the quorum of ${projected.quorumSize}` });
-      return finish(projectedVoters, keepsQuorum, strictBlockers(target.id).length === 0, hasQuorum && ready && keepsQuorum, `promoting ${target.label} makes ${projected.healthyVoters} of ${projected.voters} voters healthy (quorum ${projected.quorumSize})`);
+      if (!keepsQuorum)
+        blockers.push({
+          subject: target.label,
+          why: `promoting it would leave ${projected.healthyVoters} healthy of ${projected.voters} voters, below the quorum of ${projected.quorumSize}`,
+        });
+      return finish(
+        projectedVoters,
+        keepsQuorum,
+        strictBlockers(target.id).length === 0,
+        hasQuorum && ready && keepsQuorum,
+        `promoting ${target.label} makes ${projected.healthyVoters} of ${projected.voters} voters healthy (quorum ${projected.quorumSize})`,
+      );
     }
 
     case "RemoveMember":
@@ -417,7 +549,13 @@ export function assess(snapshot: Snapshot, op: PlannedOp, mapMembers: (snapshot:
       const target = memberById.get(op.memberId);
       if (!target) return finish(current, hasQuorum, true, true, `member ${op.memberId} is already gone`);
       if (op.kind === "RemoveGhost" && target.class !== "ghost") {
-        blockers.push({ subject: target.label, why: target.machine !== undefined ? `belongs to machine ${target.machine}, it is not a ghost` : "maps to no Machine but is still within its grace period" });
+        blockers.push({
+          subject: target.label,
+          why:
+            target.machine !== undefined
+              ? `belongs to machine ${target.machine}, it is not a ghost`
+              : "maps to no Machine but is still within its grace period",
+        });
         return finish(current, hasQuorum, false, false, `${target.label} is not a ghost`);
       }
       if (target.class === "unmapped" && !removalRequested(snapshot, target.id)) {
@@ -428,7 +566,13 @@ export function assess(snapshot: Snapshot, op: PlannedOp, mapMembers: (snapshot:
       if (target.learner) {
         // A learner is not a voter: removing it cannot cost quorum, but the change still has to commit.
         if (!hasQuorum) blockers.push(noQuorumBlocker());
-        return finish(current, hasQuorum, true, hasQuorum, `removing learner ${target.label} leaves the ${quorum.voters} voters as they are`);
+        return finish(
+          current,
+          hasQuorum,
+          true,
+          hasQuorum,
+          `removing learner ${target.label} leaves the ${quorum.voters} voters as they are`,
+        );
       }
       return voterRemoval(target, `removing ${target.label}`, target.machine, op.kind === "RemoveGhost");
     }
@@ -447,26 +591,63 @@ export function assess(snapshot: Snapshot, op: PlannedOp, mapMembers: (snapshot:
         // while its down, unmapped member stayed in etcd). The ghost is removed first (when that keeps quorum), then
         // the Machine goes. A control plane being deleted takes every member with it, so there is nothing left to
         // protect then.
-        const unmapped = snapshot.controlPlane.deleting ? [] : members.filter((candidate) => candidate.machine === undefined);
+        const unmapped = snapshot.controlPlane.deleting
+          ? []
+          : members.filter((candidate) => candidate.machine === undefined);
         if (unmapped.length > 0) {
-          for (const candidate of unmapped) blockers.push({ subject: candidate.label, why: `maps to no Machine${candidate.class === "ghost" ? "" : " yet"} and may be the member of machine ${machine.name}${candidate.class === "unmapped" ? `: ${unmappedFix(candidate)}` : candidate.class === "ghost" ? ": it is removed as a ghost first" : ""}` });
-          return finish(current, hasQuorum, false, false, `machine ${machine.name} shows no member, but ${unmapped.map((candidate) => candidate.label).join(", ")} is not mapped yet`);
+          for (const candidate of unmapped)
+            blockers.push({
+              subject: candidate.label,
+              why: `maps to no Machine${candidate.class === "ghost" ? "" : " yet"} and may be the member of machine ${machine.name}${candidate.class === "unmapped" ? `: ${unmappedFix(candidate)}` : candidate.class === "ghost" ? ": it is removed as a ghost first" : ""}`,
+            });
+          return finish(
+            current,
+            hasQuorum,
+            false,
+            false,
+            `machine ${machine.name} shows no member, but ${unmapped.map((candidate) => candidate.label).join(", ")} is not mapped yet`,
+          );
         }
         // No member: taking the Machine (or its hook) away changes nothing in etcd. This is the step KCP refused
         // after a crash, because it counted Machines against members instead of asking about this operation.
-        return finish(current, hasQuorum, true, true, `machine ${machine.name} has no etcd member: removing it leaves etcd as it is`);
+        return finish(
+          current,
+          hasQuorum,
+          true,
+          true,
+          `machine ${machine.name} has no etcd member: removing it leaves etcd as it is`,
+        );
       }
       const lastMember = snapshot.controlPlane.deleting && snapshot.etcd.members.length === 1;
       if (lastMember) {
-        return finish([], true, true, true, `the control plane is being deleted and ${member.label} is the last member: etcd goes with it`);
+        return finish(
+          [],
+          true,
+          true,
+          true,
+          `the control plane is being deleted and ${member.label} is the last member: etcd goes with it`,
+        );
       }
       if (op.kind === "ReleaseHook") {
-        blockers.push({ subject: member.label, why: `is still in etcd: releasing the hook would let CAPI delete machine ${machine.name} and leave a ghost` });
+        blockers.push({
+          subject: member.label,
+          why: `is still in etcd: releasing the hook would let CAPI delete machine ${machine.name} and leave a ghost`,
+        });
         return finish(current, hasQuorum, false, false, `machine ${machine.name} still has its member`);
       }
-      if (member.learner) return finish(current, hasQuorum, true, true, `machine ${machine.name} only has ${member.label}, which is not a voter`);
+      if (member.learner)
+        return finish(
+          current,
+          hasQuorum,
+          true,
+          true,
+          `machine ${machine.name} only has ${member.label}, which is not a voter`,
+        );
       if (snapshot.controlPlane.memberRemoval === "BeforeDelete") {
-        blockers.push({ subject: member.label, why: `is still a voter: with memberRemoval BeforeDelete it is removed before machine ${machine.name} is deleted` });
+        blockers.push({
+          subject: member.label,
+          why: `is still a voter: with memberRemoval BeforeDelete it is removed before machine ${machine.name} is deleted`,
+        });
         return finish(current, hasQuorum, false, false, `machine ${machine.name} still has voter ${member.label}`);
       }
       // AfterDrain: the member is removed in the hook phase, so the deletion is judged as that removal.
@@ -482,13 +663,17 @@ export function removalRequested(snapshot: Snapshot, memberId: string): boolean 
 
 /** "machine a, machine b and 3 more": a status line stays readable however many Machines lack a member. */
 function machineList(names: string[], separator: string): string {
-  const shown = names.slice(0, 5).map((name) => `machine ${name}`).join(separator);
+  const shown = names
+    .slice(0, 5)
+    .map((name) => `machine ${name}`)
+    .join(separator);
   return names.length > 5 ? `${shown} (and ${names.length - 5} more)` : shown;
 }
 
 /** What a user does about an unmapped member, for blockers and the EtcdMembersMapped condition. */
 export function unmappedFix(member: MemberAssessment): string {
-  const hosts = member.candidates && member.candidates.length > 0 ? machineList(member.candidates, " or ") : "its Machine";
+  const hosts =
+    member.candidates && member.candidates.length > 0 ? machineList(member.candidates, " or ") : "its Machine";
   return (
     `if it runs on ${hosts}, give that Machine the member's address in status.addresses or a nodeRef to the Node named ${member.name || "after it"}; ` +
     `if it is stale, annotate the QuorumControlPlane with ${REMOVE_MEMBER_ANNOTATION}=${member.id} to remove it`

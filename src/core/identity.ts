@@ -30,7 +30,9 @@ function isIPLiteral(host: string): boolean {
 
 /** Every host a member advertises, peer URLs first. */
 export function memberHosts(member: MemberView): string[] {
-  const hosts = [...member.peerURLs, ...member.clientURLs].map(peerHost).filter((host): host is string => host !== undefined);
+  const hosts = [...member.peerURLs, ...member.clientURLs]
+    .map(peerHost)
+    .filter((host): host is string => host !== undefined);
   return [...new Set(hosts)];
 }
 
@@ -72,7 +74,8 @@ function evidence(member: MemberView, machine: MachineView, nodes: NodeView[]): 
       nodes.some(
         (candidate) =>
           candidate.name === member.name &&
-          ((Boolean(candidate.providerID) && candidate.providerID === machine.providerID) || candidate.addresses.some((host) => machine.addresses.includes(host))),
+          ((Boolean(candidate.providerID) && candidate.providerID === machine.providerID) ||
+            candidate.addresses.some((host) => machine.addresses.includes(host))),
       ));
   const name = named && (member.name === machine.memberName || member.name === machine.name);
   if (!address && !node && !name) return undefined;
@@ -117,7 +120,8 @@ export function mapMembersToMachines(snapshot: Snapshot): Map<string, string> {
     const sorted = [...claimants].sort((a, b) => compareKeys(a.key, b.key));
     const top = sorted.filter((claim) => compareKeys(claim.key, sorted[0].key) === 0);
     // Same evidence: at the Machine's address the live member wins; by node or name alone none can be told apart.
-    const winner = top.length === 1 ? top[0] : top[0].key[0] === 0 ? uniqueBest(top, (claim) => liveness(claim.member)) : undefined;
+    const winner =
+      top.length === 1 ? top[0] : top[0].key[0] === 0 ? uniqueBest(top, (claim) => liveness(claim.member)) : undefined;
     if (winner) result.set(winner.member.id, machine);
   }
   return result;

@@ -25,7 +25,8 @@ export function recall(entries: readonly EtcdMemberStatus[] | undefined, now: nu
     const firstObserved = parseTime(entry.firstObserved) ?? now;
     // A healthy started member recorded before startedObserved existed counts as started when first observed; one
     // recorded unhealthy has no connection age to trust until it is seen answering again.
-    const startedObserved = parseTime(entry.startedObserved) ?? (entry.name !== "" && entry.healthy ? firstObserved : undefined);
+    const startedObserved =
+      parseTime(entry.startedObserved) ?? (entry.name !== "" && entry.healthy ? firstObserved : undefined);
     memory.set(entry.id, {
       firstObserved,
       ...(startedObserved !== undefined ? { startedObserved } : {}),
@@ -41,14 +42,20 @@ export function recall(entries: readonly EtcdMemberStatus[] | undefined, now: nu
  * or set to `now` the first time the member is seen with a name (started); lastProgress moves to `now` whenever the
  * applied index moved (or the member is new).
  */
-export function observe(members: readonly ObservedMember[], memory: ReadonlyMap<string, MemberMemory>, now: number): MemberView[] {
+export function observe(
+  members: readonly ObservedMember[],
+  memory: ReadonlyMap<string, MemberMemory>,
+  now: number,
+): MemberView[] {
   return members.map((member) => {
     const before = memory.get(member.id);
     const applied = member.raftAppliedIndex;
     const progressed = before === undefined || (applied !== undefined && applied !== before.raftAppliedIndex);
     // Seen answering without a gap since then: an outage restarts the member's peer connections, and etcd counts
     // their age when it decides whether to refuse a removal (removalWindow in selection.ts).
-    const startedObserved = !member.reachable ? undefined : (before?.startedObserved ?? (member.name !== "" ? now : undefined));
+    const startedObserved = !member.reachable
+      ? undefined
+      : (before?.startedObserved ?? (member.name !== "" ? now : undefined));
     return {
       ...member,
       firstObserved: before?.firstObserved ?? now,
@@ -70,7 +77,9 @@ export function persisted(member: MemberView): PersistedMemory {
   return {
     firstObserved: member.firstObserved,
     ...(member.startedObserved !== undefined ? { startedObserved: member.startedObserved } : {}),
-    ...(member.learner && member.raftAppliedIndex !== undefined ? { learnerProgress: { raftAppliedIndex: member.raftAppliedIndex, lastProgress: member.lastProgress } } : {}),
+    ...(member.learner && member.raftAppliedIndex !== undefined
+      ? { learnerProgress: { raftAppliedIndex: member.raftAppliedIndex, lastProgress: member.lastProgress } }
+      : {}),
   };
 }
 

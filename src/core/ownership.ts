@@ -43,7 +43,8 @@ const ALLOWED: Record<OwnershipConflict["holds"], ReadonlySet<Action["kind"]>> =
 
 /** Whether `action` may be taken while `conflict` lasts. A Wait always may. */
 export function allowedDespite(conflict: OwnershipConflict, action: Action): boolean {
-  if (action.kind === "RemoveMember" && conflict.holds === "allButOwnRemovals" && action.machine === undefined) return false;
+  if (action.kind === "RemoveMember" && conflict.holds === "allButOwnRemovals" && action.machine === undefined)
+    return false;
   return ALLOWED[conflict.holds].has(action.kind);
 }
 
@@ -67,7 +68,12 @@ export function ownershipConflict(snapshot: Snapshot): OwnershipConflict | undef
     const what = snapshot.controlPlane.deleting
       ? `this QuorumControlPlane is being deleted, so it removes its own Machines and their members one at a time and never a member that maps to none of them (it may be ${other}'s)`
       : `Quorum does nothing here; delete this QuorumControlPlane or point the Cluster at it (${wanted})`;
-    return { reason: "NotReferencedByCluster", holds, claimant: other, message: `${cluster} names ${other} in spec.controlPlaneRef, not this QuorumControlPlane: ${what}` };
+    return {
+      reason: "NotReferencedByCluster",
+      holds,
+      claimant: other,
+      message: `${cluster} names ${other} in spec.controlPlaneRef, not this QuorumControlPlane: ${what}`,
+    };
   }
   const inCluster = snapshot.cluster.foreignMachines.filter((machine) => machine.sameCluster);
   if (inCluster.length > 0) {

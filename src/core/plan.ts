@@ -10,7 +10,17 @@
 // simulator can swap either for a known-bad variant and prove it notices.
 import { PRE_TERMINATE_HOOK, REMOVE_MEMBER_ANNOTATION } from "../api/constants.ts";
 import type { Action } from "./actions.ts";
-import { assess, describeBlockers, removalRequested, unmappedFix, type Blocker, type MachineAssessment, type MemberAssessment, type PlannedOp, type Verdict } from "./assess.ts";
+import {
+  assess,
+  describeBlockers,
+  removalRequested,
+  unmappedFix,
+  type Blocker,
+  type MachineAssessment,
+  type MemberAssessment,
+  type PlannedOp,
+  type Verdict,
+} from "./assess.ts";
 import { formatDuration, formatSeconds } from "./format.ts";
 import { allowedDespite, ownershipConflict } from "./ownership.ts";
 import {
@@ -70,7 +80,12 @@ interface Step {
 export const MIN_RECHECK_MS = 100;
 
 function waitFor(reason: string, recheckAfterMs: number, blockedBy?: string): WaitAction {
-  return { kind: "Wait", reason, recheckAfterMs: Math.max(MIN_RECHECK_MS, Math.round(recheckAfterMs)), ...(blockedBy ? { blockedBy } : {}) };
+  return {
+    kind: "Wait",
+    reason,
+    recheckAfterMs: Math.max(MIN_RECHECK_MS, Math.round(recheckAfterMs)),
+    ...(blockedBy ? { blockedBy } : {}),
+  };
 }
 
 function subjects(blockers: Blocker[]): string {
@@ -91,7 +106,9 @@ function remediationRank(member: MemberAssessment | undefined): number {
 }
 
 function byDeletion(machines: MachineView[]): MachineView[] {
-  return [...machines].sort((a, b) => (a.deleting ?? 0) - (b.deleting ?? 0) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return [...machines].sort(
+    (a, b) => (a.deleting ?? 0) - (b.deleting ?? 0) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0),
+  );
 }
 
 export function makePlanner(parts?: Partial<PlannerParts>): (s: Snapshot) => Decision {
@@ -104,7 +121,10 @@ function holdBesideOtherOwners(snapshot: Snapshot, decision: Decision, parts: Pl
   const conflict = parts.ownershipConflict(snapshot);
   if (!conflict || allowedDespite(conflict, decision.action)) return decision;
   const held = `${decision.action.kind} (${decision.action.reason})`;
-  return { action: waitFor(`${conflict.message}; held back: ${held}`, RECHECK_MS.blocked, conflict.claimant), assessment: decision.assessment };
+  return {
+    action: waitFor(`${conflict.message}; held back: ${held}`, RECHECK_MS.blocked, conflict.claimant),
+    assessment: decision.assessment,
+  };
 }
 
 export const plan = makePlanner();
@@ -114,15 +134,28 @@ function decide(snapshot: Snapshot, parts: PlannerParts): Decision {
   const key = `QuorumControlPlane ${spec.namespace}/${spec.name}`;
   const check = (op: PlannedOp): Verdict => parts.assess(snapshot, op);
   const base = check({ kind: "Observe" });
-  const decided = (step: Step): Decision => ({ action: step.action, assessment: base, ...(step.check ? { check: step.check } : {}) });
+  const decided = (step: Step): Decision => ({
+    action: step.action,
+    assessment: base,
+    ...(step.check ? { check: step.check } : {}),
+  });
 
   // One owner first (src/core/ownership.ts): a Cluster that names another control plane gets no step from us at all.
   const conflict = parts.ownershipConflict(snapshot);
-  if (conflict?.holds === "everything") return decided({ action: waitFor(conflict.message, RECHECK_MS.blocked, conflict.claimant) });
+  if (conflict?.holds === "everything")
+    return decided({ action: waitFor(conflict.message, RECHECK_MS.blocked, conflict.claimant) });
 
   if (snapshot.cluster.paused || spec.paused) {
-    const who = snapshot.cluster.paused ? `Cluster ${spec.namespace}/${snapshot.cluster.name} has spec.paused set` : `${key} carries the cluster.x-k8s.io/paused annotation`;
-    return decided({ action: waitFor(`paused: ${who}; Quorum changes nothing until it is removed`, RECHECK_MS.idle, snapshot.cluster.paused ? `Cluster ${snapshot.cluster.name}` : key) });
+    const who = snapshot.cluster.paused
+      ? `Cluster ${spec.namespace}/${snapshot.cluster.name} has spec.paused set`
+      : `${key} carries the cluster.x-k8s.io/paused annotation`;
+    return decided({
+      action: waitFor(
+        `paused: ${who}; Quorum changes nothing until it is removed`,
+        RECHECK_MS.idle,
+        snapshot.cluster.paused ? `Cluster ${snapshot.cluster.name}` : key,
+      ),
+    });
   }
 
   if (spec.deleting && snapshot.machines.length === 0) {
@@ -133,20 +166,37 @@ function decide(snapshot: Snapshot, parts: PlannerParts): Decision {
   // on before Quorum does anything that could lead to a deletion.
   const unhooked = byName(activeMachines(snapshot).filter((machine) => !machine.hasPreTerminateHook))[0];
   if (unhooked) {
-    return decided({ action: { kind: "AddHook", machine: unhooked.name, reason: `add Quorum's pre-terminate hook to machine ${unhooked.name} so that a deletion by anyone waits for its etcd member to be removed` } });
+    return decided({
+      action: {
+        kind: "AddHook",
+        machine: unhooked.name,
+        reason: `add Quorum's pre-terminate hook to machine ${unhooked.name} so that a deletion by anyone waits for its etcd member to be removed`,
+      },
+    });
   }
 
   const ctx = new Context(snapshot, parts, base, check);
 
   if (!base.observed) {
     if (snapshot.machines.length === 0 && !spec.deleting) {
-      if (spec.replicas < 1) return decided({ action: waitFor(`${key} asks for 0 replicas: nothing to create`, RECHECK_MS.idle) });
-      return decided(ctx.create(`initial creation: no Machines yet for ${spec.replicas} replica${spec.replicas === 1 ? "" : "s"}`));
+      if (spec.replicas < 1)
+        return decided({ action: waitFor(`${key} asks for 0 replicas: nothing to create`, RECHECK_MS.idle) });
+      return decided(
+        ctx.create(`initial creation: no Machines yet for ${spec.replicas} replica${spec.replicas === 1 ? "" : "s"}`),
+      );
     }
     const cause = snapshot.etcd.error ?? "no etcd endpoint answered";
     // Without the member list no removal, deletion or promotion can be judged; waiting is the only safe step.
-    const force = spec.deleting ? `; if this etcd is gone for good, remove the annotation ${PRE_TERMINATE_HOOK} from its Machines and delete them by hand` : "";
-    return decided({ action: waitFor(`etcd is not observed: ${cause}; nothing disruptive happens until the member list can be read${force}`, RECHECK_MS.converging, "etcd") });
+    const force = spec.deleting
+      ? `; if this etcd is gone for good, remove the annotation ${PRE_TERMINATE_HOOK} from its Machines and delete them by hand`
+      : "";
+    return decided({
+      action: waitFor(
+        `etcd is not observed: ${cause}; nothing disruptive happens until the member list can be read${force}`,
+        RECHECK_MS.converging,
+        "etcd",
+      ),
+    });
   }
 
   return decided(ctx.decide());
@@ -174,11 +224,16 @@ class Context {
     this.desired = this.spec.deleting ? 0 : this.spec.replicas;
     this.outdated = this.active.filter((machine) => !isUpToDate(snapshot, machine));
     this.surge = this.spec.maxSurge === 1 || this.spec.replicas < 3;
-    this.scaleDownWanted = this.active.length > this.desired || (!this.spec.deleting && this.outdated.length > 0 && !this.surge && this.active.length >= this.desired);
+    this.scaleDownWanted =
+      this.active.length > this.desired ||
+      (!this.spec.deleting && this.outdated.length > 0 && !this.surge && this.active.length >= this.desired);
   }
 
   get choice(): ScaleDownChoice | undefined {
-    if (!this.choiceCache) this.choiceCache = { value: this.scaleDownWanted ? this.parts.selectForScaleDown(this.snapshot, this.base) : undefined };
+    if (!this.choiceCache)
+      this.choiceCache = {
+        value: this.scaleDownWanted ? this.parts.selectForScaleDown(this.snapshot, this.base) : undefined,
+      };
     return this.choiceCache.value;
   }
 
@@ -199,8 +254,15 @@ class Context {
     return this.snapshot.machines.find((candidate) => candidate.name === name);
   }
 
-  blocked(reason: string, verdict: Verdict, recheckAfterMs: number = RECHECK_MS.blocked): { action: WaitAction; check: Verdict } {
-    return { action: waitFor(`${reason}: ${describeBlockers(verdict.blockers)}`, recheckAfterMs, subjects(verdict.blockers)), check: verdict };
+  blocked(
+    reason: string,
+    verdict: Verdict,
+    recheckAfterMs: number = RECHECK_MS.blocked,
+  ): { action: WaitAction; check: Verdict } {
+    return {
+      action: waitFor(`${reason}: ${describeBlockers(verdict.blockers)}`, recheckAfterMs, subjects(verdict.blockers)),
+      check: verdict,
+    };
   }
 
   decide(): Step {
@@ -238,8 +300,19 @@ class Context {
       // rollout: one thing at a time, and never a new disruption next to an unresolved one.
       const [first, ...rest] = this.waits;
       const reason = [first.action.reason, ...rest.map((wait) => wait.action.reason)].join("; also: ");
-      const blockedBy = [...new Set(this.waits.map((wait) => wait.action.blockedBy).filter((subject): subject is string => Boolean(subject)))].join(", ");
-      return { action: waitFor(reason, Math.min(...this.waits.map((wait) => wait.action.recheckAfterMs)), blockedBy || undefined), ...(first.check ? { check: first.check } : {}) };
+      const blockedBy = [
+        ...new Set(
+          this.waits.map((wait) => wait.action.blockedBy).filter((subject): subject is string => Boolean(subject)),
+        ),
+      ].join(", ");
+      return {
+        action: waitFor(
+          reason,
+          Math.min(...this.waits.map((wait) => wait.action.recheckAfterMs)),
+          blockedBy || undefined,
+        ),
+        ...(first.check ? { check: first.check } : {}),
+      };
     }
     return this.waitForJoiners() ?? this.scaleDown() ?? this.scaleUp() ?? this.rollOut() ?? this.idle();
   }
@@ -247,13 +320,24 @@ class Context {
   // --- finishing work -------------------------------------------------------------------------------------------
 
   releaseHooksOfGoneMembers(): Step | undefined {
-    for (const machine of byDeletion(this.snapshot.machines.filter((candidate) => candidate.deleting !== undefined && candidate.hasPreTerminateHook))) {
+    for (const machine of byDeletion(
+      this.snapshot.machines.filter((candidate) => candidate.deleting !== undefined && candidate.hasPreTerminateHook),
+    )) {
       if (this.info(machine.name)?.class !== "deleting-member-gone") continue;
       const verdict = this.check({ kind: "ReleaseHook", machine: machine.name });
       if (verdict.allowed) {
-        return { action: { kind: "ReleaseHook", machine: machine.name, reason: `release the pre-terminate hook of machine ${machine.name}: its etcd member is gone, so CAPI may delete its infrastructure` }, check: verdict };
+        return {
+          action: {
+            kind: "ReleaseHook",
+            machine: machine.name,
+            reason: `release the pre-terminate hook of machine ${machine.name}: its etcd member is gone, so CAPI may delete its infrastructure`,
+          },
+          check: verdict,
+        };
       }
-      this.waits.push(this.blocked(`machine ${machine.name} is being deleted but its hook cannot be released yet`, verdict));
+      this.waits.push(
+        this.blocked(`machine ${machine.name} is being deleted but its hook cannot be released yet`, verdict),
+      );
     }
     return undefined;
   }
@@ -264,14 +348,23 @@ class Context {
     if (!choice || this.memberOf(choice.machine)) return undefined;
     const verdict = this.check({ kind: "DeleteMachine", machine: choice.machine });
     if (verdict.allowed) {
-      return { action: { kind: "DeleteMachine", machine: choice.machine, reason: `delete machine ${choice.machine} (${this.scaleDownContext()}): ${choice.why}` }, check: verdict };
+      return {
+        action: {
+          kind: "DeleteMachine",
+          machine: choice.machine,
+          reason: `delete machine ${choice.machine} (${this.scaleDownContext()}): ${choice.why}`,
+        },
+        check: verdict,
+      };
     }
     this.waits.push(this.blocked(`machine ${choice.machine} should be deleted (${choice.why}) but`, verdict));
     return undefined;
   }
 
   removeGhosts(): Step | undefined {
-    const ghosts = [...this.base.members.filter((member) => member.class === "ghost")].sort((a, b) => Number(a.healthy) - Number(b.healthy) || (a.id < b.id ? -1 : 1));
+    const ghosts = [...this.base.members.filter((member) => member.class === "ghost")].sort(
+      (a, b) => Number(a.healthy) - Number(b.healthy) || (a.id < b.id ? -1 : 1),
+    );
     if (ghosts.length === 0) return undefined;
     const refusals: Verdict[] = [];
     for (const ghost of ghosts) {
@@ -283,7 +376,15 @@ class Context {
           this.waits.push({ action: window.action as WaitAction, ...(window.check ? { check: window.check } : {}) });
           continue;
         }
-        return { action: { kind: "RemoveGhost", memberId: ghost.id, memberName: ghost.name, reason: `remove ghost ${ghost.label}: ${ghost.state.replace(/^ghost: /, "it ")}; ${verdict.summary}` }, check: verdict };
+        return {
+          action: {
+            kind: "RemoveGhost",
+            memberId: ghost.id,
+            memberName: ghost.name,
+            reason: `remove ghost ${ghost.label}: ${ghost.state.replace(/^ghost: /, "it ")}; ${verdict.summary}`,
+          },
+          check: verdict,
+        };
       }
       refusals.push(verdict);
     }
@@ -291,7 +392,11 @@ class Context {
     const names = ghosts.map((ghost) => ghost.label).join(", ");
     const why = describeBlockers(refusals.flatMap((verdict) => verdict.blockers));
     this.waits.push({
-      action: waitFor(`ghost ${names} maps to no Machine and blocks every disruptive step; removing it is not safe yet: ${why}`, RECHECK_MS.blocked, [names, subjects(refusals.flatMap((verdict) => verdict.blockers))].filter(Boolean).join(", ")),
+      action: waitFor(
+        `ghost ${names} maps to no Machine and blocks every disruptive step; removing it is not safe yet: ${why}`,
+        RECHECK_MS.blocked,
+        [names, subjects(refusals.flatMap((verdict) => verdict.blockers))].filter(Boolean).join(", "),
+      ),
       check: refusals[0],
     });
     return undefined;
@@ -304,7 +409,12 @@ class Context {
   removeRequestedUnmapped(): Step | undefined {
     for (const member of this.base.members) {
       if (member.class !== "unmapped" || !removalRequested(this.snapshot, member.id)) continue;
-      const step = this.removeMember(member, undefined, `${REMOVE_MEMBER_ANNOTATION} on ${this.spec.namespace}/${this.spec.name} names ${member.label}, which maps to no Machine`, "as asked");
+      const step = this.removeMember(
+        member,
+        undefined,
+        `${REMOVE_MEMBER_ANNOTATION} on ${this.spec.namespace}/${this.spec.name} names ${member.label}, which maps to no Machine`,
+        "as asked",
+      );
       if (step.action.kind !== "Wait") return step;
       this.waits.push({ action: step.action, ...(step.check ? { check: step.check } : {}) });
     }
@@ -318,18 +428,38 @@ class Context {
       const why = `machine ${machine.name} is being deleted`;
       if (this.spec.deleting && this.snapshot.etcd.members.length === 1) {
         if (!machine.hasPreTerminateHook) {
-          this.waits.push({ action: waitFor(`${why}; it holds the last etcd member, which goes with it`, RECHECK_MS.converging, `machine ${machine.name}`) });
+          this.waits.push({
+            action: waitFor(
+              `${why}; it holds the last etcd member, which goes with it`,
+              RECHECK_MS.converging,
+              `machine ${machine.name}`,
+            ),
+          });
           continue;
         }
         const verdict = this.check({ kind: "ReleaseHook", machine: machine.name });
-        if (verdict.allowed) return { action: { kind: "ReleaseHook", machine: machine.name, reason: `release the pre-terminate hook of machine ${machine.name}: the control plane is being deleted and ${member.label} is the last member` }, check: verdict };
+        if (verdict.allowed)
+          return {
+            action: {
+              kind: "ReleaseHook",
+              machine: machine.name,
+              reason: `release the pre-terminate hook of machine ${machine.name}: the control plane is being deleted and ${member.label} is the last member`,
+            },
+            check: verdict,
+          };
         this.waits.push(this.blocked(`${why} but its hook cannot be released`, verdict));
         continue;
       }
       // AfterDrain: removing the member before the drain would cut off kubelets that talk to their local
       // apiserver, so the member waits until CAPI reports the drain done.
       if (this.spec.memberRemoval === "AfterDrain" && machine.drainFinished === false && machine.hasPreTerminateHook) {
-        this.waits.push({ action: waitFor(`${why} and CAPI is draining it; ${member.label} is removed once the drain ends (memberRemoval AfterDrain)`, RECHECK_MS.converging, `machine ${machine.name}`) });
+        this.waits.push({
+          action: waitFor(
+            `${why} and CAPI is draining it; ${member.label} is removed once the drain ends (memberRemoval AfterDrain)`,
+            RECHECK_MS.converging,
+            `machine ${machine.name}`,
+          ),
+        });
         continue;
       }
       const step = this.removeMember(member, machine.name, why, `then release its pre-terminate hook`);
@@ -350,13 +480,22 @@ class Context {
       const raw = this.snapshot.etcd.members.find((candidate) => candidate.id === member.id);
       const settings = this.spec.etcd;
       let why: string;
-      if (member.name === "") why = `it was added ${formatDuration(this.snapshot.now - (raw?.firstObserved ?? this.snapshot.now))} ago and never started (memberJoinGracePeriod ${formatDuration(settings.memberJoinGracePeriodMs)})`;
-      else if (raw && this.snapshot.now - raw.lastProgress > settings.learnerStallMs) why = `it made no raft progress for ${formatDuration(this.snapshot.now - raw.lastProgress)} (learnerStallTimeout ${formatDuration(settings.learnerStallMs)})`;
-      else why = `it is still a learner after ${formatDuration(this.snapshot.now - (raw?.firstObserved ?? this.snapshot.now))} (learnerPromotionTimeout ${formatDuration(settings.learnerPromotionTimeoutMs)})`;
+      if (member.name === "")
+        why = `it was added ${formatDuration(this.snapshot.now - (raw?.firstObserved ?? this.snapshot.now))} ago and never started (memberJoinGracePeriod ${formatDuration(settings.memberJoinGracePeriodMs)})`;
+      else if (raw && this.snapshot.now - raw.lastProgress > settings.learnerStallMs)
+        why = `it made no raft progress for ${formatDuration(this.snapshot.now - raw.lastProgress)} (learnerStallTimeout ${formatDuration(settings.learnerStallMs)})`;
+      else
+        why = `it is still a learner after ${formatDuration(this.snapshot.now - (raw?.firstObserved ?? this.snapshot.now))} (learnerPromotionTimeout ${formatDuration(settings.learnerPromotionTimeoutMs)})`;
       const verdict = this.check({ kind: "RemoveMember", memberId: member.id });
       if (verdict.allowed) {
         return {
-          action: { kind: "RemoveMember", memberId: member.id, memberName: member.name, machine: machine.name, reason: `evict ${member.label}: ${why}; machine ${machine.name} is replaced once its member is gone` },
+          action: {
+            kind: "RemoveMember",
+            memberId: member.id,
+            memberName: member.name,
+            machine: machine.name,
+            reason: `evict ${member.label}: ${why}; machine ${machine.name} is replaced once its member is gone`,
+          },
           check: verdict,
         };
       }
@@ -369,11 +508,14 @@ class Context {
     if (this.spec.deleting) return undefined;
     // A Machine that lost (or never got) its member is replaced only when it is needed; with Machines to spare
     // the scale-down selection decides, and it prefers exactly such a Machine.
-    const lostAndNeeded = (machine: MachineView) => !this.scaleDownWanted && this.info(machine.name)?.class === "member-lost";
+    const lostAndNeeded = (machine: MachineView) =>
+      !this.scaleDownWanted && this.info(machine.name)?.class === "member-lost";
     const targets = this.active
       .filter((machine) => machine.remediationRequested || machine.failed || lostAndNeeded(machine))
       .map((machine) => ({ machine, member: this.memberOf(machine.name) }))
-      .sort((a, b) => remediationRank(a.member) - remediationRank(b.member) || (a.machine.name < b.machine.name ? -1 : 1));
+      .sort(
+        (a, b) => remediationRank(a.member) - remediationRank(b.member) || (a.machine.name < b.machine.name ? -1 : 1),
+      );
     // Each in turn: one blocked remediation (next to an unmapped member, say) must not hold back a safe one.
     for (const { machine, member } of targets) {
       const step = this.remediateOne(machine, member);
@@ -383,7 +525,11 @@ class Context {
   }
 
   remediateOne(machine: MachineView, member: MemberAssessment | undefined): Step | undefined {
-    const why = machine.remediationRequested ? "remediation was requested for it" : machine.failed ? "its infrastructure failed for good" : `it ${this.info(machine.name)?.detail ?? "has no etcd member"}`;
+    const why = machine.remediationRequested
+      ? "remediation was requested for it"
+      : machine.failed
+        ? "its infrastructure failed for good"
+        : `it ${this.info(machine.name)?.detail ?? "has no etcd member"}`;
 
     const gate = this.remediationGate(machine.name);
     if (gate) {
@@ -391,7 +537,12 @@ class Context {
       return undefined;
     }
     if (member && (this.spec.memberRemoval === "BeforeDelete" || member.learner)) {
-      const step = this.removeMember(member, machine.name, `machine ${machine.name} is remediated: ${why}`, "then replace the Machine");
+      const step = this.removeMember(
+        member,
+        machine.name,
+        `machine ${machine.name} is remediated: ${why}`,
+        "then replace the Machine",
+      );
       if (step.action.kind !== "Wait") return step;
       this.waits.push({ action: step.action, ...(step.check ? { check: step.check } : {}) });
       return undefined;
@@ -399,7 +550,14 @@ class Context {
     const verdict = this.check({ kind: "DeleteMachine", machine: machine.name });
     if (verdict.allowed) {
       const then = member ? `; ${member.label} is removed after the drain (memberRemoval AfterDrain)` : "";
-      return { action: { kind: "Remediate", machine: machine.name, reason: `remediate machine ${machine.name}: ${why}; delete it and create a replacement${then}` }, check: verdict };
+      return {
+        action: {
+          kind: "Remediate",
+          machine: machine.name,
+          reason: `remediate machine ${machine.name}: ${why}; delete it and create a replacement${then}`,
+        },
+        check: verdict,
+      };
     }
     this.waits.push(this.blocked(`machine ${machine.name} needs remediation (${why}) but`, verdict));
     return undefined;
@@ -411,7 +569,11 @@ class Context {
     if (!last || last.machine === machine) return undefined;
     const since = this.snapshot.now - last.time;
     if (since < retryPeriodMs) {
-      return waitFor(`machine ${machine} needs remediation, but machine ${last.machine} was remediated ${formatDuration(since)} ago (retryPeriod ${formatDuration(retryPeriodMs)})`, retryPeriodMs - since, `machine ${machine}`);
+      return waitFor(
+        `machine ${machine} needs remediation, but machine ${last.machine} was remediated ${formatDuration(since)} ago (retryPeriod ${formatDuration(retryPeriodMs)})`,
+        retryPeriodMs - since,
+        `machine ${machine}`,
+      );
     }
     if (maxRetry >= 0 && since < minHealthyPeriodMs && last.retryCount >= maxRetry) {
       return waitFor(
@@ -430,7 +592,15 @@ class Context {
       if (!machine || machine.deleting !== undefined) continue;
       const verdict = this.check({ kind: "PromoteLearner", memberId: member.id });
       if (verdict.allowed) {
-        return { action: { kind: "PromoteLearner", memberId: member.id, memberName: member.name, reason: `promote ${member.label} to voter: it has caught up with the leader; ${verdict.summary}` }, check: verdict };
+        return {
+          action: {
+            kind: "PromoteLearner",
+            memberId: member.id,
+            memberName: member.name,
+            reason: `promote ${member.label} to voter: it has caught up with the leader; ${verdict.summary}`,
+          },
+          check: verdict,
+        };
       }
       this.waits.push(this.blocked(`new ${member.label} is joining`, verdict, RECHECK_MS.joining));
     }
@@ -447,23 +617,37 @@ class Context {
       if (member) {
         const raw = this.snapshot.etcd.members.find((candidate) => candidate.id === member.id);
         const since = formatDuration(this.snapshot.now - (raw?.firstObserved ?? this.snapshot.now));
-        if (member.name === "") return `machine ${machine.name} is joining: its member ${member.id} was added ${since} ago and has not started yet`;
+        if (member.name === "")
+          return `machine ${machine.name} is joining: its member ${member.id} was added ${since} ago and has not started yet`;
         return `machine ${machine.name} is joining: ${member.label} is a ${member.state}`;
       }
       const grace = this.spec.etcd.memberJoinGracePeriodMs - (this.snapshot.now - machine.created);
       return `machine ${machine.name} is ${this.info(machine.name)?.detail ?? "provisioning"}; it is replaced if no member joins within ${formatDuration(grace)}`;
     });
     const memberAdded = joining.some((machine) => this.memberOf(machine.name) !== undefined);
-    return { action: waitFor(`${parts.join("; ")}; the next step waits until it has joined`, memberAdded ? RECHECK_MS.joining : RECHECK_MS.converging, joining.map((machine) => `machine ${machine.name}`).join(", ")) };
+    return {
+      action: waitFor(
+        `${parts.join("; ")}; the next step waits until it has joined`,
+        memberAdded ? RECHECK_MS.joining : RECHECK_MS.converging,
+        joining.map((machine) => `machine ${machine.name}`).join(", "),
+      ),
+    };
   }
 
   scaleDownContext(): string {
     const machines = (n: number) => `${n} Machine${n === 1 ? "" : "s"}`;
-    if (this.spec.deleting) return `${this.spec.namespace}/${this.spec.name} is being deleted: ${machines(this.active.length)} left`;
-    if (this.active.length > this.desired && this.outdated.length > 0 && this.active.length - this.desired === 1 && this.spec.replicas === this.desired) {
+    if (this.spec.deleting)
+      return `${this.spec.namespace}/${this.spec.name} is being deleted: ${machines(this.active.length)} left`;
+    if (
+      this.active.length > this.desired &&
+      this.outdated.length > 0 &&
+      this.active.length - this.desired === 1 &&
+      this.spec.replicas === this.desired
+    ) {
       return `rollout: ${machines(this.active.length)} for ${this.desired} replica${this.desired === 1 ? "" : "s"}, so an outdated Machine leaves`;
     }
-    if (this.active.length > this.desired) return `scale down: ${machines(this.active.length)} for ${this.desired} replica${this.desired === 1 ? "" : "s"}`;
+    if (this.active.length > this.desired)
+      return `scale down: ${machines(this.active.length)} for ${this.desired} replica${this.desired === 1 ? "" : "s"}`;
     return `rollout with maxSurge 0: an outdated Machine leaves before its replacement is created`;
   }
 
@@ -476,8 +660,19 @@ class Context {
     if (!member || lastMember || (this.spec.memberRemoval === "AfterDrain" && !member.learner)) {
       const verdict = this.check({ kind: "DeleteMachine", machine: choice.machine });
       if (!verdict.allowed) return this.blocked(`${why}, but deleting it is blocked`, verdict);
-      const then = !member ? "" : lastMember ? `; ${member.label} is the last member and goes with it` : `; ${member.label} is removed after the drain (memberRemoval AfterDrain)`;
-      return { action: { kind: "DeleteMachine", machine: choice.machine, reason: `delete machine ${choice.machine} (${why})${then}; ${verdict.summary}` }, check: verdict };
+      const then = !member
+        ? ""
+        : lastMember
+          ? `; ${member.label} is the last member and goes with it`
+          : `; ${member.label} is removed after the drain (memberRemoval AfterDrain)`;
+      return {
+        action: {
+          kind: "DeleteMachine",
+          machine: choice.machine,
+          reason: `delete machine ${choice.machine} (${why})${then}; ${verdict.summary}`,
+        },
+        check: verdict,
+      };
     }
     return this.removeMember(member, choice.machine, why, "then delete the Machine");
   }
@@ -491,7 +686,13 @@ class Context {
     if (this.spec.deleting || this.outdated.length === 0 || !this.surge) return undefined;
     const sample = this.outdated[0];
     const note = this.spec.maxSurge === 0 ? " (maxSurge 0 needs 3 or more replicas, so Quorum surges by one)" : "";
-    return this.create(`rollout: ${this.outdated.length} of ${this.active.length} Machines outdated (${byName(this.outdated).map((machine) => machine.name).join(", ")}: ${outdatedReasons(this.snapshot, sample).join(", ")}); an up-to-date Machine joins before an outdated one leaves${note}`);
+    return this.create(
+      `rollout: ${this.outdated.length} of ${this.active.length} Machines outdated (${byName(this.outdated)
+        .map((machine) => machine.name)
+        .join(
+          ", ",
+        )}: ${outdatedReasons(this.snapshot, sample).join(", ")}); an up-to-date Machine joins before an outdated one leaves${note}`,
+    );
   }
 
   idle(): Step {
@@ -500,7 +701,13 @@ class Context {
     if (unmapped.length > 0) {
       // The spec is met, but a member nobody can place holds back every healthy removal: say so where users look.
       const labels = unmapped.map((member) => member.label).join(", ");
-      return { action: waitFor(`${this.active.length} of ${this.desired} Machines, but ${labels} maps to no Machine: ${unmapped.map(unmappedFix).join("; ")}`, RECHECK_MS.idle, labels) };
+      return {
+        action: waitFor(
+          `${this.active.length} of ${this.desired} Machines, but ${labels} maps to no Machine: ${unmapped.map(unmappedFix).join("; ")}`,
+          RECHECK_MS.idle,
+          labels,
+        ),
+      };
     }
     return {
       action: waitFor(
@@ -515,13 +722,23 @@ class Context {
   create(context: string): Step {
     const cluster = this.snapshot.cluster;
     if (!cluster.infrastructureReady) {
-      return { action: waitFor(`${context}, but the infrastructure of Cluster ${this.spec.namespace}/${cluster.name} is not ready yet`, RECHECK_MS.converging, `Cluster ${cluster.name}`) };
+      return {
+        action: waitFor(
+          `${context}, but the infrastructure of Cluster ${this.spec.namespace}/${cluster.name} is not ready yet`,
+          RECHECK_MS.converging,
+          `Cluster ${cluster.name}`,
+        ),
+      };
     }
     const verdict = this.check({ kind: "CreateMachine" });
     if (!verdict.allowed) return this.blocked(`${context}, but adding a member is not safe yet`, verdict);
     const failureDomain = chooseFailureDomain(this.snapshot);
     return {
-      action: { kind: "CreateMachine", ...(failureDomain !== undefined ? { failureDomain } : {}), reason: `${context}: create a Machine${failureDomain !== undefined ? ` in failure domain ${failureDomain}` : ""}; ${verdict.summary}` },
+      action: {
+        kind: "CreateMachine",
+        ...(failureDomain !== undefined ? { failureDomain } : {}),
+        reason: `${context}: create a Machine${failureDomain !== undefined ? ` in failure domain ${failureDomain}` : ""}; ${verdict.summary}`,
+      },
       check: verdict,
     };
   }
@@ -547,7 +764,13 @@ class Context {
       if (target) {
         const to = target.member;
         return {
-          action: { kind: "ForwardLeadership", fromMemberId: member.id, toMemberId: to.id, toMemberName: to.name, reason: `move etcd leadership from ${member.label} to ${to.label} (${target.why}) before removing it (${why})` },
+          action: {
+            kind: "ForwardLeadership",
+            fromMemberId: member.id,
+            toMemberId: to.id,
+            toMemberName: to.name,
+            reason: `move etcd leadership from ${member.label} to ${to.label} (${target.why}) before removing it (${why})`,
+          },
           check: verdict,
         };
       }
@@ -555,6 +778,15 @@ class Context {
     const window = this.removalWindowWait(member, why, verdict);
     if (window) return window;
     const of = machine !== undefined ? ` (machine ${machine})` : "";
-    return { action: { kind: "RemoveMember", memberId: member.id, memberName: member.name, ...(machine !== undefined ? { machine } : {}), reason: `remove etcd ${member.label}${of}, ${then} (${why}); ${verdict.summary}` }, check: verdict };
+    return {
+      action: {
+        kind: "RemoveMember",
+        memberId: member.id,
+        memberName: member.name,
+        ...(machine !== undefined ? { machine } : {}),
+        reason: `remove etcd ${member.label}${of}, ${then} (${why}); ${verdict.summary}`,
+      },
+      check: verdict,
+    };
   }
 }

@@ -11,8 +11,10 @@ export function outdatedReasons(snapshot: Snapshot, machine: MachineView): strin
   if (machine.version !== spec.version) reasons.push(`version ${machine.version || "(none)"} → ${spec.version}`);
   // A Machine without a recorded hash (adopted, or made by a release that did not record one) is not rolled
   // out just for that: an unexplained rollout of a whole control plane is worse than a stale template.
-  if (machine.templateHash !== undefined && machine.templateHash !== spec.templateHash) reasons.push("machine template changed");
-  if (spec.rolloutAfter !== undefined && snapshot.now >= spec.rolloutAfter && machine.created < spec.rolloutAfter) reasons.push("created before spec.rolloutAfter");
+  if (machine.templateHash !== undefined && machine.templateHash !== spec.templateHash)
+    reasons.push("machine template changed");
+  if (spec.rolloutAfter !== undefined && snapshot.now >= spec.rolloutAfter && machine.created < spec.rolloutAfter)
+    reasons.push("created before spec.rolloutAfter");
   return reasons;
 }
 
@@ -27,7 +29,8 @@ export function activeMachines(snapshot: Snapshot): MachineView[] {
 
 function machinesPerDomain(machines: MachineView[]): Map<string, number> {
   const counts = new Map<string, number>();
-  for (const machine of machines) counts.set(machine.failureDomain ?? "", (counts.get(machine.failureDomain ?? "") ?? 0) + 1);
+  for (const machine of machines)
+    counts.set(machine.failureDomain ?? "", (counts.get(machine.failureDomain ?? "") ?? 0) + 1);
   return counts;
 }
 
@@ -63,7 +66,8 @@ function unhealthy(verdict: Verdict, machine: MachineView): boolean {
   if (machine.failed) return true;
   const info = verdict.machines.find((candidate) => candidate.name === machine.name);
   if (!info || info.class === "member-lost") return true;
-  const member = info.memberId === undefined ? undefined : verdict.members.find((candidate) => candidate.id === info.memberId);
+  const member =
+    info.memberId === undefined ? undefined : verdict.members.find((candidate) => candidate.id === info.memberId);
   return member !== undefined && !member.healthy;
 }
 
@@ -73,7 +77,8 @@ function unhealthy(verdict: Verdict, machine: MachineView): boolean {
  */
 export function hasDeadVoter(verdict: Verdict, machine: MachineView): boolean {
   const info = verdict.machines.find((candidate) => candidate.name === machine.name);
-  const member = info?.memberId === undefined ? undefined : verdict.members.find((candidate) => candidate.id === info.memberId);
+  const member =
+    info?.memberId === undefined ? undefined : verdict.members.find((candidate) => candidate.id === info.memberId);
   return member !== undefined && member.class === "unhealthy-voter";
 }
 
@@ -96,10 +101,20 @@ export function selectMachineForScaleDown(snapshot: Snapshot, verdict: Verdict):
     const outdated = outdatedReasons(snapshot, machine);
     const gone = memberAlreadyGone(snapshot, verdict, machine);
     const deadVoter = hasDeadVoter(verdict, machine);
-    const marked = (machine.markedForDeletion || machine.remediationRequested || machine.failed) && (deadVoter || !someDeadVoter);
+    const marked =
+      (machine.markedForDeletion || machine.remediationRequested || machine.failed) && (deadVoter || !someDeadVoter);
     const sick = unhealthy(verdict, machine);
     const domainCount = perDomain.get(machine.failureDomain ?? "") ?? 0;
-    const key: (number | string)[] = [gone ? 0 : 1, marked ? 0 : 1, deadVoter ? 0 : 1, sick && outdated.length > 0 ? 0 : 1, outdated.length > 0 ? 0 : 1, -domainCount, machine.created, machine.name];
+    const key: (number | string)[] = [
+      gone ? 0 : 1,
+      marked ? 0 : 1,
+      deadVoter ? 0 : 1,
+      sick && outdated.length > 0 ? 0 : 1,
+      outdated.length > 0 ? 0 : 1,
+      -domainCount,
+      machine.created,
+      machine.name,
+    ];
     let why: string;
     if (gone) why = "its etcd member is already gone";
     else if (marked && machine.markedForDeletion) why = "it is marked for deletion";
@@ -108,7 +123,8 @@ export function selectMachineForScaleDown(snapshot: Snapshot, verdict: Verdict):
     else if (deadVoter) why = "its etcd member is a dead voter: removing it never costs quorum";
     else if (sick && outdated.length > 0) why = `it is unhealthy and outdated (${outdated.join(", ")})`;
     else if (outdated.length > 0) why = `it is outdated (${outdated.join(", ")})`;
-    else if (domainCount > 1 && snapshot.cluster.failureDomains.length > 0) why = `failure domain ${machine.failureDomain ?? "(none)"} has the most Machines (${domainCount}) and it is the oldest there`;
+    else if (domainCount > 1 && snapshot.cluster.failureDomains.length > 0)
+      why = `failure domain ${machine.failureDomain ?? "(none)"} has the most Machines (${domainCount}) and it is the oldest there`;
     else why = "it is the oldest";
     return { machine, key, why };
   });
@@ -161,14 +177,23 @@ export function removalWindow(snapshot: Snapshot, memberId: string): RemovalWind
   // connections, however long the other voters have run (found by the simulator's etcd, seed 1416916206).
   const leaderAge = leader.startedObserved === undefined ? 0 : snapshot.now - leader.startedObserved;
   const ages = voters
-    .flatMap((member) => (member.id !== leader.id && member.reachable && member.startedObserved !== undefined ? [{ member, age: Math.min(leaderAge, snapshot.now - member.startedObserved) }] : []))
+    .flatMap((member) =>
+      member.id !== leader.id && member.reachable && member.startedObserved !== undefined
+        ? [{ member, age: Math.min(leaderAge, snapshot.now - member.startedObserved) }]
+        : [],
+    )
     .sort((a, b) => b.age - a.age);
   if (ages.length < needed || ages[needed - 1].age >= ETCD_HEALTH_INTERVAL_MS) return undefined;
   const waiting = ages.slice(0, needed).filter(({ age }) => age < ETCD_HEALTH_INTERVAL_MS);
   const leaderYoung = leaderAge < ETCD_HEALTH_INTERVAL_MS ? [{ id: leader.id, ageMs: leaderAge }] : [];
   return {
     waitMs: ETCD_HEALTH_INTERVAL_MS - ages[needed - 1].age,
-    waiting: [...leaderYoung, ...waiting.filter(({ member }) => snapshot.now - (member.startedObserved ?? snapshot.now) < ETCD_HEALTH_INTERVAL_MS).map(({ member, age }) => ({ id: member.id, ageMs: age }))],
+    waiting: [
+      ...leaderYoung,
+      ...waiting
+        .filter(({ member }) => snapshot.now - (member.startedObserved ?? snapshot.now) < ETCD_HEALTH_INTERVAL_MS)
+        .map(({ member, age }) => ({ id: member.id, ageMs: age })),
+    ],
     needed,
   };
 }
@@ -193,23 +218,41 @@ export interface LeadershipTarget {
  *   6. member id.
  * Undefined when no other healthy voter exists: the leader is then removed as it is and etcd elects another.
  */
-export function selectLeadershipTarget(snapshot: Snapshot, verdict: Verdict, leavingMemberId: string, leavingMachines: readonly string[] = []): LeadershipTarget | undefined {
-  const machineOf = (member: MemberAssessment) => (member.machine === undefined ? undefined : snapshot.machines.find((machine) => machine.name === member.machine));
+export function selectLeadershipTarget(
+  snapshot: Snapshot,
+  verdict: Verdict,
+  leavingMemberId: string,
+  leavingMachines: readonly string[] = [],
+): LeadershipTarget | undefined {
+  const machineOf = (member: MemberAssessment) =>
+    member.machine === undefined ? undefined : snapshot.machines.find((machine) => machine.name === member.machine);
   const observedFor = (member: MemberAssessment) => {
     const raw = snapshot.etcd.members.find((candidate) => candidate.id === member.id);
     return snapshot.now - (raw?.firstObserved ?? snapshot.now);
   };
   const ranked = verdict.members
-    .filter((member) => member.id !== leavingMemberId && member.class === "healthy-voter" && member.healthy && !member.learner)
+    .filter(
+      (member) =>
+        member.id !== leavingMemberId && member.class === "healthy-voter" && member.healthy && !member.learner,
+    )
     .map((member) => {
       const machine = machineOf(member);
       const stays = machine !== undefined && machine.deleting === undefined && !leavingMachines.includes(machine.name);
       const upToDate = machine !== undefined && isUpToDate(snapshot, machine);
       const age = observedFor(member);
       const settled = age >= LEADERSHIP_SETTLE_MS;
-      const key: (number | string)[] = [stays ? 0 : 1, settled ? 0 : 1, upToDate ? 0 : 1, settled ? 0 : -age, -(machine?.created ?? Number.NEGATIVE_INFINITY), member.id];
+      const key: (number | string)[] = [
+        stays ? 0 : 1,
+        settled ? 0 : 1,
+        upToDate ? 0 : 1,
+        settled ? 0 : -age,
+        -(machine?.created ?? Number.NEGATIVE_INFINITY),
+        member.id,
+      ];
       const state = `${upToDate ? "up to date" : "outdated"} and a member for ${formatDuration(age)}`;
-      const why = settled ? state : `${state}: no settled voter stays, so etcd may refuse the removal until its peer connections are ${formatDuration(ETCD_HEALTH_INTERVAL_MS)} old`;
+      const why = settled
+        ? state
+        : `${state}: no settled voter stays, so etcd may refuse the removal until its peer connections are ${formatDuration(ETCD_HEALTH_INTERVAL_MS)} old`;
       return { member, key, why };
     })
     .sort((a, b) => compareKeys(a.key, b.key));

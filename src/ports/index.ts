@@ -1,7 +1,15 @@
 // Every port reconcile() talks through, in one place. src/ports imports only src/api (test/unit/layers.test.ts):
 // the adapters implement these interfaces, and so does the simulator's world.
 export type { Clock } from "./clock.ts";
-export { etcdMessageOf, type AddMemberOptions, type EtcdAlarm, type EtcdClusterClient, type EtcdMember, type EtcdMemberStatus, type PromoteResult } from "./etcd.ts";
+export {
+  etcdMessageOf,
+  type AddMemberOptions,
+  type EtcdAlarm,
+  type EtcdClusterClient,
+  type EtcdMember,
+  type EtcdMemberStatus,
+  type PromoteResult,
+} from "./etcd.ts";
 export type { LogMeta, Logger } from "./log.ts";
 export type { ManagementApi } from "./management.ts";
 export type { WorkloadAccess } from "./workload.ts";

@@ -14,13 +14,29 @@ export interface ManagementApi {
    */
   listControlPlaneMachines(namespace: string, controlPlaneName: string, clusterName?: string): Promise<Machine[]>;
   getReferenced(ref: ObjectRef, namespace: string, referencedBy: string): Promise<Unstructured>;
-  createIfAbsent(object: { apiVersion?: string; kind?: string; metadata: { name: string; namespace?: string } }): Promise<"created" | "exists">;
+  createIfAbsent(object: {
+    apiVersion?: string;
+    kind?: string;
+    metadata: { name: string; namespace?: string };
+  }): Promise<"created" | "exists">;
   deleteMachine(namespace: string, name: string): Promise<void>;
   /** Returns the resourceVersion the patch produced, when the answer tells it. */
-  patchAnnotations(apiVersion: string, kind: string, namespace: string, name: string, annotations: Record<string, string | null>, resourceVersion?: string): Promise<string | undefined>;
+  patchAnnotations(
+    apiVersion: string,
+    kind: string,
+    namespace: string,
+    name: string,
+    annotations: Record<string, string | null>,
+    resourceVersion?: string,
+  ): Promise<string | undefined>;
   /** Sets metadata.finalizers with the resourceVersion precondition of the object passed in. */
   setFinalizers(controlPlane: QuorumControlPlane, finalizers: string[]): Promise<string | undefined>;
   patchStatus(controlPlane: QuorumControlPlane, status: Record<string, unknown>): Promise<QuorumControlPlane>;
-  event(controlPlane: QuorumControlPlane, type: "Normal" | "Warning", reason: string, message: string, now: Date): Promise<void>;
+  event(
+    controlPlane: QuorumControlPlane,
+    type: "Normal" | "Warning",
+    reason: string,
+    message: string,
+    now: Date,
+  ): Promise<void>;
 }
-

@@ -5,7 +5,13 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
 import { stringify } from "yaml";
-import { createCA, issueCertificate, oneDay, validFor, type CertificateAuthority } from "../../src/adapters/certs/pki.ts";
+import {
+  createCA,
+  issueCertificate,
+  oneDay,
+  validFor,
+  type CertificateAuthority,
+} from "../../src/adapters/certs/pki.ts";
 import { startEtcdCluster, type EtcdCluster } from "./etcd.ts";
 import { freePort, httpGet, retryOnPortConflict } from "./net.ts";
 import { makeTempDir, removeTempDir, startProcess, waitUntilReady, type ManagedProcess } from "./processes.ts";
@@ -70,8 +76,14 @@ async function startApiServerOnce(options: ApiServerOptions): Promise<ApiServer>
       return path;
     };
     const caFile = file("ca.crt", ca.certPem);
-    const serviceAccountKeyFile = file("sa.key", serviceAccountKeys.privateKey.export({ format: "pem", type: "pkcs8" }) as string);
-    const serviceAccountPublicKeyFile = file("sa.pub", serviceAccountKeys.publicKey.export({ format: "pem", type: "spki" }) as string);
+    const serviceAccountKeyFile = file(
+      "sa.key",
+      serviceAccountKeys.privateKey.export({ format: "pem", type: "pkcs8" }) as string,
+    );
+    const serviceAccountPublicKeyFile = file(
+      "sa.pub",
+      serviceAccountKeys.publicKey.export({ format: "pem", type: "spki" }) as string,
+    );
 
     const args = [
       `--etcd-servers=${etcd.endpoints().join(",")}`,
@@ -94,7 +106,12 @@ async function startApiServerOnce(options: ApiServerOptions): Promise<ApiServer>
       "--disable-admission-plugins=ServiceAccount",
       ...(options.extraArgs ?? []),
     ];
-    proc = startProcess({ name: `kube-apiserver (${url})`, command: binary, args, logFile: join(dir, "kube-apiserver.log") });
+    proc = startProcess({
+      name: `kube-apiserver (${url})`,
+      command: binary,
+      args,
+      logFile: join(dir, "kube-apiserver.log"),
+    });
 
     const admin = await issueCertificate(ca, {
       commonName: "quorum-test-admin",
@@ -108,7 +125,12 @@ async function startApiServerOnce(options: ApiServerOptions): Promise<ApiServer>
       timeoutMs: options.readyTimeoutMs ?? 120_000,
       intervalMs: 500,
       probe: async () => {
-        const { status, body } = await httpGet(`${url}/readyz`, { ca: ca.certPem, cert: admin.certPem, key: admin.keyPem, timeoutMs: 5_000 });
+        const { status, body } = await httpGet(`${url}/readyz`, {
+          ca: ca.certPem,
+          cert: admin.certPem,
+          key: admin.keyPem,
+          timeoutMs: 5_000,
+        });
         return status === 200 ? true : `HTTP ${status}: ${lastLines(body, 5)}`;
       },
     });
@@ -128,7 +150,12 @@ async function startApiServerOnce(options: ApiServerOptions): Promise<ApiServer>
       process: proc,
       etcd,
       async userKubeConfig(user, groups = []) {
-        const cert = await issueCertificate(ca, { commonName: user, organization: groups, usages: "client", validity: validFor(oneDay) });
+        const cert = await issueCertificate(ca, {
+          commonName: user,
+          organization: groups,
+          usages: "client",
+          validity: validFor(oneDay),
+        });
         return writeKubeconfig(user.replace(/[^a-zA-Z0-9_.-]/g, "-"), cert.certPem, cert.keyPem);
       },
       stop,

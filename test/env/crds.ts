@@ -29,7 +29,10 @@ export function capiModuleDir(): string {
   try {
     modCache = execFileSync("go", ["env", "GOMODCACHE"], { encoding: "utf8" }).trim();
   } catch (error) {
-    throw new Error(`cannot run \`go env GOMODCACHE\` to find the CAPI CRDs (${(error as Error).message}): install Go, then run make deps`, { cause: error });
+    throw new Error(
+      `cannot run \`go env GOMODCACHE\` to find the CAPI CRDs (${(error as Error).message}): install Go, then run make deps`,
+      { cause: error },
+    );
   }
   const dir = join(modCache, `sigs.k8s.io/cluster-api@${capi}`);
   if (!existsSync(dir)) throw new Error(`${dir} does not exist: run \`make deps\` (it downloads cluster-api ${capi})`);
@@ -62,11 +65,7 @@ export function serveStorageVersionOnly(crd: V1CustomResourceDefinition): V1Cust
 
 /** Creates (or replaces) the CRDs and waits until each is Established. Returns the CRD names. */
 export async function installCRDs(kubeConfig: KubeConfig, options: InstallCRDsOptions = {}): Promise<string[]> {
-  const crds = [
-    ...(options.quorum ?? true ? quorumCRDs() : []),
-    ...capiCRDs(options.capi),
-    ...(options.extra ?? []),
-  ];
+  const crds = [...((options.quorum ?? true) ? quorumCRDs() : []), ...capiCRDs(options.capi), ...(options.extra ?? [])];
   for (const crd of crds) await createOrReplace(kubeConfig, crd);
   const names = crds.map((crd) => crd.metadata!.name!);
   await waitForEstablished(kubeConfig, names, options.timeoutMs ?? 60_000);
@@ -79,7 +78,8 @@ async function createOrReplace(kubeConfig: KubeConfig, crd: V1CustomResourceDefi
   const name = crd.metadata!.name!;
   const created = await kubeRequest(kubeConfig, crdPath, { method: "POST", body: crd });
   if (created.status === 201) return;
-  if (created.status !== 409) throw new Error(`create CRD ${name} failed with HTTP ${created.status}: ${statusMessage(created)}`);
+  if (created.status !== 409)
+    throw new Error(`create CRD ${name} failed with HTTP ${created.status}: ${statusMessage(created)}`);
   const existing = await kubeRequestOk<V1CustomResourceDefinition>(kubeConfig, `${crdPath}/${name}`);
   const body = { ...crd, metadata: { ...crd.metadata, resourceVersion: existing.metadata?.resourceVersion } };
   await kubeRequestOk(kubeConfig, `${crdPath}/${name}`, { method: "PUT", body });
@@ -97,7 +97,9 @@ async function waitForEstablished(kubeConfig: KubeConfig, names: string[], timeo
       const established = conditions.find((c) => c.type === "Established")?.status === "True";
       const namesAccepted = conditions.find((c) => c.type === "NamesAccepted");
       if (namesAccepted?.status === "False") {
-        throw new Error(`CRD ${name}: names not accepted (${namesAccepted.message}): another CRD already uses its names`);
+        throw new Error(
+          `CRD ${name}: names not accepted (${namesAccepted.message}): another CRD already uses its names`,
+        );
       }
       if (!established) {
         still.push(name);

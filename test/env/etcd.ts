@@ -5,8 +5,21 @@ import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Etcd3, type IMember } from "etcd3";
-import { createCA, issueCertificate, oneDay, validFor, type CertificateAuthority } from "../../src/adapters/certs/pki.ts";
-import { makeTempDir, removeTempDir, startProcess, waitUntilReady, type ManagedProcess, type ProcessExit } from "./processes.ts";
+import {
+  createCA,
+  issueCertificate,
+  oneDay,
+  validFor,
+  type CertificateAuthority,
+} from "../../src/adapters/certs/pki.ts";
+import {
+  makeTempDir,
+  removeTempDir,
+  startProcess,
+  waitUntilReady,
+  type ManagedProcess,
+  type ProcessExit,
+} from "./processes.ts";
 import { httpGet, reserveLoopbackSubnet, type LoopbackSubnet } from "./net.ts";
 import { etcdBinary } from "./tools.ts";
 
@@ -116,7 +129,10 @@ export async function startEtcdCluster(options: EtcdClusterOptions = {}): Promis
   }
   const binary = etcdBinary();
   // Room for members added later (learners, replacements) in the same /24.
-  const subnet = await reserveLoopbackSubnet({ hosts: Math.max(options.capacity ?? 0, memberCount + 2), ports: [etcdClientPort, etcdPeerPort] });
+  const subnet = await reserveLoopbackSubnet({
+    hosts: Math.max(options.capacity ?? 0, memberCount + 2),
+    ports: [etcdClientPort, etcdPeerPort],
+  });
   const rootDir = makeTempDir(`etcd-${subnet.prefix}`);
   const scheme = tls ? "https" : "http";
   const clusterToken = `quorum-test-${randomBytes(6).toString("hex")}`;
@@ -124,7 +140,11 @@ export async function startEtcdCluster(options: EtcdClusterOptions = {}): Promis
   const ca = !tls ? undefined : (options.ca ?? (await createCA(`etcd-ca ${subnet.prefix}.0/24`, validFor(7 * oneDay))));
   const credentials: EtcdClientCredentials = { caPem: "", certPem: "", keyPem: "", serverName: etcdTlsServerName };
   if (ca) {
-    const client = await issueCertificate(ca, { commonName: "quorum-test-client", usages: "client", validity: validFor(oneDay) });
+    const client = await issueCertificate(ca, {
+      commonName: "quorum-test-client",
+      usages: "client",
+      validity: validFor(oneDay),
+    });
     credentials.caPem = ca.certPem;
     credentials.certPem = client.certPem;
     credentials.keyPem = client.keyPem;
@@ -234,7 +254,14 @@ export async function startEtcdCluster(options: EtcdClusterOptions = {}): Promis
       probe: async () => {
         const { status, body } = await httpGet(
           url,
-          tls ? { ca: credentials.caPem, cert: credentials.certPem, key: credentials.keyPem, servername: credentials.serverName } : {},
+          tls
+            ? {
+                ca: credentials.caPem,
+                cert: credentials.certPem,
+                key: credentials.keyPem,
+                servername: credentials.serverName,
+              }
+            : {},
         );
         return status === 200 && /"health"\s*:\s*"true"/.test(body) ? true : `HTTP ${status}: ${body.trim()}`;
       },
@@ -242,7 +269,8 @@ export async function startEtcdCluster(options: EtcdClusterOptions = {}): Promis
   };
 
   const initialSpecs: MemberSpec[] = [];
-  for (let i = 0; i < memberCount; i++) initialSpecs.push({ name: `${namePrefix}${i + 1}`, hostNumber: nextHostNumber++ });
+  for (let i = 0; i < memberCount; i++)
+    initialSpecs.push({ name: `${namePrefix}${i + 1}`, hostNumber: nextHostNumber++ });
   const initialClusterFlag = initialSpecs.map((spec) => memberPeerEntry(spec.name, spec.hostNumber)).join(",");
 
   const cluster: EtcdCluster = {
@@ -254,7 +282,10 @@ export async function startEtcdCluster(options: EtcdClusterOptions = {}): Promis
     endpoints: () => members.filter((m) => !removed.has(m)).map((m) => m.clientURL),
     member(name) {
       const found = members.find((m) => m.name === name);
-      if (!found) throw new Error(`etcd cluster ${subnet.prefix}.0/24 has no member ${name} (members: ${members.map((m) => m.name).join(", ")})`);
+      if (!found)
+        throw new Error(
+          `etcd cluster ${subnet.prefix}.0/24 has no member ${name} (members: ${members.map((m) => m.name).join(", ")})`,
+        );
       return found;
     },
     client(clientOptions = {}) {
@@ -286,7 +317,10 @@ export async function startEtcdCluster(options: EtcdClusterOptions = {}): Promis
     },
     async addMember(addOptions = {}) {
       const learner = addOptions.learner ?? true;
-      const spec: MemberSpec = { name: addOptions.name ?? `${namePrefix}${nextHostNumber}`, hostNumber: nextHostNumber++ };
+      const spec: MemberSpec = {
+        name: addOptions.name ?? `${namePrefix}${nextHostNumber}`,
+        hostNumber: nextHostNumber++,
+      };
       const peerURL = `${scheme}://${subnet.address(spec.hostNumber)}:${etcdPeerPort}`;
       const response = await retryUntil(
         `add etcd member ${spec.name} (${peerURL})${learner ? " as learner" : ""}`,
@@ -297,7 +331,10 @@ export async function startEtcdCluster(options: EtcdClusterOptions = {}): Promis
       // The new member must be told every current member and itself; unstarted members have no name yet.
       const initialCluster = response.members
         .map((m) => {
-          const name = m.ID === response.member.ID ? spec.name : m.name || members.find((h) => m.peerURLs.includes(h.peerURL))?.name;
+          const name =
+            m.ID === response.member.ID
+              ? spec.name
+              : m.name || members.find((h) => m.peerURLs.includes(h.peerURL))?.name;
           return m.peerURLs.map((url) => `${name}=${url}`).join(",");
         })
         .join(",");

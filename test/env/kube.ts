@@ -62,7 +62,9 @@ export async function kubeRequest<T = unknown>(
       });
       response.on("error", reject);
     });
-    request.on("timeout", () => request.destroy(new Error(`${method} ${url.pathname}: no answer within ${requestOptions.timeout} ms`)));
+    request.on("timeout", () =>
+      request.destroy(new Error(`${method} ${url.pathname}: no answer within ${requestOptions.timeout} ms`)),
+    );
     request.on("error", reject);
     if (payload !== undefined) request.write(payload);
     request.end();

@@ -115,7 +115,9 @@ export function startProcess(options: StartProcessOptions): ManagedProcess {
   if (pid === undefined) {
     // The failure itself arrives as an "error" event; without a listener it would crash the test process.
     child.once("error", () => undefined);
-    throw new Error(`${options.name}: could not start ${options.command}: is it installed and executable? (run make deps)`);
+    throw new Error(
+      `${options.name}: could not start ${options.command}: is it installed and executable? (run make deps)`,
+    );
   }
   child.on("error", (error) => {
     console.error(`${options.name} (pid ${pid}): ${error.message}`);
@@ -259,7 +261,12 @@ function tailFile(file: string, count: number): string {
     readSyncAt(fd, buffer, Math.max(0, size - maxBytes));
     const lines = buffer.toString("utf8").split("\n");
     if (lines.at(-1) === "") lines.pop();
-    return lines.slice(-count).map((line) => `  | ${line}`).join("\n") || "  | (empty log)";
+    return (
+      lines
+        .slice(-count)
+        .map((line) => `  | ${line}`)
+        .join("\n") || "  | (empty log)"
+    );
   } finally {
     closeSync(fd);
   }

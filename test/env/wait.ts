@@ -37,7 +37,9 @@ export async function eventually<T>(
     }
     if (Date.now() > deadline) {
       const context = options.context ? `\n${options.context()}` : "";
-      throw new Error(`timed out after ${Math.round(timeoutMs / 1000)} s waiting for ${what}; last seen: ${lastSeen}${context}`);
+      throw new Error(
+        `timed out after ${Math.round(timeoutMs / 1000)} s waiting for ${what}; last seen: ${lastSeen}${context}`,
+      );
     }
     await sleep(options.intervalMs ?? 250);
   }

@@ -9,7 +9,13 @@ import { after, before, describe, it } from "node:test";
 import { CoreV1Api } from "@kubernetes/client-node";
 import { LABEL_CLUSTER_NAME } from "../../src/api/constants.ts";
 import { CachedSecretStore } from "../../src/adapters/certs/cached-secret-store.ts";
-import { coreV1SecretStore, dataText, encodeData, type SecretObject, type SecretStore } from "../../src/adapters/certs/secret-store.ts";
+import {
+  coreV1SecretStore,
+  dataText,
+  encodeData,
+  type SecretObject,
+  type SecretStore,
+} from "../../src/adapters/certs/secret-store.ts";
 import type { SecretRef } from "../../src/adapters/errors.ts";
 import { KubeRest } from "../../src/adapters/kube/rest.ts";
 import { startApiServer, type ApiServer } from "../env/index.ts";
@@ -27,7 +33,12 @@ let cache: CachedSecretStore;
 /** GETs the cache passed on to the API server. */
 let gets: string[] = [];
 
-function secret(namespace: string, name: string, data: Record<string, string>, labels?: Record<string, string>): SecretObject {
+function secret(
+  namespace: string,
+  name: string,
+  data: Record<string, string>,
+  labels?: Record<string, string>,
+): SecretObject {
   return {
     apiVersion: "v1",
     kind: "Secret",
@@ -37,7 +48,14 @@ function secret(namespace: string, name: string, data: Record<string, string>, l
       ...(labels ? { labels } : {}),
       annotations: { "example.com/owner": "test" },
       ownerReferences: [
-        { apiVersion: "controlplane.cluster.x-k8s.io/v1beta1", kind: "QuorumControlPlane", name: "prod", uid: "6d1c1f4e-0000-4000-8000-000000000001", controller: true, blockOwnerDeletion: true },
+        {
+          apiVersion: "controlplane.cluster.x-k8s.io/v1beta1",
+          kind: "QuorumControlPlane",
+          name: "prod",
+          uid: "6d1c1f4e-0000-4000-8000-000000000001",
+          controller: true,
+          blockOwnerDeletion: true,
+        },
       ],
     },
     type: "cluster.x-k8s.io/secret",
@@ -82,24 +100,42 @@ describe("CachedSecretStore on a real kube-apiserver", () => {
   const names = ["prod-ca", "prod-etcd", "prod-sa", "prod-proxy", "prod-kubeconfig"];
 
   it("reads the cluster's labelled Secrets from the watch, with no GET once they are cached", async () => {
-    for (const name of names) assert.equal(await cache.create(secret(namespace, name, { "tls.crt": `${name} v1` }, labels)), "created");
+    for (const name of names)
+      assert.equal(await cache.create(secret(namespace, name, { "tls.crt": `${name} v1` }, labels)), "created");
     for (const name of names) await waitFor(`${name} in the cache`, () => servedFromCache({ namespace, name }));
     gets = [];
     for (let round = 0; round < 5; round++) {
-      for (const name of names) assert.equal(dataText((await cache.get({ namespace, name }))!, "tls.crt"), `${name} v1`);
+      for (const name of names)
+        assert.equal(dataText((await cache.get({ namespace, name }))!, "tls.crt"), `${name} v1`);
     }
     assert.deepEqual(gets, []);
   });
 
   it("returns exactly what a GET through client-node returns", async () => {
-    for (const name of names) assert.deepEqual(await cache.get({ namespace, name }), await api.get({ namespace, name }));
+    for (const name of names)
+      assert.deepEqual(await cache.get({ namespace, name }), await api.get({ namespace, name }));
   });
 
   it("sees a change made with kubectl, still without a GET", async () => {
     gets = [];
     const patch = JSON.stringify({ stringData: { "tls.crt": "prod-ca v2" } });
-    await run(kubectlBinary(), ["--kubeconfig", apiServer.kubeconfigPath, "-n", namespace, "patch", "secret", "prod-ca", "--type", "merge", "-p", patch]);
-    await waitFor("kubectl's change in the cache", async () => dataText((await cache.get({ namespace, name: "prod-ca" }))!, "tls.crt") === "prod-ca v2");
+    await run(kubectlBinary(), [
+      "--kubeconfig",
+      apiServer.kubeconfigPath,
+      "-n",
+      namespace,
+      "patch",
+      "secret",
+      "prod-ca",
+      "--type",
+      "merge",
+      "-p",
+      patch,
+    ]);
+    await waitFor(
+      "kubectl's change in the cache",
+      async () => dataText((await cache.get({ namespace, name: "prod-ca" }))!, "tls.crt") === "prod-ca v2",
+    );
     assert.deepEqual(gets, []);
   });
 
@@ -108,13 +144,20 @@ describe("CachedSecretStore on a real kube-apiserver", () => {
     const existing = (await cache.get(ref))!;
     const written = await cache.replace({ ...existing, data: encodeData({ value: "rotated" }) });
     assert.equal(dataText((await cache.get(ref))!, "value"), "rotated");
-    await waitFor("the watch delivered the replace", async () => (await api.get(ref))?.metadata.resourceVersion === written.metadata.resourceVersion && (await servedFromCache(ref)));
+    await waitFor(
+      "the watch delivered the replace",
+      async () =>
+        (await api.get(ref))?.metadata.resourceVersion === written.metadata.resourceVersion &&
+        (await servedFromCache(ref)),
+    );
     assert.deepEqual(await cache.get(ref), await api.get(ref));
   });
 
   it("reads what it does not cache with a GET: an unlabelled user CA, bootstrap data, another namespace", async () => {
     await api.create(secret(namespace, "byo-ca", { "tls.crt": "user's CA" }));
-    await api.create(secret(namespace, "prod-control-plane-x7k2p", { value: "#cloud-config\n" + "x".repeat(40_000) }, labels));
+    await api.create(
+      secret(namespace, "prod-control-plane-x7k2p", { value: "#cloud-config\n" + "x".repeat(40_000) }, labels),
+    );
     await api.create(secret(otherNamespace, "prod-ca", { "tls.crt": "elsewhere" }, labels));
     // Let the watch deliver the labelled one, so a GET below is the cache's choice, not its lag.
     await waitFor("the bootstrap Secret's event has passed", async () => {
@@ -123,8 +166,15 @@ describe("CachedSecretStore on a real kube-apiserver", () => {
     });
     gets = [];
     assert.equal(dataText((await cache.get({ namespace, name: "byo-ca" }))!, "tls.crt"), "user's CA");
-    assert.equal((await cache.get({ namespace, name: "prod-control-plane-x7k2p" }))?.data?.value?.length, Buffer.from("#cloud-config\n" + "x".repeat(40_000)).toString("base64").length);
+    assert.equal(
+      (await cache.get({ namespace, name: "prod-control-plane-x7k2p" }))?.data?.value?.length,
+      Buffer.from("#cloud-config\n" + "x".repeat(40_000)).toString("base64").length,
+    );
     assert.equal(dataText((await cache.get({ namespace: otherNamespace, name: "prod-ca" }))!, "tls.crt"), "elsewhere");
-    assert.deepEqual(gets, [`${namespace}/byo-ca`, `${namespace}/prod-control-plane-x7k2p`, `${otherNamespace}/prod-ca`]);
+    assert.deepEqual(gets, [
+      `${namespace}/byo-ca`,
+      `${namespace}/prod-control-plane-x7k2p`,
+      `${otherNamespace}/prod-ca`,
+    ]);
   });
 });

@@ -48,7 +48,10 @@ let capi: CapiManager;
 before(async () => {
   apiServer = await startApiServer();
   await installCRDs(apiServer.kubeConfig, {
-    extra: [testCRD({ group: infraGroup, kind: "TestInfraCluster" }), testCRD({ group: controlPlaneGroup, kind: "TestControlPlane" })],
+    extra: [
+      testCRD({ group: infraGroup, kind: "TestInfraCluster" }),
+      testCRD({ group: controlPlaneGroup, kind: "TestControlPlane" }),
+    ],
   });
   capi = await startCapiManager(apiServer);
   await kubeRequestOk(apiServer.kubeConfig, "/api/v1/namespaces", {
@@ -102,7 +105,8 @@ test("CAPI reconciles a Cluster through its infrastructure and control-plane ref
   // 1. CAPI takes the Cluster in: finalizer, Provisioning phase, infrastructure not ready yet.
   const provisioning = await clusterBecomes(
     "phase Provisioning with InfrastructureReady=False",
-    (cluster) => cluster.status?.phase === "Provisioning" && condition(cluster, "InfrastructureReady")?.status === "False",
+    (cluster) =>
+      cluster.status?.phase === "Provisioning" && condition(cluster, "InfrastructureReady")?.status === "False",
   );
   assert.ok(provisioning.metadata.finalizers?.includes("cluster.cluster.x-k8s.io"), "CAPI adds its finalizer");
 
@@ -113,7 +117,9 @@ test("CAPI reconciles a Cluster through its infrastructure and control-plane ref
       async () => {
         const object = await kubeRequestOk<ReferencedObject>(kc, path);
         const owner = object.metadata.ownerReferences?.find((ref) => ref.kind === "Cluster" && ref.name === name);
-        return owner?.uid === provisioning.metadata.uid ? owner : { waiting: JSON.stringify(object.metadata.ownerReferences ?? []) };
+        return owner?.uid === provisioning.metadata.uid
+          ? owner
+          : { waiting: JSON.stringify(object.metadata.ownerReferences ?? []) };
       },
       waitOptions,
     );
@@ -130,7 +136,8 @@ test("CAPI reconciles a Cluster through its infrastructure and control-plane ref
   });
   const provisioned = await clusterBecomes(
     "phase Provisioned with InfrastructureReady=True",
-    (cluster) => cluster.status?.phase === "Provisioned" && condition(cluster, "InfrastructureReady")?.status === "True",
+    (cluster) =>
+      cluster.status?.phase === "Provisioned" && condition(cluster, "InfrastructureReady")?.status === "True",
   );
   assert.equal(provisioned.status?.initialization?.infrastructureProvisioned, true);
   assert.deepEqual(provisioned.spec.controlPlaneEndpoint, { host: "127.0.0.1", port: 6443 });

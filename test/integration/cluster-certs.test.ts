@@ -11,8 +11,19 @@ import type { Cluster } from "../../src/api/capi.ts";
 import type { QuorumControlPlane } from "../../src/api/types.ts";
 import { readCASecret } from "../../src/adapters/certs/ca-secret.ts";
 import { ensureKubeconfig, kubeconfigFromSecret } from "../../src/adapters/certs/kubeconfig.ts";
-import { createCA, issueCertificate, oneDay, validFor, type CertificateAuthority } from "../../src/adapters/certs/pki.ts";
-import { coreV1SecretStore, dataText, type SecretObject, type SecretStore } from "../../src/adapters/certs/secret-store.ts";
+import {
+  createCA,
+  issueCertificate,
+  oneDay,
+  validFor,
+  type CertificateAuthority,
+} from "../../src/adapters/certs/pki.ts";
+import {
+  coreV1SecretStore,
+  dataText,
+  type SecretObject,
+  type SecretStore,
+} from "../../src/adapters/certs/secret-store.ts";
 import { WorkloadApiError } from "../../src/adapters/errors.ts";
 import { ClusterWorkloadAccess } from "../../src/adapters/workload/access.ts";
 import { WorkloadClients } from "../../src/adapters/workload/client.ts";
@@ -42,7 +53,13 @@ function controlPlane(name: string, uid: string): QuorumControlPlane {
     apiVersion: "controlplane.cluster.x-k8s.io/v1beta1",
     kind: "QuorumControlPlane",
     metadata: { name, namespace, uid },
-    spec: { version: "v1.31.0", machineTemplate: { infrastructureRef: { kind: "X", name: "x" }, bootstrapConfigTemplateRef: { kind: "Y", name: "y" } } },
+    spec: {
+      version: "v1.31.0",
+      machineTemplate: {
+        infrastructureRef: { kind: "X", name: "x" },
+        bootstrapConfigTemplateRef: { kind: "Y", name: "y" },
+      },
+    },
   } as QuorumControlPlane;
 }
 
@@ -76,29 +93,50 @@ describe("cluster certificates on a real kube-apiserver", () => {
     const userCA = await createCA("corp-root", validFor(30 * oneDay));
     const userEtcdCA = await createCA("corp-etcd", validFor(30 * oneDay));
     const b64 = (text: string) => Buffer.from(text).toString("base64");
-    for (const [name, ca] of [["byo-ca", userCA], ["byo-etcd", userEtcdCA]] as const) {
+    for (const [name, ca] of [
+      ["byo-ca", userCA],
+      ["byo-etcd", userEtcdCA],
+    ] as const) {
       await core.createNamespacedSecret({
         namespace,
         body: {
-          metadata: { name, labels: { "corp.example/owner": "platform" }, annotations: { "corp.example/rotated": "2029" } },
+          metadata: {
+            name,
+            labels: { "corp.example/owner": "platform" },
+            annotations: { "corp.example/rotated": "2029" },
+          },
           type: "Opaque",
-          data: { "tls.crt": b64(ca.certPem), "tls.key": b64(ca.keyPem), "ca-bundle.crt": b64(`${ca.certPem}\n# trailing bytes kept as they are\n`) },
+          data: {
+            "tls.crt": b64(ca.certPem),
+            "tls.key": b64(ca.keyPem),
+            "ca-bundle.crt": b64(`${ca.certPem}\n# trailing bytes kept as they are\n`),
+          },
         },
       });
     }
-    const before = await Promise.all(["byo-ca", "byo-etcd"].map((name) => core.readNamespacedSecret({ name, namespace })));
+    const before = await Promise.all(
+      ["byo-ca", "byo-etcd"].map((name) => core.readNamespacedSecret({ name, namespace })),
+    );
 
     const access = new ClusterWorkloadAccess({ secrets: store });
-    const outcome = await access.reconcileCertificates(controlPlane("byo-cp", "00000000-0000-4000-8000-00000000b10b"), cluster("byo", { host: "127.0.0.1", port: 6443 }));
+    const outcome = await access.reconcileCertificates(
+      controlPlane("byo-cp", "00000000-0000-4000-8000-00000000b10b"),
+      cluster("byo", { host: "127.0.0.1", port: 6443 }),
+    );
     assert.deepEqual(outcome.secrets.existing.sort(), ["byo-ca", "byo-etcd"]);
     assert.deepEqual(outcome.secrets.created.sort(), ["byo-proxy", "byo-sa"]);
     assert.equal(outcome.kubeconfig?.action, "created");
     // A second reconcile changes nothing anywhere.
-    const again = await access.reconcileCertificates(controlPlane("byo-cp", "00000000-0000-4000-8000-00000000b10b"), cluster("byo", { host: "127.0.0.1", port: 6443 }));
+    const again = await access.reconcileCertificates(
+      controlPlane("byo-cp", "00000000-0000-4000-8000-00000000b10b"),
+      cluster("byo", { host: "127.0.0.1", port: 6443 }),
+    );
     assert.deepEqual(again.secrets.created, []);
     assert.deepEqual(again.kubeconfig, { action: "unchanged" });
 
-    const afterwards = await Promise.all(["byo-ca", "byo-etcd"].map((name) => core.readNamespacedSecret({ name, namespace })));
+    const afterwards = await Promise.all(
+      ["byo-ca", "byo-etcd"].map((name) => core.readNamespacedSecret({ name, namespace })),
+    );
     for (let i = 0; i < before.length; i++) {
       assert.equal(afterwards[i].metadata?.resourceVersion, before[i].metadata?.resourceVersion);
       assert.deepEqual(afterwards[i].data, before[i].data);
@@ -123,7 +161,10 @@ describe("cluster certificates on a real kube-apiserver", () => {
       const stored = await secret(name);
       assert.equal(stored.type, "cluster.x-k8s.io/secret");
       assert.equal(stored.metadata.labels?.["cluster.x-k8s.io/cluster-name"], "wl");
-      assert.deepEqual(stored.metadata.ownerReferences?.map((owner) => [owner.kind, owner.name, owner.uid, owner.controller]), [["QuorumControlPlane", "wl-cp", qcp.metadata.uid, true]]);
+      assert.deepEqual(
+        stored.metadata.ownerReferences?.map((owner) => [owner.kind, owner.name, owner.uid, owner.controller]),
+        [["QuorumControlPlane", "wl-cp", qcp.metadata.uid, true]],
+      );
     }
 
     const workload = await startWorkloadControlPlane(apiserverPort);
@@ -135,7 +176,10 @@ describe("cluster certificates on a real kube-apiserver", () => {
       const members = await etcd.listMembers();
       assert.deepEqual(members.map((member) => member.name).sort(), ["wl-etcd-1", "wl-etcd-2"]);
       const statuses = await etcd.memberStatuses(members);
-      assert.ok(statuses.every((status) => status.reachable), JSON.stringify(statuses));
+      assert.ok(
+        statuses.every((status) => status.reachable),
+        JSON.stringify(statuses),
+      );
       assert.equal(statuses.filter((status) => status.leader).length, 1);
     } finally {
       await etcd.close();
@@ -144,9 +188,14 @@ describe("cluster certificates on a real kube-apiserver", () => {
     // The kubeconfig Secret, as CAPI and Quorum read it, authenticates as an admin and lists Nodes.
     assert.deepEqual(await access.nodes(qcp, workloadCluster), []);
     const workloadCore = workload.adminKubeConfigCore;
-    await workloadCore.createNode({ body: { metadata: { name: "wl-node-1" }, spec: { providerID: "process://wl-node-1" } } });
+    await workloadCore.createNode({
+      body: { metadata: { name: "wl-node-1" }, spec: { providerID: "process://wl-node-1" } },
+    });
     const nodes = await access.nodes(qcp, workloadCluster);
-    assert.deepEqual(nodes.map((node) => [node.metadata.name, node.spec?.providerID]), [["wl-node-1", "process://wl-node-1"]]);
+    assert.deepEqual(
+      nodes.map((node) => [node.metadata.name, node.spec?.providerID]),
+      [["wl-node-1", "process://wl-node-1"]],
+    );
   });
 
   it("rebuilds the workload client when the kubeconfig Secret changes, and names the Secret and server when it cannot connect", async () => {
@@ -159,15 +208,30 @@ describe("cluster certificates on a real kube-apiserver", () => {
 
     // Point the kubeconfig at a port nobody listens on: the cached client must not be reused.
     const deadPort = await freePort("127.0.0.1");
-    await ensureKubeconfig(store, { cluster: "wl", owner: { namespace, name: "wl-cp", uid: qcp.metadata.uid! }, endpoint: { host: "127.0.0.1", port: deadPort }, now: new Date() });
+    await ensureKubeconfig(store, {
+      cluster: "wl",
+      owner: { namespace, name: "wl-cp", uid: qcp.metadata.uid! },
+      endpoint: { host: "127.0.0.1", port: deadPort },
+      now: new Date(),
+    });
     await assert.rejects(clients.listNodes(namespace, "wl"), (error: unknown) => {
       assert.ok(error instanceof WorkloadApiError);
-      assert.match(error.message, new RegExp(`workload API server https://127\\.0\\.0\\.1:${deadPort} \\(from Secret default/wl-kubeconfig\\) could not be reached`));
+      assert.match(
+        error.message,
+        new RegExp(
+          `workload API server https://127\\.0\\.0\\.1:${deadPort} \\(from Secret default/wl-kubeconfig\\) could not be reached`,
+        ),
+      );
       return true;
     });
 
     // Rotation back to the real endpoint (new certificate, same CA) is picked up too.
-    const rotated = await ensureKubeconfig(store, { cluster: "wl", owner: { namespace, name: "wl-cp", uid: qcp.metadata.uid! }, endpoint: { host: "127.0.0.1", port }, now: new Date() });
+    const rotated = await ensureKubeconfig(store, {
+      cluster: "wl",
+      owner: { namespace, name: "wl-cp", uid: qcp.metadata.uid! },
+      endpoint: { host: "127.0.0.1", port },
+      now: new Date(),
+    });
     assert.equal(rotated.action, "rotated");
     assert.equal((await clients.listNodes(namespace, "wl")).length, 1);
   });
@@ -176,48 +240,93 @@ describe("cluster certificates on a real kube-apiserver", () => {
 describe("bad cluster Secrets on a real kube-apiserver", () => {
   const b64 = (text: string) => Buffer.from(text).toString("base64");
   const create = (name: string, data: Record<string, string>) =>
-    core.createNamespacedSecret({ namespace, body: { metadata: { name }, data: Object.fromEntries(Object.entries(data).map(([key, text]) => [key, b64(text)])) } });
+    core.createNamespacedSecret({
+      namespace,
+      body: {
+        metadata: { name },
+        data: Object.fromEntries(Object.entries(data).map(([key, text]) => [key, b64(text)])),
+      },
+    });
 
   it("reports each broken Secret as its typed error naming the Secret, and writes no kubeconfig from a broken CA", async () => {
     const now = new Date();
     const good = await createCA("good", validFor(oneDay, now));
     const other = await createCA("other", validFor(oneDay, now));
-    const expired = await createCA("expired", { notBefore: new Date(now.getTime() - 3 * oneDay), notAfter: new Date(now.getTime() - oneDay) });
+    const expired = await createCA("expired", {
+      notBefore: new Date(now.getTime() - 3 * oneDay),
+      notAfter: new Date(now.getTime() - oneDay),
+    });
     await create("garbage-etcd", { "tls.crt": "this is not a certificate", "tls.key": "nor a key" });
     await create("mismatch-ca", { "tls.crt": good.certPem, "tls.key": other.keyPem });
     await create("expired-ca", { "tls.crt": expired.certPem, "tls.key": expired.keyPem });
     const access = new ClusterWorkloadAccess({ secrets: store });
     const endpoint = { host: "127.0.0.1", port: 6443 };
 
-    await assert.rejects(access.etcd(controlPlane("garbage-cp", "00000000-0000-4000-8000-0000000000c1"), cluster("garbage"), ["https://127.0.0.1:2379"]), {
-      name: "SecretGarbageError",
-      message: /^Secret default\/garbage-etcd: data key "tls\.crt" does not hold a PEM certificate .*: put a PEM CA certificate in tls\.crt/,
-    });
-    await assert.rejects(access.reconcileCertificates(controlPlane("mismatch-cp", "00000000-0000-4000-8000-0000000000c2"), cluster("mismatch", endpoint)), {
-      name: "CAKeyMismatchError",
-      message: /^Secret default\/mismatch-ca: tls\.key is not the private key of the certificate in tls\.crt \(CN=good\)/,
-    });
-    await assert.rejects(access.reconcileCertificates(controlPlane("expired-cp", "00000000-0000-4000-8000-0000000000c3"), cluster("expired", endpoint)), {
-      name: "CertificateExpiredError",
-      message: /^Secret default\/expired-ca: certificate CN=expired expired at .*: rotate it/,
-    });
-    await assert.rejects(access.nodes(controlPlane("missing-cp", "00000000-0000-4000-8000-0000000000c4"), cluster("missing")), {
-      name: "SecretMissingError",
-      message: /^Secret default\/missing-kubeconfig not found/,
-    });
-    for (const name of ["mismatch-kubeconfig", "expired-kubeconfig"]) assert.equal(await store.get({ namespace, name }), undefined);
+    await assert.rejects(
+      access.etcd(controlPlane("garbage-cp", "00000000-0000-4000-8000-0000000000c1"), cluster("garbage"), [
+        "https://127.0.0.1:2379",
+      ]),
+      {
+        name: "SecretGarbageError",
+        message:
+          /^Secret default\/garbage-etcd: data key "tls\.crt" does not hold a PEM certificate .*: put a PEM CA certificate in tls\.crt/,
+      },
+    );
+    await assert.rejects(
+      access.reconcileCertificates(
+        controlPlane("mismatch-cp", "00000000-0000-4000-8000-0000000000c2"),
+        cluster("mismatch", endpoint),
+      ),
+      {
+        name: "CAKeyMismatchError",
+        message:
+          /^Secret default\/mismatch-ca: tls\.key is not the private key of the certificate in tls\.crt \(CN=good\)/,
+      },
+    );
+    await assert.rejects(
+      access.reconcileCertificates(
+        controlPlane("expired-cp", "00000000-0000-4000-8000-0000000000c3"),
+        cluster("expired", endpoint),
+      ),
+      {
+        name: "CertificateExpiredError",
+        message: /^Secret default\/expired-ca: certificate CN=expired expired at .*: rotate it/,
+      },
+    );
+    await assert.rejects(
+      access.nodes(controlPlane("missing-cp", "00000000-0000-4000-8000-0000000000c4"), cluster("missing")),
+      {
+        name: "SecretMissingError",
+        message: /^Secret default\/missing-kubeconfig not found/,
+      },
+    );
+    for (const name of ["mismatch-kubeconfig", "expired-kubeconfig"])
+      assert.equal(await store.get({ namespace, name }), undefined);
   });
 
   it("creates no new etcd CA when a user deletes it on a running cluster, and names the Secret and the restore", async () => {
     const access = new ClusterWorkloadAccess({ secrets: store });
     const endpoint = { host: "127.0.0.1", port: 6443 };
-    const created = await access.reconcileCertificates(controlPlane("running-cp", "00000000-0000-4000-8000-0000000000d1"), cluster("running", endpoint));
+    const created = await access.reconcileCertificates(
+      controlPlane("running-cp", "00000000-0000-4000-8000-0000000000d1"),
+      cluster("running", endpoint),
+    );
     assert.deepEqual(created.secrets.created.sort(), ["running-ca", "running-etcd", "running-proxy", "running-sa"]);
-    const kept = await Promise.all(["running-ca", "running-proxy", "running-sa", "running-kubeconfig"].map((name) => core.readNamespacedSecret({ name, namespace })));
+    const kept = await Promise.all(
+      ["running-ca", "running-proxy", "running-sa", "running-kubeconfig"].map((name) =>
+        core.readNamespacedSecret({ name, namespace }),
+      ),
+    );
 
     // The cluster runs: CAPI saw its control plane initialise, Quorum counts three Machines.
-    const running = { ...controlPlane("running-cp", "00000000-0000-4000-8000-0000000000d1"), status: { replicas: 3, initialization: { controlPlaneInitialized: true } } };
-    const initialized: Cluster = { ...cluster("running", endpoint), status: { initialization: { infrastructureProvisioned: true, controlPlaneInitialized: true } } };
+    const running = {
+      ...controlPlane("running-cp", "00000000-0000-4000-8000-0000000000d1"),
+      status: { replicas: 3, initialization: { controlPlaneInitialized: true } },
+    };
+    const initialized: Cluster = {
+      ...cluster("running", endpoint),
+      status: { initialization: { infrastructureProvisioned: true, controlPlaneInitialized: true } },
+    };
     await core.deleteNamespacedSecret({ name: "running-etcd", namespace });
 
     await assert.rejects(access.reconcileCertificates(running, initialized), {
@@ -226,11 +335,18 @@ describe("bad cluster Secrets on a real kube-apiserver", () => {
         /^Secret default\/running-etcd not found, but the cluster is running \(Cluster default\/running reports its control plane initialized\): restore default\/running-etcd from backup; Quorum does not regenerate/,
     });
     // Nor does anything that would need a new CA go ahead: no etcd client certificate can be issued.
-    await assert.rejects(access.etcd(running, initialized, ["https://127.0.0.1:2379"]), { name: "SecretMissingError", message: /^Secret default\/running-etcd not found: .*restore it from backup/ });
+    await assert.rejects(access.etcd(running, initialized, ["https://127.0.0.1:2379"]), {
+      name: "SecretMissingError",
+      message: /^Secret default\/running-etcd not found: .*restore it from backup/,
+    });
 
     const etcdSecret = await kubeRequest(management.kubeConfig, `/api/v1/namespaces/${namespace}/secrets/running-etcd`);
     assert.equal(etcdSecret.status, 404, "no new etcd CA Secret was created");
-    const afterwards = await Promise.all(["running-ca", "running-proxy", "running-sa", "running-kubeconfig"].map((name) => core.readNamespacedSecret({ name, namespace })));
+    const afterwards = await Promise.all(
+      ["running-ca", "running-proxy", "running-sa", "running-kubeconfig"].map((name) =>
+        core.readNamespacedSecret({ name, namespace }),
+      ),
+    );
     assert.deepEqual(
       afterwards.map((secret) => secret.metadata?.resourceVersion),
       kept.map((secret) => secret.metadata?.resourceVersion),
@@ -275,7 +391,11 @@ async function startWorkloadControlPlane(apiserverPort: number): Promise<Workloa
     etcd = await startEtcdCluster({ members: 2, tls: true, ca: etcdCA, namePrefix: "wl-etcd-" });
     const etcdCAFile = file("etcd-ca.crt", etcdCA.certPem);
 
-    const apiserverEtcdClient = await issueCertificate(etcdCA, { commonName: "kube-apiserver-etcd-client", usages: "client", validity: validFor(oneDay) });
+    const apiserverEtcdClient = await issueCertificate(etcdCA, {
+      commonName: "kube-apiserver-etcd-client",
+      usages: "client",
+      validity: validFor(oneDay),
+    });
     const serving = await issueCertificate(clusterCA, {
       commonName: "kube-apiserver",
       dnsNames: ["localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"],
@@ -283,7 +403,11 @@ async function startWorkloadControlPlane(apiserverPort: number): Promise<Workloa
       usages: "server",
       validity: validFor(oneDay),
     });
-    const frontProxyClient = await issueCertificate(proxyCA, { commonName: "front-proxy-client", usages: "client", validity: validFor(oneDay) });
+    const frontProxyClient = await issueCertificate(proxyCA, {
+      commonName: "front-proxy-client",
+      usages: "client",
+      validity: validFor(oneDay),
+    });
     const url = `https://127.0.0.1:${apiserverPort}`;
     apiserver = startProcess({
       name: `workload kube-apiserver (${url})`,

@@ -13,7 +13,16 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { promisify } from "node:util";
 import { stringify } from "yaml";
-import { builtBinary, capiModuleDir, kubeRequest, kubeRequestOk, makeTempDir, pinnedVersions, startApiServer, type ApiServer } from "../env/index.ts";
+import {
+  builtBinary,
+  capiModuleDir,
+  kubeRequest,
+  kubeRequestOk,
+  makeTempDir,
+  pinnedVersions,
+  startApiServer,
+  type ApiServer,
+} from "../env/index.ts";
 import { kubectlBinary, parseManifests, repoRoot } from "../unit/config/kustomize.ts";
 
 const run = promisify(execFile);
@@ -30,7 +39,14 @@ function certManagerCRD(kind: string, plural: string) {
       group: "cert-manager.io",
       scope: "Namespaced",
       names: { kind, plural, singular: kind.toLowerCase(), listKind: `${kind}List` },
-      versions: [{ name: "v1", served: true, storage: true, schema: { openAPIV3Schema: { type: "object", "x-kubernetes-preserve-unknown-fields": true } } }],
+      versions: [
+        {
+          name: "v1",
+          served: true,
+          storage: true,
+          schema: { openAPIV3Schema: { type: "object", "x-kubernetes-preserve-unknown-fields": true } },
+        },
+      ],
     },
   };
 }
@@ -44,10 +60,17 @@ describe("clusterctl", () => {
 
   const clusterctlRun = async (args: string[], extraEnv: NodeJS.ProcessEnv = {}) => {
     try {
-      return await run(clusterctl, [...args, "--config", configFile, "--kubeconfig", apiServer.kubeconfigPath, "-v", "2"], { env: { ...env, ...extraEnv }, timeout: 240_000, maxBuffer: 16 * 1024 * 1024 });
+      return await run(
+        clusterctl,
+        [...args, "--config", configFile, "--kubeconfig", apiServer.kubeconfigPath, "-v", "2"],
+        { env: { ...env, ...extraEnv }, timeout: 240_000, maxBuffer: 16 * 1024 * 1024 },
+      );
     } catch (error) {
       const failure = error as Error & { stdout?: string; stderr?: string };
-      throw new Error(`clusterctl ${args.join(" ")} failed: ${failure.message}\nstdout:\n${failure.stdout}\nstderr:\n${failure.stderr}`, { cause: error });
+      throw new Error(
+        `clusterctl ${args.join(" ")} failed: ${failure.message}\nstdout:\n${failure.stdout}\nstderr:\n${failure.stderr}`,
+        { cause: error },
+      );
     }
   };
 
@@ -61,14 +84,21 @@ describe("clusterctl", () => {
     const coreDir = join(repository, "cluster-api", capi);
     mkdirSync(coreDir, { recursive: true });
     const moduleDir = capiModuleDir();
-    const core = await run(kubectlBinary(), ["kustomize", join(moduleDir, "core/config/default")], { maxBuffer: 64 * 1024 * 1024 });
+    const core = await run(kubectlBinary(), ["kustomize", join(moduleDir, "core/config/default")], {
+      maxBuffer: 64 * 1024 * 1024,
+    });
     writeFileSync(join(coreDir, "core-components.yaml"), core.stdout);
     copyFileSync(join(moduleDir, "metadata.yaml"), join(coreDir, "metadata.yaml"));
 
     // Quorum: exactly what `make release-manifests` writes, for this version and the next.
     for (const version of [QUORUM_VERSION, NEXT_VERSION]) {
       await run("bash", [join(repoRoot, "hack/release-manifests.sh")], {
-        env: { ...process.env, OUT_DIR: join(repository, "control-plane-quorum", version), VERSION: version, KUBECTL: kubectlBinary() },
+        env: {
+          ...process.env,
+          OUT_DIR: join(repository, "control-plane-quorum", version),
+          VERSION: version,
+          KUBECTL: kubectlBinary(),
+        },
       });
     }
 
@@ -78,7 +108,11 @@ describe("clusterctl", () => {
       stringify({
         providers: [
           { name: "cluster-api", type: "CoreProvider", url: `file://${coreDir}/core-components.yaml` },
-          { name: "quorum", type: "ControlPlaneProvider", url: `file://${join(repository, "control-plane-quorum", NEXT_VERSION)}/control-plane-components.yaml` },
+          {
+            name: "quorum",
+            type: "ControlPlaneProvider",
+            url: `file://${join(repository, "control-plane-quorum", NEXT_VERSION)}/control-plane-components.yaml`,
+          },
         ],
         "cert-manager": { externallyProvisioned: "true" },
       }),
@@ -88,7 +122,10 @@ describe("clusterctl", () => {
 
     apiServer = await startApiServer();
     for (const crd of [certManagerCRD("Issuer", "issuers"), certManagerCRD("Certificate", "certificates")]) {
-      await kubeRequestOk(apiServer.kubeConfig, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", { method: "POST", body: crd });
+      await kubeRequestOk(apiServer.kubeConfig, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", {
+        method: "POST",
+        body: crd,
+      });
     }
   });
 
@@ -97,29 +134,64 @@ describe("clusterctl", () => {
   });
 
   test("clusterctl init --control-plane quorum installs Quorum from the local repository with its variables applied", async () => {
-    await clusterctlRun(["init", "--core", `cluster-api:${pinnedVersions().capi}`, "--control-plane", `quorum:${QUORUM_VERSION}`, "--bootstrap", "-"], { QUORUM_LOG_LEVEL: "debug" });
+    await clusterctlRun(
+      [
+        "init",
+        "--core",
+        `cluster-api:${pinnedVersions().capi}`,
+        "--control-plane",
+        `quorum:${QUORUM_VERSION}`,
+        "--bootstrap",
+        "-",
+      ],
+      { QUORUM_LOG_LEVEL: "debug" },
+    );
 
     const kc = apiServer.kubeConfig;
-    const inventory = await kubeRequestOk<{ items: { metadata: { name: string; namespace: string }; providerName: string; type: string; version: string }[] }>(kc, "/apis/clusterctl.cluster.x-k8s.io/v1alpha3/providers");
+    const inventory = await kubeRequestOk<{
+      items: { metadata: { name: string; namespace: string }; providerName: string; type: string; version: string }[];
+    }>(kc, "/apis/clusterctl.cluster.x-k8s.io/v1alpha3/providers");
     const quorum = inventory.items.find((item) => item.providerName === "quorum");
-    assert.ok(quorum, `clusterctl's inventory lists quorum: ${JSON.stringify(inventory.items.map((item) => item.metadata.name))}`);
+    assert.ok(
+      quorum,
+      `clusterctl's inventory lists quorum: ${JSON.stringify(inventory.items.map((item) => item.metadata.name))}`,
+    );
     assert.equal(quorum.type, "ControlPlaneProvider");
     assert.equal(quorum.version, QUORUM_VERSION);
     assert.equal(quorum.metadata.namespace, "quorum-system");
 
-    for (const crd of ["quorumcontrolplanes.controlplane.cluster.x-k8s.io", "quorumcontrolplanetemplates.controlplane.cluster.x-k8s.io"]) {
-      const object = await kubeRequestOk<{ metadata: { labels: Record<string, string> } }>(kc, `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd}`);
-      assert.equal(object.metadata.labels["cluster.x-k8s.io/provider"], "control-plane-quorum", `${crd} carries the provider label`);
+    for (const crd of [
+      "quorumcontrolplanes.controlplane.cluster.x-k8s.io",
+      "quorumcontrolplanetemplates.controlplane.cluster.x-k8s.io",
+    ]) {
+      const object = await kubeRequestOk<{ metadata: { labels: Record<string, string> } }>(
+        kc,
+        `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd}`,
+      );
+      assert.equal(
+        object.metadata.labels["cluster.x-k8s.io/provider"],
+        "control-plane-quorum",
+        `${crd} carries the provider label`,
+      );
     }
     for (const role of ["quorum-manager-role", "quorum-aggregated-manager-role", "quorum-capi-access-role"]) {
       const response = await kubeRequest(kc, `/apis/rbac.authorization.k8s.io/v1/clusterroles/${role}`);
       assert.equal(response.status, 200, `ClusterRole ${role} exists`);
     }
-    const deployment = await kubeRequestOk<{ spec: { template: { spec: { containers: { name: string; image: string; args: string[] }[] } } } }>(kc, "/apis/apps/v1/namespaces/quorum-system/deployments/quorum-controller-manager");
+    const deployment = await kubeRequestOk<{
+      spec: { template: { spec: { containers: { name: string; image: string; args: string[] }[] } } };
+    }>(kc, "/apis/apps/v1/namespaces/quorum-system/deployments/quorum-controller-manager");
     const manager = deployment.spec.template.spec.containers.find((container) => container.name === "manager");
     assert.ok(manager);
-    assert.equal(manager.image, `ghcr.io/quorum-capi/quorum-controller:${QUORUM_VERSION}`, "the image variable took its default");
-    assert.ok(manager.args.includes("--log-level=debug"), `QUORUM_LOG_LEVEL reached the args: ${manager.args.join(" ")}`);
+    assert.equal(
+      manager.image,
+      `ghcr.io/quorum-capi/quorum-controller:${QUORUM_VERSION}`,
+      "the image variable took its default",
+    );
+    assert.ok(
+      manager.args.includes("--log-level=debug"),
+      `QUORUM_LOG_LEVEL reached the args: ${manager.args.join(" ")}`,
+    );
     assert.ok(manager.args.includes("--log-format=json"), "an unset variable took its default");
   });
 
@@ -128,12 +200,23 @@ describe("clusterctl", () => {
     const line = stdout.split("\n").find((text) => /\bcontrol-plane-quorum\b/.test(text));
     assert.ok(line, `no control-plane-quorum line in:\n${stdout}`);
     assert.match(line, /quorum-system/);
-    assert.match(line, new RegExp(`ControlPlaneProvider\\s+${QUORUM_VERSION.replace(/\./g, "\\.")}\\s+${NEXT_VERSION.replace(/\./g, "\\.")}`));
+    assert.match(
+      line,
+      new RegExp(
+        `ControlPlaneProvider\\s+${QUORUM_VERSION.replace(/\./g, "\\.")}\\s+${NEXT_VERSION.replace(/\./g, "\\.")}`,
+      ),
+    );
     assert.match(stdout, /v1beta2/, "the plan is for the v1beta2 contract");
   });
 
   test("the installed objects are the components file's objects, each labelled for clusterctl", async () => {
-    const components = parseManifests(readFileSync(join(dir, "repository/control-plane-quorum", QUORUM_VERSION, "control-plane-components.yaml"), "utf8"), "components");
+    const components = parseManifests(
+      readFileSync(
+        join(dir, "repository/control-plane-quorum", QUORUM_VERSION, "control-plane-components.yaml"),
+        "utf8",
+      ),
+      "components",
+    );
     const kc = apiServer.kubeConfig;
     const paths: Record<string, (name: string, namespace?: string) => string> = {
       Namespace: (name) => `/api/v1/namespaces/${name}`,
@@ -142,15 +225,27 @@ describe("clusterctl", () => {
       ClusterRole: (name) => `/apis/rbac.authorization.k8s.io/v1/clusterroles/${name}`,
       ClusterRoleBinding: (name) => `/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/${name}`,
       Role: (name, namespace) => `/apis/rbac.authorization.k8s.io/v1/namespaces/${namespace}/roles/${name}`,
-      RoleBinding: (name, namespace) => `/apis/rbac.authorization.k8s.io/v1/namespaces/${namespace}/rolebindings/${name}`,
+      RoleBinding: (name, namespace) =>
+        `/apis/rbac.authorization.k8s.io/v1/namespaces/${namespace}/rolebindings/${name}`,
       Deployment: (name, namespace) => `/apis/apps/v1/namespaces/${namespace}/deployments/${name}`,
     };
     for (const object of components) {
       const path = paths[object.kind];
       assert.ok(path, `the test knows where ${object.kind} lives`);
-      const live = await kubeRequestOk<{ metadata: { labels?: Record<string, string> } }>(kc, path(object.metadata.name, object.metadata.namespace));
-      assert.equal(live.metadata.labels?.["cluster.x-k8s.io/provider"], "control-plane-quorum", `${object.kind} ${object.metadata.name}`);
-      assert.equal(live.metadata.labels?.["clusterctl.cluster.x-k8s.io"], "", `${object.kind} ${object.metadata.name} carries clusterctl's own label`);
+      const live = await kubeRequestOk<{ metadata: { labels?: Record<string, string> } }>(
+        kc,
+        path(object.metadata.name, object.metadata.namespace),
+      );
+      assert.equal(
+        live.metadata.labels?.["cluster.x-k8s.io/provider"],
+        "control-plane-quorum",
+        `${object.kind} ${object.metadata.name}`,
+      );
+      assert.equal(
+        live.metadata.labels?.["clusterctl.cluster.x-k8s.io"],
+        "",
+        `${object.kind} ${object.metadata.name} carries clusterctl's own label`,
+      );
     }
   });
 });

@@ -46,7 +46,10 @@ describe("the controller resumes and finishes after a crash right after any acti
     }
     assert.ok(exit, `the controller never executed ${kind} within 180 s:\n${crashing.process.lastLogLines(30)}`);
     assert.equal(exit.code, 137, `exit after ${kind}: ${JSON.stringify(exit)}\n${crashing.process.lastLogLines(30)}`);
-    assert.match(crashing.process.lastLogLines(200), new RegExp(`QUORUM_CRASH_AFTER: exiting with 137 after ${kind} #1`));
+    assert.match(
+      crashing.process.lastLogLines(200),
+      new RegExp(`QUORUM_CRASH_AFTER: exiting with 137 after ${kind} #1`),
+    );
     const restarted: ControllerProcess = await stack.startController();
     try {
       await stack.waitConverged(NS, NAME, 3, 240_000);
@@ -60,7 +63,11 @@ describe("the controller resumes and finishes after a crash right after any acti
     const machines = await stack.machines(NS, NAME);
     const etcd = player.etcd;
     assert.ok(etcd);
-    const client = createEtcdClusterClient({ endpoints: player.liveEndpoints(), credentials: etcd.credentials, callDeadlineMs: 3_000 });
+    const client = createEtcdClusterClient({
+      endpoints: player.liveEndpoints(),
+      credentials: etcd.credentials,
+      callDeadlineMs: 3_000,
+    });
     try {
       const members = await client.listMembers();
       assert.equal(members.length, 3, `members: ${members.map((member) => member.name || member.id).join(", ")}`);
@@ -83,11 +90,19 @@ describe("the controller resumes and finishes after a crash right after any acti
   /** The oldest Machine is replaced first, so its member leading makes ForwardLeadership a certain step. */
   async function moveLeaderToOldestMachine(): Promise<void> {
     const machines = await stack.machines(NS, NAME);
-    const oldest = [...machines].sort((a, b) => (a.metadata.creationTimestamp ?? "").localeCompare(b.metadata.creationTimestamp ?? "") || a.metadata.name.localeCompare(b.metadata.name))[0];
+    const oldest = [...machines].sort(
+      (a, b) =>
+        (a.metadata.creationTimestamp ?? "").localeCompare(b.metadata.creationTimestamp ?? "") ||
+        a.metadata.name.localeCompare(b.metadata.name),
+    )[0];
     const address = oldest.status?.addresses?.[0]?.address;
     const etcd = player.etcd;
     assert.ok(etcd && address);
-    const client = createEtcdClusterClient({ endpoints: player.liveEndpoints(), credentials: etcd.credentials, callDeadlineMs: 3_000 });
+    const client = createEtcdClusterClient({
+      endpoints: player.liveEndpoints(),
+      credentials: etcd.credentials,
+      callDeadlineMs: 3_000,
+    });
     try {
       const members = await client.listMembers();
       const target = members.find((member) => member.peerURLs.some((url) => url.includes(`//${address}:`)));
@@ -98,7 +113,14 @@ describe("the controller resumes and finishes after a crash right after any acti
     }
   }
 
-  for (const kind of ["CreateMachine", "PromoteLearner", "ForwardLeadership", "RemoveMember", "DeleteMachine", "ReleaseHook"] as const) {
+  for (const kind of [
+    "CreateMachine",
+    "PromoteLearner",
+    "ForwardLeadership",
+    "RemoveMember",
+    "DeleteMachine",
+    "ReleaseHook",
+  ] as const) {
     it(`finishes a rolling upgrade after a crash right after ${kind}`, async () => {
       await crashThenFinish(kind, rollout);
     });
@@ -107,9 +129,17 @@ describe("the controller resumes and finishes after a crash right after any acti
   it("finishes adding the pre-terminate hook after a crash right after AddHook", async () => {
     await crashThenFinish("AddHook", async () => {
       const machine = (await stack.machines(NS, NAME))[0];
-      await kubeRequestOk(stack.kubeConfig, `/apis/${CAPI_API_VERSION}/namespaces/${NS}/machines/${machine.metadata.name}`, { method: "PATCH", body: { metadata: { annotations: { [PRE_TERMINATE_HOOK]: null } } } });
+      await kubeRequestOk(
+        stack.kubeConfig,
+        `/apis/${CAPI_API_VERSION}/namespaces/${NS}/machines/${machine.metadata.name}`,
+        { method: "PATCH", body: { metadata: { annotations: { [PRE_TERMINATE_HOOK]: null } } } },
+      );
     });
-    for (const machine of await stack.machines(NS, NAME)) assert.ok(PRE_TERMINATE_HOOK in (machine.metadata.annotations ?? {}), `${machine.metadata.name} has the hook again`);
+    for (const machine of await stack.machines(NS, NAME))
+      assert.ok(
+        PRE_TERMINATE_HOOK in (machine.metadata.annotations ?? {}),
+        `${machine.metadata.name} has the hook again`,
+      );
   });
 
   it("finishes removing a ghost member after a crash right after RemoveGhost", async () => {
@@ -117,7 +147,11 @@ describe("the controller resumes and finishes after a crash right after any acti
       const etcd = player.etcd;
       assert.ok(etcd);
       // A member no Machine owns, on an address no Machine has: a ghost once its 20 s grace period is over.
-      const client = createEtcdClusterClient({ endpoints: player.liveEndpoints(), credentials: etcd.credentials, callDeadlineMs: 3_000 });
+      const client = createEtcdClusterClient({
+        endpoints: player.liveEndpoints(),
+        credentials: etcd.credentials,
+        callDeadlineMs: 3_000,
+      });
       try {
         // etcd refuses new members for a few seconds after a member (re)joined ("unhealthy cluster"): retry.
         for (let attempt = 0; ; attempt++) {
@@ -140,12 +174,31 @@ describe("the controller resumes and finishes after a crash right after any acti
   it("finishes a remediation after a crash right after Remediate", async () => {
     await crashThenFinish("Remediate", async () => {
       const machine = (await stack.machines(NS, NAME))[0];
-      await kubeRequestOk(stack.kubeConfig, `/apis/${CAPI_API_VERSION}/namespaces/${NS}/machines/${machine.metadata.name}/status`, {
-        method: "PATCH",
-        body: { status: { conditions: [{ type: "OwnerRemediated", status: "False", reason: "WaitingForRemediation", message: "test", lastTransitionTime: new Date().toISOString() }] } },
-      });
+      await kubeRequestOk(
+        stack.kubeConfig,
+        `/apis/${CAPI_API_VERSION}/namespaces/${NS}/machines/${machine.metadata.name}/status`,
+        {
+          method: "PATCH",
+          body: {
+            status: {
+              conditions: [
+                {
+                  type: "OwnerRemediated",
+                  status: "False",
+                  reason: "WaitingForRemediation",
+                  message: "test",
+                  lastTransitionTime: new Date().toISOString(),
+                },
+              ],
+            },
+          },
+        },
+      );
     });
-    const qcp = await kubeRequestOk<{ status?: { lastRemediation?: { machine: string } } }>(stack.kubeConfig, `/apis/${API_VERSION}/namespaces/${NS}/quorumcontrolplanes/${NAME}`);
+    const qcp = await kubeRequestOk<{ status?: { lastRemediation?: { machine: string } } }>(
+      stack.kubeConfig,
+      `/apis/${API_VERSION}/namespaces/${NS}/quorumcontrolplanes/${NAME}`,
+    );
     assert.ok(qcp.status?.lastRemediation?.machine, "the remediation is recorded in status");
   });
 });

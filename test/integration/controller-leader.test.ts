@@ -47,7 +47,8 @@ describe("leader election between controller processes", { timeout: 900_000 }, (
     stack = await startStack();
     player = await stack.createCluster(NS, NAME, { replicas: 3, version: "v1.31.0" });
     monitor = stack.monitor(player);
-    for (const identity of ["quorum-a", "quorum-b"]) byIdentity.set(identity, await stack.startController({ leaderElect: true, identity }));
+    for (const identity of ["quorum-a", "quorum-b"])
+      byIdentity.set(identity, await stack.startController({ leaderElect: true, identity }));
   });
 
   after(async () => {
@@ -63,7 +64,10 @@ describe("leader election between controller processes", { timeout: 900_000 }, (
     const leader = await holder();
     assert.ok(leader && byIdentity.has(leader), `holder ${leader}`);
     const standby = [...byIdentity.keys()].find((identity) => identity !== leader) as string;
-    const [leaderMetrics, standbyMetrics] = await Promise.all([scrape(byIdentity.get(leader) as ControllerProcess), scrape(byIdentity.get(standby) as ControllerProcess)]);
+    const [leaderMetrics, standbyMetrics] = await Promise.all([
+      scrape(byIdentity.get(leader) as ControllerProcess),
+      scrape(byIdentity.get(standby) as ControllerProcess),
+    ]);
     assert.ok(leaderMetrics.actions >= 3, `the holder created the Machines (${leaderMetrics.actions} actions)`);
     assert.equal(standbyMetrics.actions, 0, "the standby never acted");
     assert.equal(leaderMetrics.leader, 1);
@@ -75,7 +79,9 @@ describe("leader election between controller processes", { timeout: 900_000 }, (
     const standby = [...byIdentity.keys()].find((identity) => identity !== leader) as string;
     const original = new Set((await stack.machines(NS, NAME)).map((machine) => machine.metadata.name));
     await stack.patchSpec(NS, NAME, { version: "v1.32.0" });
-    await until("the rollout's first new Machine", 60_000, async () => ((await stack.machines(NS, NAME)).some((machine) => !original.has(machine.metadata.name)) ? true : undefined));
+    await until("the rollout's first new Machine", 60_000, async () =>
+      (await stack.machines(NS, NAME)).some((machine) => !original.has(machine.metadata.name)) ? true : undefined,
+    );
     const killedAt = Date.now();
     await (byIdentity.get(leader) as ControllerProcess).process.kill();
     await until(`${standby} holding the Lease`, 20_000, async () => ((await holder()) === standby ? true : undefined));
@@ -93,14 +99,23 @@ describe("leader election between controller processes", { timeout: 900_000 }, (
     const oldProcess = byIdentity.get(old) as ControllerProcess;
     const fresh = await stack.startController({ leaderElect: true, identity: "quorum-c" });
     byIdentity.set("quorum-c", fresh);
-    await until("quorum-c serving metrics", 60_000, async () => ((await scrape(fresh)).leader === 0 ? true : undefined));
+    await until("quorum-c serving metrics", 60_000, async () =>
+      (await scrape(fresh)).leader === 0 ? true : undefined,
+    );
 
     const lease = await kubeRequestOk<Lease>(stack.kubeConfig, LEASE);
     const renewTime = new Date().toISOString().replace("Z", "000Z");
-    await kubeRequestOk(stack.kubeConfig, LEASE, { method: "PUT", body: { ...lease, spec: { ...lease.spec, holderIdentity: "quorum-c", renewTime } } });
+    await kubeRequestOk(stack.kubeConfig, LEASE, {
+      method: "PUT",
+      body: { ...lease, spec: { ...lease.spec, holderIdentity: "quorum-c", renewTime } },
+    });
 
-    await until(`${old} stopping its workers`, 15_000, async () => ((await scrape(oldProcess)).leader === 0 ? true : undefined));
-    await until("quorum-c running its workers", 30_000, async () => ((await scrape(fresh)).leader === 1 ? true : undefined));
+    await until(`${old} stopping its workers`, 15_000, async () =>
+      (await scrape(oldProcess)).leader === 0 ? true : undefined,
+    );
+    await until("quorum-c running its workers", 30_000, async () =>
+      (await scrape(fresh)).leader === 1 ? true : undefined,
+    );
     const oldActions = (await scrape(oldProcess)).actions;
 
     // An event the new holder must receive: its informers started after it registered its handlers.

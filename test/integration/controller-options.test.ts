@@ -17,7 +17,11 @@ describe("memberRemoval AfterDrain and pausing", { timeout: 900_000 }, () => {
 
   before(async () => {
     stack = await startStack();
-    drainPlayer = await stack.createCluster(NS, "drain", { replicas: 3, version: "v1.31.0", memberRemoval: "AfterDrain" });
+    drainPlayer = await stack.createCluster(NS, "drain", {
+      replicas: 3,
+      version: "v1.31.0",
+      memberRemoval: "AfterDrain",
+    });
     monitor = stack.monitor(drainPlayer);
     await stack.createCluster(NS, "paused", { replicas: 1, version: "v1.31.0" });
     await stack.startController();
@@ -38,7 +42,8 @@ describe("memberRemoval AfterDrain and pausing", { timeout: 900_000 }, () => {
         const qcp = await stack.getControlPlane(NS, "drain");
         for (const machine of await stack.machines(NS, "drain")) {
           const member = qcp.status?.etcd?.members?.find((candidate) => candidate.machine === machine.metadata.name);
-          if (machine.metadata.deletionTimestamp && member && !deletedWhileMember.includes(machine.metadata.name)) deletedWhileMember.push(machine.metadata.name);
+          if (machine.metadata.deletionTimestamp && member && !deletedWhileMember.includes(machine.metadata.name))
+            deletedWhileMember.push(machine.metadata.name);
         }
         await sleep(150);
       }
@@ -51,9 +56,19 @@ describe("memberRemoval AfterDrain and pausing", { timeout: 900_000 }, () => {
       await sampler;
     }
     const now = (await stack.machines(NS, "drain")).map((machine) => machine.metadata.name);
-    assert.ok(now.every((name) => !before.has(name)), "every Machine was replaced");
-    assert.ok(deletedWhileMember.length > 0, "a Machine was seen deleting while its member was still listed (AfterDrain order)");
-    assert.deepEqual(drainPlayer.deletedWithMember, [], "the hook held every Machine's infrastructure until its member was removed");
+    assert.ok(
+      now.every((name) => !before.has(name)),
+      "every Machine was replaced",
+    );
+    assert.ok(
+      deletedWhileMember.length > 0,
+      "a Machine was seen deleting while its member was still listed (AfterDrain order)",
+    );
+    assert.deepEqual(
+      drainPlayer.deletedWithMember,
+      [],
+      "the hook held every Machine's infrastructure until its member was removed",
+    );
     assert.deepEqual(monitor.losses, []);
   });
 

@@ -2,7 +2,14 @@
 // honest judge of it: these tests install config/crd/bases into one and talk to it over HTTP.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { installCRDs, kubeRequest, kubeRequestOk, startApiServer, statusMessage, type ApiServer } from "../env/index.ts";
+import {
+  installCRDs,
+  kubeRequest,
+  kubeRequestOk,
+  startApiServer,
+  statusMessage,
+  type ApiServer,
+} from "../env/index.ts";
 
 const namespace = "crd-validation";
 const collection = `/apis/controlplane.cluster.x-k8s.io/v1beta1/namespaces/${namespace}/quorumcontrolplanes`;
@@ -30,7 +37,10 @@ interface Scale {
   status: { replicas: number; selector?: string };
 }
 
-function quorumControlPlane(name: string, spec: Partial<QuorumControlPlaneObject["spec"]> = {}): QuorumControlPlaneObject {
+function quorumControlPlane(
+  name: string,
+  spec: Partial<QuorumControlPlaneObject["spec"]> = {},
+): QuorumControlPlaneObject {
   return {
     apiVersion: "controlplane.cluster.x-k8s.io/v1beta1",
     kind: "QuorumControlPlane",
@@ -39,8 +49,16 @@ function quorumControlPlane(name: string, spec: Partial<QuorumControlPlaneObject
       replicas: 3,
       version: "v1.33.2",
       machineTemplate: {
-        infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "ProcessMachineTemplate", name: `${name}-infra` },
-        bootstrapConfigTemplateRef: { apiGroup: "bootstrap.cluster.x-k8s.io", kind: "KubeadmConfigTemplate", name: `${name}-bootstrap` },
+        infrastructureRef: {
+          apiGroup: "infrastructure.cluster.x-k8s.io",
+          kind: "ProcessMachineTemplate",
+          name: `${name}-infra`,
+        },
+        bootstrapConfigTemplateRef: {
+          apiGroup: "bootstrap.cluster.x-k8s.io",
+          kind: "KubeadmConfigTemplate",
+          name: `${name}-bootstrap`,
+        },
       },
       ...spec,
     },
@@ -62,7 +80,9 @@ after(async () => {
 });
 
 test("a valid QuorumControlPlane is created and read back with the CRD's defaults filled in", async () => {
-  const created = await kubeRequest<QuorumControlPlaneObject>(apiServer.kubeConfig, collection, { body: quorumControlPlane("valid") });
+  const created = await kubeRequest<QuorumControlPlaneObject>(apiServer.kubeConfig, collection, {
+    body: quorumControlPlane("valid"),
+  });
   assert.equal(created.status, 201, statusMessage(created));
 
   const read = await kubeRequestOk<QuorumControlPlaneObject>(apiServer.kubeConfig, `${collection}/valid`);
@@ -97,7 +117,8 @@ const invalidCreates: Array<{ case: string; spec: Partial<QuorumControlPlaneObje
   {
     case: "ghostMemberGracePeriod 0s",
     spec: { etcd: { ghostMemberGracePeriod: "0s" } },
-    message: /spec\.etcd\.ghostMemberGracePeriod: Invalid value.*etcd\.ghostMemberGracePeriod must be at least 20s \(got "0s"\): a shorter one makes every new member a ghost/,
+    message:
+      /spec\.etcd\.ghostMemberGracePeriod: Invalid value.*etcd\.ghostMemberGracePeriod must be at least 20s \(got "0s"\): a shorter one makes every new member a ghost/,
   },
   {
     case: "memberJoinGracePeriod 30s",
@@ -129,8 +150,13 @@ const invalidCreates: Array<{ case: string; spec: Partial<QuorumControlPlaneObje
 
 for (const invalid of invalidCreates) {
   test(`creating a QuorumControlPlane with ${invalid.case} is rejected with the CRD's own message`, async () => {
-    const name = `invalid-${invalid.case.replace(/[^a-z0-9]+/gi, "-").toLowerCase().replace(/-$/, "")}`;
-    const response = await kubeRequest(apiServer.kubeConfig, collection, { body: quorumControlPlane(name, invalid.spec) });
+    const name = `invalid-${invalid.case
+      .replace(/[^a-z0-9]+/gi, "-")
+      .toLowerCase()
+      .replace(/-$/, "")}`;
+    const response = await kubeRequest(apiServer.kubeConfig, collection, {
+      body: quorumControlPlane(name, invalid.spec),
+    });
     assert.equal(response.status, 422, `expected 422 Invalid, got ${response.status}: ${response.text}`);
     assert.match(statusMessage(response), invalid.message);
     const lookup = await kubeRequest(apiServer.kubeConfig, `${collection}/${name}`);
@@ -141,7 +167,12 @@ for (const invalid of invalidCreates) {
 test("every duration at its minimum, in any unit Go accepts, and 7 replicas are accepted", async () => {
   const atMinimum = quorumControlPlane("at-minimum", {
     replicas: 7,
-    etcd: { ghostMemberGracePeriod: "20000ms", memberJoinGracePeriod: "1m", learnerPromotionTimeout: "0.5m", learnerStallTimeout: "30s" },
+    etcd: {
+      ghostMemberGracePeriod: "20000ms",
+      memberJoinGracePeriod: "1m",
+      learnerPromotionTimeout: "0.5m",
+      learnerStallTimeout: "30s",
+    },
     remediation: { retryPeriod: "30000000µs", minHealthyPeriod: "60s" },
   });
   const created = await kubeRequest<QuorumControlPlaneObject>(apiServer.kubeConfig, collection, { body: atMinimum });
@@ -150,13 +181,18 @@ test("every duration at its minimum, in any unit Go accepts, and 7 replicas are 
 });
 
 test("an update that skips a minor version is rejected with the CRD's own message, and a one-minor step is accepted", async () => {
-  await kubeRequestOk(apiServer.kubeConfig, collection, { body: quorumControlPlane("upgrade", { version: "v1.33.2" }) });
+  await kubeRequestOk(apiServer.kubeConfig, collection, {
+    body: quorumControlPlane("upgrade", { version: "v1.33.2" }),
+  });
   const skip = await kubeRequest(apiServer.kubeConfig, `${collection}/upgrade`, {
     method: "PATCH",
     body: { spec: { version: "v1.35.0" } },
   });
   assert.equal(skip.status, 422, skip.text);
-  assert.match(statusMessage(skip), /version may not skip a minor version \(from v1\.33\.2 to v1\.35\.0\).*set v1\.34\.x first/);
+  assert.match(
+    statusMessage(skip),
+    /version may not skip a minor version \(from v1\.33\.2 to v1\.35\.0\).*set v1\.34\.x first/,
+  );
 
   const step = await kubeRequest<QuorumControlPlaneObject>(apiServer.kubeConfig, `${collection}/upgrade`, {
     method: "PATCH",
@@ -174,7 +210,10 @@ test("the /scale subresource reads and writes spec.replicas, and refuses an even
   assert.equal(scale.kind, "Scale");
   assert.equal(scale.spec.replicas, 3);
 
-  const scaledUp = await kubeRequest<Scale>(apiServer.kubeConfig, scalePath, { method: "PATCH", body: { spec: { replicas: 5 } } });
+  const scaledUp = await kubeRequest<Scale>(apiServer.kubeConfig, scalePath, {
+    method: "PATCH",
+    body: { spec: { replicas: 5 } },
+  });
   assert.equal(scaledUp.status, 200, statusMessage(scaledUp));
   assert.equal(scaledUp.body.spec.replicas, 5);
   const object = await kubeRequestOk<QuorumControlPlaneObject>(apiServer.kubeConfig, `${collection}/scalable`);
@@ -184,7 +223,10 @@ test("the /scale subresource reads and writes spec.replicas, and refuses an even
   assert.equal(even.status, 422, even.text);
   assert.match(statusMessage(even), /replicas must be odd with stacked etcd \(got 4\)/);
 
-  const tooMany = await kubeRequest(apiServer.kubeConfig, scalePath, { method: "PATCH", body: { spec: { replicas: 9 } } });
+  const tooMany = await kubeRequest(apiServer.kubeConfig, scalePath, {
+    method: "PATCH",
+    body: { spec: { replicas: 9 } },
+  });
   assert.equal(tooMany.status, 422, tooMany.text);
   assert.match(statusMessage(tooMany), /replicas must be at most 7 \(got 9\)/);
 });

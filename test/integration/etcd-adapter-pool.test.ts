@@ -21,7 +21,13 @@ const controlPlane = {
   apiVersion: "controlplane.cluster.x-k8s.io/v1beta1",
   kind: "QuorumControlPlane",
   metadata: { name: "wl-cp", namespace: "default", uid: "00000000-0000-4000-8000-00000000b001" },
-  spec: { version: "v1.31.0", machineTemplate: { infrastructureRef: { kind: "X", name: "x" }, bootstrapConfigTemplateRef: { kind: "Y", name: "y" } } },
+  spec: {
+    version: "v1.31.0",
+    machineTemplate: {
+      infrastructureRef: { kind: "X", name: "x" },
+      bootstrapConfigTemplateRef: { kind: "Y", name: "y" },
+    },
+  },
 } as QuorumControlPlane;
 const workloadCluster: Cluster = { metadata: { name: "wl", namespace: "default" }, spec: {} };
 
@@ -45,7 +51,9 @@ async function round(): Promise<Round> {
     const ms = performance.now() - started;
     assert.ok(observed.ok, observed.ok ? "" : observed.error);
     const { statuses, members } = observed.observation;
-    const unreachable = statuses.filter((status) => !status.reachable).map((status) => members.find((member) => member.id === status.memberId)?.name ?? status.memberId);
+    const unreachable = statuses
+      .filter((status) => !status.reachable)
+      .map((status) => members.find((member) => member.id === status.memberId)?.name ?? status.memberId);
     return { ms, unreachable, memberCount: members.length };
   } finally {
     await etcd.close();
@@ -105,7 +113,10 @@ describe("the etcd client kept per workload cluster, on a real 3-member TLS clus
       for (let i = 1; i <= 3; i++) {
         const { ms, unreachable } = await round();
         assert.deepEqual(unreachable, [victim.name], `round ${i} with ${victim.name} killed`);
-        assert.ok(ms <= 1.2 * deadlineMs, `round ${i} with ${victim.name} killed took ${Math.round(ms)} ms (deadline ${deadlineMs} ms)`);
+        assert.ok(
+          ms <= 1.2 * deadlineMs,
+          `round ${i} with ${victim.name} killed took ${Math.round(ms)} ms (deadline ${deadlineMs} ms)`,
+        );
       }
     } finally {
       await victim.start();
@@ -123,13 +134,20 @@ describe("the etcd client kept per workload cluster, on a real 3-member TLS clus
       for (let i = 1; i <= 3; i++) {
         const { ms, unreachable } = await round();
         assert.deepEqual(unreachable, [victim.name], `round ${i} with ${victim.name} paused`);
-        assert.ok(ms <= 1.2 * deadlineMs, `round ${i} with ${victim.name} paused took ${Math.round(ms)} ms (deadline ${deadlineMs} ms)`);
+        assert.ok(
+          ms <= 1.2 * deadlineMs,
+          `round ${i} with ${victim.name} paused took ${Math.round(ms)} ms (deadline ${deadlineMs} ms)`,
+        );
       }
     } finally {
       victim.resume();
     }
     // A resumed member may need a moment to answer again (its peers reconnect): eventually, not at once.
-    await eventually(`${victim.name} to answer the kept client again`, async () => ((await round()).unreachable.length === 0 ? true : undefined), { timeoutMs: 30_000 });
+    await eventually(
+      `${victim.name} to answer the kept client again`,
+      async () => ((await round()).unreachable.length === 0 ? true : undefined),
+      { timeoutMs: 30_000 },
+    );
     const { ms, unreachable } = await round();
     assert.deepEqual(unreachable, []);
     assert.ok(ms < deadlineMs, `a healthy round after the pause took ${Math.round(ms)} ms`);

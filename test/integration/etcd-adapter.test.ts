@@ -40,7 +40,8 @@ async function eventually<T>(what: string, probe: () => Promise<T | undefined>, 
     } catch (error) {
       last = error;
     }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ""}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ""}`);
     await sleep(250);
   }
 }
@@ -75,7 +76,10 @@ describe("etcd adapter on a real 3-member TLS cluster", () => {
     assert.ok(members.every((member) => !member.learner && /^\d+$/.test(member.id)));
 
     const statuses = await etcd.memberStatuses(members);
-    assert.deepEqual(statuses.map((status) => status.memberId), members.map((member) => member.id));
+    assert.deepEqual(
+      statuses.map((status) => status.memberId),
+      members.map((member) => member.id),
+    );
     for (const status of statuses) {
       assert.equal(status.reachable, true, `${status.memberId}: ${status.errors.join(", ")}`);
       assert.deepEqual(status.errors, []);
@@ -106,7 +110,12 @@ describe("etcd adapter on a real 3-member TLS cluster", () => {
 
     const statuses = await etcd.memberStatuses();
     const unstarted = statuses.find((status) => status.memberId === added.id);
-    assert.deepEqual(unstarted, { memberId: added.id, reachable: false, leader: false, errors: ["member has not started yet (no client URLs)"] });
+    assert.deepEqual(unstarted, {
+      memberId: added.id,
+      reachable: false,
+      leader: false,
+      errors: ["member has not started yet (no client URLs)"],
+    });
 
     assert.deepEqual(await etcd.removeMember(added.id), { removed: true });
     assert.ok(!(await etcd.listMembers()).some((member) => member.id === added.id));
@@ -124,7 +133,10 @@ describe("etcd adapter on a real 3-member TLS cluster", () => {
       const voters = statuses.filter((status) => status.reachable);
       return voters.length >= 3 && voters.every((status) => status.leaderId === target.memberId) ? statuses : undefined;
     });
-    assert.deepEqual(after.filter((status) => status.leader).map((status) => status.memberId), [target.memberId]);
+    assert.deepEqual(
+      after.filter((status) => status.leader).map((status) => status.memberId),
+      [target.memberId],
+    );
     // Asking again for the member that already leads changes nothing.
     await etcd.moveLeader(target.memberId);
     assert.equal((await etcd.memberStatuses()).find((status) => status.leader)?.memberId, target.memberId);
@@ -143,7 +155,10 @@ describe("etcd adapter on a real 3-member TLS cluster", () => {
         const started = performance.now();
         const round = await etcd.memberStatuses(members);
         const elapsedMs = performance.now() - started;
-        assert.ok(elapsedMs <= 1.2 * deadlineMs, `status round took ${Math.round(elapsedMs)} ms (deadline ${deadlineMs} ms)`);
+        assert.ok(
+          elapsedMs <= 1.2 * deadlineMs,
+          `status round took ${Math.round(elapsedMs)} ms (deadline ${deadlineMs} ms)`,
+        );
         assert.deepEqual(
           round.filter((status) => !status.reachable).map((status) => status.memberId),
           [victimId],
@@ -156,7 +171,10 @@ describe("etcd adapter on a real 3-member TLS cluster", () => {
         const observation = await observeEtcd(client());
         assert.ok(observation.ok);
         assert.equal(observation.observation.members.length, 3);
-        assert.deepEqual(observation.observation.statuses.filter((status) => !status.reachable).map((status) => status.memberId), [victimId]);
+        assert.deepEqual(
+          observation.observation.statuses.filter((status) => !status.reachable).map((status) => status.memberId),
+          [victimId],
+        );
       } finally {
         if (failure.startsWith("killed")) await victim.start();
         else victim.resume();
@@ -178,11 +196,15 @@ describe("etcd adapter on a real 3-member TLS cluster", () => {
 
     await learner.start({ learner: true });
     const attempts: string[] = [];
-    await eventually("the learner to be promoted", async () => {
-      const result = await etcd.promoteLearner(member.id);
-      attempts.push(result.promoted ? "promoted" : result.reason);
-      return result.promoted ? true : undefined;
-    }, 60_000);
+    await eventually(
+      "the learner to be promoted",
+      async () => {
+        const result = await etcd.promoteLearner(member.id);
+        attempts.push(result.promoted ? "promoted" : result.reason);
+        return result.promoted ? true : undefined;
+      },
+      60_000,
+    );
     const promoted = (await etcd.listMembers()).find((candidate) => candidate.id === member.id);
     assert.equal(promoted?.learner, false);
     assert.equal(promoted?.name, learner.name);

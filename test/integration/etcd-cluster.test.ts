@@ -38,7 +38,10 @@ test("a three-member TLS cluster serves clients holding the generated certificat
   await withCluster(async (cluster) => {
     assert.equal(cluster.endpoints().length, 3);
     for (const url of cluster.endpoints()) assert.match(url, /^https:\/\/127\.\d+\.\d+\.[123]:2379$/);
-    assert.equal(new Set(cluster.endpoints().map((url) => new URL(url).hostname.split(".").slice(0, 3).join("."))).size, 1);
+    assert.equal(
+      new Set(cluster.endpoints().map((url) => new URL(url).hostname.split(".").slice(0, 3).join("."))).size,
+      1,
+    );
 
     const client = cluster.client();
     await client.put("greeting").value("hello");
@@ -96,7 +99,10 @@ test("a paused member (SIGSTOP) stops answering while the others keep serving, a
       assert.equal(whilePaused.ok, false, "a stopped process cannot answer");
       assert.equal(paused.isRunning(), true, "pausing is not exiting");
 
-      const others = cluster.client({ endpoints: [cluster.member("m1").clientURL, cluster.member("m3").clientURL], callTimeoutMs: 10_000 });
+      const others = cluster.client({
+        endpoints: [cluster.member("m1").clientURL, cluster.member("m3").clientURL],
+        callTimeoutMs: 10_000,
+      });
       await others.put("written-while-m2-paused").value("yes");
       assert.equal(await others.get("written-while-m2-paused").string(), "yes");
     } finally {
@@ -125,7 +131,10 @@ test("a killed member (SIGKILL) exits by that signal, refuses clients, stays in 
     assert.equal(status.ok, false, "a dead member answers nothing");
     assert.deepEqual(await voterNames(cluster), ["m1", "m2", "m3"], "killing a process does not remove its member");
 
-    const survivors = cluster.client({ endpoints: [cluster.member("m1").clientURL, cluster.member("m2").clientURL], callTimeoutMs: 10_000 });
+    const survivors = cluster.client({
+      endpoints: [cluster.member("m1").clientURL, cluster.member("m2").clientURL],
+      callTimeoutMs: 10_000,
+    });
     await survivors.put("written-with-two-of-three").value("quorum");
 
     await victim.start();

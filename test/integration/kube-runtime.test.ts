@@ -6,7 +6,12 @@ import { after, before, describe, it } from "node:test";
 import { KubeConfig } from "@kubernetes/client-node";
 import { startApiServer, type ApiServer } from "../env/index.ts";
 import { freshNamespace, waitFor } from "./fixtures/kube.ts";
-import { Informer, kubeListerWatcher, type KubeListerWatcherOptions, type WatchTarget } from "../../src/adapters/kube/informer.ts";
+import {
+  Informer,
+  kubeListerWatcher,
+  type KubeListerWatcherOptions,
+  type WatchTarget,
+} from "../../src/adapters/kube/informer.ts";
 import type { Logger } from "../../src/adapters/kube/log.ts";
 import { KubeRest, isNotFound, resourcePath, type KubeObject, type ResourceRef } from "../../src/adapters/kube/rest.ts";
 
@@ -173,7 +178,12 @@ function kubeConfigVia(server: string): KubeConfig {
 async function withInformerBehindProxy(
   namespace: string,
   options: { resyncMs?: number; source?: KubeListerWatcherOptions },
-  body: (ctx: { proxy: Proxy; viaProxy: KubeRest; seen: ReturnType<typeof recorder>; informer: Informer<KubeObject> }) => Promise<void>,
+  body: (ctx: {
+    proxy: Proxy;
+    viaProxy: KubeRest;
+    seen: ReturnType<typeof recorder>;
+    informer: Informer<KubeObject>;
+  }) => Promise<void>,
 ): Promise<void> {
   const proxy = await startProxy(apiServer.url);
   const viaProxy = new KubeRest(kubeConfigVia(proxy.url));
@@ -210,7 +220,10 @@ describe("kube runtime against a real kube-apiserver", { timeout: 240_000 }, () 
     informer.start();
     try {
       await informer.waitForSync();
-      assert.deepEqual(informer.list().map((cm) => cm.metadata.name), ["before"]);
+      assert.deepEqual(
+        informer.list().map((cm) => cm.metadata.name),
+        ["before"],
+      );
       assert.equal(informer.get(`${namespace}/before`)?.data?.v, "1");
 
       await putConfigMap(namespace, "added", { v: "1" }, watched);
@@ -304,7 +317,10 @@ describe("kube runtime against a real kube-apiserver", { timeout: 240_000 }, () 
 
       await putConfigMap(namespace, "d", { v: "1" });
       await waitFor("an event on the new watch", () => seen.events.includes("add d"));
-      assert.ok(seen.problems.some((p) => p.includes("informer failed; restarting")), "the failures are logged");
+      assert.ok(
+        seen.problems.some((p) => p.includes("informer failed; restarting")),
+        "the failures are logged",
+      );
     });
   });
 
@@ -314,7 +330,9 @@ describe("kube runtime against a real kube-apiserver", { timeout: 240_000 }, () 
       // The open watch now receives nothing, yet reports no error.
       proxy.stallOpenConnections();
       await putConfigMap(namespace, "missed-by-the-watch", { v: "1" });
-      await waitFor("the watchdog re-list to deliver the ConfigMap", () => seen.events.includes("add missed-by-the-watch"));
+      await waitFor("the watchdog re-list to deliver the ConfigMap", () =>
+        seen.events.includes("add missed-by-the-watch"),
+      );
       assert.ok(informer.stats.resyncs >= 1);
       assert.equal(informer.stats.failures, 0, "a stalled watch is not an error, only a re-list");
     });
@@ -327,7 +345,10 @@ describe("kube runtime against a real kube-apiserver", { timeout: 240_000 }, () 
       proxy.stallOpenConnections();
       await putConfigMap(namespace, "late", { v: "1" });
       await waitFor("the restarted watch to deliver the ConfigMap", () => seen.events.includes("add late"));
-      assert.ok(seen.problems.some((p) => p.includes("no data from the API server")), seen.problems.join("\n"));
+      assert.ok(
+        seen.problems.some((p) => p.includes("no data from the API server")),
+        seen.problems.join("\n"),
+      );
     });
   });
 });

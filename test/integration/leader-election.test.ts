@@ -116,7 +116,13 @@ function stepsOf(proc: ManagedProcess): LoggedStep[] {
     .map((line) => JSON.parse(line) as LoggedStep);
 }
 
-const TERM_START = ["started-leading", "handlers-registered", "starting-informers", "caches-synced", "starting-workers"];
+const TERM_START = [
+  "started-leading",
+  "handlers-registered",
+  "starting-informers",
+  "caches-synced",
+  "starting-workers",
+];
 
 describe("leader election against a real kube-apiserver", { timeout: 300_000 }, () => {
   it("lets only one of two electors lead, and records it in the Lease with microsecond timestamps", async () => {
@@ -143,7 +149,10 @@ describe("leader election against a real kube-apiserver", { timeout: 300_000 }, 
   it("lets a standby take over from a killed holder only once the Lease has expired", async () => {
     const namespace = await newNamespace();
     const holder = managerProcess(namespace, "process-holder");
-    await waitFor("the process to hold the Lease", async () => (await readLease(namespace).catch(() => undefined))?.spec?.holderIdentity === "process-holder");
+    await waitFor(
+      "the process to hold the Lease",
+      async () => (await readLease(namespace).catch(() => undefined))?.spec?.holderIdentity === "process-holder",
+    );
     const standby = inProcessElector(namespace, "standby");
     // Let the standby observe a few renewals, so its clock for the Lease is running.
     await new Promise((resolve) => setTimeout(resolve, 3 * timings.retryPeriodMs));
@@ -196,7 +205,9 @@ describe("leader election against a real kube-apiserver", { timeout: 300_000 }, 
     await createConfigMap(namespace, "before-handover");
     const log: LoggedStep[] = [];
     const first = inProcessManager(namespace, "first", log);
-    await waitFor("the first manager to start its workers", () => log.some((s) => s.who === "first" && s.type === "starting-workers"));
+    await waitFor("the first manager to start its workers", () =>
+      log.some((s) => s.who === "first" && s.type === "starting-workers"),
+    );
     await waitFor("the first manager to reconcile the existing ConfigMap", () =>
       log.some((s) => s.who === "first" && s.type === "reconciled"),
     );
@@ -228,10 +239,21 @@ describe("leader election against a real kube-apiserver", { timeout: 300_000 }, 
     );
 
     const stepsOfFirst = log.filter((s) => s.who === "first" && s.type !== "reconciled").map((s) => s.type);
-    assert.deepEqual(stepsOfFirst, ["campaigning", ...TERM_START, "stopped-leading", "workers-stopped", "informers-stopped"]);
-    const stepsOfSecond = log.filter((s) => s.who === "second").map((s) => (s.type === "reconciled" ? `reconciled ${s.key}` : s.type));
+    assert.deepEqual(stepsOfFirst, [
+      "campaigning",
+      ...TERM_START,
+      "stopped-leading",
+      "workers-stopped",
+      "informers-stopped",
+    ]);
+    const stepsOfSecond = log
+      .filter((s) => s.who === "second")
+      .map((s) => (s.type === "reconciled" ? `reconciled ${s.key}` : s.type));
     assert.deepEqual(stepsOfSecond.slice(0, 6), ["campaigning", ...TERM_START], "register, start, sync, then work");
-    assert.ok(stepsOfSecond.includes(`reconciled ${namespace}/before-handover`), "the synced cache's objects are reconciled");
+    assert.ok(
+      stepsOfSecond.includes(`reconciled ${namespace}/before-handover`),
+      "the synced cache's objects are reconciled",
+    );
 
     const firstStoppedAt = log.find((s) => s.who === "first" && s.type === "stopped-leading")!.at;
     const lateWork = log.filter((s) => s.who === "first" && s.type === "reconciled" && s.at > firstStoppedAt);

@@ -30,15 +30,25 @@ describe("the controller's /metrics over HTTPS", { timeout: 300_000 }, () => {
     await stack.installControllerRbac();
     // A serving certificate as cert-manager would mount it, from a CA the scraper trusts.
     caPem = stack.apiServer.ca.certPem;
-    const serving = await issueCertificate(stack.apiServer.ca, { commonName: "quorum-metrics", dnsNames: ["localhost"], ipAddresses: ["127.0.0.1"], usages: "server", validity: validFor(oneDay) });
+    const serving = await issueCertificate(stack.apiServer.ca, {
+      commonName: "quorum-metrics",
+      dnsNames: ["localhost"],
+      ipAddresses: ["127.0.0.1"],
+      usages: "server",
+      validity: validFor(oneDay),
+    });
     const certDir = makeTempDir("metrics-certs");
     writeFileSync(join(certDir, "tls.crt"), serving.certPem);
     writeFileSync(join(certDir, "tls.key"), serving.keyPem, { mode: 0o600 });
 
     const kc = stack.kubeConfig;
-    await kubeRequest(kc, "/api/v1/namespaces", { body: { apiVersion: "v1", kind: "Namespace", metadata: { name: SCRAPERS } } });
+    await kubeRequest(kc, "/api/v1/namespaces", {
+      body: { apiVersion: "v1", kind: "Namespace", metadata: { name: SCRAPERS } },
+    });
     for (const name of ["prometheus", "nosy"]) {
-      await kubeRequestOk(kc, `/api/v1/namespaces/${SCRAPERS}/serviceaccounts`, { body: { apiVersion: "v1", kind: "ServiceAccount", metadata: { name } } });
+      await kubeRequestOk(kc, `/api/v1/namespaces/${SCRAPERS}/serviceaccounts`, {
+        body: { apiVersion: "v1", kind: "ServiceAccount", metadata: { name } },
+      });
     }
     // Prometheus is bound to the ClusterRole config/default ships for scrapers; "nosy" is bound to nothing.
     await kubeRequestOk(kc, "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", {
@@ -58,20 +68,34 @@ describe("the controller's /metrics over HTTPS", { timeout: 300_000 }, () => {
   });
 
   async function token(serviceAccount: string): Promise<string> {
-    const review = await kubeRequestOk<{ status: { token: string } }>(stack.kubeConfig, `/api/v1/namespaces/${SCRAPERS}/serviceaccounts/${serviceAccount}/token`, {
-      body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: { expirationSeconds: 3600 } },
-    });
+    const review = await kubeRequestOk<{ status: { token: string } }>(
+      stack.kubeConfig,
+      `/api/v1/namespaces/${SCRAPERS}/serviceaccounts/${serviceAccount}/token`,
+      {
+        body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: { expirationSeconds: 3600 } },
+      },
+    );
     return review.status.token;
   }
 
   function scrape(bearer?: string): Promise<Scrape> {
     return new Promise((resolve, reject) => {
-      const req = request(controller.metricsUrl, { ca: caPem, headers: bearer ? { Authorization: `Bearer ${bearer}` } : {}, timeout: 10_000 }, (response) => {
-        let text = "";
-        response.setEncoding("utf8");
-        response.on("data", (chunk: string) => (text += chunk));
-        response.on("end", () => resolve({ status: response.statusCode ?? 0, contentType: String(response.headers["content-type"] ?? ""), text }));
-      });
+      const req = request(
+        controller.metricsUrl,
+        { ca: caPem, headers: bearer ? { Authorization: `Bearer ${bearer}` } : {}, timeout: 10_000 },
+        (response) => {
+          let text = "";
+          response.setEncoding("utf8");
+          response.on("data", (chunk: string) => (text += chunk));
+          response.on("end", () =>
+            resolve({
+              status: response.statusCode ?? 0,
+              contentType: String(response.headers["content-type"] ?? ""),
+              text,
+            }),
+          );
+        },
+      );
       req.on("timeout", () => req.destroy(new Error("no answer within 10 s")));
       req.on("error", reject);
       req.end();
@@ -84,7 +108,11 @@ describe("the controller's /metrics over HTTPS", { timeout: 300_000 }, () => {
       try {
         return await scrape(bearer);
       } catch (error) {
-        if (Date.now() > deadline) throw new Error(`${controller.metricsUrl} never answered: ${String(error)}\n${controller.process.lastLogLines(20)}`, { cause: error });
+        if (Date.now() > deadline)
+          throw new Error(
+            `${controller.metricsUrl} never answered: ${String(error)}\n${controller.process.lastLogLines(20)}`,
+            { cause: error },
+          );
         await sleep(300);
       }
     }
@@ -106,7 +134,10 @@ describe("the controller's /metrics over HTTPS", { timeout: 300_000 }, () => {
   it("answers 403 to a valid token whose user may not get /metrics, naming the user and the fix", async () => {
     const response = await scrape(await token("nosy"));
     assert.equal(response.status, 403);
-    assert.match(response.text, /system:serviceaccount:monitoring:nosy may not get \/metrics: bind it to a ClusterRole with nonResourceURLs \["\/metrics"\]/);
+    assert.match(
+      response.text,
+      /system:serviceaccount:monitoring:nosy may not get \/metrics: bind it to a ClusterRole with nonResourceURLs \["\/metrics"\]/,
+    );
     assert.doesNotMatch(response.text, /quorum_/);
   });
 

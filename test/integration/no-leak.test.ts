@@ -30,7 +30,12 @@ function runLeakyTestProcess(mode: "fail" | "hang", stack: "etcd" | "full") {
   const pidsFile = join(dir, "pids.json");
   const child = spawn(process.execPath, ["--import", "tsx", fixture], {
     cwd: repoRoot,
-    env: { ...process.env, QUORUM_LEAK_FIXTURE_MODE: mode, QUORUM_LEAK_FIXTURE_STACK: stack, QUORUM_LEAK_FIXTURE_PIDS: pidsFile },
+    env: {
+      ...process.env,
+      QUORUM_LEAK_FIXTURE_MODE: mode,
+      QUORUM_LEAK_FIXTURE_STACK: stack,
+      QUORUM_LEAK_FIXTURE_PIDS: pidsFile,
+    },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let output = "";
@@ -60,7 +65,9 @@ async function assertAllGone(processes: StartedProcess[], situation: string): Pr
     `every process to be gone ${situation}`,
     async () => {
       const alive = processes.filter((p) => isProcessAlive(p.pid, p.command));
-      return alive.length === 0 ? true : { waiting: `still running: ${alive.map((p) => `${p.command} pid ${p.pid}`).join(", ")}` };
+      return alive.length === 0
+        ? true
+        : { waiting: `still running: ${alive.map((p) => `${p.command} pid ${p.pid}`).join(", ")}` };
     },
     { timeoutMs: 15_000 },
   );
@@ -84,7 +91,10 @@ test("a test that stops its etcd cluster and kube-apiserver leaves none of their
     [],
     "stop() returns only after the processes have exited",
   );
-  assert.deepEqual(runningProcesses().map((p) => p.name), []);
+  assert.deepEqual(
+    runningProcesses().map((p) => p.name),
+    [],
+  );
 });
 
 test("a test process that fails midway leaves no etcd, kube-apiserver or CAPI manager running", async () => {
@@ -107,7 +117,10 @@ for (const signal of ["SIGKILL", "SIGTERM", "SIGINT"] as const) {
     const run = runLeakyTestProcess("hang", "etcd");
     try {
       const processes = await run.started();
-      assert.ok(processes.every((p) => isProcessAlive(p.pid, p.command)), "its members run while it hangs");
+      assert.ok(
+        processes.every((p) => isProcessAlive(p.pid, p.command)),
+        "its members run while it hangs",
+      );
       run.child.kill(signal);
       const exit = await run.exited;
       assert.equal(exit.signal, signal, `the child died of ${signal}:\n${run.output()}`);

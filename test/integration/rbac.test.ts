@@ -21,25 +21,65 @@ const describeAccess = (access: Access) =>
 
 /** Not in the Role or ClusterRoles config/default installs, or the bounds around them (names, namespaces) hold. */
 const FORBIDDEN: Access[] = [
-  { verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: "kube-system", name: "kube-controller-manager" },
+  {
+    verb: "update",
+    group: "coordination.k8s.io",
+    resource: "leases",
+    namespace: "kube-system",
+    name: "kube-controller-manager",
+  },
   { verb: "create", group: "coordination.k8s.io", resource: "leases", namespace: "kube-system" },
   { verb: "get", group: "coordination.k8s.io", resource: "leases", namespace: "kube-system", name: "kube-scheduler" },
-  { verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: "quorum-system", name: "another-controller-leader" },
+  {
+    verb: "update",
+    group: "coordination.k8s.io",
+    resource: "leases",
+    namespace: "quorum-system",
+    name: "another-controller-leader",
+  },
   { verb: "list", group: "coordination.k8s.io", resource: "leases", namespace: "quorum-system" },
   { verb: "patch", resource: "secrets", namespace: "tenant-a", name: "tenant-a-kubeconfig" },
   { verb: "delete", resource: "secrets", namespace: "tenant-a", name: "tenant-a-ca" },
-  { verb: "delete", group: "apiextensions.k8s.io", resource: "customresourcedefinitions", name: "machines.cluster.x-k8s.io" },
-  { verb: "update", group: "apiextensions.k8s.io", resource: "customresourcedefinitions", name: "quorumcontrolplanes.controlplane.cluster.x-k8s.io" },
+  {
+    verb: "delete",
+    group: "apiextensions.k8s.io",
+    resource: "customresourcedefinitions",
+    name: "machines.cluster.x-k8s.io",
+  },
+  {
+    verb: "update",
+    group: "apiextensions.k8s.io",
+    resource: "customresourcedefinitions",
+    name: "quorumcontrolplanes.controlplane.cluster.x-k8s.io",
+  },
   { verb: "list", group: "apiextensions.k8s.io", resource: "customresourcedefinitions" },
   { verb: "create", resource: "pods", namespace: "quorum-system" },
   { verb: "create", resource: "pods", subresource: "exec", namespace: "tenant-a", name: "x" },
   { verb: "create", resource: "serviceaccounts", subresource: "token", namespace: "kube-system", name: "default" },
   { verb: "impersonate", resource: "users", name: "admin" },
   { verb: "create", group: "rbac.authorization.k8s.io", resource: "clusterrolebindings" },
-  { verb: "update", group: "controlplane.cluster.x-k8s.io", resource: "quorumcontrolplanes", namespace: "tenant-a", name: "c1" },
-  { verb: "delete", group: "controlplane.cluster.x-k8s.io", resource: "quorumcontrolplanes", namespace: "tenant-a", name: "c1" },
+  {
+    verb: "update",
+    group: "controlplane.cluster.x-k8s.io",
+    resource: "quorumcontrolplanes",
+    namespace: "tenant-a",
+    name: "c1",
+  },
+  {
+    verb: "delete",
+    group: "controlplane.cluster.x-k8s.io",
+    resource: "quorumcontrolplanes",
+    namespace: "tenant-a",
+    name: "c1",
+  },
   { verb: "update", group: "cluster.x-k8s.io", resource: "clusters", namespace: "tenant-a", name: "c1" },
-  { verb: "delete", group: "bootstrap.cluster.x-k8s.io", resource: "kubeadmconfigs", namespace: "tenant-a", name: "c1-abcde" },
+  {
+    verb: "delete",
+    group: "bootstrap.cluster.x-k8s.io",
+    resource: "kubeadmconfigs",
+    namespace: "tenant-a",
+    name: "c1-abcde",
+  },
   { verb: "patch", resource: "events", namespace: "tenant-a" },
   { verb: "create", group: "events.k8s.io", resource: "events", namespace: "tenant-a" },
   { verb: "list", resource: "nodes" },
@@ -52,52 +92,91 @@ const ALLOWED: Access[] = [
   { verb: "delete", group: "cluster.x-k8s.io", resource: "machines", namespace: "tenant-a", name: "c1-abcde" },
   { verb: "create", resource: "secrets", namespace: "tenant-a" },
   { verb: "update", resource: "secrets", namespace: "tenant-a", name: "c1-kubeconfig" },
-  { verb: "patch", group: "controlplane.cluster.x-k8s.io", resource: "quorumcontrolplanes", subresource: "status", namespace: "tenant-a", name: "c1" },
+  {
+    verb: "patch",
+    group: "controlplane.cluster.x-k8s.io",
+    resource: "quorumcontrolplanes",
+    subresource: "status",
+    namespace: "tenant-a",
+    name: "c1",
+  },
   { verb: "create", resource: "events", namespace: "tenant-a" },
-  { verb: "get", group: "apiextensions.k8s.io", resource: "customresourcedefinitions", name: "kubeadmconfigtemplates.bootstrap.cluster.x-k8s.io" },
+  {
+    verb: "get",
+    group: "apiextensions.k8s.io",
+    resource: "customresourcedefinitions",
+    name: "kubeadmconfigtemplates.bootstrap.cluster.x-k8s.io",
+  },
   { verb: "create", group: "authentication.k8s.io", resource: "tokenreviews" },
   { verb: "create", group: "authorization.k8s.io", resource: "subjectaccessreviews" },
   { verb: "create", group: "coordination.k8s.io", resource: "leases", namespace: "quorum-system" },
-  { verb: "get", group: "coordination.k8s.io", resource: "leases", namespace: "quorum-system", name: "quorum-controller-leader" },
-  { verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: "quorum-system", name: "quorum-controller-leader" },
+  {
+    verb: "get",
+    group: "coordination.k8s.io",
+    resource: "leases",
+    namespace: "quorum-system",
+    name: "quorum-controller-leader",
+  },
+  {
+    verb: "update",
+    group: "coordination.k8s.io",
+    resource: "leases",
+    namespace: "quorum-system",
+    name: "quorum-controller-leader",
+  },
 ];
 
-describe("the controller's ServiceAccount, with config/default's RBAC, asked through SubjectAccessReview", { timeout: 300_000 }, () => {
-  let stack: ControllerStack;
+describe(
+  "the controller's ServiceAccount, with config/default's RBAC, asked through SubjectAccessReview",
+  { timeout: 300_000 },
+  () => {
+    let stack: ControllerStack;
 
-  before(async () => {
-    stack = await startStack();
-    await stack.installControllerRbac();
-  });
-
-  after(async () => {
-    await stack?.stop();
-  });
-
-  async function allowed(access: Access): Promise<boolean> {
-    const review = await kubeRequestOk<{ status: { allowed?: boolean } }>(stack.kubeConfig, "/apis/authorization.k8s.io/v1/subjectaccessreviews", {
-      body: {
-        apiVersion: "authorization.k8s.io/v1",
-        kind: "SubjectAccessReview",
-        spec: {
-          user: CONTROLLER_SERVICE_ACCOUNT,
-          groups: ["system:serviceaccounts", "system:serviceaccounts:quorum-system", "system:authenticated"],
-          resourceAttributes: { verb: access.verb, group: access.group ?? "", resource: access.resource, subresource: access.subresource ?? "", namespace: access.namespace ?? "", name: access.name ?? "" },
-        },
-      },
+    before(async () => {
+      stack = await startStack();
+      await stack.installControllerRbac();
     });
-    return review.status.allowed === true;
-  }
 
-  it("may not do anything it does not need, Leases outside its own included", async () => {
-    const granted: string[] = [];
-    for (const access of FORBIDDEN) if (await allowed(access)) granted.push(describeAccess(access));
-    assert.deepEqual(granted, [], "the ServiceAccount may do these, and must not");
-  });
+    after(async () => {
+      await stack?.stop();
+    });
 
-  it("may list Machines, write Secrets in a tenant namespace and renew its own Lease", async () => {
-    const denied: string[] = [];
-    for (const access of ALLOWED) if (!(await allowed(access))) denied.push(describeAccess(access));
-    assert.deepEqual(denied, [], "the ServiceAccount may not do these, and needs to");
-  });
-});
+    async function allowed(access: Access): Promise<boolean> {
+      const review = await kubeRequestOk<{ status: { allowed?: boolean } }>(
+        stack.kubeConfig,
+        "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+        {
+          body: {
+            apiVersion: "authorization.k8s.io/v1",
+            kind: "SubjectAccessReview",
+            spec: {
+              user: CONTROLLER_SERVICE_ACCOUNT,
+              groups: ["system:serviceaccounts", "system:serviceaccounts:quorum-system", "system:authenticated"],
+              resourceAttributes: {
+                verb: access.verb,
+                group: access.group ?? "",
+                resource: access.resource,
+                subresource: access.subresource ?? "",
+                namespace: access.namespace ?? "",
+                name: access.name ?? "",
+              },
+            },
+          },
+        },
+      );
+      return review.status.allowed === true;
+    }
+
+    it("may not do anything it does not need, Leases outside its own included", async () => {
+      const granted: string[] = [];
+      for (const access of FORBIDDEN) if (await allowed(access)) granted.push(describeAccess(access));
+      assert.deepEqual(granted, [], "the ServiceAccount may do these, and must not");
+    });
+
+    it("may list Machines, write Secrets in a tenant namespace and renew its own Lease", async () => {
+      const denied: string[] = [];
+      for (const access of ALLOWED) if (!(await allowed(access))) denied.push(describeAccess(access));
+      assert.deepEqual(denied, [], "the ServiceAccount may not do these, and needs to");
+    });
+  },
+);

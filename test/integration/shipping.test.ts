@@ -11,7 +11,17 @@ import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { promisify } from "node:util";
 import { stringify } from "yaml";
-import { freePort, installCRDs, kubeRequest, kubeRequestOk, makeTempDir, startApiServer, startProcess, type ApiServer, type ManagedProcess } from "../env/index.ts";
+import {
+  freePort,
+  installCRDs,
+  kubeRequest,
+  kubeRequestOk,
+  makeTempDir,
+  startApiServer,
+  startProcess,
+  type ApiServer,
+  type ManagedProcess,
+} from "../env/index.ts";
 import { kubectlBinary, kustomize, parseManifests, repoRoot, type ManifestObject } from "../unit/config/kustomize.ts";
 
 const run = promisify(execFile);
@@ -26,13 +36,26 @@ interface CommandResult {
 }
 
 /** Runs a command to completion; never throws on a non-zero exit (the caller asserts on it). */
-async function runCommand(command: string, args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<CommandResult> {
+async function runCommand(
+  command: string,
+  args: string[],
+  options: { cwd?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
+): Promise<CommandResult> {
   try {
-    const { stdout, stderr } = await run(command, args, { cwd: options.cwd, env: options.env, timeout: options.timeoutMs ?? 120_000, maxBuffer: 64 * 1024 * 1024 });
+    const { stdout, stderr } = await run(command, args, {
+      cwd: options.cwd,
+      env: options.env,
+      timeout: options.timeoutMs ?? 120_000,
+      maxBuffer: 64 * 1024 * 1024,
+    });
     return { code: 0, stdout, stderr };
   } catch (error) {
     const failure = error as Error & { code?: number | string; stdout?: string; stderr?: string };
-    return { code: typeof failure.code === "number" ? failure.code : -1, stdout: failure.stdout ?? "", stderr: `${failure.stderr ?? ""}${failure.message}` };
+    return {
+      code: typeof failure.code === "number" ? failure.code : -1,
+      stdout: failure.stdout ?? "",
+      stderr: `${failure.stderr ?? ""}${failure.message}`,
+    };
   }
 }
 
@@ -42,7 +65,8 @@ function describeResult(result: CommandResult): string {
 
 describe("installing with kubectl into a real kube-apiserver", () => {
   let apiServer: ApiServer;
-  const kubectl = (...args: string[]) => runCommand(kubectlBinary(), ["--kubeconfig", apiServer.kubeconfigPath, ...args]);
+  const kubectl = (...args: string[]) =>
+    runCommand(kubectlBinary(), ["--kubeconfig", apiServer.kubeconfigPath, ...args]);
   let controller: ManagedProcess | undefined;
 
   before(async () => {
@@ -64,16 +88,28 @@ describe("installing with kubectl into a real kube-apiserver", () => {
     const lines = dryRun.stdout.trim().split("\n");
     assert.equal(lines.length, kustomize("config/default").length, dryRun.stdout);
     for (const line of lines) assert.match(line, /\(server dry run\)$/);
-    const deployment = await kubeRequest(apiServer.kubeConfig, `/apis/apps/v1/namespaces/${NAMESPACE}/deployments/quorum-controller-manager`);
+    const deployment = await kubeRequest(
+      apiServer.kubeConfig,
+      `/apis/apps/v1/namespaces/${NAMESPACE}/deployments/quorum-controller-manager`,
+    );
     assert.equal(deployment.status, 404, "the dry run stored nothing");
   });
 
   test("kubectl apply -k config/default installs the CRDs (Established), the RBAC and the Deployment", async () => {
     const applied = await kubectl("apply", "-k", join(repoRoot, "config/default"));
     assert.equal(applied.code, 0, describeResult(applied));
-    const waited = await kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/quorumcontrolplanes.controlplane.cluster.x-k8s.io", "crd/quorumcontrolplanetemplates.controlplane.cluster.x-k8s.io");
+    const waited = await kubectl(
+      "wait",
+      "--for=condition=Established",
+      "--timeout=60s",
+      "crd/quorumcontrolplanes.controlplane.cluster.x-k8s.io",
+      "crd/quorumcontrolplanetemplates.controlplane.cluster.x-k8s.io",
+    );
     assert.equal(waited.code, 0, describeResult(waited));
-    await kubeRequestOk(apiServer.kubeConfig, `/apis/apps/v1/namespaces/${NAMESPACE}/deployments/quorum-controller-manager`);
+    await kubeRequestOk(
+      apiServer.kubeConfig,
+      `/apis/apps/v1/namespaces/${NAMESPACE}/deployments/quorum-controller-manager`,
+    );
     await kubeRequestOk(apiServer.kubeConfig, `/api/v1/namespaces/${NAMESPACE}/serviceaccounts/${SERVICE_ACCOUNT}`);
   });
 
@@ -130,11 +166,17 @@ describe("installing with kubectl into a real kube-apiserver", () => {
       ["rbac.authorization.k8s.io", "clusterroles", "get escalate bind"],
     ];
     const problems: string[] = [];
-    for (const [expectation, table] of [[true, allowed], [false, denied]] as const) {
+    for (const [expectation, table] of [
+      [true, allowed],
+      [false, denied],
+    ] as const) {
       for (const [group, resource, verbs] of table) {
         for (const verb of verbs.split(" ")) {
           const verdict = await accessReview(apiServer, group, resource, verb, "team-a");
-          if (verdict !== expectation) problems.push(`${verb} ${group || "core"}/${resource}: ${verdict ? "allowed" : "denied"}, expected ${expectation ? "allowed" : "denied"}`);
+          if (verdict !== expectation)
+            problems.push(
+              `${verb} ${group || "core"}/${resource}: ${verdict ? "allowed" : "denied"}, expected ${expectation ? "allowed" : "denied"}`,
+            );
         }
       }
     }
@@ -142,13 +184,24 @@ describe("installing with kubectl into a real kube-apiserver", () => {
   });
 
   test("the controller runs under the ServiceAccount's identity: it wins the Lease, syncs its caches and writes status, with no request refused", async () => {
-    const identity = await apiServer.userKubeConfig(`system:serviceaccount:${NAMESPACE}:${SERVICE_ACCOUNT}`, ["system:serviceaccounts", `system:serviceaccounts:${NAMESPACE}`]);
-    const deployment = await kubeRequestOk<{ spec: { template: { spec: { containers: { name: string; args: string[] }[] } } } }>(apiServer.kubeConfig, `/apis/apps/v1/namespaces/${NAMESPACE}/deployments/quorum-controller-manager`);
+    const identity = await apiServer.userKubeConfig(`system:serviceaccount:${NAMESPACE}:${SERVICE_ACCOUNT}`, [
+      "system:serviceaccounts",
+      `system:serviceaccounts:${NAMESPACE}`,
+    ]);
+    const deployment = await kubeRequestOk<{
+      spec: { template: { spec: { containers: { name: string; args: string[] }[] } } };
+    }>(apiServer.kubeConfig, `/apis/apps/v1/namespaces/${NAMESPACE}/deployments/quorum-controller-manager`);
     const probePort = await freePort("127.0.0.1");
     // The Deployment's own arguments, with the addresses moved to loopback ports that are free here.
-    const args = deployment.spec.template.spec.containers.find((c) => c.name === "manager")!.args.map((arg) =>
-      arg.startsWith("--health-probe-bind-address=") ? `--health-probe-bind-address=127.0.0.1:${probePort}` : arg.startsWith("--metrics-bind-address=") ? "--metrics-bind-address=0" : arg,
-    );
+    const args = deployment.spec.template.spec.containers
+      .find((c) => c.name === "manager")!
+      .args.map((arg) =>
+        arg.startsWith("--health-probe-bind-address=")
+          ? `--health-probe-bind-address=127.0.0.1:${probePort}`
+          : arg.startsWith("--metrics-bind-address=")
+            ? "--metrics-bind-address=0"
+            : arg,
+      );
     controller = startProcess({
       name: "quorum controller (as its ServiceAccount)",
       command: process.execPath,
@@ -161,23 +214,55 @@ describe("installing with kubectl into a real kube-apiserver", () => {
       assert.ok(started.isRunning(), `the controller exited:\n${started.lastLogLines(40)}`);
       return readFileSync(started.logFile, "utf8").includes("manager: caches-synced");
     });
-    const lease = await kubeRequestOk<{ spec: { holderIdentity?: string } }>(apiServer.kubeConfig, `/apis/coordination.k8s.io/v1/namespaces/${NAMESPACE}/leases/quorum-controller-leader`);
+    const lease = await kubeRequestOk<{ spec: { holderIdentity?: string } }>(
+      apiServer.kubeConfig,
+      `/apis/coordination.k8s.io/v1/namespaces/${NAMESPACE}/leases/quorum-controller-leader`,
+    );
     assert.ok(lease.spec.holderIdentity, "the controller holds the Lease in its own namespace");
     const ready = await fetch(`http://127.0.0.1:${probePort}/readyz`);
     assert.equal(ready.status, 200);
 
     await createNamespace(apiServer, "team-a");
-    await kubeRequestOk(apiServer.kubeConfig, "/apis/controlplane.cluster.x-k8s.io/v1beta1/namespaces/team-a/quorumcontrolplanes", { method: "POST", body: sampleControlPlane("orphan-cp", "no-such-cluster") });
+    await kubeRequestOk(
+      apiServer.kubeConfig,
+      "/apis/controlplane.cluster.x-k8s.io/v1beta1/namespaces/team-a/quorumcontrolplanes",
+      { method: "POST", body: sampleControlPlane("orphan-cp", "no-such-cluster") },
+    );
     await waitFor("the controller to write the QuorumControlPlane's status", 60_000, async () => {
-      const object = await kubeRequestOk<{ status?: { nextAction?: { message?: string } } }>(apiServer.kubeConfig, "/apis/controlplane.cluster.x-k8s.io/v1beta1/namespaces/team-a/quorumcontrolplanes/orphan-cp");
+      const object = await kubeRequestOk<{ status?: { nextAction?: { message?: string } } }>(
+        apiServer.kubeConfig,
+        "/apis/controlplane.cluster.x-k8s.io/v1beta1/namespaces/team-a/quorumcontrolplanes/orphan-cp",
+      );
       return object.status?.nextAction?.message !== undefined;
     });
     const log = readFileSync(started.logFile, "utf8");
-    assert.doesNotMatch(log, /forbidden|HTTP 403/i, `a request was refused:\n${log.split("\n").filter((line) => /forbidden|403/i.test(line)).join("\n")}`);
+    assert.doesNotMatch(
+      log,
+      /forbidden|HTTP 403/i,
+      `a request was refused:\n${log
+        .split("\n")
+        .filter((line) => /forbidden|403/i.test(line))
+        .join("\n")}`,
+    );
 
-    const status = await runCommand(process.execPath, ["--import", "tsx", join(repoRoot, "src/cli/quorum.ts"), "status", "team-a/orphan-cp", "--kubeconfig", apiServer.kubeconfigPath], { cwd: repoRoot });
+    const status = await runCommand(
+      process.execPath,
+      [
+        "--import",
+        "tsx",
+        join(repoRoot, "src/cli/quorum.ts"),
+        "status",
+        "team-a/orphan-cp",
+        "--kubeconfig",
+        apiServer.kubeconfigPath,
+      ],
+      { cwd: repoRoot },
+    );
     assert.equal(status.code, 0, describeResult(status));
-    assert.match(status.stdout, /^QuorumControlPlane team-a\/orphan-cp \(Cluster no-such-cluster\), Kubernetes v1\.37\.2$/m);
+    assert.match(
+      status.stdout,
+      /^QuorumControlPlane team-a\/orphan-cp \(Cluster no-such-cluster\), Kubernetes v1\.37\.2$/m,
+    );
     assert.match(status.stdout, /^Next \(\w+[^)]*\): .+/m, "the controller's next action is shown");
   });
 
@@ -187,9 +272,35 @@ describe("installing with kubectl into a real kube-apiserver", () => {
     const path = "/apis/controlplane.cluster.x-k8s.io/v1beta1/namespaces/team-b/quorumcontrolplanes";
     await kubeRequestOk(apiServer.kubeConfig, path, { method: "POST", body: sampleControlPlane("prod-cp", "prod") });
     const members = [
-      { id: "8e9e05c52164694d", name: "prod-cp-a", machine: "prod-cp-a", node: "prod-cp-a", learner: false, healthy: true, leader: true, state: "leader" },
-      { id: "91bc3c398fb3c146", name: "prod-cp-b", machine: "prod-cp-b", node: "prod-cp-b", learner: false, healthy: true, leader: false, state: "voter" },
-      { id: "fd422379fda50e48", name: "prod-cp-c", machine: "prod-cp-c", learner: true, healthy: true, leader: false, state: "learner, 84% caught up" },
+      {
+        id: "8e9e05c52164694d",
+        name: "prod-cp-a",
+        machine: "prod-cp-a",
+        node: "prod-cp-a",
+        learner: false,
+        healthy: true,
+        leader: true,
+        state: "leader",
+      },
+      {
+        id: "91bc3c398fb3c146",
+        name: "prod-cp-b",
+        machine: "prod-cp-b",
+        node: "prod-cp-b",
+        learner: false,
+        healthy: true,
+        leader: false,
+        state: "voter",
+      },
+      {
+        id: "fd422379fda50e48",
+        name: "prod-cp-c",
+        machine: "prod-cp-c",
+        learner: true,
+        healthy: true,
+        leader: false,
+        state: "learner, 84% caught up",
+      },
     ];
     await kubeRequestOk(apiServer.kubeConfig, `${path}/prod-cp/status`, {
       method: "PATCH",
@@ -197,35 +308,86 @@ describe("installing with kubectl into a real kube-apiserver", () => {
         status: {
           replicas: 3,
           readyReplicas: 2,
-          etcd: { members, quorum: { voters: 2, healthyVoters: 2, quorumSize: 2, failuresTolerated: 0 }, lastObserved: new Date().toISOString(), summary: "2/2" },
-          nextAction: { kind: "Wait", message: "wait: new member prod-cp-c is a learner, 84% caught up", blockedBy: "learner prod-cp-c" },
+          etcd: {
+            members,
+            quorum: { voters: 2, healthyVoters: 2, quorumSize: 2, failuresTolerated: 0 },
+            lastObserved: new Date().toISOString(),
+            summary: "2/2",
+          },
+          nextAction: {
+            kind: "Wait",
+            message: "wait: new member prod-cp-c is a learner, 84% caught up",
+            blockedBy: "learner prod-cp-c",
+          },
         },
       },
     });
-    const status = await runCommand(process.execPath, ["--import", "tsx", join(repoRoot, "src/cli/quorum.ts"), "status", "team-b/prod-cp", "--kubeconfig", apiServer.kubeconfigPath], { cwd: repoRoot });
+    const status = await runCommand(
+      process.execPath,
+      [
+        "--import",
+        "tsx",
+        join(repoRoot, "src/cli/quorum.ts"),
+        "status",
+        "team-b/prod-cp",
+        "--kubeconfig",
+        apiServer.kubeconfigPath,
+      ],
+      { cwd: repoRoot },
+    );
     assert.equal(status.code, 0, describeResult(status));
     assert.match(status.stdout, /^MACHINE\s+NODE\s+MEMBER\s+ID\s+ROLE\s+HEALTH\s+STATE$/m);
     assert.match(status.stdout, /^prod-cp-a\s+prod-cp-a\s+prod-cp-a\s+8e9e05c52164694d\s+leader\s+healthy\s+leader$/m);
-    assert.match(status.stdout, /^prod-cp-c\s+-\s+prod-cp-c\s+fd422379fda50e48\s+learner\s+healthy\s+learner, 84% caught up$/m);
+    assert.match(
+      status.stdout,
+      /^prod-cp-c\s+-\s+prod-cp-c\s+fd422379fda50e48\s+learner\s+healthy\s+learner, 84% caught up$/m,
+    );
     assert.match(status.stdout, /^etcd: 2 of 2 voters healthy, quorum 2, tolerates NO further failure/m);
     assert.match(status.stdout, /^Blocked by: learner prod-cp-c$/m);
 
-    const missing = await runCommand(process.execPath, ["--import", "tsx", join(repoRoot, "src/cli/quorum.ts"), "status", "team-b/nope", "--kubeconfig", apiServer.kubeconfigPath], { cwd: repoRoot });
+    const missing = await runCommand(
+      process.execPath,
+      [
+        "--import",
+        "tsx",
+        join(repoRoot, "src/cli/quorum.ts"),
+        "status",
+        "team-b/nope",
+        "--kubeconfig",
+        apiServer.kubeconfigPath,
+      ],
+      { cwd: repoRoot },
+    );
     assert.equal(missing.code, 1);
-    assert.match(missing.stderr, /QuorumControlPlane team-b\/nope was not found on https:\/\/127\.0\.0\.1:\d+: list the existing ones with `kubectl get qcp -A`/);
+    assert.match(
+      missing.stderr,
+      /QuorumControlPlane team-b\/nope was not found on https:\/\/127\.0\.0\.1:\d+: list the existing ones with `kubectl get qcp -A`/,
+    );
   });
 
   test("kubectl get qcp answers 'is it healthy and what is it doing', kubectl explain describes fields, kubectl scale obeys the CRD's rules", async () => {
     const listed = await kubectl("get", "qcp", "-n", "team-b");
     assert.equal(listed.code, 0, describeResult(listed));
     // The columns are the CRD's (owned by config/crd); kubectl shows those of priority 0 by default.
-    const crd = parseManifests(readFileSync(join(repoRoot, "config/crd/bases/controlplane.cluster.x-k8s.io_quorumcontrolplanes.yaml"), "utf8"), "CRD")[0] as ManifestObject & { spec: { versions: { additionalPrinterColumns: { name: string; priority?: number }[] }[] } };
-    const columns = ["NAME", ...crd.spec.versions[0].additionalPrinterColumns.filter((column) => !column.priority).map((column) => column.name.toUpperCase())];
+    const crd = parseManifests(
+      readFileSync(join(repoRoot, "config/crd/bases/controlplane.cluster.x-k8s.io_quorumcontrolplanes.yaml"), "utf8"),
+      "CRD",
+    )[0] as ManifestObject & {
+      spec: { versions: { additionalPrinterColumns: { name: string; priority?: number }[] }[] };
+    };
+    const columns = [
+      "NAME",
+      ...crd.spec.versions[0].additionalPrinterColumns
+        .filter((column) => !column.priority)
+        .map((column) => column.name.toUpperCase()),
+    ];
     const [header, row] = listed.stdout.trim().split("\n");
     assert.deepEqual(header.split(/\s{2,}/), columns);
     // kubectl aligns each cell under its header, so the header's offsets cut the row (cells may hold spaces).
     const starts = columns.map((column) => header.indexOf(column));
-    const cells = Object.fromEntries(columns.map((column, index) => [column, row.slice(starts[index], starts[index + 1]).trim()]));
+    const cells = Object.fromEntries(
+      columns.map((column, index) => [column, row.slice(starts[index], starts[index + 1]).trim()]),
+    );
     assert.equal(cells.NAME, "prod-cp");
     assert.equal(cells.ETCD, "2/2", "healthy voters at a glance");
     assert.equal(cells.NEXT, "wait: new member prod-cp-c is a learner, 84% caught up", "what it is doing at a glance");
@@ -237,7 +399,10 @@ describe("installing with kubectl into a real kube-apiserver", () => {
 
     const scaled = await kubectl("scale", "qcp/prod-cp", "-n", "team-b", "--replicas=5");
     assert.equal(scaled.code, 0, describeResult(scaled));
-    const object = await kubeRequestOk<{ spec: { replicas: number } }>(apiServer.kubeConfig, "/apis/controlplane.cluster.x-k8s.io/v1beta1/namespaces/team-b/quorumcontrolplanes/prod-cp");
+    const object = await kubeRequestOk<{ spec: { replicas: number } }>(
+      apiServer.kubeConfig,
+      "/apis/controlplane.cluster.x-k8s.io/v1beta1/namespaces/team-b/quorumcontrolplanes/prod-cp",
+    );
     assert.equal(object.spec.replicas, 5);
     const even = await kubectl("scale", "qcp/prod-cp", "-n", "team-b", "--replicas=4");
     assert.notEqual(even.code, 0, "an even replica count is refused");
@@ -256,32 +421,48 @@ async function fillAggregatedRole(apiServer: ApiServer, extraManifests: string[]
       await kubeRequestOk(kc, "/apis/rbac.authorization.k8s.io/v1/clusterroles", { method: "POST", body: object });
     }
   }
-  const labelled = await kubeRequestOk<{ items: { rules?: unknown[] }[] }>(kc, `/apis/rbac.authorization.k8s.io/v1/clusterroles?labelSelector=${encodeURIComponent(`${AGGREGATION_LABEL}=true`)}`);
+  const labelled = await kubeRequestOk<{ items: { rules?: unknown[] }[] }>(
+    kc,
+    `/apis/rbac.authorization.k8s.io/v1/clusterroles?labelSelector=${encodeURIComponent(`${AGGREGATION_LABEL}=true`)}`,
+  );
   const path = "/apis/rbac.authorization.k8s.io/v1/clusterroles/quorum-aggregated-manager-role";
   const aggregated = await kubeRequestOk<ManifestObject & { rules?: unknown[] }>(kc, path);
   aggregated.rules = labelled.items.flatMap((role) => role.rules ?? []);
   await kubeRequestOk(kc, path, { method: "PUT", body: aggregated });
 }
 
-async function accessReview(apiServer: ApiServer, group: string, resourceWithSubresource: string, verb: string, namespace: string): Promise<boolean> {
+async function accessReview(
+  apiServer: ApiServer,
+  group: string,
+  resourceWithSubresource: string,
+  verb: string,
+  namespace: string,
+): Promise<boolean> {
   const [resource, subresource] = resourceWithSubresource.split("/");
-  const review = await kubeRequestOk<{ status: { allowed: boolean } }>(apiServer.kubeConfig, "/apis/authorization.k8s.io/v1/subjectaccessreviews", {
-    method: "POST",
-    body: {
-      apiVersion: "authorization.k8s.io/v1",
-      kind: "SubjectAccessReview",
-      spec: {
-        user: `system:serviceaccount:${NAMESPACE}:${SERVICE_ACCOUNT}`,
-        groups: ["system:serviceaccounts", `system:serviceaccounts:${NAMESPACE}`, "system:authenticated"],
-        resourceAttributes: { group, resource, verb, namespace, ...(subresource ? { subresource } : {}) },
+  const review = await kubeRequestOk<{ status: { allowed: boolean } }>(
+    apiServer.kubeConfig,
+    "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+    {
+      method: "POST",
+      body: {
+        apiVersion: "authorization.k8s.io/v1",
+        kind: "SubjectAccessReview",
+        spec: {
+          user: `system:serviceaccount:${NAMESPACE}:${SERVICE_ACCOUNT}`,
+          groups: ["system:serviceaccounts", `system:serviceaccounts:${NAMESPACE}`, "system:authenticated"],
+          resourceAttributes: { group, resource, verb, namespace, ...(subresource ? { subresource } : {}) },
+        },
       },
     },
-  });
+  );
   return review.status.allowed;
 }
 
 async function createNamespace(apiServer: ApiServer, name: string): Promise<void> {
-  const response = await kubeRequest(apiServer.kubeConfig, "/api/v1/namespaces", { method: "POST", body: { apiVersion: "v1", kind: "Namespace", metadata: { name } } });
+  const response = await kubeRequest(apiServer.kubeConfig, "/api/v1/namespaces", {
+    method: "POST",
+    body: { apiVersion: "v1", kind: "Namespace", metadata: { name } },
+  });
   assert.ok(response.status === 201 || response.status === 409, `create namespace ${name}: HTTP ${response.status}`);
 }
 
@@ -329,7 +510,11 @@ interface Stage {
 
 /** The Dockerfile as stages (continuation lines joined, comments dropped). Only the instructions Quorum's uses. */
 function parseDockerfile(text: string): Stage[] {
-  const logical = text.replace(/\\\n/g, " ").split("\n").map((line) => line.trim()).filter((line) => line && !line.startsWith("#"));
+  const logical = text
+    .replace(/\\\n/g, " ")
+    .split("\n")
+    .map((line) => line.trim())
+    .filter((line) => line && !line.startsWith("#"));
   const stages: Stage[] = [];
   for (const line of logical) {
     const match = /^(\w+)\s+(.*)$/.exec(line);
@@ -363,7 +548,10 @@ function inBuildContext(path: string, rules: string[]): boolean {
   for (const rule of rules) {
     const negated = rule.startsWith("!");
     const pattern = (negated ? rule.slice(1) : rule).replace(/\/$/, "");
-    assert.ok(pattern === "*" || !/[*?[\]]/.test(pattern), `.dockerignore rule "${rule}" is beyond what this check understands`);
+    assert.ok(
+      pattern === "*" || !/[*?[\]]/.test(pattern),
+      `.dockerignore rule "${rule}" is beyond what this check understands`,
+    );
     if (pattern === "*" || path === pattern || path.startsWith(`${pattern}/`)) kept = negated;
   }
   return kept;
@@ -385,15 +573,35 @@ describe("the Dockerfile", () => {
 
   test("the build is multi-stage: only a production install made without install scripts and the compiled dist/ reach the image, and the runtime stage runs nothing", () => {
     assert.ok(stages.length >= 2);
-    assert.deepEqual(runtime.steps.filter((step) => step.keyword === "RUN"), [], "the runtime stage runs no command (no npm, no install script, as root or not)");
+    assert.deepEqual(
+      runtime.steps.filter((step) => step.keyword === "RUN"),
+      [],
+      "the runtime stage runs no command (no npm, no install script, as root or not)",
+    );
     const build = stages.find((stage) => stage.name === "build");
     assert.ok(build, "a stage named build");
     const lastInstall = build.steps.filter((step) => step.keyword === "RUN" && /\bnpm ci\b/.test(step.rest)).at(-1);
-    assert.match(lastInstall?.rest ?? "", /--omit=dev/, "the build stage's last install keeps production dependencies only");
-    assert.match(lastInstall?.rest ?? "", /--ignore-scripts/, "the production install runs no package's install script");
+    assert.match(
+      lastInstall?.rest ?? "",
+      /--omit=dev/,
+      "the build stage's last install keeps production dependencies only",
+    );
+    assert.match(
+      lastInstall?.rest ?? "",
+      /--ignore-scripts/,
+      "the production install runs no package's install script",
+    );
     const fromOtherStage = runtime.steps.filter((step) => step.keyword === "COPY" && step.rest.startsWith("--from="));
-    assert.deepEqual(fromOtherStage.map((step) => step.rest.split(/\s+/).at(-1)), ["./node_modules", "./dist"]);
-    assert.ok(!runtime.steps.some((step) => step.keyword === "COPY" && /(^|\s)src\b/.test(step.rest) && !step.rest.startsWith("--from=")), "no sources in the runtime image");
+    assert.deepEqual(
+      fromOtherStage.map((step) => step.rest.split(/\s+/).at(-1)),
+      ["./node_modules", "./dist"],
+    );
+    assert.ok(
+      !runtime.steps.some(
+        (step) => step.keyword === "COPY" && /(^|\s)src\b/.test(step.rest) && !step.rest.startsWith("--from="),
+      ),
+      "no sources in the runtime image",
+    );
   });
 
   test(
@@ -401,26 +609,39 @@ describe("the Dockerfile", () => {
     { skip: mainExists ? false : "src/main.ts not yet written", timeout: 600_000 },
     async () => {
       // The base image must carry the Node major this machine runs, or the replay proves nothing about it.
-      for (const stage of stages) assert.match(stage.image, new RegExp(`^node:${process.versions.node.split(".")[0]}\\b`), `FROM ${stage.image}`);
-      const dockerignore = readFileSync(join(repoRoot, ".dockerignore"), "utf8").split("\n").map((line) => line.trim()).filter((line) => line && !line.startsWith("#"));
+      for (const stage of stages)
+        assert.match(stage.image, new RegExp(`^node:${process.versions.node.split(".")[0]}\\b`), `FROM ${stage.image}`);
+      const dockerignore = readFileSync(join(repoRoot, ".dockerignore"), "utf8")
+        .split("\n")
+        .map((line) => line.trim())
+        .filter((line) => line && !line.startsWith("#"));
       const root = makeTempDir("docker-replay");
       // Like a docker build, npm starts from an empty cache (its own, so `npm cache clean` touches nothing else).
       const npmCache = join(root, "npm-cache");
       const stageRoot = (stage: Stage) => join(root, "stages", stage.name);
-      const inStage = (stage: Stage, path: string) => join(stageRoot(stage), path.startsWith("/") ? path : join(stage.workdir, path));
+      const inStage = (stage: Stage, path: string) =>
+        join(stageRoot(stage), path.startsWith("/") ? path : join(stage.workdir, path));
 
       for (const stage of stages) {
         mkdirSync(inStage(stage, "."), { recursive: true });
         for (const step of stage.steps) {
           if (step.keyword === "COPY") {
             const words = step.rest.split(/\s+/);
-            const fromStage = words[0].startsWith("--from=") ? stages.find((s) => s.name === words.shift()!.slice("--from=".length)) : undefined;
+            const fromStage = words[0].startsWith("--from=")
+              ? stages.find((s) => s.name === words.shift()!.slice("--from=".length))
+              : undefined;
             const destination = words.pop()!;
             for (const source of words) {
               const from = fromStage ? inStage(fromStage, source) : join(repoRoot, source);
-              if (!fromStage) assert.ok(inBuildContext(relative(repoRoot, from), dockerignore), `COPY ${source}: .dockerignore leaves it out of the build context`);
+              if (!fromStage)
+                assert.ok(
+                  inBuildContext(relative(repoRoot, from), dockerignore),
+                  `COPY ${source}: .dockerignore leaves it out of the build context`,
+                );
               assert.ok(existsSync(from), `COPY ${source}: ${from} does not exist`);
-              const target = destination.endsWith("/") ? join(inStage(stage, destination), source.split("/").at(-1)!) : inStage(stage, destination);
+              const target = destination.endsWith("/")
+                ? join(inStage(stage, destination), source.split("/").at(-1)!)
+                : inStage(stage, destination);
               cpSync(from, target, { recursive: true });
             }
           } else {
@@ -436,17 +657,34 @@ describe("the Dockerfile", () => {
 
       const workdir = inStage(runtime, ".");
       // package-lock.json marks each package needed only for development; none of them may be in the image.
-      const lock = JSON.parse(readFileSync(join(repoRoot, "package-lock.json"), "utf8")) as { packages: Record<string, { dev?: boolean }> };
-      const devOnly = Object.entries(lock.packages).filter(([path, entry]) => path.startsWith("node_modules/") && entry.dev).map(([path]) => path);
+      const lock = JSON.parse(readFileSync(join(repoRoot, "package-lock.json"), "utf8")) as {
+        packages: Record<string, { dev?: boolean }>;
+      };
+      const devOnly = Object.entries(lock.packages)
+        .filter(([path, entry]) => path.startsWith("node_modules/") && entry.dev)
+        .map(([path]) => path);
       assert.ok(devOnly.includes("node_modules/typescript"), "the lock file marks typescript as dev-only");
-      assert.deepEqual(devOnly.filter((path) => existsSync(join(workdir, path))), [], "dev-only packages in the image");
-      assert.ok(existsSync(join(workdir, "node_modules/@kubernetes/client-node")), "production dependencies are installed");
+      assert.deepEqual(
+        devOnly.filter((path) => existsSync(join(workdir, path))),
+        [],
+        "dev-only packages in the image",
+      );
+      assert.ok(
+        existsSync(join(workdir, "node_modules/@kubernetes/client-node")),
+        "production dependencies are installed",
+      );
       assert.ok(!existsSync(join(workdir, "src")), "the image has no TypeScript sources");
       const [command, ...args] = runtime.cmd!;
-      const help = await runCommand(command === "node" ? process.execPath : command, [...args, "--help"], { cwd: workdir, env: { ...process.env, ...runtime.env } });
+      const help = await runCommand(command === "node" ? process.execPath : command, [...args, "--help"], {
+        cwd: workdir,
+        env: { ...process.env, ...runtime.env },
+      });
       assert.equal(help.code, 0, describeResult(help));
       assert.match(help.stdout, /Usage: node dist\/main\.js/);
-      const cli = await runCommand(process.execPath, ["dist/cli/quorum.js", "--help"], { cwd: workdir, env: { ...process.env, ...runtime.env } });
+      const cli = await runCommand(process.execPath, ["dist/cli/quorum.js", "--help"], {
+        cwd: workdir,
+        env: { ...process.env, ...runtime.env },
+      });
       assert.equal(cli.code, 0, describeResult(cli));
       assert.match(cli.stdout, /Usage: quorum status/);
     },

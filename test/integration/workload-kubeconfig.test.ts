@@ -28,13 +28,21 @@ function tenantKubeconfig(cluster: string, port: number, user: Record<string, un
   });
 }
 
-async function machinesReadyMessage(stack: ControllerStack, name: string, pattern: RegExp, timeoutMs = 90_000): Promise<string> {
+async function machinesReadyMessage(
+  stack: ControllerStack,
+  name: string,
+  pattern: RegExp,
+  timeoutMs = 90_000,
+): Promise<string> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const qcp = await stack.getControlPlane(NS, name);
     const message = qcp.status?.conditions?.find((condition) => condition.type === "MachinesReady")?.message ?? "";
     if (pattern.test(message)) return message;
-    if (Date.now() > deadline) throw new Error(`QuorumControlPlane ${NS}/${name}: MachinesReady never matched ${pattern}; status: ${JSON.stringify(qcp.status)}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `QuorumControlPlane ${NS}/${name}: MachinesReady never matched ${pattern}; status: ${JSON.stringify(qcp.status)}`,
+      );
     await sleep(300);
   }
 }
@@ -57,12 +65,34 @@ describe("a workload kubeconfig Secret that asks to run a command", { timeout: 6
       body: { spec: { controlPlaneEndpoint: { host: "127.0.0.1", port: unusedPort } } },
     });
     const tenantSecrets: Record<string, Record<string, unknown>> = {
-      "exec-user": { exec: { apiVersion: "client.authentication.k8s.io/v1", command: "/bin/sh", args: ["-c", `touch ${marker("exec-user")}`], interactiveMode: "Never" } },
-      "auth-provider": { "auth-provider": { name: "gcp", config: { "cmd-path": "/bin/sh", "cmd-args": `-c 'touch ${marker("auth-provider")}'`, "token-key": "{.token}", "expiry-key": "{.expiry}" } } },
+      "exec-user": {
+        exec: {
+          apiVersion: "client.authentication.k8s.io/v1",
+          command: "/bin/sh",
+          args: ["-c", `touch ${marker("exec-user")}`],
+          interactiveMode: "Never",
+        },
+      },
+      "auth-provider": {
+        "auth-provider": {
+          name: "gcp",
+          config: {
+            "cmd-path": "/bin/sh",
+            "cmd-args": `-c 'touch ${marker("auth-provider")}'`,
+            "token-key": "{.token}",
+            "expiry-key": "{.expiry}",
+          },
+        },
+      },
     };
     for (const [cluster, user] of Object.entries(tenantSecrets)) {
       await kubeRequestOk(stack.kubeConfig, `/api/v1/namespaces/${NS}/secrets`, {
-        body: { apiVersion: "v1", kind: "Secret", metadata: { name: `${cluster}-kubeconfig`, namespace: NS }, data: { value: b64(tenantKubeconfig(cluster, unusedPort, user)) } },
+        body: {
+          apiVersion: "v1",
+          kind: "Secret",
+          metadata: { name: `${cluster}-kubeconfig`, namespace: NS },
+          data: { value: b64(tenantKubeconfig(cluster, unusedPort, user)) },
+        },
       });
     }
     controller = await stack.startController();
@@ -75,7 +105,10 @@ describe("a workload kubeconfig Secret that asks to run a command", { timeout: 6
   it("never runs a user's exec command, names the Secret and the field, and keeps reconciling etcd", async () => {
     await stack.waitConverged(NS, "exec-user", 1);
     const message = await machinesReadyMessage(stack, "exec-user", /Secret tenant-a\/exec-user-kubeconfig/);
-    assert.match(message, /Secret tenant-a\/exec-user-kubeconfig: data key "value": field users\[0\] "exec-user-admin"\.user\.exec is refused \(Quorum never runs a command/);
+    assert.match(
+      message,
+      /Secret tenant-a\/exec-user-kubeconfig: data key "value": field users\[0\] "exec-user-admin"\.user\.exec is refused \(Quorum never runs a command/,
+    );
     assert.match(message, /remove it; Quorum reads only the current context's server/);
     assert.equal(existsSync(marker("exec-user")), false, "the exec command ran");
   });
@@ -90,10 +123,19 @@ describe("a workload kubeconfig Secret that asks to run a command", { timeout: 6
   it("rewrites its own kubeconfig Secret when someone adds an exec stanza to it, without running it", async () => {
     await stack.waitConverged(NS, "owned", 1);
     const path = `/api/v1/namespaces/${NS}/secrets/owned-kubeconfig`;
-    const secret = await kubeRequestOk<{ metadata: { ownerReferences?: { kind: string }[] }; data: Record<string, string> }>(stack.kubeConfig, path);
+    const secret = await kubeRequestOk<{
+      metadata: { ownerReferences?: { kind: string }[] };
+      data: Record<string, string>;
+    }>(stack.kubeConfig, path);
     assert.equal(secret.metadata.ownerReferences?.[0]?.kind, "QuorumControlPlane");
-    const config = parse(Buffer.from(secret.data.value, "base64").toString("utf8")) as { users: { user: Record<string, unknown> }[] };
-    config.users[0].user.exec = { apiVersion: "client.authentication.k8s.io/v1", command: "/bin/sh", args: ["-c", `touch ${marker("owned")}`] };
+    const config = parse(Buffer.from(secret.data.value, "base64").toString("utf8")) as {
+      users: { user: Record<string, unknown> }[];
+    };
+    config.users[0].user.exec = {
+      apiVersion: "client.authentication.k8s.io/v1",
+      command: "/bin/sh",
+      args: ["-c", `touch ${marker("owned")}`],
+    };
     await kubeRequestOk(stack.kubeConfig, path, { method: "PATCH", body: { data: { value: b64(stringify(config)) } } });
     const deadline = Date.now() + 60_000;
     for (;;) {
@@ -105,15 +147,23 @@ describe("a workload kubeconfig Secret that asks to run a command", { timeout: 6
     }
     // A few more reconciles (etcd is polled every second here) still run nothing.
     await sleep(3_000);
-    for (const name of ["exec-user", "auth-provider", "owned"]) assert.equal(existsSync(marker(name)), false, `the ${name} command ran`);
+    for (const name of ["exec-user", "auth-provider", "owned"])
+      assert.equal(existsSync(marker(name)), false, `the ${name} command ran`);
   });
 
   it("puts no key material in its debug-level log or its Events, though it generated CAs, keys and a kubeconfig", async () => {
     const logs = readFileSync(controller.process.logFile, "utf8");
     assert.match(logs, / DEBUG /, "the controller logged at debug level");
     assert.equal(logs.includes("-----BEGIN"), false, "a PEM block appears in the controller's debug log");
-    const events = await kubeRequestOk<{ items: { reason?: string; message?: string }[] }>(stack.kubeConfig, `/api/v1/namespaces/${NS}/events`);
+    const events = await kubeRequestOk<{ items: { reason?: string; message?: string }[] }>(
+      stack.kubeConfig,
+      `/api/v1/namespaces/${NS}/events`,
+    );
     assert.ok(events.items.length > 0, "the controller recorded Events");
-    assert.deepEqual(events.items.filter((event) => (event.message ?? "").includes("-----BEGIN")).map((event) => event.reason), [], "Events carrying a PEM block");
+    assert.deepEqual(
+      events.items.filter((event) => (event.message ?? "").includes("-----BEGIN")).map((event) => event.reason),
+      [],
+      "Events carrying a PEM block",
+    );
   });
 });

@@ -105,7 +105,11 @@ export class CallGate {
     }
     this.callsInPhase++;
     if (this.notOwner !== undefined && effect.kind !== "none" && effect.kind !== "write-status") {
-      const finding: Finding = { kind: "violation", rule: "7 one owner", message: `${this.notOwner}, which the Cluster does not name, made the call "${name}"` };
+      const finding: Finding = {
+        kind: "violation",
+        rule: "7 one owner",
+        message: `${this.notOwner}, which the Cluster does not name, made the call "${name}"`,
+      };
       this.finding = finding;
       this.log.push(`${name}: BREAKS RULE 7`);
       throw new SimViolation(finding);

@@ -1,7 +1,17 @@
 // One step of the world without the controller: CAPI provisions and deletes infrastructure, kubeadm inits or
 // joins, etcd processes start, catch up, elect a leader; kubelets register Nodes; the MachineHealthCheck marks
 // broken Machines. Faults are injected separately (faults.ts); this file is the "healthy physics".
-import { cameUp, electLeader, findMember, newMemberId, quorumSize, STEP_MS, voters, type SimMachine, type World } from "./world.ts";
+import {
+  cameUp,
+  electLeader,
+  findMember,
+  newMemberId,
+  quorumSize,
+  STEP_MS,
+  voters,
+  type SimMachine,
+  type World,
+} from "./world.ts";
 
 /** A Machine with no Node this long after creation is marked by the MachineHealthCheck (nodeStartupTimeout). */
 export const NODE_STARTUP_STEPS = 24;
@@ -83,7 +93,19 @@ function kubeadm(world: World, machine: SimMachine): void {
   const address = machine.address ?? "";
   if (!world.initialized) {
     const id = newMemberId(world);
-    world.members.push({ id, name: machine.hostName, peerHost: address, learner: false, started: true, up: true, lostForGood: false, appliedIndex: world.leaderIndex, catchUpRate: 1, machine: machine.name, activeSince: world.now });
+    world.members.push({
+      id,
+      name: machine.hostName,
+      peerHost: address,
+      learner: false,
+      started: true,
+      up: true,
+      lostForGood: false,
+      appliedIndex: world.leaderIndex,
+      catchUpRate: 1,
+      machine: machine.name,
+      activeSince: world.now,
+    });
     world.leaderId = id;
     world.initialized = true;
     machine.memberId = id;
@@ -98,7 +120,19 @@ function kubeadm(world: World, machine: SimMachine): void {
   }
   const learner = world.joinMode !== "voter";
   const id = newMemberId(world);
-  world.members.push({ id, name: "", peerHost: address, learner, started: false, up: false, lostForGood: false, appliedIndex: 0, catchUpRate: 0, machine: machine.name, activeSince: world.now });
+  world.members.push({
+    id,
+    name: "",
+    peerHost: address,
+    learner,
+    started: false,
+    up: false,
+    lostForGood: false,
+    appliedIndex: 0,
+    catchUpRate: 0,
+    machine: machine.name,
+    activeSince: world.now,
+  });
   machine.memberId = id;
   machine.phase = "member-added";
   machine.phaseUntil = world.step + world.rng.int(1, 2);
@@ -136,7 +170,12 @@ function runningMachine(world: World, machine: SimMachine): void {
     return;
   }
   // The kubelet registers through the workload apiserver, which needs etcd quorum.
-  if (!machine.nodeRegistered && machine.nodeAt !== undefined && world.step >= machine.nodeAt && world.leaderId !== undefined) {
+  if (
+    !machine.nodeRegistered &&
+    machine.nodeAt !== undefined &&
+    world.step >= machine.nodeAt &&
+    world.leaderId !== undefined
+  ) {
     machine.nodeRegistered = true;
   }
 }
@@ -147,7 +186,11 @@ function advanceRaft(world: World): void {
   for (const member of world.members) {
     if (!member.up) continue;
     if (!member.learner) member.appliedIndex = world.leaderIndex;
-    else member.appliedIndex = Math.min(world.leaderIndex, member.appliedIndex + Math.ceil(member.catchUpRate * world.leaderIndex));
+    else
+      member.appliedIndex = Math.min(
+        world.leaderIndex,
+        member.appliedIndex + Math.ceil(member.catchUpRate * world.leaderIndex),
+      );
   }
 }
 
@@ -159,7 +202,13 @@ export function learnerInSync(world: World, appliedIndex: number): boolean {
 function selfPromoteLearners(world: World): void {
   if (world.joinMode !== "learner-self-promote" || world.leaderId === undefined) return;
   for (const member of world.members) {
-    if (member.learner && member.up && member.machine !== undefined && learnerInSync(world, member.appliedIndex) && world.rng.chance(0.5)) {
+    if (
+      member.learner &&
+      member.up &&
+      member.machine !== undefined &&
+      learnerInSync(world, member.appliedIndex) &&
+      world.rng.chance(0.5)
+    ) {
       member.learner = false;
     }
   }
@@ -175,7 +224,10 @@ function runMachineHealthCheck(world: World): void {
     if (machine.deleting !== undefined) continue;
     const member = machine.memberId === undefined ? undefined : findMember(world, machine.memberId);
     const nodeReady = machine.phase === "running" && member !== undefined && member.up;
-    const unhealthy = machine.failed || (machine.nodeRegistered && !nodeReady) || (!machine.nodeRegistered && world.step - machine.createdStep > NODE_STARTUP_STEPS);
+    const unhealthy =
+      machine.failed ||
+      (machine.nodeRegistered && !nodeReady) ||
+      (!machine.nodeRegistered && world.step - machine.createdStep > NODE_STARTUP_STEPS);
     if (!unhealthy) {
       // CAPI's MachineHealthCheck drops OwnerRemediated=False again from a Machine that recovered before its owner acted.
       machine.unhealthySince = undefined;
@@ -198,4 +250,3 @@ export function survivesLosing(world: World, extra: number, addedVoters = 0): bo
   const recoverable = voterList.filter((member) => !member.lostForGood && member.machine !== undefined).length;
   return recoverable - extra >= quorumSize(voterList.length + addedVoters);
 }
-

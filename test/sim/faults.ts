@@ -72,7 +72,8 @@ const FAULTS: Record<FaultKind, (world: World, rng: Prng) => string | undefined>
     const candidates = liveMachines(world).filter((machine) => machine.phase === "running");
     if (candidates.length === 0) return undefined;
     const machine = rng.pick(candidates);
-    const member = machine.memberId === undefined ? undefined : world.members.find((candidate) => candidate.id === machine.memberId);
+    const member =
+      machine.memberId === undefined ? undefined : world.members.find((candidate) => candidate.id === machine.memberId);
     const losesVoter = member !== undefined && !member.learner && !member.lostForGood;
     if (!survivesLosing(world, losesVoter ? 1 : 0)) return undefined;
     machine.phase = "broken";
@@ -109,13 +110,26 @@ const FAULTS: Record<FaultKind, (world: World, rng: Prng) => string | undefined>
   // reset without its old member being removed, or a forgotten VM with the same name. Reachable or not.
   "stale-same-name": (world, rng) => {
     if (world.leaderId === undefined || !survivesLosing(world, 0, 1)) return undefined;
-    const named = liveMachines(world).filter((machine) => world.members.some((member) => member.id === machine.memberId && member.name !== ""));
+    const named = liveMachines(world).filter((machine) =>
+      world.members.some((member) => member.id === machine.memberId && member.name !== ""),
+    );
     if (named.length === 0) return undefined;
     const machine = rng.pick(named);
     const alive = rng.chance(0.4);
     const n = world.nextStray++;
     const peerHost = `10.98.0.${n + 2}`;
-    world.members.push({ id: newMemberId(world), name: machine.hostName, peerHost, learner: false, started: true, up: alive, lostForGood: !alive, appliedIndex: alive ? world.leaderIndex : 0, catchUpRate: 1, activeSince: world.now });
+    world.members.push({
+      id: newMemberId(world),
+      name: machine.hostName,
+      peerHost,
+      learner: false,
+      started: true,
+      up: alive,
+      lostForGood: !alive,
+      appliedIndex: alive ? world.leaderIndex : 0,
+      catchUpRate: 1,
+      activeSince: world.now,
+    });
     return `stale member named ${machine.hostName} (the name of machine ${machine.name}) at ${peerHost}, ${alive ? "alive" : "dead"}`;
   },
   "ghost-vanish": (world, rng) => {
@@ -130,7 +144,8 @@ const FAULTS: Record<FaultKind, (world: World, rng: Prng) => string | undefined>
       member.downUntil = undefined;
       member.lostForGood = true;
     }
-    if (machine.nodeRegistered && machine.address) world.staleNodes.push({ name: machine.hostName, address: machine.address });
+    if (machine.nodeRegistered && machine.address)
+      world.staleNodes.push({ name: machine.hostName, address: machine.address });
     return `machine ${machine.name} vanished out of band; its member stays`;
   },
   "user-deletes-machine": (world, rng) => {
@@ -138,8 +153,10 @@ const FAULTS: Record<FaultKind, (world: World, rng: Prng) => string | undefined>
     if (candidates.length === 0) return undefined;
     const machine = rng.pick(candidates);
     // Without Quorum's hook CAPI deletes the infrastructure at once: for its member that is a loss for good.
-    const member = machine.memberId === undefined ? undefined : world.members.find((candidate) => candidate.id === machine.memberId);
-    if (!machine.hook && member && !member.learner && !member.lostForGood && !survivesLosing(world, 1)) return undefined;
+    const member =
+      machine.memberId === undefined ? undefined : world.members.find((candidate) => candidate.id === machine.memberId);
+    if (!machine.hook && member && !member.learner && !member.lostForGood && !survivesLosing(world, 1))
+      return undefined;
     markDeleting(world, machine);
     return `user deletes machine ${machine.name}`;
   },
@@ -180,7 +197,9 @@ const FAULTS: Record<FaultKind, (world: World, rng: Prng) => string | undefined>
     return `spec.rolloutStrategy -> maxSurge ${world.spec.maxSurge}, memberRemoval ${world.spec.memberRemoval}`;
   },
   alarm: (world, rng) => {
-    const candidates = world.members.filter((member) => member.up && !world.alarms.some((alarm) => alarm.memberId === member.id));
+    const candidates = world.members.filter(
+      (member) => member.up && !world.alarms.some((alarm) => alarm.memberId === member.id),
+    );
     if (candidates.length === 0) return undefined;
     const member = rng.pick(candidates);
     world.alarms.push({ memberId: member.id, alarm: "NOSPACE" });

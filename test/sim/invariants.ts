@@ -3,7 +3,17 @@
 // (converges, never stuck) are judged by run.ts over the steps after faults stop.
 import type { Snapshot } from "../../src/core/snapshot.ts";
 import type { Call } from "./calls.ts";
-import { findMachine, youngConnections, findMember, healthy, healthyVoterCount, quorumSize, voters, type SimMember, type World } from "./world.ts";
+import {
+  findMachine,
+  youngConnections,
+  findMember,
+  healthy,
+  healthyVoterCount,
+  quorumSize,
+  voters,
+  type SimMember,
+  type World,
+} from "./world.ts";
 
 export type Rule =
   | "1 quorum kept"
@@ -43,7 +53,11 @@ export function checkQuorumKept(world: World, hadQuorum: boolean, actionText: st
   const count = voters(world).length;
   const healthyCount = healthyVoterCount(world);
   if (!hadQuorum || (count > 0 && healthyCount >= quorumSize(count))) return undefined;
-  return { kind: "violation", rule: "1 quorum kept", message: `${actionText} left ${healthyCount} healthy of ${count} voters (quorum ${quorumSize(count)})` };
+  return {
+    kind: "violation",
+    rule: "1 quorum kept",
+    message: `${actionText} left ${healthyCount} healthy of ${count} voters (quorum ${quorumSize(count)})`,
+  };
 }
 
 function checkRemoval(world: World, snapshot: Snapshot, memberId: string): Finding | undefined {
@@ -66,7 +80,11 @@ function checkRemoval(world: World, snapshot: Snapshot, memberId: string): Findi
   // controller could not see: the real controller defers that refusal and asks again, which is not a violation.
   const young = youngConnections(world, member);
   if (young && young.every((voter) => !voter.unseenBounce)) {
-    return { kind: "violation", rule: "6 never sends a removal etcd refuses", message: `asked etcd to remove voter ${member.name || "(unstarted)"} ${member.id}, which it refuses now ("unhealthy cluster"): too few voters connected to the leader for 5 s` };
+    return {
+      kind: "violation",
+      rule: "6 never sends a removal etcd refuses",
+      message: `asked etcd to remove voter ${member.name || "(unstarted)"} ${member.id}, which it refuses now ("unhealthy cluster"): too few voters connected to the leader for 5 s`,
+    };
   }
   return checkRedundancy(world, snapshot, member, who);
 }
@@ -132,7 +150,13 @@ export function converged(world: World): boolean {
   if (spec.paused || spec.clusterPaused || world.leaderId === undefined) return false;
   if (world.machines.length !== spec.replicas || world.members.length !== spec.replicas) return false;
   for (const machine of world.machines) {
-    if (machine.deleting !== undefined || machine.remediationRequested || machine.phase !== "running" || !machine.nodeRegistered) return false;
+    if (
+      machine.deleting !== undefined ||
+      machine.remediationRequested ||
+      machine.phase !== "running" ||
+      !machine.nodeRegistered
+    )
+      return false;
     if (machine.version !== spec.version || machine.templateHash !== spec.templateHash) return false;
     const member = machine.memberId === undefined ? undefined : findMember(world, machine.memberId);
     if (!member || member.learner || !member.up) return false;
@@ -142,7 +166,9 @@ export function converged(world: World): boolean {
 
 /** What counts as progress: any change to Machines, members or the leader (raft indices do not count). */
 export function fingerprint(world: World): string {
-  const machines = world.machines.map((m) => `${m.name}:${m.phase}:${m.deleting ?? ""}:${m.hook}:${m.nodeRegistered}:${m.remediationRequested}`).join(",");
+  const machines = world.machines
+    .map((m) => `${m.name}:${m.phase}:${m.deleting ?? ""}:${m.hook}:${m.nodeRegistered}:${m.remediationRequested}`)
+    .join(",");
   const members = world.members.map((m) => `${m.id}:${m.name}:${m.learner}:${m.up}`).join(",");
   return `${machines}|${members}|${world.leaderId ?? ""}|${world.spec.generation}`;
 }

@@ -22,7 +22,9 @@ async function main(): Promise<number> {
   });
   const variant = values.variant as PlannerName;
   if (!(variant in PLANNERS)) {
-    process.stderr.write(`sim: unknown --variant "${values.variant}": use one of ${Object.keys(PLANNERS).join(", ")}\n`);
+    process.stderr.write(
+      `sim: unknown --variant "${values.variant}": use one of ${Object.keys(PLANNERS).join(", ")}\n`,
+    );
     return 2;
   }
   const planner = PLANNERS[variant];
@@ -56,18 +58,25 @@ async function main(): Promise<number> {
     const now = Date.now();
     if (now - lastProgress >= PROGRESS_EVERY_MS) {
       lastProgress = now;
-      process.stderr.write(`sim: ${index + 1}/${schedules} schedules, ${violations} violations, ${stuck} stuck (${((now - started) / 1000).toFixed(0)} s)\n`);
+      process.stderr.write(
+        `sim: ${index + 1}/${schedules} schedules, ${violations} violations, ${stuck} stuck (${((now - started) / 1000).toFixed(0)} s)\n`,
+      );
     }
   }
-  if (violations + stuck > maxReports) process.stdout.write(`(${violations + stuck - maxReports} more not shown; raise --max-reports to see them)\n`);
-  process.stdout.write(`steps per schedule: mean ${(totalSteps / Math.max(1, schedules)).toFixed(1)}, max ${maxSteps}; ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
+  if (violations + stuck > maxReports)
+    process.stdout.write(`(${violations + stuck - maxReports} more not shown; raise --max-reports to see them)\n`);
+  process.stdout.write(
+    `steps per schedule: mean ${(totalSteps / Math.max(1, schedules)).toFixed(1)}, max ${maxSteps}; ${((Date.now() - started) / 1000).toFixed(1)} s\n`,
+  );
   return summary(schedules, violations, stuck);
 }
 
 function report(result: ScheduleResult, variantFlag: string, index?: number): void {
   const finding = result.finding!;
   const where = index === undefined ? "" : `schedule ${index} `;
-  process.stdout.write(`${finding.kind.toUpperCase()} [${finding.rule}] ${where}seed ${result.seed} at step ${result.steps}: ${finding.message}\n`);
+  process.stdout.write(
+    `${finding.kind.toUpperCase()} [${finding.rule}] ${where}seed ${result.seed} at step ${result.steps}: ${finding.message}\n`,
+  );
   process.stdout.write(`  replay: npm run sim -- --replay ${result.seed} --trace${variantFlag}\n`);
 }
 

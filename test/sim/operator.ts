@@ -13,7 +13,9 @@ export function followUnmappedMemberFix(world: World): string | undefined {
   const condition = world.status?.conditions?.find((candidate) => candidate.type === CONDITION.EtcdMembersMapped);
   if (condition?.status !== "False" || condition.reason !== "UnmappedMember") return undefined;
   const named = new Set([...(condition.message ?? "").matchAll(/\(id (\d+)\)/g)].map((match) => match[1]));
-  const stale = world.members.filter((member) => named.has(member.id) && member.machine === undefined && !world.spec.removeMemberIds.includes(member.id));
+  const stale = world.members.filter(
+    (member) => named.has(member.id) && member.machine === undefined && !world.spec.removeMemberIds.includes(member.id),
+  );
   if (stale.length === 0) return undefined;
   world.spec.removeMemberIds.push(...stale.map((member) => member.id));
   return `operator annotates the QuorumControlPlane to remove stale member(s) ${stale.map((member) => `${member.name || "(unstarted)"}:${member.id}`).join(", ")}`;

@@ -50,12 +50,18 @@ function mapByNameOnly(snapshot: Snapshot): Map<string, string> {
   const result = new Map<string, string>();
   const byId = [...snapshot.etcd.members].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   for (const machine of snapshot.machines) {
-    const claimant = byId.find((member) => member.name !== "" && (member.name === machine.memberName || member.name === machine.nodeName || member.name === machine.name) && !result.has(member.id));
+    const claimant = byId.find(
+      (member) =>
+        member.name !== "" &&
+        (member.name === machine.memberName || member.name === machine.nodeName || member.name === machine.name) &&
+        !result.has(member.id),
+    );
     if (claimant) result.set(claimant.id, machine.name);
   }
   return result;
 }
-const nameOnlyMapping: PlannerFactory = () => makePlanner({ assess: (snapshot, op) => assess(snapshot, op, mapByNameOnly) });
+const nameOnlyMapping: PlannerFactory = () =>
+  makePlanner({ assess: (snapshot, op) => assess(snapshot, op, mapByNameOnly) });
 
 /**
  * (e) Issue 12, bug 1: deleting, remediating or releasing a Machine is judged as if members that map to no Machine
@@ -79,7 +85,9 @@ const remediateUnmapped: PlannerFactory = () =>
 const oldestFirstScaleDown: PlannerFactory = () =>
   makePlanner({
     selectForScaleDown: (snapshot: Snapshot) => {
-      const oldest = [...activeMachines(snapshot)].sort((a, b) => a.created - b.created || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))[0];
+      const oldest = [...activeMachines(snapshot)].sort(
+        (a, b) => a.created - b.created || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0),
+      )[0];
       return oldest ? { machine: oldest.name, why: "it is the oldest" } : undefined;
     },
   });

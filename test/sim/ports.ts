@@ -20,10 +20,37 @@ import {
 import type { Unstructured } from "../../src/api/objects.ts";
 import type { ObjectRef, QuorumControlPlane } from "../../src/api/types.ts";
 import { machineTemplateHash } from "../../src/controller/snapshot-builder.ts";
-import type { EtcdAlarm, EtcdClusterClient, EtcdMember, EtcdMemberStatus, ManagementApi, PromoteResult, WorkloadAccess } from "../../src/ports/index.ts";
+import type {
+  EtcdAlarm,
+  EtcdClusterClient,
+  EtcdMember,
+  EtcdMemberStatus,
+  ManagementApi,
+  PromoteResult,
+  WorkloadAccess,
+} from "../../src/ports/index.ts";
 import { SimEtcdError, SimApiError, type CallGate } from "./calls.ts";
 import { learnerInSync } from "./evolve.ts";
-import { CLUSTER, CONTROL_PLANE, COPY_CONTROL_PLANE, dropMember, electLeader, etcdRefusesRemoval, findMachine, findMember, drawLags, hostNameFor, markDeleting, NAMESPACE, newAddress, SIM_TIMERS, type BootFault, type SimMachine, type SimMember, type World } from "./world.ts";
+import {
+  CLUSTER,
+  CONTROL_PLANE,
+  COPY_CONTROL_PLANE,
+  dropMember,
+  electLeader,
+  etcdRefusesRemoval,
+  findMachine,
+  findMember,
+  drawLags,
+  hostNameFor,
+  markDeleting,
+  NAMESPACE,
+  newAddress,
+  SIM_TIMERS,
+  type BootFault,
+  type SimMachine,
+  type SimMember,
+  type World,
+} from "./world.ts";
 
 const QCP_UID = "qcp-uid";
 const ETCD_PEER_PORT = 2380;
@@ -36,7 +63,12 @@ const worldTemplates = new Map<string, string>();
 function realTemplateHash(template: string): string {
   let hash = realHashes.get(template);
   if (hash === undefined) {
-    hash = machineTemplateHash({ apiVersion: API_VERSION, kind: KIND, metadata: { name: CONTROL_PLANE }, spec: { version: "", machineTemplate: machineTemplate(template) } });
+    hash = machineTemplateHash({
+      apiVersion: API_VERSION,
+      kind: KIND,
+      metadata: { name: CONTROL_PLANE },
+      spec: { version: "", machineTemplate: machineTemplate(template) },
+    });
     realHashes.set(template, hash);
     worldTemplates.set(hash, template);
   }
@@ -45,8 +77,16 @@ function realTemplateHash(template: string): string {
 
 function machineTemplate(template: string): QuorumControlPlane["spec"]["machineTemplate"] {
   return {
-    infrastructureRef: { apiVersion: "infrastructure.cluster.x-k8s.io/v1beta1", kind: "SimMachineTemplate", name: `infra-${template}` },
-    bootstrapConfigTemplateRef: { apiVersion: "bootstrap.cluster.x-k8s.io/v1beta1", kind: "KubeadmConfigTemplate", name: "kubeadm" },
+    infrastructureRef: {
+      apiVersion: "infrastructure.cluster.x-k8s.io/v1beta1",
+      kind: "SimMachineTemplate",
+      name: `infra-${template}`,
+    },
+    bootstrapConfigTemplateRef: {
+      apiVersion: "bootstrap.cluster.x-k8s.io/v1beta1",
+      kind: "KubeadmConfigTemplate",
+      name: "kubeadm",
+    },
   };
 }
 
@@ -104,7 +144,12 @@ export class SimPorts {
     },
     getReferenced: async (ref: ObjectRef, namespace: string) => {
       this.gate.call(`get ${ref.kind} ${ref.name}`, { kind: "none" });
-      const template: Unstructured = { apiVersion: ref.apiVersion ?? `${ref.apiGroup}/v1beta1`, kind: ref.kind, metadata: { name: ref.name, namespace }, spec: { template: { spec: {} } } };
+      const template: Unstructured = {
+        apiVersion: ref.apiVersion ?? `${ref.apiGroup}/v1beta1`,
+        kind: ref.kind,
+        metadata: { name: ref.name, namespace },
+        spec: { template: { spec: {} } },
+      };
       return template;
     },
     createIfAbsent: async (object) => {
@@ -116,7 +161,10 @@ export class SimPorts {
         return this.gate.done("created");
       }
       const machine = object as Machine;
-      this.gate.call(`create Machine ${machine.metadata.name}`, { kind: "create-machine", ...(machine.spec.failureDomain ? { failureDomain: machine.spec.failureDomain } : {}) });
+      this.gate.call(`create Machine ${machine.metadata.name}`, {
+        kind: "create-machine",
+        ...(machine.spec.failureDomain ? { failureDomain: machine.spec.failureDomain } : {}),
+      });
       if (findMachine(this.world, machine.metadata.name)) return this.gate.done("exists");
       this.createMachine(machine);
       return this.gate.done("created");
@@ -129,12 +177,20 @@ export class SimPorts {
     },
     patchAnnotations: async (_apiVersion, kind, _namespace, name, annotations, resourceVersion) => {
       const hook = annotations[PRE_TERMINATE_HOOK];
-      const effect = kind === "Machine" && hook !== undefined ? { kind: "set-hook" as const, machine: name, hook: hook !== null } : { kind: "none" as const };
+      const effect =
+        kind === "Machine" && hook !== undefined
+          ? { kind: "set-hook" as const, machine: name, hook: hook !== null }
+          : { kind: "none" as const };
       this.gate.call(`patch annotations of ${kind} ${name}`, effect);
       const machine = findMachine(this.world, name);
       if (!machine) throw this.gate.fail(new SimApiError(404, `machines.cluster.x-k8s.io "${name}" not found`));
       if (resourceVersion !== undefined && resourceVersion !== resourceVersionOf(this.world, machine)) {
-        throw this.gate.fail(new SimApiError(409, `Operation cannot be fulfilled on machines.cluster.x-k8s.io "${name}": the object has been modified`));
+        throw this.gate.fail(
+          new SimApiError(
+            409,
+            `Operation cannot be fulfilled on machines.cluster.x-k8s.io "${name}": the object has been modified`,
+          ),
+        );
       }
       if (hook !== undefined) machine.hook = hook !== null;
       this.gate.done("ok");
@@ -171,7 +227,8 @@ export class SimPorts {
     nodes: async () => {
       this.gate.call("list Nodes", { kind: "none" });
       // The workload apiserver answers only while its etcd has a leader.
-      if (this.world.leaderId === undefined) throw this.gate.fail(new Error("the workload cluster's API server did not answer: etcdserver: no leader"));
+      if (this.world.leaderId === undefined)
+        throw this.gate.fail(new Error("the workload cluster's API server did not answer: etcdserver: no leader"));
       return nodeObjects(this.world);
     },
     etcd: async (_controlPlane, _cluster, endpoints) => {
@@ -194,14 +251,18 @@ export class SimPorts {
         generation: spec.generation,
         resourceVersion: String(spec.generation),
         labels: { [LABEL_CLUSTER_NAME]: CLUSTER },
-        ownerReferences: [{ apiVersion: CAPI_API_VERSION, kind: "Cluster", name: CLUSTER, uid: "cluster-uid", controller: true }],
+        ownerReferences: [
+          { apiVersion: CAPI_API_VERSION, kind: "Cluster", name: CLUSTER, uid: "cluster-uid", controller: true },
+        ],
         finalizers: [...(this.copy ? this.copy.finalizers : this.world.finalizers)],
         // The copy carries the same spec (a copy-paste), but the operator annotates only the control plane in charge.
         ...(!this.copy && (spec.paused || spec.removeMemberIds.length > 0)
           ? {
               annotations: {
                 ...(spec.paused ? { [PAUSED_ANNOTATION]: "" } : {}),
-                ...(spec.removeMemberIds.length > 0 ? { [REMOVE_MEMBER_ANNOTATION]: spec.removeMemberIds.join(",") } : {}),
+                ...(spec.removeMemberIds.length > 0
+                  ? { [REMOVE_MEMBER_ANNOTATION]: spec.removeMemberIds.join(",") }
+                  : {}),
               },
             }
           : {}),
@@ -210,8 +271,15 @@ export class SimPorts {
         replicas: spec.replicas,
         version: spec.version,
         machineTemplate: machineTemplate(spec.templateHash),
-        rolloutStrategy: { type: "RollingUpdate", rollingUpdate: { maxSurge: spec.maxSurge, memberRemoval: spec.memberRemoval } },
-        remediation: { maxRetry: SIM_TIMERS.remediationMaxRetry, retryPeriod: seconds(SIM_TIMERS.remediationRetryPeriodMs), minHealthyPeriod: seconds(SIM_TIMERS.remediationMinHealthyPeriodMs) },
+        rolloutStrategy: {
+          type: "RollingUpdate",
+          rollingUpdate: { maxSurge: spec.maxSurge, memberRemoval: spec.memberRemoval },
+        },
+        remediation: {
+          maxRetry: SIM_TIMERS.remediationMaxRetry,
+          retryPeriod: seconds(SIM_TIMERS.remediationRetryPeriodMs),
+          minHealthyPeriod: seconds(SIM_TIMERS.remediationMinHealthyPeriodMs),
+        },
         etcd: {
           ghostMemberGracePeriod: seconds(SIM_TIMERS.ghostGracePeriodMs),
           learnerPromotionTimeout: seconds(SIM_TIMERS.learnerPromotionTimeoutMs),
@@ -220,7 +288,13 @@ export class SimPorts {
         },
       },
       // Not copied: reconcile() never changes what it read, and patchStatus replaces world.status with a new object.
-      ...(this.copy ? (this.copy.status ? { status: this.copy.status } : {}) : this.world.status ? { status: this.world.status } : {}),
+      ...(this.copy
+        ? this.copy.status
+          ? { status: this.copy.status }
+          : {}
+        : this.world.status
+          ? { status: this.world.status }
+          : {}),
     };
   }
 
@@ -229,7 +303,10 @@ export class SimPorts {
       apiVersion: CAPI_API_VERSION,
       kind: "Cluster",
       metadata: { name: CLUSTER, namespace: NAMESPACE, uid: "cluster-uid" },
-      spec: { paused: this.world.spec.clusterPaused, controlPlaneRef: { apiGroup: "controlplane.cluster.x-k8s.io", kind: KIND, name: CONTROL_PLANE } },
+      spec: {
+        paused: this.world.spec.clusterPaused,
+        controlPlaneRef: { apiGroup: "controlplane.cluster.x-k8s.io", kind: KIND, name: CONTROL_PLANE },
+      },
       status: {
         initialization: { infrastructureProvisioned: true, controlPlaneInitialized: this.world.initialized },
         failureDomains: this.world.failureDomains.map((name) => ({ name, controlPlane: true })),
@@ -240,7 +317,8 @@ export class SimPorts {
   /** A down member whose connection age the written status no longer trusts (or that status lost): the controller saw this outage. */
   private noteSeenOutages(): void {
     const kept = new Map((this.world.status?.etcd?.members ?? []).map((entry) => [entry.id, entry]));
-    for (const member of this.world.members) if (!member.up && kept.get(member.id)?.startedObserved === undefined) member.outageSeen = true;
+    for (const member of this.world.members)
+      if (!member.up && kept.get(member.id)?.startedObserved === undefined) member.outageSeen = true;
   }
 
   /** CAPI accepted a new Machine: the world starts provisioning it. */
@@ -282,7 +360,18 @@ function seconds(ms: number): string {
 
 /** Opaque, as in Kubernetes; it changes whenever anything the controller reads of the Machine changes. */
 function resourceVersionOf(world: World, machine: SimMachine): string {
-  return [machine.phase, machine.deleting ?? "", machine.hook, machine.nodeRegistered, machine.remediationRequested, machine.failed, machine.markedForDeletion, machine.infrastructureReady, machine.bootstrapReady, world.step >= (machine.drainedAt ?? 0)].join("/");
+  return [
+    machine.phase,
+    machine.deleting ?? "",
+    machine.hook,
+    machine.nodeRegistered,
+    machine.remediationRequested,
+    machine.failed,
+    machine.markedForDeletion,
+    machine.infrastructureReady,
+    machine.bootstrapReady,
+    world.step >= (machine.drainedAt ?? 0),
+  ].join("/");
 }
 
 /** A Machine as CAPI v1beta2 shows it. */
@@ -292,10 +381,21 @@ export function machineObject(world: World, machine: SimMachine): Machine {
   if (machine.markedForDeletion) annotations[DELETE_MACHINE_ANNOTATION] = "";
   const since = new Date(world.now).toISOString();
   const conditions: MetaV1Condition[] = [];
-  if (machine.remediationRequested) conditions.push({ type: OWNER_REMEDIATED_CONDITION, status: "False", reason: "WaitingForRemediation", lastTransitionTime: since });
+  if (machine.remediationRequested)
+    conditions.push({
+      type: OWNER_REMEDIATED_CONDITION,
+      status: "False",
+      reason: "WaitingForRemediation",
+      lastTransitionTime: since,
+    });
   if (machine.deleting !== undefined) {
     const drained = world.step >= (machine.drainedAt ?? 0);
-    conditions.push({ type: "Deleting", status: "True", reason: drained ? "WaitingForPreTerminateHook" : "DrainingNode", lastTransitionTime: since });
+    conditions.push({
+      type: "Deleting",
+      status: "True",
+      reason: drained ? "WaitingForPreTerminateHook" : "DrainingNode",
+      lastTransitionTime: since,
+    });
   }
   const addresses = machine.infrastructureReady && machine.address ? addressesOf(world, machine, machine.address) : [];
   const nodeRef = machine.nodeRegistered && world.step >= (machine.nodeRefAt ?? 0);
@@ -311,23 +411,53 @@ export function machineObject(world: World, machine: SimMachine): Machine {
       ...(machine.deleting !== undefined ? { deletionTimestamp: new Date(machine.deleting).toISOString() } : {}),
       labels: { [LABEL_CLUSTER_NAME]: CLUSTER, [LABEL_CONTROL_PLANE]: "", [LABEL_CONTROL_PLANE_NAME]: CONTROL_PLANE },
       annotations,
-      ownerReferences: [{ apiVersion: API_VERSION, kind: KIND, name: CONTROL_PLANE, uid: QCP_UID, controller: true, blockOwnerDeletion: true }],
+      ownerReferences: [
+        {
+          apiVersion: API_VERSION,
+          kind: KIND,
+          name: CONTROL_PLANE,
+          uid: QCP_UID,
+          controller: true,
+          blockOwnerDeletion: true,
+        },
+      ],
     },
     spec: {
       clusterName: CLUSTER,
       version: machine.version,
-      bootstrap: { configRef: { apiGroup: "bootstrap.cluster.x-k8s.io", kind: "KubeadmConfig", name: machine.name }, ...(machine.bootstrapReady ? { dataSecretName: machine.name } : {}) },
+      bootstrap: {
+        configRef: { apiGroup: "bootstrap.cluster.x-k8s.io", kind: "KubeadmConfig", name: machine.name },
+        ...(machine.bootstrapReady ? { dataSecretName: machine.name } : {}),
+      },
       infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "SimMachine", name: machine.name },
       ...(machine.failureDomain ? { failureDomain: machine.failureDomain } : {}),
       ...(machine.infrastructureReady ? { providerID: `sim://${machine.name}` } : {}),
     },
     status: {
-      initialization: { infrastructureProvisioned: machine.infrastructureReady, bootstrapDataSecretCreated: machine.bootstrapReady },
+      initialization: {
+        infrastructureProvisioned: machine.infrastructureReady,
+        bootstrapDataSecretCreated: machine.bootstrapReady,
+      },
       ...(nodeRef ? { nodeRef: { name: machine.hostName } } : {}),
       addresses,
       conditions,
-      phase: machine.deleting !== undefined ? "Deleting" : machine.failed ? "Failed" : machine.nodeRegistered ? "Running" : machine.infrastructureReady ? "Provisioned" : "Provisioning",
-      ...(machine.failed ? { deprecated: { v1beta1: { failureReason: "CreateError", failureMessage: "the simulated infrastructure failed" } } } : {}),
+      phase:
+        machine.deleting !== undefined
+          ? "Deleting"
+          : machine.failed
+            ? "Failed"
+            : machine.nodeRegistered
+              ? "Running"
+              : machine.infrastructureReady
+                ? "Provisioned"
+                : "Provisioning",
+      ...(machine.failed
+        ? {
+            deprecated: {
+              v1beta1: { failureReason: "CreateError", failureMessage: "the simulated infrastructure failed" },
+            },
+          }
+        : {}),
     },
   };
 }
@@ -335,7 +465,9 @@ export function machineObject(world: World, machine: SimMachine): Machine {
 /** The InternalIP etcd listens on, or, while the Machine's addresses lag, nothing or only an external address. */
 function addressesOf(world: World, machine: SimMachine, address: string): { type: string; address: string }[] {
   if (world.step < (machine.addressAt ?? 0)) {
-    return machine.addressesBefore === "external-only" ? [{ type: "ExternalIP", address: `203.0.113.${address.split(".").at(-1)}` }] : [];
+    return machine.addressesBefore === "external-only"
+      ? [{ type: "ExternalIP", address: `203.0.113.${address.split(".").at(-1)}` }]
+      : [];
   }
   return [{ type: "InternalIP", address }];
 }
@@ -348,10 +480,18 @@ function nodeObjects(world: World): Node[] {
     const member = machine.memberId === undefined ? undefined : findMember(world, machine.memberId);
     const up = machine.phase === "running" && member !== undefined && member.up;
     const providerID = world.step >= (machine.nodeRefAt ?? 0) ? { providerID: `sim://${machine.name}` } : {};
-    nodes.push({ metadata: { name: machine.hostName }, spec: providerID, status: { ...ready(up), addresses: machine.address ? [{ type: "InternalIP", address: machine.address }] : [] } });
+    nodes.push({
+      metadata: { name: machine.hostName },
+      spec: providerID,
+      status: { ...ready(up), addresses: machine.address ? [{ type: "InternalIP", address: machine.address }] : [] },
+    });
   }
   for (const stale of world.staleNodes) {
-    if (!nodes.some((node) => node.metadata.name === stale.name)) nodes.push({ metadata: { name: stale.name }, status: { ...ready(false), addresses: [{ type: "InternalIP", address: stale.address }] } });
+    if (!nodes.some((node) => node.metadata.name === stale.name))
+      nodes.push({
+        metadata: { name: stale.name },
+        status: { ...ready(false), addresses: [{ type: "InternalIP", address: stale.address }] },
+      });
   }
   return nodes;
 }
@@ -372,7 +512,13 @@ class SimEtcdClient implements EtcdClusterClient {
     this.gate.call("etcd member list", { kind: "none" });
     // The client reaches etcd through the Machine addresses it was given: some member there must answer.
     if (!this.world.members.some((member) => member.up && this.hosts.has(member.peerHost))) {
-      throw this.gate.fail(new SimApiError(0, `no etcd member answered within its deadline (${this.hosts.size} endpoints tried)`, "EndpointUnreachable"));
+      throw this.gate.fail(
+        new SimApiError(
+          0,
+          `no etcd member answered within its deadline (${this.hosts.size} endpoints tried)`,
+          "EndpointUnreachable",
+        ),
+      );
     }
     return this.world.members.map((member) => ({
       id: member.id,
@@ -385,12 +531,24 @@ class SimEtcdClient implements EtcdClusterClient {
 
   async memberStatuses(members?: EtcdMember[]): Promise<EtcdMemberStatus[]> {
     this.gate.call("etcd member statuses", { kind: "none" });
-    const listed = members ?? this.world.members.map((member) => ({ id: member.id, clientURLs: member.started ? [`https://${member.peerHost}:${ETCD_CLIENT_PORT}`] : [] }));
+    const listed =
+      members ??
+      this.world.members.map((member) => ({
+        id: member.id,
+        clientURLs: member.started ? [`https://${member.peerHost}:${ETCD_CLIENT_PORT}`] : [],
+      }));
     return listed.map((entry) => {
       const member = findMember(this.world, entry.id);
-      if (entry.clientURLs.length === 0) return { memberId: entry.id, reachable: false, leader: false, errors: ["member has not started yet (no client URLs)"] };
+      if (entry.clientURLs.length === 0)
+        return {
+          memberId: entry.id,
+          reachable: false,
+          leader: false,
+          errors: ["member has not started yet (no client URLs)"],
+        };
       const endpoint = entry.clientURLs[0];
-      if (!member || !member.up) return { memberId: entry.id, endpoint, reachable: false, leader: false, errors: ["context deadline exceeded"] };
+      if (!member || !member.up)
+        return { memberId: entry.id, endpoint, reachable: false, leader: false, errors: ["context deadline exceeded"] };
       return statusOf(this.world, member, endpoint);
     });
   }
@@ -406,11 +564,16 @@ class SimEtcdClient implements EtcdClusterClient {
 
   async promoteLearner(memberId: string): Promise<PromoteResult> {
     this.gate.call(`etcd promote ${this.label(memberId)}`, { kind: "promote-learner", memberId });
-    if (this.world.leaderId === undefined) throw this.gate.fail(new SimEtcdError("member promote", "etcdserver: no leader"));
+    if (this.world.leaderId === undefined)
+      throw this.gate.fail(new SimEtcdError("member promote", "etcdserver: no leader"));
     const member = findMember(this.world, memberId);
     if (!member) throw this.gate.fail(new SimEtcdError("member promote", "etcdserver: member not found"));
     if (!member.learner) return this.gate.done({ promoted: true }, "ok (already a voter)");
-    if (!learnerInSync(this.world, member.appliedIndex)) return this.gate.done({ promoted: false, reason: "not caught up" }, "etcdserver: can only promote a learner member which is in sync with leader");
+    if (!learnerInSync(this.world, member.appliedIndex))
+      return this.gate.done(
+        { promoted: false, reason: "not caught up" },
+        "etcdserver: can only promote a learner member which is in sync with leader",
+      );
     member.learner = false;
     electLeader(this.world);
     return this.gate.done({ promoted: true });
@@ -421,18 +584,22 @@ class SimEtcdClient implements EtcdClusterClient {
     const member = findMember(this.world, memberId);
     if (!member) return this.gate.done({ removed: false }, "etcdserver: member not found (counts as removed)");
     // A membership change is a raft proposal: it needs a leader.
-    if (this.world.leaderId === undefined) throw this.gate.fail(new SimEtcdError("member remove", "etcdserver: no leader"));
-    if (etcdRefusesRemoval(this.world, member)) throw this.gate.fail(new SimEtcdError("member remove", "etcdserver: unhealthy cluster"));
+    if (this.world.leaderId === undefined)
+      throw this.gate.fail(new SimEtcdError("member remove", "etcdserver: no leader"));
+    if (etcdRefusesRemoval(this.world, member))
+      throw this.gate.fail(new SimEtcdError("member remove", "etcdserver: unhealthy cluster"));
     dropMember(this.world, member.id);
     return this.gate.done({ removed: true });
   }
 
   async moveLeader(toMemberId: string): Promise<void> {
     this.gate.call(`etcd move leader to ${this.label(toMemberId)}`, { kind: "move-leader", toMemberId });
-    if (this.world.leaderId === undefined) throw this.gate.fail(new SimEtcdError("move leader", "no reachable member reports itself leader"));
+    if (this.world.leaderId === undefined)
+      throw this.gate.fail(new SimEtcdError("move leader", "no reachable member reports itself leader"));
     if (this.world.leaderId === toMemberId) return this.gate.done(undefined, "ok (already leader)");
     const target = findMember(this.world, toMemberId);
-    if (!target || target.learner || !target.up) throw this.gate.fail(new SimEtcdError("move leader", "etcdserver: bad leader transferee"));
+    if (!target || target.learner || !target.up)
+      throw this.gate.fail(new SimEtcdError("move leader", "etcdserver: bad leader transferee"));
     this.world.leaderId = target.id;
     target.appliedIndex = this.world.leaderIndex;
     this.gate.done(undefined);
@@ -465,7 +632,10 @@ function statusOf(world: World, member: SimMember, endpoint: string): EtcdMember
 /** RFC 7386: objects merge key by key, null deletes, anything else replaces. */
 export function applyMergePatch(target: unknown, patch: unknown): unknown {
   if (typeof patch !== "object" || patch === null || Array.isArray(patch)) return structuredClone(patch);
-  const result: Record<string, unknown> = typeof target === "object" && target !== null && !Array.isArray(target) ? { ...(target as Record<string, unknown>) } : {};
+  const result: Record<string, unknown> =
+    typeof target === "object" && target !== null && !Array.isArray(target)
+      ? { ...(target as Record<string, unknown>) }
+      : {};
   for (const [key, value] of Object.entries(patch)) {
     if (value === null) delete result[key];
     else result[key] = applyMergePatch(result[key], value);

@@ -42,7 +42,11 @@ export interface ScheduleResult {
   trace: string[];
 }
 
-export async function runSchedule(seed: number, planner: PlannerFactory, options: { trace?: boolean } = {}): Promise<ScheduleResult> {
+export async function runSchedule(
+  seed: number,
+  planner: PlannerFactory,
+  options: { trace?: boolean } = {},
+): Promise<ScheduleResult> {
   const { world, profile, rngs } = createScenario(seed);
   const plan = planner(rngs.planner);
   const ports = new SimPorts(world, { bootFault: () => bootFaultFor(world, rngs.faults, profile) });
@@ -51,7 +55,8 @@ export async function runSchedule(seed: number, planner: PlannerFactory, options
   const trace: string[] = [];
   if (options.trace) trace.push(describeSetup(seed, world));
   const finish = (outcome: ScheduleResult["outcome"], finding?: Finding): ScheduleResult => {
-    if (options.trace && finding) trace.push(`${finding.kind.toUpperCase()} [${finding.rule}] at step ${world.step}: ${finding.message}`);
+    if (options.trace && finding)
+      trace.push(`${finding.kind.toUpperCase()} [${finding.rule}] at step ${world.step}: ${finding.message}`);
     return { seed, outcome, ...(finding ? { finding } : {}), steps: world.step, trace };
   };
 
@@ -73,7 +78,10 @@ export async function runSchedule(seed: number, planner: PlannerFactory, options
     if (operator) events.push(operator);
 
     if (world.step < controllerBackAt) {
-      if (options.trace) trace.push(`${events.length > 0 ? ` ! ${events.join("; ")}\n` : ""}#${world.step} controller down (restarting)\n    world: ${describeWorld(world)}`);
+      if (options.trace)
+        trace.push(
+          `${events.length > 0 ? ` ! ${events.join("; ")}\n` : ""}#${world.step} controller down (restarting)\n    world: ${describeWorld(world)}`,
+        );
       continue;
     }
     // While faults are on, the Machine informer sometimes lags one reconcile behind.
@@ -82,7 +90,11 @@ export async function runSchedule(seed: number, planner: PlannerFactory, options
     const step = await reconcileOnce(world, ports, plan, crash);
     if (step.plannerError !== undefined) {
       const error = step.plannerError;
-      return finish("violation", { kind: "violation", rule: "planner throws", message: error instanceof Error ? (error.stack ?? error.message) : String(error) });
+      return finish("violation", {
+        kind: "violation",
+        rule: "planner throws",
+        message: error instanceof Error ? (error.stack ?? error.message) : String(error),
+      });
     }
     const action = step.action;
     if (step.crashed) {
@@ -100,22 +112,41 @@ export async function runSchedule(seed: number, planner: PlannerFactory, options
     if (step.finding) return finish("violation", step.finding);
     if (copyPorts && !step.crashed) {
       const copy = await reconcileOnce(world, copyPorts, plan, undefined);
-      if (options.trace) trace.push(`    ${copyPorts.name}: ${copy.action ? describeAction(copy.action) : "(no plan)"}\n    ${copyPorts.name} calls: ${copy.calls.join(", ") || "-"}`);
+      if (options.trace)
+        trace.push(
+          `    ${copyPorts.name}: ${copy.action ? describeAction(copy.action) : "(no plan)"}\n    ${copyPorts.name} calls: ${copy.calls.join(", ") || "-"}`,
+        );
       if (copy.finding) return finish("violation", copy.finding);
       if (copy.action && copy.action.kind !== "Wait") {
-        return finish("violation", { kind: "violation", rule: "7 one owner", message: `${copyPorts.name}, which the Cluster does not name, chose ${describeAction(copy.action)}` });
+        return finish("violation", {
+          kind: "violation",
+          rule: "7 one owner",
+          message: `${copyPorts.name}, which the Cluster does not name, chose ${describeAction(copy.action)}`,
+        });
       }
       if (copy.unexpected !== undefined || copy.plannerError !== undefined) {
         const error = copy.unexpected ?? copy.plannerError;
-        return finish("violation", { kind: "violation", rule: "reconcile throws", message: `${copyPorts.name}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}` });
+        return finish("violation", {
+          kind: "violation",
+          rule: "reconcile throws",
+          message: `${copyPorts.name}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
+        });
       }
     }
     if (step.unexpected !== undefined) {
       const error = step.unexpected;
-      return finish("violation", { kind: "violation", rule: "reconcile throws", message: error instanceof Error ? (error.stack ?? error.message) : String(error) });
+      return finish("violation", {
+        kind: "violation",
+        rule: "reconcile throws",
+        message: error instanceof Error ? (error.stack ?? error.message) : String(error),
+      });
     }
     if (convergedSince !== undefined && action && action.kind !== "Wait") {
-      return finish("violation", { kind: "violation", rule: "4 converges", message: `the control plane was at the spec, yet the planner chose ${describeAction(action)}` });
+      return finish("violation", {
+        kind: "violation",
+        rule: "4 converges",
+        message: `the control plane was at the spec, yet the planner chose ${describeAction(action)}`,
+      });
     }
     const lostQuorum = checkQuorumKept(world, step.hadQuorum, action ? describeAction(action) : "a reconcile");
     if (lostQuorum) return finish("violation", lostQuorum);
@@ -134,10 +165,18 @@ export async function runSchedule(seed: number, planner: PlannerFactory, options
     }
     const last = action ? describeAction(action) : "nothing (no plan)";
     if (world.step - lastChange >= STUCK_BOUND) {
-      return finish("stuck", { kind: "stuck", rule: "5 never stuck", message: `nothing changed for ${STUCK_BOUND} steps short of the spec; the planner keeps choosing ${last}` });
+      return finish("stuck", {
+        kind: "stuck",
+        rule: "5 never stuck",
+        message: `nothing changed for ${STUCK_BOUND} steps short of the spec; the planner keeps choosing ${last}`,
+      });
     }
     if (world.step - world.faultsUntil >= CONVERGENCE_BOUND) {
-      return finish("violation", { kind: "violation", rule: "4 converges", message: `not at the spec ${CONVERGENCE_BOUND} steps after faults stopped, though it keeps acting (last: ${last})` });
+      return finish("violation", {
+        kind: "violation",
+        rule: "4 converges",
+        message: `not at the spec ${CONVERGENCE_BOUND} steps after faults stopped, though it keeps acting (last: ${last})`,
+      });
     }
   }
 }
@@ -160,8 +199,17 @@ interface ReconcileStep {
 }
 
 /** One real reconcile() against the world's ports, through a fresh CallGate. */
-async function reconcileOnce(world: World, ports: SimPorts, plan: Plan, crash: CrashPoint | undefined): Promise<ReconcileStep> {
-  const gate = new CallGate(world, crash, ports.name === CONTROL_PLANE ? undefined : `QuorumControlPlane ${NAMESPACE}/${ports.name}`);
+async function reconcileOnce(
+  world: World,
+  ports: SimPorts,
+  plan: Plan,
+  crash: CrashPoint | undefined,
+): Promise<ReconcileStep> {
+  const gate = new CallGate(
+    world,
+    crash,
+    ports.name === CONTROL_PLANE ? undefined : `QuorumControlPlane ${NAMESPACE}/${ports.name}`,
+  );
   ports.gate = gate;
   const result: ReconcileStep = { calls: gate.log, crashed: false, hadQuorum: hasQuorum(world) };
   const deps: ReconcilerDeps = {
@@ -188,7 +236,8 @@ async function reconcileOnce(world: World, ports: SimPorts, plan: Plan, crash: C
   try {
     await reconcile(NAMESPACE, ports.name, deps);
   } catch (error) {
-    if (!gate.crashed && !gate.finding && result.plannerError === undefined && !isExpected(error)) result.unexpected = error;
+    if (!gate.crashed && !gate.finding && result.plannerError === undefined && !isExpected(error))
+      result.unexpected = error;
   }
   result.crashed = gate.crashed;
   if (gate.finding) result.finding = gate.finding;
@@ -197,7 +246,10 @@ async function reconcileOnce(world: World, ports: SimPorts, plan: Plan, crash: C
 
 /** reconcile() reports failed calls as its ReconcileError (the work queue backs off and retries). */
 function isExpected(error: unknown): boolean {
-  return error instanceof Error && (error.name === "ReconcileError" || error instanceof SimCrash || error instanceof SimViolation);
+  return (
+    error instanceof Error &&
+    (error.name === "ReconcileError" || error instanceof SimCrash || error instanceof SimViolation)
+  );
 }
 
 function stepLine(step: number, events: string[], action: Action | undefined, calls: string[], world: World): string {

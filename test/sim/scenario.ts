@@ -5,7 +5,17 @@ import type { EtcdMemberStatus } from "../../src/api/types.ts";
 import { nextMachineName } from "../../src/controller/machine-factory.ts";
 import type { FaultProfile } from "./faults.ts";
 import { Prng } from "./prng.ts";
-import { CONTROL_PLANE, drawLags, hostNameFor, newAddress, newMemberId, STEP_MS, type JoinMode, type NodeNaming, type World } from "./world.ts";
+import {
+  CONTROL_PLANE,
+  drawLags,
+  hostNameFor,
+  newAddress,
+  newMemberId,
+  STEP_MS,
+  type JoinMode,
+  type NodeNaming,
+  type World,
+} from "./world.ts";
 
 /** How often a schedule has each trait of WorldTraits. */
 export const TRAIT_WEIGHTS = { nodeRefLag: 0.25, addressLag: 0.25, secondOwner: 0.15 } as const;
@@ -24,7 +34,11 @@ export interface Scenario {
 export function createScenario(seed: number): Scenario {
   const rng = new Prng(seed);
   const setup = rng.fork();
-  const replicas = setup.weighted([[1, 2], [3, 5], [5, 3]] as const);
+  const replicas = setup.weighted([
+    [1, 2],
+    [3, 5],
+    [5, 3],
+  ] as const);
   const maxSurge: 0 | 1 = replicas >= 3 && setup.chance(0.3) ? 0 : 1;
   const world: World = {
     step: 0,
@@ -41,7 +55,11 @@ export function createScenario(seed: number): Scenario {
       generation: 1,
       removeMemberIds: [],
     },
-    joinMode: setup.weighted([["learner", 4], ["learner-self-promote", 3], ["voter", 3]] as const) as JoinMode,
+    joinMode: setup.weighted([
+      ["learner", 4],
+      ["learner-self-promote", 3],
+      ["voter", 3],
+    ] as const) as JoinMode,
     // kubeadm names the member after the node name, which on most clouds is the host name (ip-10-0-0-9).
     nodeNaming: (setup.chance(0.3) ? "machine" : "hostname") as NodeNaming,
     failureDomains: setup.chance(0.3) ? [] : ["fd-a", "fd-b", "fd-c"],
@@ -69,7 +87,11 @@ export function createScenario(seed: number): Scenario {
   const rngs = { faults: rng.fork(), controller: rng.fork(), planner: rng.fork() };
   // Drawn from a stream of their own, so that adding a trait leaves every other draw of the schedule as it was.
   const traits = rng.fork();
-  world.traits = { nodeRefLag: traits.chance(TRAIT_WEIGHTS.nodeRefLag), addressLag: traits.chance(TRAIT_WEIGHTS.addressLag), secondOwner: traits.chance(TRAIT_WEIGHTS.secondOwner) };
+  world.traits = {
+    nodeRefLag: traits.chance(TRAIT_WEIGHTS.nodeRefLag),
+    addressLag: traits.chance(TRAIT_WEIGHTS.addressLag),
+    secondOwner: traits.chance(TRAIT_WEIGHTS.secondOwner),
+  };
   if (world.traits.secondOwner) world.copy = { finalizers: [] };
   for (const machine of world.machines) drawLags(world, machine);
   return { world, profile, rngs };
@@ -91,7 +113,9 @@ function startConverged(world: World): void {
       createdStep: Math.floor((created - world.now) / STEP_MS),
       version: world.spec.version,
       templateHash: world.spec.templateHash,
-      ...(world.failureDomains.length > 0 ? { failureDomain: world.failureDomains[index % world.failureDomains.length] } : {}),
+      ...(world.failureDomains.length > 0
+        ? { failureDomain: world.failureDomains[index % world.failureDomains.length] }
+        : {}),
       address,
       hostName: hostNameFor(world, name, address),
       phase: "running",
@@ -105,9 +129,30 @@ function startConverged(world: World): void {
       memberId: id,
       nodeRegistered: true,
     });
-    world.members.push({ id, name: hostNameFor(world, name, address), peerHost: address, learner: false, started: true, up: true, lostForGood: false, appliedIndex: world.leaderIndex, catchUpRate: 1, machine: name, activeSince: created });
+    world.members.push({
+      id,
+      name: hostNameFor(world, name, address),
+      peerHost: address,
+      learner: false,
+      started: true,
+      up: true,
+      lostForGood: false,
+      appliedIndex: world.leaderIndex,
+      catchUpRate: 1,
+      machine: name,
+      activeSince: created,
+    });
     const since = new Date(created).toISOString();
-    remembered.push({ id, name: hostNameFor(world, name, address), machine: name, learner: false, healthy: true, leader: index === 0, firstObserved: since, startedObserved: since });
+    remembered.push({
+      id,
+      name: hostNameFor(world, name, address),
+      machine: name,
+      learner: false,
+      healthy: true,
+      leader: index === 0,
+      firstObserved: since,
+      startedObserved: since,
+    });
   }
   world.leaderId = world.members[0].id;
   // What an earlier controller left in status: the members and when it first saw them.

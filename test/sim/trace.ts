@@ -47,7 +47,11 @@ function describeMachine(world: World, machine: SimMachine): string {
     machine.version !== world.spec.version || machine.templateHash !== world.spec.templateHash ? "outdated" : "",
     machine.nodeRegistered ? "node" : "",
     machine.nodeRegistered && world.step < (machine.nodeRefAt ?? 0) ? "no-nodeRef" : "",
-    world.step < (machine.addressAt ?? 0) ? (machine.addressesBefore === "none" ? "no-address" : "external-address-only") : "",
+    world.step < (machine.addressAt ?? 0)
+      ? machine.addressesBefore === "none"
+        ? "no-address"
+        : "external-address-only"
+      : "",
     machine.deleting !== undefined ? "DELETING" : "",
     machine.hook ? "" : "no-hook",
     machine.remediationRequested ? "MHC" : "",
@@ -60,7 +64,13 @@ function describeMachine(world: World, machine: SimMachine): string {
 
 function describeMember(world: World, member: SimMember): string {
   const role = member.learner ? "learner" : "voter";
-  const state = member.up ? "up" : member.downUntil !== undefined ? `down<${member.downUntil}` : member.started ? "dead" : "unstarted";
+  const state = member.up
+    ? "up"
+    : member.downUntil !== undefined
+      ? `down<${member.downUntil}`
+      : member.started
+        ? "dead"
+        : "unstarted";
   const leader = world.leaderId === member.id ? ",LEADER" : "";
   const owner = member.machine === undefined ? ",stray" : member.name === member.machine ? "" : `,of ${member.machine}`;
   return `${member.name || "?"}:${member.id.slice(-4)}(${role},${state}${leader}${owner})`;

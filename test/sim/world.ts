@@ -242,7 +242,8 @@ export function newAddress(world: World): string {
 /** Draws how long a Machine made now waits for its nodeRef and addresses; nothing lags once faults stop. */
 export function drawLags(world: World, machine: SimMachine): void {
   const until = (from: number) => Math.min(from + world.rng.int(3, 40), world.faultsUntil);
-  if (world.traits.nodeRefLag && world.step < world.faultsUntil && world.rng.chance(0.6)) machine.nodeRefAt = until(Math.max(world.step, machine.createdStep));
+  if (world.traits.nodeRefLag && world.step < world.faultsUntil && world.rng.chance(0.6))
+    machine.nodeRefAt = until(Math.max(world.step, machine.createdStep));
   if (world.traits.addressLag && world.step < world.faultsUntil && world.rng.chance(0.5)) {
     machine.addressAt = until(Math.max(world.step, machine.createdStep));
     machine.addressesBefore = world.rng.chance(0.5) ? "none" : "external-only";
@@ -284,7 +285,8 @@ export function youngConnections(world: World, member: SimMember): SimMember[] |
   if (!leader) return undefined;
   const voterList = voters(world);
   const since = world.now - ETCD_HEALTH_INTERVAL_MS;
-  const old = (voter: SimMember) => voter.id === leader.id || (voter.up && Math.max(voter.activeSince, leader.activeSince) <= since);
+  const old = (voter: SimMember) =>
+    voter.id === leader.id || (voter.up && Math.max(voter.activeSince, leader.activeSince) <= since);
   const active = voterList.filter(old).length;
   if (active - 1 >= quorumSize(voterList.length - 1)) return undefined;
   return voterList.filter((voter) => voter.up && !old(voter));

@@ -22,8 +22,13 @@ function sourceFiles(path: string): string[] {
 /** The relative imports (and re-exports) of a source, resolved to absolute paths; comments are dropped first. */
 function importsOf(path: string, source: string): string[] {
   const code = source.replace(/\/\*[\s\S]*?\*\//g, "").replace(/(^|[^:"'`\\])\/\/.*$/gm, "$1");
-  const specifiers = [...code.matchAll(/\b(?:import|export)\b[^;]*?\bfrom\s*["']([^"']+)["']/g), ...code.matchAll(/\bimport\s*(?:\(\s*)?["']([^"']+)["']/g)].map((match) => match[1]);
-  return specifiers.filter((specifier) => specifier.startsWith(".")).map((specifier) => resolve(dirname(path), specifier));
+  const specifiers = [
+    ...code.matchAll(/\b(?:import|export)\b[^;]*?\bfrom\s*["']([^"']+)["']/g),
+    ...code.matchAll(/\bimport\s*(?:\(\s*)?["']([^"']+)["']/g),
+  ].map((match) => match[1]);
+  return specifiers
+    .filter((specifier) => specifier.startsWith("."))
+    .map((specifier) => resolve(dirname(path), specifier));
 }
 
 const inside = (path: string, folder: string) => path === folder || path.startsWith(folder + sep);
@@ -70,12 +75,21 @@ describe("the layers of src/", () => {
   it("nothing reconcile() loads comes from src/adapters: it reaches the world only through src/ports", () => {
     const loaded = [...closure(join(dir("controller"), "reconcile.ts"))];
     assert.ok(loaded.length >= 5, "expected reconcile.ts and its modules");
-    assert.deepEqual(loaded.filter((file) => inside(file, dir("adapters"))).map((file) => relative(ROOT, file)), []);
+    assert.deepEqual(
+      loaded.filter((file) => inside(file, dir("adapters"))).map((file) => relative(ROOT, file)),
+      [],
+    );
   });
 
   it("the import reader sees static imports, re-exports and dynamic imports, and not commented ones", () => {
     const file = join(dir("controller"), "example.ts");
-    const found = importsOf(file, 'import { a } from "../adapters/x.ts";\nexport type { B } from "./b.ts";\nconst c = await import("../adapters/c.ts");\n// import { d } from "../adapters/d.ts";\nimport "node:fs";');
-    assert.deepEqual(found.map((target) => relative(SRC, target)), [join("adapters", "x.ts"), join("controller", "b.ts"), join("adapters", "c.ts")]);
+    const found = importsOf(
+      file,
+      'import { a } from "../adapters/x.ts";\nexport type { B } from "./b.ts";\nconst c = await import("../adapters/c.ts");\n// import { d } from "../adapters/d.ts";\nimport "node:fs";',
+    );
+    assert.deepEqual(
+      found.map((target) => relative(SRC, target)),
+      [join("adapters", "x.ts"), join("controller", "b.ts"), join("adapters", "c.ts")],
+    );
   });
 });

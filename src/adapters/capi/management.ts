@@ -1,8 +1,26 @@
 // The management cluster as the reconciler sees it: QuorumControlPlanes, Clusters, Machines, templates and their
 // clones, Events. Thin and idempotent: AlreadyExists on create and NotFound on delete count as success.
-import { ApiException, CoreV1Api, CustomObjectsApi, KubernetesObjectApi, PatchStrategy, setHeaderOptions, type KubeConfig, type KubernetesObject } from "@kubernetes/client-node";
+import {
+  ApiException,
+  CoreV1Api,
+  CustomObjectsApi,
+  KubernetesObjectApi,
+  PatchStrategy,
+  setHeaderOptions,
+  type KubeConfig,
+  type KubernetesObject,
+} from "@kubernetes/client-node";
 import type { Cluster, Machine } from "../../api/capi.ts";
-import { API_VERSION, CAPI_API_VERSION, CONTRACT_LABEL_V1BETA2, GROUP, KIND, LABEL_CONTROL_PLANE_NAME, PLURAL, VERSION } from "../../api/constants.ts";
+import {
+  API_VERSION,
+  CAPI_API_VERSION,
+  CONTRACT_LABEL_V1BETA2,
+  GROUP,
+  KIND,
+  LABEL_CONTROL_PLANE_NAME,
+  PLURAL,
+  VERSION,
+} from "../../api/constants.ts";
 import { concernsControlPlane } from "../../api/ownership.ts";
 import type { ObjectRef, QuorumControlPlane, QuorumControlPlaneStatus } from "../../api/types.ts";
 import type { Unstructured } from "../../api/objects.ts";
@@ -11,8 +29,15 @@ export const FIELD_MANAGER = "quorum";
 
 /** A referenced object (template, Cluster) that does not exist: the user must create it or fix the reference. */
 export class ReferenceNotFoundError extends Error {
-  constructor(readonly kind: string, readonly namespace: string, readonly objectName: string, readonly referencedBy: string) {
-    super(`${kind} ${namespace}/${objectName} referenced by ${referencedBy} was not found: create it or correct the reference`);
+  constructor(
+    readonly kind: string,
+    readonly namespace: string,
+    readonly objectName: string,
+    readonly referencedBy: string,
+  ) {
+    super(
+      `${kind} ${namespace}/${objectName} referenced by ${referencedBy} was not found: create it or correct the reference`,
+    );
     this.name = "ReferenceNotFoundError";
   }
 }
@@ -39,10 +64,26 @@ export class ManagementClient {
   }
 
   /** The same selection as the informer-backed one: every Machine with a control-plane-name label, then the shared rule. */
-  async listControlPlaneMachines(namespace: string, controlPlaneName: string, clusterName?: string): Promise<Machine[]> {
-    const selector = clusterName === undefined ? `${LABEL_CONTROL_PLANE_NAME}=${controlPlaneName}` : LABEL_CONTROL_PLANE_NAME;
-    const list = await this.objects.list<KubernetesObject>(CAPI_API_VERSION, "Machine", namespace, undefined, undefined, undefined, undefined, selector);
-    return (list.items as unknown as Machine[]).filter((machine) => concernsControlPlane(machine, controlPlaneName, clusterName));
+  async listControlPlaneMachines(
+    namespace: string,
+    controlPlaneName: string,
+    clusterName?: string,
+  ): Promise<Machine[]> {
+    const selector =
+      clusterName === undefined ? `${LABEL_CONTROL_PLANE_NAME}=${controlPlaneName}` : LABEL_CONTROL_PLANE_NAME;
+    const list = await this.objects.list<KubernetesObject>(
+      CAPI_API_VERSION,
+      "Machine",
+      namespace,
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      selector,
+    );
+    return (list.items as unknown as Machine[]).filter((machine) =>
+      concernsControlPlane(machine, controlPlaneName, clusterName),
+    );
   }
 
   /** Reads a referenced object, resolving its version from the CRD's contract label when the ref has only a group. */
@@ -54,7 +95,11 @@ export class ManagementClient {
   }
 
   /** Creates the object; an object of that name that already exists is success (a retry after a crash). */
-  async createIfAbsent(object: { apiVersion?: string; kind?: string; metadata: { name: string; namespace?: string } }): Promise<"created" | "exists"> {
+  async createIfAbsent(object: {
+    apiVersion?: string;
+    kind?: string;
+    metadata: { name: string; namespace?: string };
+  }): Promise<"created" | "exists"> {
     try {
       await this.objects.create(object as KubernetesObject, undefined, undefined, FIELD_MANAGER);
       return "created";
@@ -78,35 +123,92 @@ export class ManagementClient {
    * Sets (string) or removes (null) annotations with a merge patch that carries the resourceVersion it was
    * decided on, so a decision made on a stale Machine fails with a conflict instead of acting.
    */
-  async patchAnnotations(apiVersion: string, kind: string, namespace: string, name: string, annotations: Record<string, string | null>, resourceVersion?: string): Promise<string | undefined> {
-    const patch = { apiVersion, kind, metadata: { name, namespace, annotations, ...(resourceVersion ? { resourceVersion } : {}) } };
-    const written = await this.objects.patch(patch as KubernetesObject, undefined, undefined, FIELD_MANAGER, undefined, PatchStrategy.MergePatch);
+  async patchAnnotations(
+    apiVersion: string,
+    kind: string,
+    namespace: string,
+    name: string,
+    annotations: Record<string, string | null>,
+    resourceVersion?: string,
+  ): Promise<string | undefined> {
+    const patch = {
+      apiVersion,
+      kind,
+      metadata: { name, namespace, annotations, ...(resourceVersion ? { resourceVersion } : {}) },
+    };
+    const written = await this.objects.patch(
+      patch as KubernetesObject,
+      undefined,
+      undefined,
+      FIELD_MANAGER,
+      undefined,
+      PatchStrategy.MergePatch,
+    );
     return written.metadata?.resourceVersion;
   }
 
   async setFinalizers(controlPlane: QuorumControlPlane, finalizers: string[]): Promise<string | undefined> {
-    const patch = { apiVersion: API_VERSION, kind: KIND, metadata: { name: controlPlane.metadata.name, namespace: controlPlane.metadata.namespace, finalizers, resourceVersion: controlPlane.metadata.resourceVersion } };
-    const written = await this.objects.patch(patch as KubernetesObject, undefined, undefined, FIELD_MANAGER, undefined, PatchStrategy.MergePatch);
+    const patch = {
+      apiVersion: API_VERSION,
+      kind: KIND,
+      metadata: {
+        name: controlPlane.metadata.name,
+        namespace: controlPlane.metadata.namespace,
+        finalizers,
+        resourceVersion: controlPlane.metadata.resourceVersion,
+      },
+    };
+    const written = await this.objects.patch(
+      patch as KubernetesObject,
+      undefined,
+      undefined,
+      FIELD_MANAGER,
+      undefined,
+      PatchStrategy.MergePatch,
+    );
     return written.metadata?.resourceVersion;
   }
 
   /** Writes status through the /status subresource with a JSON merge patch (only the given fields change). */
-  async patchStatus(controlPlane: QuorumControlPlane, status: Partial<QuorumControlPlaneStatus> | Record<string, unknown>): Promise<QuorumControlPlane> {
+  async patchStatus(
+    controlPlane: QuorumControlPlane,
+    status: Partial<QuorumControlPlaneStatus> | Record<string, unknown>,
+  ): Promise<QuorumControlPlane> {
     const response: unknown = await this.custom.patchNamespacedCustomObjectStatus(
-      { group: GROUP, version: VERSION, namespace: controlPlane.metadata.namespace ?? "default", plural: PLURAL, name: controlPlane.metadata.name, body: { status }, fieldManager: FIELD_MANAGER },
+      {
+        group: GROUP,
+        version: VERSION,
+        namespace: controlPlane.metadata.namespace ?? "default",
+        plural: PLURAL,
+        name: controlPlane.metadata.name,
+        body: { status },
+        fieldManager: FIELD_MANAGER,
+      },
       setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
     );
     return response as QuorumControlPlane;
   }
 
-  async event(controlPlane: QuorumControlPlane, type: "Normal" | "Warning", reason: string, message: string, now: Date): Promise<void> {
+  async event(
+    controlPlane: QuorumControlPlane,
+    type: "Normal" | "Warning",
+    reason: string,
+    message: string,
+    now: Date,
+  ): Promise<void> {
     const namespace = controlPlane.metadata.namespace ?? "default";
     const timestamp = now.toISOString();
     await this.core.createNamespacedEvent({
       namespace,
       body: {
         metadata: { generateName: `${controlPlane.metadata.name}.`, namespace },
-        involvedObject: { apiVersion: controlPlane.apiVersion, kind: controlPlane.kind, name: controlPlane.metadata.name, namespace, uid: controlPlane.metadata.uid ?? "" },
+        involvedObject: {
+          apiVersion: controlPlane.apiVersion,
+          kind: controlPlane.kind,
+          name: controlPlane.metadata.name,
+          namespace,
+          uid: controlPlane.metadata.uid ?? "",
+        },
         type,
         reason,
         message: message.slice(0, 1000),
@@ -125,25 +227,47 @@ export class ManagementClient {
     const crdName = `${pluralOf(ref.kind)}.${group}`;
     const cached = this.contractVersions.get(crdName);
     if (cached) return `${group}/${cached}`;
-    const crd = await this.read<KubernetesObject & { spec?: { versions?: { name: string; storage?: boolean }[] } }>("apiextensions.k8s.io/v1", "CustomResourceDefinition", undefined, crdName);
-    if (!crd) throw new ReferenceNotFoundError("CustomResourceDefinition", "", crdName, `a reference to ${ref.kind} ${ref.name}`);
+    const crd = await this.read<KubernetesObject & { spec?: { versions?: { name: string; storage?: boolean }[] } }>(
+      "apiextensions.k8s.io/v1",
+      "CustomResourceDefinition",
+      undefined,
+      crdName,
+    );
+    if (!crd)
+      throw new ReferenceNotFoundError(
+        "CustomResourceDefinition",
+        "",
+        crdName,
+        `a reference to ${ref.kind} ${ref.name}`,
+      );
     // The contract label lists the versions that implement the contract ("v1alpha1_v1beta1"); the last is newest.
     const fromLabel = crd.metadata?.labels?.[CONTRACT_LABEL_V1BETA2]?.split("_").pop();
     const version = fromLabel ?? crd.spec?.versions?.find((v) => v.storage)?.name;
-    if (!version) throw new Error(`CustomResourceDefinition ${crdName} has no ${CONTRACT_LABEL_V1BETA2} label and no storage version: label it with the contract version`);
+    if (!version)
+      throw new Error(
+        `CustomResourceDefinition ${crdName} has no ${CONTRACT_LABEL_V1BETA2} label and no storage version: label it with the contract version`,
+      );
     this.contractVersions.set(crdName, version);
     return `${group}/${version}`;
   }
 
-  private async read<T>(apiVersion: string, kind: string, namespace: string | undefined, name: string): Promise<T | undefined> {
+  private async read<T>(
+    apiVersion: string,
+    kind: string,
+    namespace: string | undefined,
+    name: string,
+  ): Promise<T | undefined> {
     try {
-      return (await this.objects.read({ apiVersion, kind, metadata: { name, ...(namespace ? { namespace } : {}) } })) as unknown as T;
+      return (await this.objects.read({
+        apiVersion,
+        kind,
+        metadata: { name, ...(namespace ? { namespace } : {}) },
+      })) as unknown as T;
     } catch (error) {
       if (error instanceof ApiException && error.code === 404) return undefined;
       throw error;
     }
   }
-
 }
 
 /** Lowercase plural as CAPI computes CRD names: "ProcessMachineTemplate" → "processmachinetemplates". */

@@ -2,7 +2,13 @@
 // every way it can be wrong into a typed error that names the Secret and the fix. Users bring their own CAs,
 // so "wrong" is expected input, not a bug: nothing here may throw an untyped error for bad content.
 import { createHash, createPrivateKey } from "node:crypto";
-import { CAKeyMismatchError, CertificateExpiredError, SecretGarbageError, SecretMissingError, type SecretRef } from "../errors.ts";
+import {
+  CAKeyMismatchError,
+  CertificateExpiredError,
+  SecretGarbageError,
+  SecretMissingError,
+  type SecretRef,
+} from "../errors.ts";
 import { certificateMatchesKey, decodeCertificatePem, loadCA, type CertificateAuthority } from "./pki.ts";
 import { dataText, refOf, type SecretObject } from "./secret-store.ts";
 import { errorMessage } from "../kube/log.ts";
@@ -47,7 +53,11 @@ const CHECKED_CAS_MAX = 10_000;
 
 function checkedCA(secret: SecretObject): Promise<CheckedCA> {
   const key = `${secret.metadata.namespace}/${secret.metadata.name}`;
-  const fingerprint = createHash("sha256").update(secret.data?.[TLS_CRT] ?? "").update("\0").update(secret.data?.[TLS_KEY] ?? "").digest("hex");
+  const fingerprint = createHash("sha256")
+    .update(secret.data?.[TLS_CRT] ?? "")
+    .update("\0")
+    .update(secret.data?.[TLS_KEY] ?? "")
+    .digest("hex");
   const known = checkedCAs.get(key);
   if (known?.fingerprint === fingerprint) return known.outcome;
   const outcome = checkCA(secret);
@@ -68,9 +78,15 @@ async function checkCA(secret: SecretObject): Promise<CheckedCA> {
     return Object.assign(await loadCA(certPem, keyPem), { subject, notBefore: certificate.notBefore });
   } catch (error) {
     // loadCA rejects a leaf certificate and key types Quorum cannot sign with.
-    throw new SecretGarbageError(refOf(secret), TLS_CRT, `cannot be used as a signing CA (${errorMessage(error)})`, caFix, {
-      cause: error,
-    });
+    throw new SecretGarbageError(
+      refOf(secret),
+      TLS_CRT,
+      `cannot be used as a signing CA (${errorMessage(error)})`,
+      caFix,
+      {
+        cause: error,
+      },
+    );
   }
 }
 
@@ -82,14 +98,18 @@ export function caMaterial(secret: SecretObject): { certPem: string; keyPem: str
   try {
     decodeCertificatePem(certPem);
   } catch (error) {
-    throw new SecretGarbageError(ref, TLS_CRT, `does not hold a PEM certificate (${errorMessage(error)})`, caFix, { cause: error });
+    throw new SecretGarbageError(ref, TLS_CRT, `does not hold a PEM certificate (${errorMessage(error)})`, caFix, {
+      cause: error,
+    });
   }
   const keyPem = dataText(secret, TLS_KEY);
   if (keyPem === undefined) throw new SecretGarbageError(ref, TLS_KEY, "is missing or empty", caFix);
   try {
     createPrivateKey(keyPem);
   } catch (error) {
-    throw new SecretGarbageError(ref, TLS_KEY, `does not hold a PEM private key (${errorMessage(error)})`, caFix, { cause: error });
+    throw new SecretGarbageError(ref, TLS_KEY, `does not hold a PEM private key (${errorMessage(error)})`, caFix, {
+      cause: error,
+    });
   }
   return { certPem, keyPem };
 }

@@ -12,7 +12,13 @@
 // shows a newer version than the one it replaced, so the next reconcile does not act on what it just changed.
 import { LABEL_CLUSTER_NAME, secretName } from "../../api/constants.ts";
 import { secretKey, type SecretRef } from "../errors.ts";
-import { Informer, kubeListerWatcher, type InformerOptions, type KubeListerWatcherOptions, type ListerWatcher } from "../kube/informer.ts";
+import {
+  Informer,
+  kubeListerWatcher,
+  type InformerOptions,
+  type KubeListerWatcherOptions,
+  type ListerWatcher,
+} from "../kube/informer.ts";
 import type { KubeRest, ResourceRef } from "../kube/rest.ts";
 import { fromV1, refOf, type SecretObject, type SecretStore } from "./secret-store.ts";
 
@@ -62,10 +68,15 @@ export class CachedSecretStore implements SecretStore {
     this.inner = options.inner;
     let source = options.listerWatcher;
     if (!source) {
-      if (!options.rest) throw new Error("CachedSecretStore: pass `rest` (the management API server) or a `listerWatcher`");
+      if (!options.rest)
+        throw new Error("CachedSecretStore: pass `rest` (the management API server) or a `listerWatcher`");
       source = kubeListerWatcher<SecretObject>(
         options.rest,
-        { resource: SECRETS, labelSelector: LABEL_CLUSTER_NAME, ...(options.namespace ? { namespace: options.namespace } : {}) },
+        {
+          resource: SECRETS,
+          labelSelector: LABEL_CLUSTER_NAME,
+          ...(options.namespace ? { namespace: options.namespace } : {}),
+        },
         options.listerWatcherOptions,
       );
     }

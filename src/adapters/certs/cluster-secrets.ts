@@ -37,7 +37,14 @@ export interface ControlPlaneOwner {
 }
 
 export function ownerReference(owner: ControlPlaneOwner): OwnerReference {
-  return { apiVersion: API_VERSION, kind: KIND, name: owner.name, uid: owner.uid, controller: true, blockOwnerDeletion: true };
+  return {
+    apiVersion: API_VERSION,
+    kind: KIND,
+    name: owner.name,
+    uid: owner.uid,
+    controller: true,
+    blockOwnerDeletion: true,
+  };
 }
 
 /** Whether a QuorumControlPlane (any) is the controller owner of `secret`: only then may Quorum rewrite it. */
@@ -72,7 +79,10 @@ export function clusterSecret(
 }
 
 /** Fresh key material for one purpose: a CA pair, or the service-account key pair. */
-export async function generateSecretData(purpose: ClusterCertificatePurpose, now: Date): Promise<Record<string, string>> {
+export async function generateSecretData(
+  purpose: ClusterCertificatePurpose,
+  now: Date,
+): Promise<Record<string, string>> {
   if (purpose === "sa") {
     // kube-apiserver/kube-controller-manager read tls.key as the signing key and tls.crt as the public key
     // (CAPI's layout); RSA because that is what kubeadm and CAPI generate and every verifier accepts.
@@ -106,10 +116,13 @@ export function runningControlPlaneEvidence(controlPlane: QuorumControlPlane, cl
   const controlPlaneKey = `QuorumControlPlane ${controlPlane.metadata.namespace}/${controlPlane.metadata.name}`;
   const clusterInitialized =
     cluster.status?.initialization?.controlPlaneInitialized === true ||
-    (cluster.status?.conditions ?? []).some((condition) => condition.type === "ControlPlaneInitialized" && condition.status === "True");
+    (cluster.status?.conditions ?? []).some(
+      (condition) => condition.type === "ControlPlaneInitialized" && condition.status === "True",
+    );
   if (clusterInitialized) return `${clusterKey} reports its control plane initialized`;
   const status = controlPlane.status;
-  if (status?.initialization?.controlPlaneInitialized === true || status?.initialized === true) return `${controlPlaneKey} reports it initialized`;
+  if (status?.initialization?.controlPlaneInitialized === true || status?.initialized === true)
+    return `${controlPlaneKey} reports it initialized`;
   const machines = status?.replicas ?? 0;
   if (machines > 0) return `${controlPlaneKey} counts ${machines} Machine${machines === 1 ? "" : "s"}`;
   const members = status?.etcd?.members?.length ?? 0;

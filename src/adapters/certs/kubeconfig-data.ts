@@ -32,11 +32,13 @@ export class RefusedKubeconfigFieldError extends Error {
 }
 
 const RUNS_CODE = "Quorum never runs a command named by a workload kubeconfig";
-const READS_FILES = "Quorum never reads a file named by a workload kubeconfig; put the PEM, base64-encoded, in the matching *-data field";
+const READS_FILES =
+  "Quorum never reads a file named by a workload kubeconfig; put the PEM, base64-encoded, in the matching *-data field";
 
 /** Fields of clusters[].cluster that are refused when present (insecure-skip-tls-verify only when not false). */
 const REFUSED_CLUSTER_FIELDS: Record<string, string> = {
-  "insecure-skip-tls-verify": "Quorum always verifies the workload API server's certificate; set certificate-authority-data to its CA",
+  "insecure-skip-tls-verify":
+    "Quorum always verifies the workload API server's certificate; set certificate-authority-data to its CA",
   "proxy-url": "Quorum connects to the workload API server directly, never through a proxy named by the Secret",
   "certificate-authority": READS_FILES,
 };
@@ -73,7 +75,10 @@ export function parseKubeconfig(text: string): KubeconfigContents {
 
   const clusterEntry = find(document.clusters, context.cluster);
   const cluster = clusterEntry && isMapping(clusterEntry.entry.cluster) ? clusterEntry.entry.cluster : undefined;
-  if (!clusterEntry || !cluster) throw new Error(`has no cluster ${JSON.stringify(context.cluster ?? null)} named by context ${JSON.stringify(contextName)}`);
+  if (!clusterEntry || !cluster)
+    throw new Error(
+      `has no cluster ${JSON.stringify(context.cluster ?? null)} named by context ${JSON.stringify(contextName)}`,
+    );
   const clusterPath = `clusters[${clusterEntry.index}] ${JSON.stringify(context.cluster)}.cluster`;
   for (const [field, why] of Object.entries(REFUSED_CLUSTER_FIELDS)) {
     const value = cluster[field];
@@ -83,21 +88,30 @@ export function parseKubeconfig(text: string): KubeconfigContents {
   const server = stringField(cluster, "server", clusterPath);
   if (!server) throw new Error(`has no server in ${clusterPath}`);
   if (!/^https:\/\//i.test(server)) {
-    throw new RefusedKubeconfigFieldError(`${clusterPath}.server`, `${JSON.stringify(server)} is not an https:// URL; Quorum sends credentials only over TLS`);
+    throw new RefusedKubeconfigFieldError(
+      `${clusterPath}.server`,
+      `${JSON.stringify(server)} is not an https:// URL; Quorum sends credentials only over TLS`,
+    );
   }
 
   const userEntry = find(document.users, context.user);
   const user = userEntry && isMapping(userEntry.entry.user) ? userEntry.entry.user : undefined;
-  if (!userEntry || !user) throw new Error(`has no user ${JSON.stringify(context.user ?? null)} named by context ${JSON.stringify(contextName)}`);
+  if (!userEntry || !user)
+    throw new Error(
+      `has no user ${JSON.stringify(context.user ?? null)} named by context ${JSON.stringify(contextName)}`,
+    );
   const userPath = `users[${userEntry.index}] ${JSON.stringify(context.user)}.user`;
   for (const [field, why] of Object.entries(REFUSED_USER_FIELDS)) {
-    if (user[field] !== undefined && user[field] !== null) throw new RefusedKubeconfigFieldError(`${userPath}.${field}`, why);
+    if (user[field] !== undefined && user[field] !== null)
+      throw new RefusedKubeconfigFieldError(`${userPath}.${field}`, why);
   }
   const certPem = base64Field(user, "client-certificate-data", userPath);
   const keyPem = base64Field(user, "client-key-data", userPath);
   const token = stringField(user, "token", userPath);
-  if ((certPem === "") !== (keyPem === "")) throw new Error(`${userPath} has only one of client-certificate-data and client-key-data`);
-  if (certPem === "" && !token) throw new Error(`${userPath} has no credentials (client-certificate-data and client-key-data, or token)`);
+  if ((certPem === "") !== (keyPem === ""))
+    throw new Error(`${userPath} has only one of client-certificate-data and client-key-data`);
+  if (certPem === "" && !token)
+    throw new Error(`${userPath} has no credentials (client-certificate-data and client-key-data, or token)`);
   return {
     cluster: String(context.cluster),
     server,

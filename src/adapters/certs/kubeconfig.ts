@@ -30,10 +30,20 @@ export function buildKubeconfig(contents: KubeconfigContents): string {
   return stringify({
     apiVersion: "v1",
     kind: "Config",
-    clusters: [{ name: contents.cluster, cluster: { server: contents.server, "certificate-authority-data": b64(contents.caPem) } }],
+    clusters: [
+      {
+        name: contents.cluster,
+        cluster: { server: contents.server, "certificate-authority-data": b64(contents.caPem) },
+      },
+    ],
     contexts: [{ name: context, context: { cluster: contents.cluster, user } }],
     "current-context": context,
-    users: [{ name: user, user: { "client-certificate-data": b64(contents.certPem), "client-key-data": b64(contents.keyPem) } }],
+    users: [
+      {
+        name: user,
+        user: { "client-certificate-data": b64(contents.certPem), "client-key-data": b64(contents.keyPem) },
+      },
+    ],
     preferences: {},
   });
 }
@@ -44,20 +54,34 @@ export type KubeconfigDecision = { rotate: false } | { rotate: true; reason: str
  * Whether a kubeconfig (current text, or undefined when absent) must be (re)written to point at `server`
  * with a client certificate from the CA `caPem`. Pure: the clock comes in as `now`.
  */
-export function kubeconfigDecision(current: string | undefined, wanted: { server: string; caPem: string }, now: Date): KubeconfigDecision {
+export function kubeconfigDecision(
+  current: string | undefined,
+  wanted: { server: string; caPem: string },
+  now: Date,
+): KubeconfigDecision {
   if (current === undefined) return { rotate: true, reason: "absent" };
   // Parsing and verifying the client certificate is most of the cost, and the answer only depends on the time
   // through its half life: keep the rest per (kubeconfig, server, CA).
-  const fingerprint = createHash("sha256").update(current).update("\0").update(wanted.server).update("\0").update(wanted.caPem).digest("hex");
+  const fingerprint = createHash("sha256")
+    .update(current)
+    .update("\0")
+    .update(wanted.server)
+    .update("\0")
+    .update(wanted.caPem)
+    .digest("hex");
   let checked = checkedKubeconfigs.get(fingerprint);
   if (!checked) {
     checked = checkKubeconfig(current, wanted);
-    if (checkedKubeconfigs.size >= CHECKED_KUBECONFIGS_MAX) checkedKubeconfigs.delete(checkedKubeconfigs.keys().next().value as string);
+    if (checkedKubeconfigs.size >= CHECKED_KUBECONFIGS_MAX)
+      checkedKubeconfigs.delete(checkedKubeconfigs.keys().next().value as string);
     checkedKubeconfigs.set(fingerprint, checked);
   }
   if ("rotate" in checked) return checked;
   if (now.getTime() >= checked.halfLife) {
-    return { rotate: true, reason: `client certificate is past half its lifetime (expires ${new Date(checked.notAfter).toISOString()})` };
+    return {
+      rotate: true,
+      reason: `client certificate is past half its lifetime (expires ${new Date(checked.notAfter).toISOString()})`,
+    };
   }
   return { rotate: false };
 }
@@ -65,7 +89,10 @@ export function kubeconfigDecision(current: string | undefined, wanted: { server
 const checkedKubeconfigs = new Map<string, { rotate: true; reason: string } | { halfLife: number; notAfter: number }>();
 const CHECKED_KUBECONFIGS_MAX = 10_000;
 
-function checkKubeconfig(current: string, wanted: { server: string; caPem: string }): { rotate: true; reason: string } | { halfLife: number; notAfter: number } {
+function checkKubeconfig(
+  current: string,
+  wanted: { server: string; caPem: string },
+): { rotate: true; reason: string } | { halfLife: number; notAfter: number } {
   let contents: KubeconfigContents;
   try {
     contents = parseKubeconfig(current);
@@ -74,9 +101,12 @@ function checkKubeconfig(current: string, wanted: { server: string; caPem: strin
   }
   // An owned Secret holds exactly what Quorum writes: anything added (an exec stanza in another user, a second
   // context) is rewritten, so the Secret never carries what someone else slipped in.
-  if (!isDeepStrictEqual(parse(current), parse(buildKubeconfig(contents)))) return { rotate: true, reason: "it holds fields Quorum does not write" };
-  if (contents.server !== wanted.server) return { rotate: true, reason: `server ${contents.server} is not the control-plane endpoint ${wanted.server}` };
-  if (normalizePem(contents.caPem) !== normalizePem(wanted.caPem)) return { rotate: true, reason: "its CA is not the cluster CA" };
+  if (!isDeepStrictEqual(parse(current), parse(buildKubeconfig(contents))))
+    return { rotate: true, reason: "it holds fields Quorum does not write" };
+  if (contents.server !== wanted.server)
+    return { rotate: true, reason: `server ${contents.server} is not the control-plane endpoint ${wanted.server}` };
+  if (normalizePem(contents.caPem) !== normalizePem(wanted.caPem))
+    return { rotate: true, reason: "its CA is not the cluster CA" };
   let client: X509Certificate;
   let ca: X509Certificate;
   try {
@@ -85,7 +115,8 @@ function checkKubeconfig(current: string, wanted: { server: string; caPem: strin
   } catch (error) {
     return { rotate: true, reason: `client certificate unreadable: ${errorMessage(error)}` };
   }
-  if (!client.checkIssued(ca) || !client.verify(ca.publicKey)) return { rotate: true, reason: "client certificate is not signed by the cluster CA" };
+  if (!client.checkIssued(ca) || !client.verify(ca.publicKey))
+    return { rotate: true, reason: "client certificate is not signed by the cluster CA" };
   const notBefore = new Date(client.validFrom).getTime();
   const notAfter = new Date(client.validTo).getTime();
   return { halfLife: notBefore + (notAfter - notBefore) / 2, notAfter };
@@ -111,16 +142,28 @@ export type EnsureKubeconfigResult =
  * Creates or rotates `<cluster>-kubeconfig`. Throws the typed errors of readCASecret when `<cluster>-ca`
  * is missing or unusable. A Secret not owned by a QuorumControlPlane is left alone (user-managed, as KCP does).
  */
-export async function ensureKubeconfig(store: SecretStore, options: EnsureKubeconfigOptions): Promise<EnsureKubeconfigResult> {
+export async function ensureKubeconfig(
+  store: SecretStore,
+  options: EnsureKubeconfigOptions,
+): Promise<EnsureKubeconfigResult> {
   const { cluster, owner, now } = options;
   const namespace = owner.namespace;
   const caRef = { namespace, name: secretName.ca(cluster) };
-  const ca = await readCASecret(caRef, await store.get(caRef), now, "to sign the client certificate of the cluster's kubeconfig");
+  const ca = await readCASecret(
+    caRef,
+    await store.get(caRef),
+    now,
+    "to sign the client certificate of the cluster's kubeconfig",
+  );
   const server = serverURL(options.endpoint);
   const ref = { namespace, name: secretName.kubeconfig(cluster) };
   const existing = await store.get(ref);
   if (existing && !ownedByControlPlane(existing)) return { action: "not-owned" };
-  const decision = kubeconfigDecision(existing && dataText(existing, KUBECONFIG_KEY), { server, caPem: ca.certPem }, now);
+  const decision = kubeconfigDecision(
+    existing && dataText(existing, KUBECONFIG_KEY),
+    { server, caPem: ca.certPem },
+    now,
+  );
   if (!decision.rotate) return { action: "unchanged" };
 
   const lifetimeMs = Math.min(options.lifetimeMs ?? KUBECONFIG_CERT_LIFETIME_MS, ca.notAfter.getTime() - now.getTime());
@@ -150,14 +193,18 @@ export async function ensureKubeconfig(store: SecretStore, options: EnsureKubeco
 }
 
 /** Reads the kubeconfig of a Secret, or a SecretGarbageError naming it. */
-export function kubeconfigFromSecret(ref: SecretRef, secret: SecretObject): { text: string; contents: KubeconfigContents } {
+export function kubeconfigFromSecret(
+  ref: SecretRef,
+  secret: SecretObject,
+): { text: string; contents: KubeconfigContents } {
   const text = dataText(secret, KUBECONFIG_KEY);
   const fix = `delete the Secret to let Quorum regenerate it, or put a kubeconfig for the cluster in data key "${KUBECONFIG_KEY}"`;
   if (text === undefined) throw new SecretGarbageError(ref, KUBECONFIG_KEY, "is missing or empty", fix);
   try {
     return { text, contents: parseKubeconfig(text) };
   } catch (error) {
-    if (error instanceof RefusedKubeconfigFieldError) throw new KubeconfigRefusedError(ref, KUBECONFIG_KEY, error.field, error.why, { cause: error });
+    if (error instanceof RefusedKubeconfigFieldError)
+      throw new KubeconfigRefusedError(ref, KUBECONFIG_KEY, error.field, error.why, { cause: error });
     throw new SecretGarbageError(ref, KUBECONFIG_KEY, errorMessage(error), fix, { cause: error });
   }
 }

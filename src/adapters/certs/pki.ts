@@ -3,7 +3,13 @@
 // ECDSA P-256 keys via WebCrypto, certificates via @peculiar/x509; everything crosses module boundaries as PEM.
 import "reflect-metadata"; // @peculiar/x509 uses tsyringe, which needs the Reflect metadata polyfill first
 import * as x509 from "@peculiar/x509";
-import { createPrivateKey, randomBytes, webcrypto, X509Certificate as NodeX509Certificate, type KeyObject } from "node:crypto";
+import {
+  createPrivateKey,
+  randomBytes,
+  webcrypto,
+  X509Certificate as NodeX509Certificate,
+  type KeyObject,
+} from "node:crypto";
 
 // Node has WebCrypto but no `self`, so @peculiar/x509 finds no default provider on its own.
 x509.cryptoProvider.set(webcrypto as unknown as Crypto);
@@ -122,7 +128,10 @@ export async function loadCA(certPem: string, keyPem: string): Promise<Certifica
 }
 
 /** Issues a leaf certificate with a fresh P-256 key, signed by `ca`. */
-export async function issueCertificate(ca: CertificateAuthority, request: CertificateRequest): Promise<IssuedCertificate> {
+export async function issueCertificate(
+  ca: CertificateAuthority,
+  request: CertificateRequest,
+): Promise<IssuedCertificate> {
   checkValidity(`certificate ${request.commonName}`, request.validity);
   // X.509 times have whole seconds; compare at that precision.
   if (wholeSeconds(request.validity.notAfter) > ca.notAfter.getTime()) {
@@ -133,7 +142,11 @@ export async function issueCertificate(ca: CertificateAuthority, request: Certif
   }
   const keys = await generateKeyPair();
   const organizations =
-    request.organization === undefined ? [] : Array.isArray(request.organization) ? request.organization : [request.organization];
+    request.organization === undefined
+      ? []
+      : Array.isArray(request.organization)
+        ? request.organization
+        : [request.organization];
   const subject: x509.JsonName = [{ CN: [request.commonName] }];
   if (organizations.length > 0) subject.push({ O: organizations });
 
@@ -202,7 +215,10 @@ export async function decodePrivateKeyPem(pem: string): Promise<CryptoKey> {
     der = key.export({ format: "der", type: "pkcs8" });
     importAlgorithm = importAlgorithmFor(key);
   } catch (error) {
-    throw new Error(`cannot read private key PEM: ${(error as Error).message}: pass a PKCS#8, EC or RSA private key PEM`, { cause: error });
+    throw new Error(
+      `cannot read private key PEM: ${(error as Error).message}: pass a PKCS#8, EC or RSA private key PEM`,
+      { cause: error },
+    );
   }
   return webcrypto.subtle.importKey("pkcs8", der, importAlgorithm, true, ["sign"]) as Promise<CryptoKey>;
 }

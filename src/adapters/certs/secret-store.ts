@@ -56,7 +56,9 @@ export function coreV1SecretStore(core: CoreV1Api): SecretStore {
     async replace(secret) {
       const ref = refOf(secret);
       try {
-        return fromV1(await core.replaceNamespacedSecret({ name: ref.name, namespace: ref.namespace, body: toV1(secret) }));
+        return fromV1(
+          await core.replaceNamespacedSecret({ name: ref.name, namespace: ref.namespace, body: toV1(secret) }),
+        );
       } catch (error) {
         throw apiError("replace", ref, error);
       }
@@ -77,7 +79,9 @@ export function dataText(secret: SecretObject, key: string): string | undefined 
 }
 
 export function encodeData(data: Record<string, string>): Record<string, string> {
-  return Object.fromEntries(Object.entries(data).map(([key, text]) => [key, Buffer.from(text, "utf8").toString("base64")]));
+  return Object.fromEntries(
+    Object.entries(data).map(([key, text]) => [key, Buffer.from(text, "utf8").toString("base64")]),
+  );
 }
 
 /**
@@ -100,7 +104,12 @@ export function fromV1(secret: V1Secret): SecretObject {
   if (metadata.annotations) result.metadata.annotations = { ...metadata.annotations };
   if (metadata.ownerReferences) {
     result.metadata.ownerReferences = metadata.ownerReferences.map((owner) => {
-      const reference: OwnerReference = { apiVersion: owner.apiVersion, kind: owner.kind, name: owner.name, uid: owner.uid };
+      const reference: OwnerReference = {
+        apiVersion: owner.apiVersion,
+        kind: owner.kind,
+        name: owner.name,
+        uid: owner.uid,
+      };
       if (owner.controller !== undefined) reference.controller = owner.controller;
       if (owner.blockOwnerDeletion !== undefined) reference.blockOwnerDeletion = owner.blockOwnerDeletion;
       return reference;
@@ -124,7 +133,11 @@ function apiError(verb: string, ref: SecretRef, error: unknown): Error {
         : error.code === 409
           ? "it changed meanwhile; the next reconcile reads it again"
           : "retry on the next reconcile";
-    return new Error(`Secret ${secretKey(ref)}: ${verb} failed with HTTP ${error.code}: ${detail}: ${fix}`, { cause: error });
+    return new Error(`Secret ${secretKey(ref)}: ${verb} failed with HTTP ${error.code}: ${detail}: ${fix}`, {
+      cause: error,
+    });
   }
-  return new Error(`Secret ${secretKey(ref)}: ${verb} failed: ${errorMessage(error)}: retry on the next reconcile`, { cause: error });
+  return new Error(`Secret ${secretKey(ref)}: ${verb} failed: ${errorMessage(error)}: retry on the next reconcile`, {
+    cause: error,
+  });
 }

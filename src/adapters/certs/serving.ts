@@ -16,22 +16,34 @@ export function servingCertificateFromDir(certDir: string): CertificateAndKey {
     try {
       return readFileSync(path, "utf8");
     } catch (error) {
-      throw new Error(`--metrics-cert-dir: cannot read ${path} (${errorMessage(error)}): mount a TLS Secret there (tls.crt, tls.key) or omit the flag for a self-signed certificate`, { cause: error });
+      throw new Error(
+        `--metrics-cert-dir: cannot read ${path} (${errorMessage(error)}): mount a TLS Secret there (tls.crt, tls.key) or omit the flag for a self-signed certificate`,
+        { cause: error },
+      );
     }
   };
   const pair = { certPem: read("tls.crt"), keyPem: read("tls.key") };
   try {
     new X509Certificate(pair.certPem);
   } catch (error) {
-    throw new Error(`--metrics-cert-dir: ${join(certDir, "tls.crt")} is not a PEM certificate (${errorMessage(error)})`, { cause: error });
+    throw new Error(
+      `--metrics-cert-dir: ${join(certDir, "tls.crt")} is not a PEM certificate (${errorMessage(error)})`,
+      { cause: error },
+    );
   }
   let matches: boolean;
   try {
     matches = certificateMatchesKey(pair.certPem, pair.keyPem);
   } catch (error) {
-    throw new Error(`--metrics-cert-dir: ${join(certDir, "tls.key")} is not a PEM private key (${errorMessage(error)})`, { cause: error });
+    throw new Error(
+      `--metrics-cert-dir: ${join(certDir, "tls.key")} is not a PEM private key (${errorMessage(error)})`,
+      { cause: error },
+    );
   }
-  if (!matches) throw new Error(`--metrics-cert-dir: ${join(certDir, "tls.key")} is not the private key of ${join(certDir, "tls.crt")}`);
+  if (!matches)
+    throw new Error(
+      `--metrics-cert-dir: ${join(certDir, "tls.key")} is not the private key of ${join(certDir, "tls.crt")}`,
+    );
   return pair;
 }
 
@@ -39,6 +51,12 @@ export function servingCertificateFromDir(certDir: string): CertificateAndKey {
 export async function selfSignedServingCertificate(now: Date = new Date()): Promise<CertificateAndKey> {
   const validity = validFor(365 * oneDay, now);
   const ca = await createCA("quorum-metrics-ca", validity);
-  const leaf = await issueCertificate(ca, { commonName: "quorum-metrics", dnsNames: [hostname(), "localhost"], ipAddresses: ["127.0.0.1", "::1"], usages: "server", validity });
+  const leaf = await issueCertificate(ca, {
+    commonName: "quorum-metrics",
+    dnsNames: [hostname(), "localhost"],
+    ipAddresses: ["127.0.0.1", "::1"],
+    usages: "server",
+    validity,
+  });
   return { certPem: `${leaf.certPem.trim()}\n${ca.certPem.trim()}\n`, keyPem: leaf.keyPem };
 }

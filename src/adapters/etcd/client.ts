@@ -90,8 +90,13 @@ class Etcd3ClusterClient implements EtcdClusterClient {
 
   async alarms(): Promise<EtcdAlarm[]> {
     // An empty AlarmRequest is action GET, member 0, alarm NONE: every active alarm of the cluster.
-    const { value } = await this.firstAnswer("alarm list", (client, deadline) => client.maintenance.alarm({}, { deadline }));
-    return value.alarms.map((alarm) => ({ memberId: String(alarm.memberID), alarm: String(alarm.alarm).toUpperCase() }));
+    const { value } = await this.firstAnswer("alarm list", (client, deadline) =>
+      client.maintenance.alarm({}, { deadline }),
+    );
+    return value.alarms.map((alarm) => ({
+      memberId: String(alarm.memberID),
+      alarm: String(alarm.alarm).toUpperCase(),
+    }));
   }
 
   async addMember(peerURLs: string[], { learner }: AddMemberOptions): Promise<EtcdMember> {
@@ -242,7 +247,8 @@ class Etcd3ClusterClient implements EtcdClusterClient {
     fn: (client: Etcd3, deadline: Date) => Promise<T>,
   ): Promise<{ endpoint: string; value: T }> {
     const endpoints = this.seedEndpoints;
-    if (endpoints.length === 0) throw new EndpointUnreachableError(`${this.context} (${what})`, new Map(), this.options.callDeadlineMs);
+    if (endpoints.length === 0)
+      throw new EndpointUnreachableError(`${this.context} (${what})`, new Map(), this.options.callDeadlineMs);
     const failures = new Map<string, string>();
     try {
       return await Promise.any(
@@ -319,7 +325,8 @@ class Etcd3ClusterClient implements EtcdClusterClient {
     if (error instanceof DeadlineError) return error.message;
     const message = errorMessage(error);
     // gRPC's deadline text ("4 DEADLINE_EXCEEDED: Deadline exceeded after 1.002s,LB pick: ...") is noise to a user.
-    if (/DEADLINE_EXCEEDED|deadline exceeded/i.test(message)) return `no answer within ${this.options.callDeadlineMs} ms`;
+    if (/DEADLINE_EXCEEDED|deadline exceeded/i.test(message))
+      return `no answer within ${this.options.callDeadlineMs} ms`;
     return message.replace(/^\w*Error: /, "");
   }
 
@@ -342,7 +349,10 @@ function closeConnection(connection: EndpointConnection): void {
  */
 function isTransportFailure(error: unknown): boolean {
   if (error instanceof DeadlineError) return true;
-  const transport = error instanceof GRPCDeadlineExceededError || error instanceof GRPCUnavailableError || error instanceof GRPCCancelledError;
+  const transport =
+    error instanceof GRPCDeadlineExceededError ||
+    error instanceof GRPCUnavailableError ||
+    error instanceof GRPCCancelledError;
   return transport && !errorMessage(error).includes("etcdserver:");
 }
 
@@ -350,11 +360,18 @@ function addMemberHint(message: string): string {
   if (message.includes("unhealthy cluster")) {
     return "etcd refuses new members while a voter is unhealthy or right after the cluster started; retry once all voters are healthy";
   }
-  if (message.includes("too many learner")) return "etcd allows one learner at a time; promote or remove the existing learner first";
+  if (message.includes("too many learner"))
+    return "etcd allows one learner at a time; promote or remove the existing learner first";
   return "retry on the next reconcile";
 }
 
-function toMember(member: { ID: string; name: string; peerURLs: string[]; clientURLs: string[]; isLearner: boolean }): EtcdMember {
+function toMember(member: {
+  ID: string;
+  name: string;
+  peerURLs: string[];
+  clientURLs: string[];
+  isLearner: boolean;
+}): EtcdMember {
   return {
     id: String(member.ID),
     name: member.name,

@@ -60,7 +60,11 @@ export class EtcdClientCertificates {
     // Trust the Secret's whole tls.crt: a user's bundle may carry more than the one signing certificate.
     const trusted = (secret && dataText(secret, TLS_CRT)) ?? ca.certPem;
     const credentials: EtcdClientCredentials = { caPem: trusted, certPem: issued.certPem, keyPem: issued.keyPem };
-    this.cache.set(key, { caFingerprint: fingerprint, renewAt: now.getTime() + lifetimeMs * this.renewAtFraction, credentials });
+    this.cache.set(key, {
+      caFingerprint: fingerprint,
+      renewAt: now.getTime() + lifetimeMs * this.renewAtFraction,
+      credentials,
+    });
     return credentials;
   }
 

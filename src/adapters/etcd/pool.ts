@@ -61,7 +61,8 @@ export class EtcdClientPool {
 
   constructor(private readonly options: EtcdClientPoolOptions) {
     this.idleCloseMs = options.idleCloseMs ?? DEFAULT_ETCD_IDLE_CLOSE_MS;
-    if (!(this.idleCloseMs > 0)) throw new Error(`etcd client pool: idleCloseMs must be positive (got ${options.idleCloseMs})`);
+    if (!(this.idleCloseMs > 0))
+      throw new Error(`etcd client pool: idleCloseMs must be positive (got ${options.idleCloseMs})`);
     this.now = options.now ?? Date.now;
   }
 
@@ -77,14 +78,24 @@ export class EtcdClientPool {
       // Opened before the old one is retired, so a factory that throws leaves the working client in place.
       const client = this.options.factory(clientOptions);
       if (current) this.retire(current);
-      entry = { key, client, endpointSet, credentials: clientOptions.credentials, leases: 0, lastReleasedAt: this.now(), retired: false, closed: false };
+      entry = {
+        key,
+        client,
+        endpointSet,
+        credentials: clientOptions.credentials,
+        leases: 0,
+        lastReleasedAt: this.now(),
+        retired: false,
+        closed: false,
+      };
       this.kept.set(key, entry);
       this.startSweeping();
     }
     const leased = entry;
     leased.leases++;
     const lease = new EtcdClientLease(leased.client, `etcd client of cluster ${key}`, () => this.release(leased));
-    if (current && current !== leased && current.leases === 0) await this.closeClient(current, "its endpoints or credentials changed");
+    if (current && current !== leased && current.leases === 0)
+      await this.closeClient(current, "its endpoints or credentials changed");
     return lease;
   }
 
@@ -101,7 +112,9 @@ export class EtcdClientPool {
     const idleSince = this.now() - this.idleCloseMs;
     const idle = [...this.kept.values()].filter((entry) => entry.leases === 0 && entry.lastReleasedAt <= idleSince);
     for (const entry of idle) this.retire(entry);
-    await Promise.all(idle.map((entry) => this.closeClient(entry, `it was unused for ${Math.round(this.idleCloseMs / 1000)} s`)));
+    await Promise.all(
+      idle.map((entry) => this.closeClient(entry, `it was unused for ${Math.round(this.idleCloseMs / 1000)} s`)),
+    );
     return idle.length;
   }
 
@@ -112,7 +125,9 @@ export class EtcdClientPool {
   async closeAll(): Promise<void> {
     const all = [...this.kept.values()];
     for (const entry of all) this.retire(entry);
-    await Promise.all(all.map((entry) => this.closeClient(entry, "every etcd client was closed (shutdown or lost leadership)")));
+    await Promise.all(
+      all.map((entry) => this.closeClient(entry, "every etcd client was closed (shutdown or lost leadership)")),
+    );
   }
 
   /** Clusters with a kept client. */
@@ -139,7 +154,9 @@ export class EtcdClientPool {
     try {
       await entry.client.close();
     } catch (error) {
-      this.options.log.warn(`closing the etcd client of cluster ${entry.key} (${why}) failed: ${errorMessage(error)}`, { object: entry.key });
+      this.options.log.warn(`closing the etcd client of cluster ${entry.key} (${why}) failed: ${errorMessage(error)}`, {
+        object: entry.key,
+      });
     }
   }
 
@@ -203,7 +220,8 @@ class EtcdClientLease implements EtcdClusterClient {
 
   private use(): EtcdClusterClient {
     // A lease kept past its reconcile could talk through a client that has since been replaced or closed.
-    if (this.released) throw new Error(`${this.context}: used after close(); ask WorkloadAccess.etcd() for a new one in each reconcile`);
+    if (this.released)
+      throw new Error(`${this.context}: used after close(); ask WorkloadAccess.etcd() for a new one in each reconcile`);
     return this.client;
   }
 }

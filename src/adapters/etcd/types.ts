@@ -2,7 +2,14 @@
 // data types it answers with, are declared in src/ports/etcd.ts.
 import type { EtcdClusterClient } from "../../ports/etcd.ts";
 
-export type { AddMemberOptions, EtcdAlarm, EtcdClusterClient, EtcdMember, EtcdMemberStatus, PromoteResult } from "../../ports/etcd.ts";
+export type {
+  AddMemberOptions,
+  EtcdAlarm,
+  EtcdClusterClient,
+  EtcdMember,
+  EtcdMemberStatus,
+  PromoteResult,
+} from "../../ports/etcd.ts";
 
 /** mTLS material for etcd, PEM. */
 export interface EtcdClientCredentials {

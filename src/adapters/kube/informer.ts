@@ -64,7 +64,11 @@ export interface KubeListerWatcherOptions {
 export function describeTarget(target: WatchTarget): string {
   const { resource } = target;
   const name = resource.group ? `${resource.plural}.${resource.group}` : resource.plural;
-  const scope = resource.namespaced ? (target.namespace ? ` in namespace ${target.namespace}` : " in all namespaces") : "";
+  const scope = resource.namespaced
+    ? target.namespace
+      ? ` in namespace ${target.namespace}`
+      : " in all namespaces"
+    : "";
   const filters = [
     target.labelSelector ? `labels ${target.labelSelector}` : "",
     target.fieldSelector ? `fields ${target.fieldSelector}` : "",
@@ -206,7 +210,8 @@ export class Informer<T extends KubeObject> {
 
   start(): void {
     if (this.started) throw new Error(`informer for ${this.description}: already started`);
-    if (this.stopController.signal.aborted) throw new Error(`informer for ${this.description}: cannot restart after stop()`);
+    if (this.stopController.signal.aborted)
+      throw new Error(`informer for ${this.description}: cannot restart after stop()`);
     this.started = true;
     this.loop = this.run();
   }

@@ -37,7 +37,7 @@ function fingerprint(cluster: unknown, options: Record<string, unknown>): string
     const value = options[name];
     if (value === undefined) continue;
     hash.update(`${name}=`);
-    hash.update(Buffer.isBuffer(value) ? value : typeof value === "string" ? value : JSON.stringify(value) ?? "");
+    hash.update(Buffer.isBuffer(value) ? value : typeof value === "string" ? value : (JSON.stringify(value) ?? ""));
     hash.update("\0");
   }
   return hash.digest("hex");

@@ -50,7 +50,12 @@ export const LEASE_RESOURCE: ResourceRef = {
   namespaced: true,
 };
 
-export function kubeLeaseClient(rest: KubeRest, namespace: string, name: string, requestTimeoutMs = 10_000): LeaseClient {
+export function kubeLeaseClient(
+  rest: KubeRest,
+  namespace: string,
+  name: string,
+  requestTimeoutMs = 10_000,
+): LeaseClient {
   const objectPath = resourcePath(LEASE_RESOURCE, namespace, name);
   return {
     description: `Lease ${namespace}/${name}`,
@@ -64,7 +69,11 @@ export function kubeLeaseClient(rest: KubeRest, namespace: string, name: string,
     },
     create(spec, signal) {
       const body: Lease = { apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: { name, namespace }, spec };
-      return rest.request<Lease>("POST", resourcePath(LEASE_RESOURCE, namespace), { body, signal, timeoutMs: requestTimeoutMs });
+      return rest.request<Lease>("POST", resourcePath(LEASE_RESOURCE, namespace), {
+        body,
+        signal,
+        timeoutMs: requestTimeoutMs,
+      });
     },
     replace(lease, signal) {
       return rest.request<Lease>("PUT", objectPath, { body: lease, signal, timeoutMs: requestTimeoutMs });
@@ -203,7 +212,9 @@ export class LeaderElector {
     while (!stop.aborted) {
       const sentAt = this.clock.now();
       try {
-        const result = await this.withTimeout(stop, this.timings.renewDeadlineMs, (signal) => this.tryAcquireOrRenew(signal));
+        const result = await this.withTimeout(stop, this.timings.renewDeadlineMs, (signal) =>
+          this.tryAcquireOrRenew(signal),
+        );
         if (result === "acquired") return sentAt;
         // Someone wrote the Lease between our read and write: read it again at once, but only once in a row,
         // so a Lease that changes constantly cannot spin this loop.
@@ -249,7 +260,9 @@ export class LeaderElector {
     this.logger.info("leader election: became leader", { lease: this.client.description, identity: this.identity });
     this.invoke("onStartedLeading", () => this.options.onStartedLeading(term.signal));
 
-    const ended = new Promise<void>((resolve) => term.signal.addEventListener("abort", () => resolve(), { once: true }));
+    const ended = new Promise<void>((resolve) =>
+      term.signal.addEventListener("abort", () => resolve(), { once: true }),
+    );
     const renewing = this.renewUntilEnded(term, armDeadline, endTerm);
 
     await ended;
@@ -257,7 +270,11 @@ export class LeaderElector {
     if (deadlineTimer !== undefined) this.clock.clearTimeout(deadlineTimer);
     stop.removeEventListener("abort", onStop);
     const reason = (term.signal.reason as Error).message;
-    this.logger.warn("leader election: stopped leading", { lease: this.client.description, identity: this.identity, reason });
+    this.logger.warn("leader election: stopped leading", {
+      lease: this.client.description,
+      identity: this.identity,
+      reason,
+    });
     await this.invokeAndWait("onStoppedLeading", () => this.options.onStoppedLeading(reason));
     // Only after our own renewals have ended may we clear the Lease, or a late renewal could re-take it.
     await renewing;
@@ -287,7 +304,8 @@ export class LeaderElector {
         );
         if (term.signal.aborted) return;
         if (result === "acquired") armDeadline(sentAt);
-        else if (result === "held-by-other") endTerm(`${this.client.description} is now held by ${this.observedHolder}`);
+        else if (result === "held-by-other")
+          endTerm(`${this.client.description} is now held by ${this.observedHolder}`);
         // 409: someone wrote the Lease; read it again now to learn who (once in a row, as in campaign()).
         else retryAtOnce = !retriedAtOnce;
       } catch (err) {
@@ -359,7 +377,10 @@ export class LeaderElector {
         },
         timeout,
       );
-      this.logger.info("leader election: released the lease", { lease: this.client.description, identity: this.identity });
+      this.logger.info("leader election: released the lease", {
+        lease: this.client.description,
+        identity: this.identity,
+      });
     } catch (err) {
       this.logger.warn("leader election: could not release the lease; a successor will wait for it to expire", {
         lease: this.client.description,
@@ -385,7 +406,10 @@ export class LeaderElector {
     const holder = spec.holderIdentity || undefined;
     if (holder !== this.observedHolder) {
       this.observedHolder = holder;
-      this.logger.info("leader election: lease holder changed", { lease: this.client.description, holder: holder ?? "(none)" });
+      this.logger.info("leader election: lease holder changed", {
+        lease: this.client.description,
+        holder: holder ?? "(none)",
+      });
       if (this.options.onNewLeader) this.invoke("onNewLeader", () => this.options.onNewLeader?.(holder));
     }
   }

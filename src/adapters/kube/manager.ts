@@ -8,8 +8,24 @@
 // drains the workers while the lease is still held and renewed, then releases it.
 import type { Clock } from "./clock.ts";
 import { errorMessage, silentLogger, type Logger } from "./log.ts";
-import { describeTarget, Informer, kubeListerWatcher, objectKey, stripManagedFields, type InformerOptions, type ListerWatcher, type WatchTarget } from "./informer.ts";
-import { CLIENT_GO_TIMINGS, defaultIdentity, kubeLeaseClient, LeaderElector, type LeaderElectionTimings, type LeaseClient } from "./leader.ts";
+import {
+  describeTarget,
+  Informer,
+  kubeListerWatcher,
+  objectKey,
+  stripManagedFields,
+  type InformerOptions,
+  type ListerWatcher,
+  type WatchTarget,
+} from "./informer.ts";
+import {
+  CLIENT_GO_TIMINGS,
+  defaultIdentity,
+  kubeLeaseClient,
+  LeaderElector,
+  type LeaderElectionTimings,
+  type LeaseClient,
+} from "./leader.ts";
 import { WorkQueue, type ReconcileResult, type WorkQueueOptions } from "./queue.ts";
 import type { KubeObject, KubeRest } from "./rest.ts";
 
@@ -98,7 +114,14 @@ interface Term {
 /** Identifies a watch target: controllers watching the same target share one informer. */
 export function targetKey(target: WatchTarget): string {
   const r = target.resource;
-  return [r.group, r.version, r.plural, target.namespace ?? "", target.labelSelector ?? "", target.fieldSelector ?? ""].join("|");
+  return [
+    r.group,
+    r.version,
+    r.plural,
+    target.namespace ?? "",
+    target.labelSelector ?? "",
+    target.fieldSelector ?? "",
+  ].join("|");
 }
 
 export class Manager {
@@ -118,7 +141,8 @@ export class Manager {
     this.logger = options.logger ?? silentLogger;
     const names = new Set<string>();
     for (const controller of options.controllers) {
-      if (names.has(controller.name)) throw new Error(`two controllers are named ${controller.name}: names must be unique`);
+      if (names.has(controller.name))
+        throw new Error(`two controllers are named ${controller.name}: names must be unique`);
       names.add(controller.name);
     }
     if (!options.rest && !options.listerWatcherFor) {
@@ -162,7 +186,8 @@ export class Manager {
   /** Keys waiting per controller queue (0 when not leading), for the queue-depth metric. */
   queueDepths(): Record<string, number> {
     const depths: Record<string, number> = {};
-    for (const controller of this.options.controllers) depths[controller.name] = this.term?.queues.get(controller.name)?.depth ?? 0;
+    for (const controller of this.options.controllers)
+      depths[controller.name] = this.term?.queues.get(controller.name)?.depth ?? 0;
     return depths;
   }
 
@@ -199,7 +224,10 @@ export class Manager {
   }
 
   /** SIGTERM/SIGINT → graceful stop → exit(0). Returns a function that removes the handlers. */
-  stopOnSignals(signals: NodeJS.Signals[] = ["SIGTERM", "SIGINT"], exit: (code: number) => void = process.exit): () => void {
+  stopOnSignals(
+    signals: NodeJS.Signals[] = ["SIGTERM", "SIGINT"],
+    exit: (code: number) => void = process.exit,
+  ): () => void {
     const handler = (signal: NodeJS.Signals) => {
       this.logger.info("received signal; shutting down gracefully", { signal });
       this.stop().then(
@@ -245,7 +273,12 @@ export class Manager {
 
     // 1. Every handler, on fresh informers, before anything is listed.
     for (const controller of this.options.controllers) {
-      const queue = new WorkQueue({ ...this.options.queue, name: controller.name, logger: this.logger, clock: this.options.clock });
+      const queue = new WorkQueue({
+        ...this.options.queue,
+        name: controller.name,
+        logger: this.logger,
+        clock: this.options.clock,
+      });
       term.queues.set(controller.name, queue);
       for (const watch of controller.watches) {
         const informer = this.informerFor(term, watch.target);
@@ -260,7 +293,11 @@ export class Manager {
     if (signal.aborted || term.ending) return;
 
     // 2. Informers. Announced first, as each one begins listing inside start().
-    this.emit({ type: "starting-informers", term: term.number, detail: [...term.informers.values()].map((i) => i.description).join("; ") });
+    this.emit({
+      type: "starting-informers",
+      term: term.number,
+      detail: [...term.informers.values()].map((i) => i.description).join("; "),
+    });
     for (const informer of term.informers.values()) informer.start();
 
     // 3. Every cache synced, so the first reconcile sees the whole world, not a partial list.
@@ -328,7 +365,9 @@ export class Manager {
       informer: <T extends KubeObject>(target: WatchTarget): Informer<T> => {
         const informer = term.informers.get(targetKey(target));
         if (!informer) {
-          throw new Error(`no controller watches ${describeTarget(target)}: add it to a controller's watches to read it from the cache`);
+          throw new Error(
+            `no controller watches ${describeTarget(target)}: add it to a controller's watches to read it from the cache`,
+          );
         }
         return informer as unknown as Informer<T>;
       },

@@ -34,36 +34,57 @@ export function kubeMetricsAuthorizer(rest: KubeRest, options: MetricsAuthorizer
   const cache = new Map<string, { until: number; access: MetricsAccess }>();
 
   async function review(token: string): Promise<MetricsAccess> {
-    const tokenReview = await rest.request<{ status?: TokenReviewStatus }>("POST", "/apis/authentication.k8s.io/v1/tokenreviews", {
-      body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenReview", spec: { token } },
-      timeoutMs: 10_000,
-    });
+    const tokenReview = await rest.request<{ status?: TokenReviewStatus }>(
+      "POST",
+      "/apis/authentication.k8s.io/v1/tokenreviews",
+      {
+        body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenReview", spec: { token } },
+        timeoutMs: 10_000,
+      },
+    );
     const status = tokenReview.status ?? {};
     if (!status.authenticated || !status.user?.username) {
-      return { allowed: false, status: 401, message: `the bearer token is not valid${status.error ? ` (${status.error})` : ""}` };
+      return {
+        allowed: false,
+        status: 401,
+        message: `the bearer token is not valid${status.error ? ` (${status.error})` : ""}`,
+      };
     }
     const user = status.user;
-    const accessReview = await rest.request<{ status?: { allowed?: boolean; reason?: string } }>("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", {
-      body: {
-        apiVersion: "authorization.k8s.io/v1",
-        kind: "SubjectAccessReview",
-        spec: {
-          user: user.username,
-          ...(user.uid ? { uid: user.uid } : {}),
-          groups: user.groups ?? [],
-          ...(user.extra ? { extra: user.extra } : {}),
-          nonResourceAttributes: { path, verb: "get" },
+    const accessReview = await rest.request<{ status?: { allowed?: boolean; reason?: string } }>(
+      "POST",
+      "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+      {
+        body: {
+          apiVersion: "authorization.k8s.io/v1",
+          kind: "SubjectAccessReview",
+          spec: {
+            user: user.username,
+            ...(user.uid ? { uid: user.uid } : {}),
+            groups: user.groups ?? [],
+            ...(user.extra ? { extra: user.extra } : {}),
+            nonResourceAttributes: { path, verb: "get" },
+          },
         },
+        timeoutMs: 10_000,
       },
-      timeoutMs: 10_000,
-    });
+    );
     if (accessReview.status?.allowed) return { allowed: true };
-    return { allowed: false, status: 403, message: `${user.username} may not get ${path}: bind it to a ClusterRole with nonResourceURLs ["${path}"] and verbs ["get"]` };
+    return {
+      allowed: false,
+      status: 403,
+      message: `${user.username} may not get ${path}: bind it to a ClusterRole with nonResourceURLs ["${path}"] and verbs ["get"]`,
+    };
   }
 
   return async (header) => {
     const token = /^Bearer\s+(\S+)\s*$/i.exec(header ?? "")?.[1];
-    if (!token) return { allowed: false, status: 401, message: `send a bearer token (Authorization: Bearer <token>) of a user allowed to get ${path}` };
+    if (!token)
+      return {
+        allowed: false,
+        status: 401,
+        message: `send a bearer token (Authorization: Bearer <token>) of a user allowed to get ${path}`,
+      };
     const key = createHash("sha256").update(token).digest("hex");
     const now = clock();
     const cached = cache.get(key);
@@ -73,7 +94,11 @@ export function kubeMetricsAuthorizer(rest: KubeRest, options: MetricsAuthorizer
       access = await review(token);
     } catch (error) {
       // Not cached: the next scrape asks again once the API server answers.
-      return { allowed: false, status: 500, message: `could not check the token with the API server: ${errorMessage(error)}` };
+      return {
+        allowed: false,
+        status: 500,
+        message: `could not check the token with the API server: ${errorMessage(error)}`,
+      };
     }
     if (cache.size >= MAX_CACHED) cache.delete(cache.keys().next().value as string);
     cache.set(key, { until: now + ttlMs, access });

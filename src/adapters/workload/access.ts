@@ -6,7 +6,12 @@ import { createHash } from "node:crypto";
 import type { Cluster, Node } from "../../api/capi.ts";
 import type { QuorumControlPlane } from "../../api/types.ts";
 import type { WorkloadAccess } from "../../ports/index.ts";
-import { ensureClusterCertificates, runningControlPlaneEvidence, type ControlPlaneOwner, type EnsureCertificatesResult } from "../certs/cluster-secrets.ts";
+import {
+  ensureClusterCertificates,
+  runningControlPlaneEvidence,
+  type ControlPlaneOwner,
+  type EnsureCertificatesResult,
+} from "../certs/cluster-secrets.ts";
 import { secretName } from "../../api/constants.ts";
 import { readCASecret } from "../certs/ca-secret.ts";
 import { ensureKubeconfig, type EnsureKubeconfigResult } from "../certs/kubeconfig.ts";
@@ -78,10 +83,18 @@ export class ClusterWorkloadAccess implements WorkloadAccess {
     const key = `${namespaceOf(controlPlane)}/${cluster.metadata.name}`;
     const now = this.clock().getTime();
     const last = this.checkedCertificates.get(key);
-    if (last && now - last.at < CERTIFICATES_RECHECK_MS && last.fingerprint === (await this.certificatesFingerprint(controlPlane, cluster))) return;
+    if (
+      last &&
+      now - last.at < CERTIFICATES_RECHECK_MS &&
+      last.fingerprint === (await this.certificatesFingerprint(controlPlane, cluster))
+    )
+      return;
     this.checkedCertificates.delete(key);
     await this.reconcileCertificates(controlPlane, cluster);
-    this.checkedCertificates.set(key, { at: now, fingerprint: await this.certificatesFingerprint(controlPlane, cluster) });
+    this.checkedCertificates.set(key, {
+      at: now,
+      fingerprint: await this.certificatesFingerprint(controlPlane, cluster),
+    });
   }
 
   /** Identifies the current version of every Secret and input the certificate check depends on. */
@@ -90,9 +103,22 @@ export class ClusterWorkloadAccess implements WorkloadAccess {
     const name = cluster.metadata.name;
     const endpoint = cluster.spec?.controlPlaneEndpoint;
     const parts = [controlPlane.metadata.uid ?? "", `${endpoint?.host ?? ""}:${endpoint?.port ?? ""}`];
-    for (const secret of [secretName.ca(name), secretName.etcd(name), secretName.sa(name), secretName.proxy(name), secretName.kubeconfig(name)]) {
+    for (const secret of [
+      secretName.ca(name),
+      secretName.etcd(name),
+      secretName.sa(name),
+      secretName.proxy(name),
+      secretName.kubeconfig(name),
+    ]) {
       const object = await this.options.secrets.get({ namespace, name: secret });
-      parts.push(!object ? "-" : (object.metadata.resourceVersion ?? createHash("sha256").update(JSON.stringify(object.data ?? {})).digest("hex")));
+      parts.push(
+        !object
+          ? "-"
+          : (object.metadata.resourceVersion ??
+              createHash("sha256")
+                .update(JSON.stringify(object.data ?? {}))
+                .digest("hex")),
+      );
     }
     return parts.join("|");
   }

@@ -121,12 +121,17 @@ function toNode(node: V1Node): Node {
   if (metadata.uid) result.metadata.uid = metadata.uid;
   if (metadata.labels) result.metadata.labels = { ...metadata.labels };
   if (metadata.annotations) result.metadata.annotations = { ...metadata.annotations };
-  if (metadata.creationTimestamp) result.metadata.creationTimestamp = new Date(metadata.creationTimestamp).toISOString();
-  if (metadata.deletionTimestamp) result.metadata.deletionTimestamp = new Date(metadata.deletionTimestamp).toISOString();
+  if (metadata.creationTimestamp)
+    result.metadata.creationTimestamp = new Date(metadata.creationTimestamp).toISOString();
+  if (metadata.deletionTimestamp)
+    result.metadata.deletionTimestamp = new Date(metadata.deletionTimestamp).toISOString();
   if (node.spec?.providerID) result.spec = { providerID: node.spec.providerID };
   if (node.status) {
     result.status = {
-      conditions: (node.status.conditions ?? []).map((condition) => ({ type: condition.type, status: condition.status })),
+      conditions: (node.status.conditions ?? []).map((condition) => ({
+        type: condition.type,
+        status: condition.status,
+      })),
       addresses: (node.status.addresses ?? []).map((address) => ({ type: address.type, address: address.address })),
     };
   }

@@ -71,7 +71,10 @@ export class MachinePlayer {
 
   private async step(): Promise<void> {
     await this.mirrorControlPlaneInitialized();
-    const list = await kubeRequestOk<{ items: Machine[] }>(this.kubeConfig, `${this.machinesPath()}?labelSelector=${encodeURIComponent(`${LABEL_CLUSTER_NAME}=${this.clusterName}`)}`);
+    const list = await kubeRequestOk<{ items: Machine[] }>(
+      this.kubeConfig,
+      `${this.machinesPath()}?labelSelector=${encodeURIComponent(`${LABEL_CLUSTER_NAME}=${this.clusterName}`)}`,
+    );
     for (const machine of list.items) {
       const name = machine.metadata.name;
       const finalizers = machine.metadata.finalizers ?? [];
@@ -79,11 +82,27 @@ export class MachinePlayer {
         const hooks = Object.keys(machine.metadata.annotations ?? {}).filter((key) => key.startsWith(HOOK_PREFIX));
         if (hooks.length > 0) continue;
         await this.deleteInfrastructure(name);
-        await kubeRequest(this.kubeConfig, this.machinesPath(name), { method: "PATCH", body: { metadata: { finalizers: finalizers.filter((f) => f !== PLAYER_FINALIZER), resourceVersion: machine.metadata.resourceVersion } } });
+        await kubeRequest(this.kubeConfig, this.machinesPath(name), {
+          method: "PATCH",
+          body: {
+            metadata: {
+              finalizers: finalizers.filter((f) => f !== PLAYER_FINALIZER),
+              resourceVersion: machine.metadata.resourceVersion,
+            },
+          },
+        });
         continue;
       }
       if (!finalizers.includes(PLAYER_FINALIZER)) {
-        await kubeRequestOk(this.kubeConfig, this.machinesPath(name), { method: "PATCH", body: { metadata: { finalizers: [...finalizers, PLAYER_FINALIZER], resourceVersion: machine.metadata.resourceVersion } } });
+        await kubeRequestOk(this.kubeConfig, this.machinesPath(name), {
+          method: "PATCH",
+          body: {
+            metadata: {
+              finalizers: [...finalizers, PLAYER_FINALIZER],
+              resourceVersion: machine.metadata.resourceVersion,
+            },
+          },
+        });
         continue;
       }
       if ((machine.status?.addresses ?? []).length === 0) await this.provision(machine);
@@ -92,12 +111,20 @@ export class MachinePlayer {
 
   /** CAPI's Cluster controller copies the control plane's initialization into the Cluster's status. */
   private async mirrorControlPlaneInitialized(): Promise<void> {
-    const qcp = await kubeRequest<{ status?: { initialization?: { controlPlaneInitialized?: boolean } } }>(this.kubeConfig, `/apis/${API_VERSION}/namespaces/${this.namespace}/quorumcontrolplanes/${this.clusterName}`);
-    if (qcp.status !== 200 || !qcp.body.status?.initialization?.controlPlaneInitialized || this.controlPlaneInitialized) return;
-    await kubeRequestOk(this.kubeConfig, `/apis/${CAPI_API_VERSION}/namespaces/${this.namespace}/clusters/${this.clusterName}/status`, {
-      method: "PATCH",
-      body: { status: { initialization: { infrastructureProvisioned: true, controlPlaneInitialized: true } } },
-    });
+    const qcp = await kubeRequest<{ status?: { initialization?: { controlPlaneInitialized?: boolean } } }>(
+      this.kubeConfig,
+      `/apis/${API_VERSION}/namespaces/${this.namespace}/quorumcontrolplanes/${this.clusterName}`,
+    );
+    if (qcp.status !== 200 || !qcp.body.status?.initialization?.controlPlaneInitialized || this.controlPlaneInitialized)
+      return;
+    await kubeRequestOk(
+      this.kubeConfig,
+      `/apis/${CAPI_API_VERSION}/namespaces/${this.namespace}/clusters/${this.clusterName}/status`,
+      {
+        method: "PATCH",
+        body: { status: { initialization: { infrastructureProvisioned: true, controlPlaneInitialized: true } } },
+      },
+    );
     this.controlPlaneInitialized = true;
   }
 
@@ -106,7 +133,10 @@ export class MachinePlayer {
     let member = this.members.get(name);
     if (!member) {
       if (!this.etcd) {
-        const secret = await kubeRequestOk<{ data: Record<string, string> }>(this.kubeConfig, `/api/v1/namespaces/${this.namespace}/secrets/${secretName.etcd(this.clusterName)}`);
+        const secret = await kubeRequestOk<{ data: Record<string, string> }>(
+          this.kubeConfig,
+          `/api/v1/namespaces/${this.namespace}/secrets/${secretName.etcd(this.clusterName)}`,
+        );
         const decode = (key: string) => Buffer.from(secret.data[key], "base64").toString("utf8");
         const ca = await loadCA(decode("tls.crt"), decode("tls.key"));
         this.etcd = await startEtcdCluster({ members: 1, ca, capacity: 16, namePrefix: `${this.clusterName}-first-` });
@@ -119,7 +149,12 @@ export class MachinePlayer {
     }
     await kubeRequestOk(this.kubeConfig, `${this.machinesPath(name)}/status`, {
       method: "PATCH",
-      body: { status: { addresses: [{ type: "InternalIP", address: member.address }], initialization: { infrastructureProvisioned: true, bootstrapDataSecretCreated: true } } },
+      body: {
+        status: {
+          addresses: [{ type: "InternalIP", address: member.address }],
+          initialization: { infrastructureProvisioned: true, bootstrapDataSecretCreated: true },
+        },
+      },
     });
     this.events.push({ at: Date.now(), kind: "provisioned", machine: name, detail: member.address });
   }
@@ -127,7 +162,9 @@ export class MachinePlayer {
   private async deleteInfrastructure(name: string): Promise<void> {
     const member = this.members.get(name);
     if (member && this.etcd) {
-      const stillMember = (await this.etcd.memberList().catch(() => [])).some((entry) => entry.peerURLs.includes(member.peerURL));
+      const stillMember = (await this.etcd.memberList().catch(() => [])).some((entry) =>
+        entry.peerURLs.includes(member.peerURL),
+      );
       if (stillMember) this.deletedWithMember.push(name);
       await member.kill();
     }

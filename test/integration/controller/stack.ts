@@ -43,7 +43,16 @@ export async function startStack(options: { audit?: boolean } = {}): Promise<Con
 function auditArgs(dir: string): string[] {
   const policy = join(dir, "policy.yaml");
   // Only writes are interesting: "the controller makes no write at idle".
-  const text = ["apiVersion: audit.k8s.io/v1", "kind: Policy", "omitStages: [RequestReceived]", "rules:", "- level: Metadata", "  verbs: [create, update, patch, delete, deletecollection]", "- level: None", ""].join("\n");
+  const text = [
+    "apiVersion: audit.k8s.io/v1",
+    "kind: Policy",
+    "omitStages: [RequestReceived]",
+    "rules:",
+    "- level: Metadata",
+    "  verbs: [create, update, patch, delete, deletecollection]",
+    "- level: None",
+    "",
+  ].join("\n");
   writeFileSync(policy, text);
   return [`--audit-policy-file=${policy}`, `--audit-log-path=${join(dir, "audit.log")}`, "--audit-log-mode=blocking"];
 }
@@ -70,41 +79,77 @@ export class ControllerStack {
   }
 
   /** Namespace, Cluster, templates and a QuorumControlPlane owned by the Cluster; a player for its Machines. */
-  async createCluster(namespace: string, name: string, spec: { replicas: number; version: string; maxSurge?: 0 | 1; memberRemoval?: "BeforeDelete" | "AfterDrain" }): Promise<MachinePlayer> {
+  async createCluster(
+    namespace: string,
+    name: string,
+    spec: { replicas: number; version: string; maxSurge?: 0 | 1; memberRemoval?: "BeforeDelete" | "AfterDrain" },
+  ): Promise<MachinePlayer> {
     const kc = this.kubeConfig;
-    await kubeRequest(kc, "/api/v1/namespaces", { body: { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } } });
-    const cluster = await kubeRequestOk<{ metadata: { uid: string } }>(kc, `/apis/${CAPI_API_VERSION}/namespaces/${namespace}/clusters`, {
-      body: {
-        apiVersion: CAPI_API_VERSION,
-        kind: "Cluster",
-        metadata: { name, namespace },
-        spec: { controlPlaneRef: { apiGroup: "controlplane.cluster.x-k8s.io", kind: KIND, name } },
-      },
+    await kubeRequest(kc, "/api/v1/namespaces", {
+      body: { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } },
     });
+    const cluster = await kubeRequestOk<{ metadata: { uid: string } }>(
+      kc,
+      `/apis/${CAPI_API_VERSION}/namespaces/${namespace}/clusters`,
+      {
+        body: {
+          apiVersion: CAPI_API_VERSION,
+          kind: "Cluster",
+          metadata: { name, namespace },
+          spec: { controlPlaneRef: { apiGroup: "controlplane.cluster.x-k8s.io", kind: KIND, name } },
+        },
+      },
+    );
     // Plays the infrastructure provider's cluster (and CAPI's Cluster controller): the cluster's infrastructure is ready.
     await kubeRequestOk(kc, `/apis/${CAPI_API_VERSION}/namespaces/${namespace}/clusters/${name}/status`, {
       method: "PATCH",
       body: { status: { initialization: { infrastructureProvisioned: true } } },
     });
     await kubeRequestOk(kc, `/apis/${INFRA_GROUP}/${TEST_VERSION}/namespaces/${namespace}/testmachinetemplates`, {
-      body: { apiVersion: `${INFRA_GROUP}/${TEST_VERSION}`, kind: "TestMachineTemplate", metadata: { name: `${name}-infra`, namespace }, spec: { template: { spec: { size: "small" } } } },
+      body: {
+        apiVersion: `${INFRA_GROUP}/${TEST_VERSION}`,
+        kind: "TestMachineTemplate",
+        metadata: { name: `${name}-infra`, namespace },
+        spec: { template: { spec: { size: "small" } } },
+      },
     });
-    await kubeRequestOk(kc, `/apis/${BOOTSTRAP_GROUP}/${TEST_VERSION}/namespaces/${namespace}/testbootstrapconfigtemplates`, {
-      body: { apiVersion: `${BOOTSTRAP_GROUP}/${TEST_VERSION}`, kind: "TestBootstrapConfigTemplate", metadata: { name: `${name}-boot`, namespace }, spec: { template: { spec: { join: "learner" } } } },
-    });
+    await kubeRequestOk(
+      kc,
+      `/apis/${BOOTSTRAP_GROUP}/${TEST_VERSION}/namespaces/${namespace}/testbootstrapconfigtemplates`,
+      {
+        body: {
+          apiVersion: `${BOOTSTRAP_GROUP}/${TEST_VERSION}`,
+          kind: "TestBootstrapConfigTemplate",
+          metadata: { name: `${name}-boot`, namespace },
+          spec: { template: { spec: { join: "learner" } } },
+        },
+      },
+    );
     await kubeRequestOk(kc, `/apis/${API_VERSION}/namespaces/${namespace}/quorumcontrolplanes`, {
       body: {
         apiVersion: API_VERSION,
         kind: KIND,
-        metadata: { name, namespace, labels: { [LABEL_CLUSTER_NAME]: name }, ownerReferences: [{ apiVersion: CAPI_API_VERSION, kind: "Cluster", name, uid: cluster.metadata.uid }] },
+        metadata: {
+          name,
+          namespace,
+          labels: { [LABEL_CLUSTER_NAME]: name },
+          ownerReferences: [{ apiVersion: CAPI_API_VERSION, kind: "Cluster", name, uid: cluster.metadata.uid }],
+        },
         spec: {
           replicas: spec.replicas,
           version: spec.version,
           machineTemplate: {
             infrastructureRef: { apiGroup: INFRA_GROUP, kind: "TestMachineTemplate", name: `${name}-infra` },
-            bootstrapConfigTemplateRef: { apiGroup: BOOTSTRAP_GROUP, kind: "TestBootstrapConfigTemplate", name: `${name}-boot` },
+            bootstrapConfigTemplateRef: {
+              apiGroup: BOOTSTRAP_GROUP,
+              kind: "TestBootstrapConfigTemplate",
+              name: `${name}-boot`,
+            },
           },
-          rolloutStrategy: { type: "RollingUpdate", rollingUpdate: { maxSurge: spec.maxSurge ?? 1, memberRemoval: spec.memberRemoval ?? "BeforeDelete" } },
+          rolloutStrategy: {
+            type: "RollingUpdate",
+            rollingUpdate: { maxSurge: spec.maxSurge ?? 1, memberRemoval: spec.memberRemoval ?? "BeforeDelete" },
+          },
           etcd: { ghostMemberGracePeriod: "20s" },
         },
       },
@@ -122,7 +167,14 @@ export class ControllerStack {
    */
   async installControllerRbac(): Promise<void> {
     const kc = this.kubeConfig;
-    const rbacKinds = new Set(["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"]);
+    const rbacKinds = new Set([
+      "Namespace",
+      "ServiceAccount",
+      "ClusterRole",
+      "ClusterRoleBinding",
+      "Role",
+      "RoleBinding",
+    ]);
     const objects = kustomize("config/default").filter((object) => rbacKinds.has(object.kind));
     objects.push({
       apiVersion: "rbac.authorization.k8s.io/v1",
@@ -138,24 +190,54 @@ export class ControllerStack {
     for (const object of objects) {
       const path = objectCollectionPath(object);
       const created = await kubeRequest(kc, path, { body: object });
-      if (created.status !== 201 && created.status !== 409) throw new Error(`create ${object.kind} ${object.metadata.name}: HTTP ${created.status} ${created.text.slice(0, 300)}`);
+      if (created.status !== 201 && created.status !== 409)
+        throw new Error(
+          `create ${object.kind} ${object.metadata.name}: HTTP ${created.status} ${created.text.slice(0, 300)}`,
+        );
     }
-    const roles = await kubeRequestOk<{ items: { metadata: { name: string; labels?: Record<string, string> }; rules?: unknown[]; aggregationRule?: unknown }[] }>(kc, "/apis/rbac.authorization.k8s.io/v1/clusterroles");
-    const aggregated = roles.items.find((role) => role.aggregationRule !== undefined && role.metadata.name.startsWith("quorum-"));
+    const roles = await kubeRequestOk<{
+      items: {
+        metadata: { name: string; labels?: Record<string, string> };
+        rules?: unknown[];
+        aggregationRule?: unknown;
+      }[];
+    }>(kc, "/apis/rbac.authorization.k8s.io/v1/clusterroles");
+    const aggregated = roles.items.find(
+      (role) => role.aggregationRule !== undefined && role.metadata.name.startsWith("quorum-"),
+    );
     if (!aggregated) throw new Error("config/default has no aggregated ClusterRole for the controller");
-    aggregated.rules = roles.items.filter((role) => role.metadata.labels?.[AGGREGATION_LABEL] === "true").flatMap((role) => role.rules ?? []);
-    await kubeRequestOk(kc, `/apis/rbac.authorization.k8s.io/v1/clusterroles/${aggregated.metadata.name}`, { method: "PUT", body: aggregated });
+    aggregated.rules = roles.items
+      .filter((role) => role.metadata.labels?.[AGGREGATION_LABEL] === "true")
+      .flatMap((role) => role.rules ?? []);
+    await kubeRequestOk(kc, `/apis/rbac.authorization.k8s.io/v1/clusterroles/${aggregated.metadata.name}`, {
+      method: "PUT",
+      body: aggregated,
+    });
   }
 
   /**
    * `secureMetrics` keeps the controller's default HTTPS /metrics with token authentication (its serving certificate
    * from `metricsCertDir` when given); otherwise tests scrape plain HTTP (--metrics-secure=false).
    */
-  async startController(options: { env?: Record<string, string>; leaderElect?: boolean; identity?: string; asServiceAccount?: boolean; secureMetrics?: boolean; metricsCertDir?: string } = {}): Promise<ControllerProcess> {
+  async startController(
+    options: {
+      env?: Record<string, string>;
+      leaderElect?: boolean;
+      identity?: string;
+      asServiceAccount?: boolean;
+      secureMetrics?: boolean;
+      metricsCertDir?: string;
+    } = {},
+  ): Promise<ControllerProcess> {
     const port = await freePort();
     const identity = options.identity ?? `quorum-${this.controllers.length + 1}`;
     const username = options.asServiceAccount ? CONTROLLER_SERVICE_ACCOUNT : "quorum-controller";
-    const user = await this.apiServer.userKubeConfig(username, options.asServiceAccount ? ["system:serviceaccounts", "system:serviceaccounts:quorum-system", "system:authenticated"] : ["system:masters"]);
+    const user = await this.apiServer.userKubeConfig(
+      username,
+      options.asServiceAccount
+        ? ["system:serviceaccounts", "system:serviceaccounts:quorum-system", "system:authenticated"]
+        : ["system:masters"],
+    );
     const args = [
       "--import",
       "tsx",
@@ -168,31 +250,57 @@ export class ControllerStack {
       "2s",
       "--metrics-bind-address",
       `127.0.0.1:${port}`,
-      ...(options.secureMetrics ? (options.metricsCertDir ? ["--metrics-cert-dir", options.metricsCertDir] : []) : ["--metrics-secure=false"]),
+      ...(options.secureMetrics
+        ? options.metricsCertDir
+          ? ["--metrics-cert-dir", options.metricsCertDir]
+          : []
+        : ["--metrics-secure=false"]),
       "--health-probe-bind-address",
       "0",
       "--log-level",
       "debug",
       "--log-format",
       "text",
-      ...(options.leaderElect ? ["--leader-elect", "--leader-election-namespace", "default", "--leader-election-id", "quorum-test-leader"] : []),
+      ...(options.leaderElect
+        ? ["--leader-elect", "--leader-election-namespace", "default", "--leader-election-id", "quorum-test-leader"]
+        : []),
     ];
-    const process = startProcess({ name: `quorum controller ${identity}`, command: globalThis.process.execPath, args, cwd: REPO, env: { ...globalThis.process.env, POD_NAME: identity, HOSTNAME: identity, ...(options.env ?? {}) } });
-    const controller = { process, metricsUrl: `${options.secureMetrics ? "https" : "http"}://127.0.0.1:${port}/metrics`, identity, username };
+    const process = startProcess({
+      name: `quorum controller ${identity}`,
+      command: globalThis.process.execPath,
+      args,
+      cwd: REPO,
+      env: { ...globalThis.process.env, POD_NAME: identity, HOSTNAME: identity, ...(options.env ?? {}) },
+    });
+    const controller = {
+      process,
+      metricsUrl: `${options.secureMetrics ? "https" : "http"}://127.0.0.1:${port}/metrics`,
+      identity,
+      username,
+    };
     this.controllers.push(controller);
     return controller;
   }
 
   async getControlPlane(namespace: string, name: string): Promise<QuorumControlPlane> {
-    return kubeRequestOk<QuorumControlPlane>(this.kubeConfig, `/apis/${API_VERSION}/namespaces/${namespace}/quorumcontrolplanes/${name}`);
+    return kubeRequestOk<QuorumControlPlane>(
+      this.kubeConfig,
+      `/apis/${API_VERSION}/namespaces/${namespace}/quorumcontrolplanes/${name}`,
+    );
   }
 
   async patchSpec(namespace: string, name: string, spec: Record<string, unknown>): Promise<void> {
-    await kubeRequestOk(this.kubeConfig, `/apis/${API_VERSION}/namespaces/${namespace}/quorumcontrolplanes/${name}`, { method: "PATCH", body: { spec } });
+    await kubeRequestOk(this.kubeConfig, `/apis/${API_VERSION}/namespaces/${namespace}/quorumcontrolplanes/${name}`, {
+      method: "PATCH",
+      body: { spec },
+    });
   }
 
   async machines(namespace: string, clusterName: string): Promise<Machine[]> {
-    const list = await kubeRequestOk<{ items: Machine[] }>(this.kubeConfig, `/apis/${CAPI_API_VERSION}/namespaces/${namespace}/machines?labelSelector=${encodeURIComponent(`${LABEL_CLUSTER_NAME}=${clusterName}`)}`);
+    const list = await kubeRequestOk<{ items: Machine[] }>(
+      this.kubeConfig,
+      `/apis/${CAPI_API_VERSION}/namespaces/${namespace}/machines?labelSelector=${encodeURIComponent(`${LABEL_CLUSTER_NAME}=${clusterName}`)}`,
+    );
     return list.items;
   }
 
@@ -207,7 +315,12 @@ export class ControllerStack {
    * Waits until the control plane matches its spec: `replicas` Machines, none deleting, all at the spec version,
    * as many etcd members, all healthy voters. The error shows the status and the controller's last log lines.
    */
-  async waitConverged(namespace: string, name: string, replicas: number, timeoutMs = 180_000): Promise<QuorumControlPlane> {
+  async waitConverged(
+    namespace: string,
+    name: string,
+    replicas: number,
+    timeoutMs = 180_000,
+  ): Promise<QuorumControlPlane> {
     const deadline = Date.now() + timeoutMs;
     let last: QuorumControlPlane | undefined;
     let lastMachines: Machine[] = [];
@@ -217,7 +330,9 @@ export class ControllerStack {
       const members = last.status?.etcd?.members ?? [];
       const converged =
         lastMachines.length === replicas &&
-        lastMachines.every((machine) => !machine.metadata.deletionTimestamp && machine.spec.version === last?.spec.version) &&
+        lastMachines.every(
+          (machine) => !machine.metadata.deletionTimestamp && machine.spec.version === last?.spec.version,
+        ) &&
         members.length === replicas &&
         members.every((member) => member.healthy && !member.learner && member.machine !== undefined) &&
         last.status?.upToDateReplicas === replicas &&
@@ -225,7 +340,12 @@ export class ControllerStack {
       if (converged) return last;
       await sleep(300);
     }
-    const logs = this.controllers.map((controller) => `--- ${controller.identity} (${controller.process.isRunning() ? "running" : "exited"}) ---\n${controller.process.lastLogLines(40)}`).join("\n");
+    const logs = this.controllers
+      .map(
+        (controller) =>
+          `--- ${controller.identity} (${controller.process.isRunning() ? "running" : "exited"}) ---\n${controller.process.lastLogLines(40)}`,
+      )
+      .join("\n");
     throw new Error(
       `QuorumControlPlane ${namespace}/${name} did not converge to ${replicas} replicas within ${timeoutMs / 1000} s.\n` +
         `Machines: ${lastMachines.map((machine) => `${machine.metadata.name}${machine.metadata.deletionTimestamp ? " (deleting)" : ""} ${machine.spec.version}`).join(", ")}\n` +
@@ -278,7 +398,8 @@ export class QuorumMonitor {
       // and its status call, and status calls that missed their deadline on a machine loaded far past its 2 cores.
       // Quorum's own actions cannot cause a loss that heals by itself within one round (a removal stays removed).
       const again = await this.sample();
-      if (again && again.voters >= 0 && again.healthyVoters < Math.floor(again.voters / 2) + 1) this.losses.push(sample);
+      if (again && again.voters >= 0 && again.healthyVoters < Math.floor(again.voters / 2) + 1)
+        this.losses.push(sample);
     }
   }
 
@@ -287,14 +408,27 @@ export class QuorumMonitor {
     const etcd = this.player.etcd;
     const endpoints = this.player.liveEndpoints();
     if (!etcd || endpoints.length === 0) return undefined;
-    const credentials: EtcdClientCredentials = { caPem: etcd.credentials.caPem, certPem: etcd.credentials.certPem, keyPem: etcd.credentials.keyPem };
-    const client = createEtcdClusterClient({ endpoints, credentials, callDeadlineMs: 2_000, context: "quorum monitor" });
+    const credentials: EtcdClientCredentials = {
+      caPem: etcd.credentials.caPem,
+      certPem: etcd.credentials.certPem,
+      keyPem: etcd.credentials.keyPem,
+    };
+    const client = createEtcdClusterClient({
+      endpoints,
+      credentials,
+      callDeadlineMs: 2_000,
+      context: "quorum monitor",
+    });
     try {
       const members = await client.listMembers();
       const statuses = await client.memberStatuses(members);
-      const after = new Set((await client.listMembers()).filter((member) => !member.learner).map((member) => member.id));
+      const after = new Set(
+        (await client.listMembers()).filter((member) => !member.learner).map((member) => member.id),
+      );
       const voters = members.filter((member) => after.has(member.id));
-      const healthyVoters = voters.filter((voter) => statuses.find((status) => status.memberId === voter.id)?.reachable).length;
+      const healthyVoters = voters.filter(
+        (voter) => statuses.find((status) => status.memberId === voter.id)?.reachable,
+      ).length;
       return { at: Date.now(), voters: voters.length, healthyVoters };
     } catch {
       // No member answered the member list: recorded as a sample with no voters, never as a loss on its own.

@@ -23,7 +23,9 @@ function crd(group: string, kind: string): V1CustomResourceDefinition {
           storage: true,
           subresources: { status: {} },
           // installCRDs posts raw JSON, so the wire name of the field is used, not client-node's model name.
-          schema: { openAPIV3Schema: { type: "object", "x-kubernetes-preserve-unknown-fields": true } as V1JSONSchemaProps },
+          schema: {
+            openAPIV3Schema: { type: "object", "x-kubernetes-preserve-unknown-fields": true } as V1JSONSchemaProps,
+          },
         },
       ],
     },

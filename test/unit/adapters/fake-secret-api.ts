@@ -73,7 +73,11 @@ export class FakeSecretApi implements ListerWatcher<SecretObject> {
     if (!old) return;
     this.objects.delete(key);
     this.version++;
-    if (selected(old)) this.emit({ type: "DELETED", object: { ...old, metadata: { ...old.metadata, resourceVersion: String(this.version) } } });
+    if (selected(old))
+      this.emit({
+        type: "DELETED",
+        object: { ...old, metadata: { ...old.metadata, resourceVersion: String(this.version) } },
+      });
   }
 
   releaseEvents(): void {
@@ -92,7 +96,11 @@ export class FakeSecretApi implements ListerWatcher<SecretObject> {
     return { items, resourceVersion };
   }
 
-  watch(_resourceVersion: string, onEvent: (event: WatchEvent<SecretObject>) => void, signal: AbortSignal): Promise<void> {
+  watch(
+    _resourceVersion: string,
+    onEvent: (event: WatchEvent<SecretObject>) => void,
+    signal: AbortSignal,
+  ): Promise<void> {
     return new Promise<void>((resolve) => {
       this.watches.push({ onEvent, signal });
       signal.addEventListener("abort", () => resolve(), { once: true });
@@ -115,7 +123,8 @@ export class FakeSecretApi implements ListerWatcher<SecretObject> {
     };
     this.objects.set(key, served);
     // The label selector as the API server applies it to a watch: losing the label reads as a delete.
-    if (selected(served)) this.emit({ type: old && selected(old) ? "MODIFIED" : "ADDED", object: structuredClone(served) });
+    if (selected(served))
+      this.emit({ type: old && selected(old) ? "MODIFIED" : "ADDED", object: structuredClone(served) });
     else if (selected(old)) this.emit({ type: "DELETED", object: structuredClone(served) });
     return structuredClone(served);
   }

@@ -149,7 +149,13 @@ test("the server and client certificates complete a mutual-TLS handshake that a 
   // an error or a bare close, so compare what each client was told rather than expecting a rejection.
   const connect = (credentials: { certPem: string; keyPem: string }) =>
     new Promise<string>((resolve) => {
-      const socket = tls.connect({ host: "127.0.0.1", port, ca: ca.certPem, cert: credentials.certPem, key: credentials.keyPem });
+      const socket = tls.connect({
+        host: "127.0.0.1",
+        port,
+        ca: ca.certPem,
+        cert: credentials.certPem,
+        key: credentials.keyPem,
+      });
       let received = "";
       socket.on("data", (chunk) => (received += chunk));
       socket.on("close", () => resolve(received));

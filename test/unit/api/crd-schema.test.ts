@@ -21,8 +21,26 @@ import {
 import { belowMinimumMessage, SPEC_DURATION_MINIMUMS } from "../../../src/api/bounds.ts";
 import { durationOr, parseDuration } from "../../../src/api/duration.ts";
 import type { QuorumControlPlane } from "../../../src/api/types.ts";
-import { at, celMatchesPattern, fieldNameDifferences, readCrd, readKustomization, structuralErrors, walk, type Crd, type Schema } from "./schema-check.ts";
-import { completeControlPlane, completeSpec, completeStatus, completeTemplate, completeTemplateSpec, minimalControlPlane, minimalTemplate } from "./samples.ts";
+import {
+  at,
+  celMatchesPattern,
+  fieldNameDifferences,
+  readCrd,
+  readKustomization,
+  structuralErrors,
+  walk,
+  type Crd,
+  type Schema,
+} from "./schema-check.ts";
+import {
+  completeControlPlane,
+  completeSpec,
+  completeStatus,
+  completeTemplate,
+  completeTemplateSpec,
+  minimalControlPlane,
+  minimalTemplate,
+} from "./samples.ts";
 
 const QCP_FILE = "bases/controlplane.cluster.x-k8s.io_quorumcontrolplanes.yaml";
 const TEMPLATE_FILE = "bases/controlplane.cluster.x-k8s.io_quorumcontrolplanetemplates.yaml";
@@ -108,7 +126,9 @@ test("the QuorumControlPlane has status and scale subresources, so kubectl scale
 
 test("kubectl get qcp shows whether the control plane is healthy and what it is doing next", () => {
   const columns = qcpCrd.spec.versions[0].additionalPrinterColumns ?? [];
-  const defaultView = columns.filter((column) => (column.priority ?? 0) === 0).map((column) => [column.name, column.jsonPath]);
+  const defaultView = columns
+    .filter((column) => (column.priority ?? 0) === 0)
+    .map((column) => [column.name, column.jsonPath]);
   assert.deepEqual(defaultView, [
     ["Cluster", ".metadata.labels['cluster\\.x-k8s\\.io/cluster-name']"],
     ["Replicas", ".status.replicas"],
@@ -125,7 +145,8 @@ test("kubectl get qcp shows whether the control plane is healthy and what it is 
     // A column whose path names no schema field stays empty forever; resolve it through the schema.
     const path = column.jsonPath.slice(1).replace(/\[\?\(@\.type=="[A-Za-z]+"\)\]/g, "");
     let node: Schema | undefined = qcpSchema;
-    for (const name of path.split(".")) node = node?.type === "array" ? node.items?.properties?.[name] : node?.properties?.[name];
+    for (const name of path.split("."))
+      node = node?.type === "array" ? node.items?.properties?.[name] : node?.properties?.[name];
     assert.ok(node, `column ${column.name}: ${column.jsonPath} names no field of the schema`);
     const expectedType = column.type === "date" ? "string" : column.type;
     assert.equal(node.type, expectedType, `column ${column.name}: ${column.jsonPath} has type ${node.type}`);
@@ -140,9 +161,13 @@ test("the CRD's spec and status fields are exactly the fields of src/api/types.t
 
 test("the field comparison notices a field that exists only in the types or only in the CRD", () => {
   const withExtra = changed(completeSpec as object, (spec) => Object.assign(spec, { surgeLimit: 2 }));
-  assert.deepEqual(fieldNameDifferences(at(qcpSchema, "spec")!, withExtra, "spec"), ["spec.surgeLimit: in src/api/types.ts but not in the CRD"]);
+  assert.deepEqual(fieldNameDifferences(at(qcpSchema, "spec")!, withExtra, "spec"), [
+    "spec.surgeLimit: in src/api/types.ts but not in the CRD",
+  ]);
   const withoutEtcd = changed(completeSpec as object, (spec) => delete (spec as { etcd?: unknown }).etcd);
-  assert.deepEqual(fieldNameDifferences(at(qcpSchema, "spec")!, withoutEtcd, "spec"), ["spec.etcd: in the CRD but not in src/api/types.ts"]);
+  assert.deepEqual(fieldNameDifferences(at(qcpSchema, "spec")!, withoutEtcd, "spec"), [
+    "spec.etcd: in the CRD but not in src/api/types.ts",
+  ]);
 });
 
 test("valid sample objects typed with src/api/types.ts pass the CRD's OpenAPI schema", () => {
@@ -161,7 +186,11 @@ test("the QuorumControlPlanes and templates shipped in config/samples pass the C
       const object = document.toJS() as { kind?: string; metadata?: { name?: string } } | null;
       const schema = object?.kind ? schemaByKind[object.kind] : undefined;
       if (!schema) continue;
-      assert.deepEqual(structuralErrors(schema, object), [], `config/samples/${file}: ${object!.kind} ${object!.metadata?.name}`);
+      assert.deepEqual(
+        structuralErrors(schema, object),
+        [],
+        `config/samples/${file}: ${object!.kind} ${object!.metadata?.name}`,
+      );
       checked++;
     }
   }
@@ -170,14 +199,61 @@ test("the QuorumControlPlanes and templates shipped in config/samples pass the C
 
 test("the OpenAPI schema rejects objects with a missing, misspelt or mistyped field", () => {
   const cases: [string, QuorumControlPlane, string][] = [
-    ["no infrastructureRef", changed(minimalControlPlane, (qcp) => delete (qcp.spec.machineTemplate as Partial<typeof qcp.spec.machineTemplate>).infrastructureRef), "spec.machineTemplate.infrastructureRef: required"],
-    ["no version", changed(minimalControlPlane, (qcp) => delete (qcp.spec as Partial<typeof qcp.spec>).version), "spec.version: required"],
-    ["a ref without a name", changed(minimalControlPlane, (qcp) => delete (qcp.spec.machineTemplate.bootstrapConfigTemplateRef as Partial<typeof qcp.spec.machineTemplate.bootstrapConfigTemplateRef>).name), "spec.machineTemplate.bootstrapConfigTemplateRef.name: required"],
-    ["a misspelt field", changed(minimalControlPlane, (qcp) => Object.assign(qcp.spec, { replica: 3 })), "spec.replica: unknown field (the apiserver would drop it)"],
-    ["replicas as a string", changed(minimalControlPlane, (qcp) => Object.assign(qcp.spec, { replicas: "3" })), "spec.replicas: expected an integer"],
-    ["an unknown memberRemoval", changed(minimalControlPlane, (qcp) => Object.assign(qcp.spec, { rolloutStrategy: { rollingUpdate: { memberRemoval: "Later" } } })), 'spec.rolloutStrategy.rollingUpdate.memberRemoval: "Later" is not one of ["BeforeDelete","AfterDrain"]'],
-    ["a client port above 65535", changed(minimalControlPlane, (qcp) => Object.assign(qcp.spec, { etcd: { clientPort: 70000 } })), "spec.etcd.clientPort: above 65535"],
-    ["a kind that is not a kind", changed(minimalControlPlane, (qcp) => Object.assign(qcp.spec.machineTemplate.infrastructureRef, { kind: "Docker Machine" })), "spec.machineTemplate.infrastructureRef.kind: does not match ^[a-zA-Z]([-a-zA-Z0-9]*[a-zA-Z0-9])?$"],
+    [
+      "no infrastructureRef",
+      changed(
+        minimalControlPlane,
+        (qcp) => delete (qcp.spec.machineTemplate as Partial<typeof qcp.spec.machineTemplate>).infrastructureRef,
+      ),
+      "spec.machineTemplate.infrastructureRef: required",
+    ],
+    [
+      "no version",
+      changed(minimalControlPlane, (qcp) => delete (qcp.spec as Partial<typeof qcp.spec>).version),
+      "spec.version: required",
+    ],
+    [
+      "a ref without a name",
+      changed(
+        minimalControlPlane,
+        (qcp) =>
+          delete (
+            qcp.spec.machineTemplate.bootstrapConfigTemplateRef as Partial<
+              typeof qcp.spec.machineTemplate.bootstrapConfigTemplateRef
+            >
+          ).name,
+      ),
+      "spec.machineTemplate.bootstrapConfigTemplateRef.name: required",
+    ],
+    [
+      "a misspelt field",
+      changed(minimalControlPlane, (qcp) => Object.assign(qcp.spec, { replica: 3 })),
+      "spec.replica: unknown field (the apiserver would drop it)",
+    ],
+    [
+      "replicas as a string",
+      changed(minimalControlPlane, (qcp) => Object.assign(qcp.spec, { replicas: "3" })),
+      "spec.replicas: expected an integer",
+    ],
+    [
+      "an unknown memberRemoval",
+      changed(minimalControlPlane, (qcp) =>
+        Object.assign(qcp.spec, { rolloutStrategy: { rollingUpdate: { memberRemoval: "Later" } } }),
+      ),
+      'spec.rolloutStrategy.rollingUpdate.memberRemoval: "Later" is not one of ["BeforeDelete","AfterDrain"]',
+    ],
+    [
+      "a client port above 65535",
+      changed(minimalControlPlane, (qcp) => Object.assign(qcp.spec, { etcd: { clientPort: 70000 } })),
+      "spec.etcd.clientPort: above 65535",
+    ],
+    [
+      "a kind that is not a kind",
+      changed(minimalControlPlane, (qcp) =>
+        Object.assign(qcp.spec.machineTemplate.infrastructureRef, { kind: "Docker Machine" }),
+      ),
+      "spec.machineTemplate.infrastructureRef.kind: does not match ^[a-zA-Z]([-a-zA-Z0-9]*[a-zA-Z0-9])?$",
+    ],
   ];
   for (const [name, object, expected] of cases) assert.deepEqual(structuralErrors(qcpSchema, object), [expected], name);
 });
@@ -188,10 +264,21 @@ test("every CEL rule carries a message telling the user what to do, with a stati
   for (const [kind, crd] of crds) {
     walk(schemaOf(crd), (node, path) => {
       for (const rule of node["x-kubernetes-validations"] ?? []) {
-        if (rule.reason !== undefined) assert.ok(acceptedReasons.includes(rule.reason), `${kind} ${path}: reason ${rule.reason} is not accepted by the apiserver`);
+        if (rule.reason !== undefined)
+          assert.ok(
+            acceptedReasons.includes(rule.reason),
+            `${kind} ${path}: reason ${rule.reason} is not accepted by the apiserver`,
+          );
         assert.ok(rule.message?.trim(), `${kind} ${path}: rule "${rule.rule}" has no message`);
-        assert.ok(rule.message!.length >= 30, `${kind} ${path}: message "${rule.message}" is too short to say what to do`);
-        if (rule.messageExpression) assert.ok(rule.messageExpression.includes("self"), `${kind} ${path}: messageExpression should show the value`);
+        assert.ok(
+          rule.message!.length >= 30,
+          `${kind} ${path}: message "${rule.message}" is too short to say what to do`,
+        );
+        if (rule.messageExpression)
+          assert.ok(
+            rule.messageExpression.includes("self"),
+            `${kind} ${path}: messageExpression should show the value`,
+          );
       }
     });
   }
@@ -206,11 +293,15 @@ test("every string a CEL rule reads has a maxLength, so the apiserver's cost est
       for (const rule of rules) {
         // string(int) has no size bound in the cost estimator, so a message built with it is rejected as too
         // costly (seen on v1.37); '...%d...'.format([n]) is costed by the format string alone.
-        assert.ok(!/\bstring\(/.test(rule.rule + (rule.messageExpression ?? "")), `${kind} ${path}: use .format() instead of string() in "${rule.messageExpression}"`);
+        assert.ok(
+          !/\bstring\(/.test(rule.rule + (rule.messageExpression ?? "")),
+          `${kind} ${path}: use .format() instead of string() in "${rule.messageExpression}"`,
+        );
       }
       for (const [name, child] of Object.entries(node.properties ?? {})) {
         const read = rules.some((rule) => new RegExp(`self\\.${name}\\b`).test(rule.rule));
-        if (read && child.type === "string") assert.ok(child.maxLength, `${kind} ${path}.${name}: read by a CEL rule, needs maxLength`);
+        if (read && child.type === "string")
+          assert.ok(child.maxLength, `${kind} ${path}.${name}: read by a CEL rule, needs maxLength`);
       }
     });
   }
@@ -226,30 +317,55 @@ test("the CRD enforces each rule of the design with CEL: odd replicas from 1 to 
   assert.ok(rulesAt("spec").some((rule) => rule.includes("maxSurge != 0") && rule.includes("self.replicas >= 3")));
   assert.ok(rulesAt("spec.rolloutStrategy.type").includes("self == 'RollingUpdate'"));
   const versionRules = rulesAt("spec.version");
-  assert.equal(versionRules.filter((rule) => rule.includes("oldSelf")).length, 3, "major change, minor skip and minor downgrade are transition rules");
-  assert.ok(versionRules.some((rule) => rule.includes("int(self.split('.')[1]) <= int(oldSelf.split('.')[1]) + 1")), "minor skip");
-  assert.ok(versionRules.some((rule) => rule.includes("int(self.split('.')[1]) >= int(oldSelf.split('.')[1])")), "minor downgrade");
-  assert.equal(at(qcpSchema, "spec.rolloutStrategy.rollingUpdate.memberRemoval")?.enum?.join(","), "BeforeDelete,AfterDrain");
-  assert.deepEqual(at(qcpSchema, "spec.machineTemplate")?.required, ["infrastructureRef", "bootstrapConfigTemplateRef"]);
+  assert.equal(
+    versionRules.filter((rule) => rule.includes("oldSelf")).length,
+    3,
+    "major change, minor skip and minor downgrade are transition rules",
+  );
+  assert.ok(
+    versionRules.some((rule) => rule.includes("int(self.split('.')[1]) <= int(oldSelf.split('.')[1]) + 1")),
+    "minor skip",
+  );
+  assert.ok(
+    versionRules.some((rule) => rule.includes("int(self.split('.')[1]) >= int(oldSelf.split('.')[1])")),
+    "minor downgrade",
+  );
+  assert.equal(
+    at(qcpSchema, "spec.rolloutStrategy.rollingUpdate.memberRemoval")?.enum?.join(","),
+    "BeforeDelete,AfterDrain",
+  );
+  assert.deepEqual(at(qcpSchema, "spec.machineTemplate")?.required, [
+    "infrastructureRef",
+    "bootstrapConfigTemplateRef",
+  ]);
   for (const ref of ["infrastructureRef", "bootstrapConfigTemplateRef"]) {
     assert.deepEqual(at(qcpSchema, `spec.machineTemplate.${ref}`)?.required, ["kind", "name"]);
-    assert.ok(rulesAt(`spec.machineTemplate.${ref}`).includes("has(self.apiGroup) || has(self.apiVersion)"), `${ref} needs apiGroup or apiVersion`);
+    assert.ok(
+      rulesAt(`spec.machineTemplate.${ref}`).includes("has(self.apiGroup) || has(self.apiVersion)"),
+      `${ref} needs apiGroup or apiVersion`,
+    );
   }
 });
 
 test("the version rule accepts exactly vMAJOR.MINOR.PATCH", () => {
   const versionRules = at(qcpSchema, "spec.version")!["x-kubernetes-validations"]!;
   const patterns = versionRules.map((rule) => celMatchesPattern(rule.rule).source);
-  assert.equal(new Set(patterns).size, 1, "every version rule must use the same pattern, or the guards let malformed values reach int()");
+  assert.equal(
+    new Set(patterns).size,
+    1,
+    "every version rule must use the same pattern, or the guards let malformed values reach int()",
+  );
   const semver = celMatchesPattern(versionRules[0].rule);
   for (const good of ["v1.33.2", "v1.0.0", "v2.10.100"]) assert.ok(semver.test(good), good);
-  for (const bad of ["1.33.2", "v1.33", "v1.33.2-rc.1", "v01.33.2", "v1.33.2 ", "latest", "v1.33.x"]) assert.ok(!semver.test(bad), bad);
+  for (const bad of ["1.33.2", "v1.33", "v1.33.2-rc.1", "v01.33.2", "v1.33.2 ", "latest", "v1.33.x"])
+    assert.ok(!semver.test(bad), bad);
 });
 
 test("duration fields accept exactly what the controller's parseDuration accepts", () => {
   const durationFields: string[] = [];
   walk(qcpSchema, (node, path) => {
-    if ((node["x-kubernetes-validations"] ?? []).some((rule) => rule.rule.includes("(ns|us|µs|ms|s|m|h)"))) durationFields.push(path);
+    if ((node["x-kubernetes-validations"] ?? []).some((rule) => rule.rule.includes("(ns|us|µs|ms|s|m|h)")))
+      durationFields.push(path);
   });
   assert.deepEqual(durationFields.sort(), [
     "spec.etcd.ghostMemberGracePeriod",
@@ -262,17 +378,41 @@ test("duration fields accept exactly what the controller's parseDuration accepts
     "spec.remediation.minHealthyPeriod",
     "spec.remediation.retryPeriod",
   ]);
-  const samples = ["5m", "300s", "1h30m", "1.5h", "0", "10ms", "250us", "2µs", "1h0m0s", "5 minutes", "-5m", "1d", "", "m5", "5", "1.h", "0s"];
+  const samples = [
+    "5m",
+    "300s",
+    "1h30m",
+    "1.5h",
+    "0",
+    "10ms",
+    "250us",
+    "2µs",
+    "1h0m0s",
+    "5 minutes",
+    "-5m",
+    "1d",
+    "",
+    "m5",
+    "5",
+    "1.h",
+    "0s",
+  ];
   for (const path of durationFields) {
     const pattern = celMatchesPattern(at(qcpSchema, path)!["x-kubernetes-validations"]![0].rule);
     for (const sample of samples) {
-      assert.equal(pattern.test(sample), parseDuration(sample) !== undefined, `${path}: CRD and parseDuration disagree on "${sample}"`);
+      assert.equal(
+        pattern.test(sample),
+        parseDuration(sample) !== undefined,
+        `${path}: CRD and parseDuration disagree on "${sample}"`,
+      );
     }
   }
 });
 
 test("each duration minimum of src/api/bounds.ts is a CEL rule on its field, with the controller's minimum and message", () => {
-  const durationPattern = celMatchesPattern(at(qcpSchema, "spec.etcd.ghostMemberGracePeriod")!["x-kubernetes-validations"]![0].rule).source;
+  const durationPattern = celMatchesPattern(
+    at(qcpSchema, "spec.etcd.ghostMemberGracePeriod")!["x-kubernetes-validations"]![0].rule,
+  ).source;
   for (const [path, minimum] of Object.entries(SPEC_DURATION_MINIMUMS)) {
     assert.equal(parseDuration(minimum.min), minimum.minMs, `${path}: min ${minimum.min} is not ${minimum.minMs} ms`);
     // The reason sits inside a single-quoted CEL string: a quote ends it and the apiserver rejects the whole CRD.
@@ -282,14 +422,33 @@ test("each duration minimum of src/api/bounds.ts is a CEL rule on its field, wit
     const bound = rules.find((rule) => rule.rule.includes("duration(self)"));
     assert.ok(bound, `${path} has no duration(self) rule`);
     // The guard keeps duration() from erroring on a value the format rule already rejects with its own message.
-    assert.equal(celMatchesPattern(bound.rule).source, durationPattern, `${path}: the minimum rule must be guarded by the format rule's pattern`);
+    assert.equal(
+      celMatchesPattern(bound.rule).source,
+      durationPattern,
+      `${path}: the minimum rule must be guarded by the format rule's pattern`,
+    );
     assert.ok(bound.rule.startsWith("!self.matches("), `${path}: the minimum rule must skip malformed values`);
     assert.ok(bound.rule.endsWith(`|| duration(self) >= duration('${minimum.min}')`), `${path}: rule "${bound.rule}"`);
-    assert.equal(bound.message, belowMinimumMessage(path.slice("spec.".length), minimum), `${path}: CRD message differs from the controller's`);
-    const withValue = `'${belowMinimumMessage(path.slice("spec.".length), minimum, "VALUE")}'`.replace('"VALUE"', `"' + self + '"`);
-    assert.equal(bound.messageExpression, withValue, `${path}: messageExpression differs from the controller's message`);
+    assert.equal(
+      bound.message,
+      belowMinimumMessage(path.slice("spec.".length), minimum),
+      `${path}: CRD message differs from the controller's`,
+    );
+    const withValue = `'${belowMinimumMessage(path.slice("spec.".length), minimum, "VALUE")}'`.replace(
+      '"VALUE"',
+      `"' + self + '"`,
+    );
+    assert.equal(
+      bound.messageExpression,
+      withValue,
+      `${path}: messageExpression differs from the controller's message`,
+    );
     assert.equal(bound.reason, "FieldValueInvalid");
-    assert.match(node!.description ?? "", new RegExp(`At least ${minimum.min}: `), `${path}: kubectl explain should say the minimum and why`);
+    assert.match(
+      node!.description ?? "",
+      new RegExp(`At least ${minimum.min}: `),
+      `${path}: kubectl explain should say the minimum and why`,
+    );
   }
 });
 
@@ -297,12 +456,28 @@ test("the controller refuses a duration below its minimum with the CRD's message
   const key = "QuorumControlPlane team-a/prod";
   assert.throws(
     () => durationOr(`${key} spec.etcd.ghostMemberGracePeriod`, "0s", 300_000),
-    (error: Error) => error.message === `${key} spec.etcd.ghostMemberGracePeriod must be at least 20s (got "0s"): ${SPEC_DURATION_MINIMUMS["spec.etcd.ghostMemberGracePeriod"].why}`,
+    (error: Error) =>
+      error.message ===
+      `${key} spec.etcd.ghostMemberGracePeriod must be at least 20s (got "0s"): ${SPEC_DURATION_MINIMUMS["spec.etcd.ghostMemberGracePeriod"].why}`,
   );
-  assert.throws(() => durationOr(`${key} spec.etcd.memberJoinGracePeriod`, "59s", 600_000), /spec\.etcd\.memberJoinGracePeriod must be at least 1m \(got "59s"\)/);
-  assert.throws(() => durationOr(`${key} spec.remediation.minHealthyPeriod`, "0", 3_600_000), /spec\.remediation\.minHealthyPeriod must be at least 1m \(got "0"\)/);
-  assert.equal(durationOr(`${key} spec.etcd.ghostMemberGracePeriod`, "20s", 300_000), 20_000, "the minimum itself is accepted");
-  assert.equal(durationOr(`${key} spec.etcd.ghostMemberGracePeriod`, undefined, 300_000), 300_000, "unset means the default");
+  assert.throws(
+    () => durationOr(`${key} spec.etcd.memberJoinGracePeriod`, "59s", 600_000),
+    /spec\.etcd\.memberJoinGracePeriod must be at least 1m \(got "59s"\)/,
+  );
+  assert.throws(
+    () => durationOr(`${key} spec.remediation.minHealthyPeriod`, "0", 3_600_000),
+    /spec\.remediation\.minHealthyPeriod must be at least 1m \(got "0"\)/,
+  );
+  assert.equal(
+    durationOr(`${key} spec.etcd.ghostMemberGracePeriod`, "20s", 300_000),
+    20_000,
+    "the minimum itself is accepted",
+  );
+  assert.equal(
+    durationOr(`${key} spec.etcd.ghostMemberGracePeriod`, undefined, 300_000),
+    300_000,
+    "unset means the default",
+  );
 });
 
 test("every default, sample and test object keeps its durations at or above their minimums", () => {
@@ -311,7 +486,10 @@ test("every default, sample and test object keeps its durations at or above thei
     assert.ok(seconds(at(qcpSchema, path)?.default) >= minimum.minMs, `${path}: the CRD default is below the minimum`);
   }
   const samplesDir = fileURLToPath(new URL("../../../config/samples/", import.meta.url));
-  const objects: { spec?: unknown; metadata?: { name?: string } }[] = [completeControlPlane, { spec: completeTemplate.spec.template.spec }];
+  const objects: { spec?: unknown; metadata?: { name?: string } }[] = [
+    completeControlPlane,
+    { spec: completeTemplate.spec.template.spec },
+  ];
   for (const file of readdirSync(samplesDir).filter((name) => name.endsWith(".yaml"))) {
     for (const document of parseAllDocuments(readFileSync(samplesDir + file, "utf8"))) {
       const object = document.toJS() as { kind?: string; spec?: { template?: { spec?: unknown } } } | null;
@@ -321,8 +499,13 @@ test("every default, sample and test object keeps its durations at or above thei
   }
   for (const object of objects) {
     for (const path of Object.keys(SPEC_DURATION_MINIMUMS)) {
-      const value = path.split(".").reduce<unknown>((node, name) => (node as Record<string, unknown> | undefined)?.[name], object);
-      assert.doesNotThrow(() => durationOr(path, value as string | undefined, 0), `${object.metadata?.name ?? "template"}: ${path}`);
+      const value = path
+        .split(".")
+        .reduce<unknown>((node, name) => (node as Record<string, unknown> | undefined)?.[name], object);
+      assert.doesNotThrow(
+        () => durationOr(path, value as string | undefined, 0),
+        `${object.metadata?.name ?? "template"}: ${path}`,
+      );
     }
   }
 });
@@ -344,7 +527,11 @@ test("the schema defaults equal DEFAULTS in src/api/constants.ts", () => {
   for (const [name, [path, convert]] of Object.entries(fromSchema)) {
     const schemaDefault = at(qcpSchema, path)?.default;
     assert.notEqual(schemaDefault, undefined, `${path} has no default`);
-    assert.equal(convert(schemaDefault), DEFAULTS[name as keyof typeof DEFAULTS], `${path} default ${JSON.stringify(schemaDefault)} vs DEFAULTS.${name}`);
+    assert.equal(
+      convert(schemaDefault),
+      DEFAULTS[name as keyof typeof DEFAULTS],
+      `${path} default ${JSON.stringify(schemaDefault)} vs DEFAULTS.${name}`,
+    );
   }
   // Defaults that are not in DEFAULTS, with the reason the controller agrees with them.
   const otherDefaults: Record<string, unknown> = {
@@ -354,22 +541,39 @@ test("the schema defaults equal DEFAULTS in src/api/constants.ts", () => {
   const covered = new Set([...Object.values(fromSchema).map(([path]) => path), ...Object.keys(otherDefaults)]);
   walk(qcpSchema, (node, path) => {
     if (node.default === undefined || node.type === "object") return;
-    assert.ok(covered.has(path), `${path} has a default (${JSON.stringify(node.default)}) that neither DEFAULTS nor this test knows`);
+    assert.ok(
+      covered.has(path),
+      `${path} has a default (${JSON.stringify(node.default)}) that neither DEFAULTS nor this test knows`,
+    );
     if (path in otherDefaults) assert.equal(node.default, otherDefaults[path], path);
   });
   // A nested default only applies when its parent object exists, so the parents default to {}.
-  for (const parent of ["spec.rolloutStrategy", "spec.rolloutStrategy.rollingUpdate", "spec.remediation", "spec.etcd"]) {
-    assert.deepEqual(at(qcpSchema, parent)?.default, {}, `${parent} must default to {} for its fields' defaults to apply`);
+  for (const parent of [
+    "spec.rolloutStrategy",
+    "spec.rolloutStrategy.rollingUpdate",
+    "spec.remediation",
+    "spec.etcd",
+  ]) {
+    assert.deepEqual(
+      at(qcpSchema, parent)?.default,
+      {},
+      `${parent} must default to {} for its fields' defaults to apply`,
+    );
   }
 });
 
 test("the template's spec validates and defaults exactly like the QuorumControlPlane's spec", () => {
   for (const field of ["rolloutStrategy", "rolloutAfter", "remediation", "etcd"]) {
-    assert.deepEqual(templateSpecSchema.properties?.[field], at(qcpSchema, `spec.${field}`), `template spec.template.spec.${field} differs`);
+    assert.deepEqual(
+      templateSpecSchema.properties?.[field],
+      at(qcpSchema, `spec.${field}`),
+      `template spec.template.spec.${field} differs`,
+    );
   }
   // Only difference allowed: nothing in a template's machineTemplate is required (a ClusterClass supplies the infrastructure).
   const { description: _qcpDescription, required, ...qcpMachineTemplate } = at(qcpSchema, "spec.machineTemplate")!;
-  const { description: _templateDescription, ...templateMachineTemplate } = templateSpecSchema.properties!.machineTemplate;
+  const { description: _templateDescription, ...templateMachineTemplate } =
+    templateSpecSchema.properties!.machineTemplate;
   assert.deepEqual(required, ["infrastructureRef", "bootstrapConfigTemplateRef"]);
   assert.deepEqual(templateMachineTemplate, qcpMachineTemplate);
   assert.equal(templateSpecSchema.properties?.replicas, undefined, "replicas comes from the Cluster topology");

@@ -2,7 +2,12 @@
 // compiler enforces it through DeepRequired), so comparing them with the CRD shows any field that exists on
 // one side only.
 import { API_VERSION, KIND, TEMPLATE_KIND } from "../../../src/api/constants.ts";
-import type { QuorumControlPlane, QuorumControlPlaneSpec, QuorumControlPlaneStatus, QuorumControlPlaneTemplate } from "../../../src/api/types.ts";
+import type {
+  QuorumControlPlane,
+  QuorumControlPlaneSpec,
+  QuorumControlPlaneStatus,
+  QuorumControlPlaneTemplate,
+} from "../../../src/api/types.ts";
 
 type DeepRequired<T> = T extends (infer Item)[]
   ? DeepRequired<Item>[]
@@ -74,8 +79,21 @@ export const completeStatus: DeepRequired<QuorumControlPlaneStatus> = {
   deprecated: { v1beta1: { conditions: [condition], readyReplicas: 2, updatedReplicas: 3, unavailableReplicas: 1 } },
   etcd: {
     members: [
-      { id: "8e9e05c52164694d", name: "qcp-1", machine: "qcp-1", node: "qcp-1", learner: false, healthy: true, leader: true, state: "voter", error: "",
-        firstObserved: "2026-03-01T09:00:00Z", startedObserved: "2026-03-01T09:00:03Z", raftAppliedIndex: 41230, lastProgress: "2026-03-01T10:00:04Z" },
+      {
+        id: "8e9e05c52164694d",
+        name: "qcp-1",
+        machine: "qcp-1",
+        node: "qcp-1",
+        learner: false,
+        healthy: true,
+        leader: true,
+        state: "voter",
+        error: "",
+        firstObserved: "2026-03-01T09:00:00Z",
+        startedObserved: "2026-03-01T09:00:03Z",
+        raftAppliedIndex: 41230,
+        lastProgress: "2026-03-01T10:00:04Z",
+      },
     ],
     quorum: { voters: 3, healthyVoters: 2, quorumSize: 2, failuresTolerated: 0 },
     lastObserved: "2026-03-01T10:00:05Z",
@@ -83,7 +101,8 @@ export const completeStatus: DeepRequired<QuorumControlPlaneStatus> = {
   },
   nextAction: {
     kind: "Wait",
-    message: "wait: etcd member m-2 (machine qcp-2) is unhealthy; no member is removed until it recovers or is remediated",
+    message:
+      "wait: etcd member m-2 (machine qcp-2) is unhealthy; no member is removed until it recovers or is remediated",
     blockedBy: "etcd member m-2 unhealthy",
     target: "qcp-2",
   },
@@ -120,7 +139,11 @@ export const minimalControlPlane: QuorumControlPlane = {
     version: "v1.33.2",
     machineTemplate: {
       infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "DockerMachineTemplate", name: "dev-cp" },
-      bootstrapConfigTemplateRef: { apiGroup: "bootstrap.cluster.x-k8s.io", kind: "KubeadmConfigTemplate", name: "dev-cp" },
+      bootstrapConfigTemplateRef: {
+        apiGroup: "bootstrap.cluster.x-k8s.io",
+        kind: "KubeadmConfigTemplate",
+        name: "dev-cp",
+      },
     },
   },
 };

@@ -47,7 +47,10 @@ export interface CrdVersion {
   served: boolean;
   storage: boolean;
   schema: { openAPIV3Schema: Schema };
-  subresources?: { status?: object; scale?: { specReplicasPath: string; statusReplicasPath: string; labelSelectorPath?: string } };
+  subresources?: {
+    status?: object;
+    scale?: { specReplicasPath: string; statusReplicasPath: string; labelSelectorPath?: string };
+  };
   additionalPrinterColumns?: PrinterColumn[];
 }
 
@@ -58,7 +61,14 @@ export interface Crd {
   spec: {
     group: string;
     scope: string;
-    names: { kind: string; listKind: string; plural: string; singular: string; shortNames?: string[]; categories?: string[] };
+    names: {
+      kind: string;
+      listKind: string;
+      plural: string;
+      singular: string;
+      shortNames?: string[];
+      categories?: string[];
+    };
     versions: CrdVersion[];
   };
 }
@@ -76,7 +86,8 @@ export function readKustomization(): { resources: string[] } {
 /** Calls visit for every schema node below root, with its path in `a.b[].c` form. */
 export function walk(root: Schema, visit: (node: Schema, path: string) => void, path = ""): void {
   visit(root, path);
-  for (const [name, child] of Object.entries(root.properties ?? {})) walk(child, visit, path ? `${path}.${name}` : name);
+  for (const [name, child] of Object.entries(root.properties ?? {}))
+    walk(child, visit, path ? `${path}.${name}` : name);
   if (root.items) walk(root.items, visit, `${path}[]`);
   if (typeof root.additionalProperties === "object") walk(root.additionalProperties, visit, `${path}{}`);
 }
@@ -94,7 +105,8 @@ export function at(root: Schema, path: string): Schema | undefined {
  */
 export function fieldNameDifferences(schema: Schema, sample: unknown, path: string): string[] {
   if (schema.type === "array") {
-    if (!Array.isArray(sample) || sample.length === 0) return [`${path}: the sample needs a non-empty array to compare its items`];
+    if (!Array.isArray(sample) || sample.length === 0)
+      return [`${path}: the sample needs a non-empty array to compare its items`];
     return fieldNameDifferences(schema.items ?? {}, sample[0], `${path}[]`);
   }
   if (schema.type !== "object" || schema.additionalProperties !== undefined) return [];
@@ -102,11 +114,17 @@ export function fieldNameDifferences(schema: Schema, sample: unknown, path: stri
   const inSchema = Object.keys(schema.properties ?? {});
   const inSample = Object.keys(sample);
   const differences = [
-    ...inSample.filter((name) => !inSchema.includes(name)).map((name) => `${path}.${name}: in src/api/types.ts but not in the CRD`),
-    ...inSchema.filter((name) => !inSample.includes(name)).map((name) => `${path}.${name}: in the CRD but not in src/api/types.ts`),
+    ...inSample
+      .filter((name) => !inSchema.includes(name))
+      .map((name) => `${path}.${name}: in src/api/types.ts but not in the CRD`),
+    ...inSchema
+      .filter((name) => !inSample.includes(name))
+      .map((name) => `${path}.${name}: in the CRD but not in src/api/types.ts`),
   ];
   for (const name of inSchema.filter((field) => inSample.includes(field))) {
-    differences.push(...fieldNameDifferences(schema.properties![name], (sample as Record<string, unknown>)[name], `${path}.${name}`));
+    differences.push(
+      ...fieldNameDifferences(schema.properties![name], (sample as Record<string, unknown>)[name], `${path}.${name}`),
+    );
   }
   return differences;
 }
@@ -122,31 +140,43 @@ export function structuralErrors(schema: Schema, value: unknown, path = ""): str
     case "object": {
       if (value === null || typeof value !== "object" || Array.isArray(value)) return [`${where}: expected an object`];
       const record = value as Record<string, unknown>;
-      for (const name of schema.required ?? []) if (record[name] === undefined) errors.push(`${where}.${name}: required`);
+      for (const name of schema.required ?? [])
+        if (record[name] === undefined) errors.push(`${where}.${name}: required`);
       for (const [name, child] of Object.entries(record)) {
         const childPath = path ? `${path}.${name}` : name;
-        const childSchema = schema.properties?.[name] ?? (typeof schema.additionalProperties === "object" ? schema.additionalProperties : undefined);
+        const childSchema =
+          schema.properties?.[name] ??
+          (typeof schema.additionalProperties === "object" ? schema.additionalProperties : undefined);
         if (childSchema) errors.push(...structuralErrors(childSchema, child, childPath));
-        else if (!(path === "" && name === "metadata") && !(schema.properties === undefined && schema.additionalProperties === undefined))
+        else if (
+          !(path === "" && name === "metadata") &&
+          !(schema.properties === undefined && schema.additionalProperties === undefined)
+        )
           errors.push(`${childPath}: unknown field (the apiserver would drop it)`);
       }
       break;
     }
     case "array":
       if (!Array.isArray(value)) return [`${where}: expected an array`];
-      if (schema.maxItems !== undefined && value.length > schema.maxItems) errors.push(`${where}: more than ${schema.maxItems} items`);
+      if (schema.maxItems !== undefined && value.length > schema.maxItems)
+        errors.push(`${where}: more than ${schema.maxItems} items`);
       value.forEach((item, index) => errors.push(...structuralErrors(schema.items ?? {}, item, `${path}[${index}]`)));
       break;
     case "string":
       if (typeof value !== "string") return [`${where}: expected a string`];
-      if (schema.minLength !== undefined && value.length < schema.minLength) errors.push(`${where}: shorter than ${schema.minLength}`);
-      if (schema.maxLength !== undefined && value.length > schema.maxLength) errors.push(`${where}: longer than ${schema.maxLength}`);
-      if (schema.pattern !== undefined && !new RegExp(schema.pattern).test(value)) errors.push(`${where}: does not match ${schema.pattern}`);
-      if (schema.format === "date-time" && Number.isNaN(Date.parse(value))) errors.push(`${where}: not an RFC 3339 date-time`);
+      if (schema.minLength !== undefined && value.length < schema.minLength)
+        errors.push(`${where}: shorter than ${schema.minLength}`);
+      if (schema.maxLength !== undefined && value.length > schema.maxLength)
+        errors.push(`${where}: longer than ${schema.maxLength}`);
+      if (schema.pattern !== undefined && !new RegExp(schema.pattern).test(value))
+        errors.push(`${where}: does not match ${schema.pattern}`);
+      if (schema.format === "date-time" && Number.isNaN(Date.parse(value)))
+        errors.push(`${where}: not an RFC 3339 date-time`);
       break;
     case "integer":
     case "number":
-      if (typeof value !== "number" || (schema.type === "integer" && !Number.isInteger(value))) return [`${where}: expected an ${schema.type}`];
+      if (typeof value !== "number" || (schema.type === "integer" && !Number.isInteger(value)))
+        return [`${where}: expected an ${schema.type}`];
       if (schema.minimum !== undefined && value < schema.minimum) errors.push(`${where}: below ${schema.minimum}`);
       if (schema.maximum !== undefined && value > schema.maximum) errors.push(`${where}: above ${schema.maximum}`);
       break;
@@ -154,7 +184,8 @@ export function structuralErrors(schema: Schema, value: unknown, path = ""): str
       if (typeof value !== "boolean") return [`${where}: expected a boolean`];
       break;
   }
-  if (schema.enum !== undefined && !schema.enum.includes(value)) errors.push(`${where}: ${JSON.stringify(value)} is not one of ${JSON.stringify(schema.enum)}`);
+  if (schema.enum !== undefined && !schema.enum.includes(value))
+    errors.push(`${where}: ${JSON.stringify(value)} is not one of ${JSON.stringify(schema.enum)}`);
   return errors;
 }
 

@@ -49,7 +49,18 @@ const qcp = {
   status: {
     replicas: 1,
     etcd: {
-      members: [{ id: "8e9e", name: "prod-cp-x", machine: "prod-cp-x", node: "prod-cp-x", learner: false, healthy: true, leader: true, state: "leader" }],
+      members: [
+        {
+          id: "8e9e",
+          name: "prod-cp-x",
+          machine: "prod-cp-x",
+          node: "prod-cp-x",
+          learner: false,
+          healthy: true,
+          leader: true,
+          state: "leader",
+        },
+      ],
       quorum: { voters: 1, healthyVoters: 1, quorumSize: 1, failuresTolerated: 0 },
     },
     nextAction: { kind: "Wait", message: "nothing to do" },
@@ -91,7 +102,9 @@ describe("quorum CLI", () => {
     const result = await run(["status", "team-a/prod-cp", "--kubeconfig", kubeconfig]);
     assert.equal(result.stderr, "");
     assert.equal(result.code, 0);
-    assert.deepEqual(requests, ["/apis/controlplane.cluster.x-k8s.io/v1beta1/namespaces/team-a/quorumcontrolplanes/prod-cp"]);
+    assert.deepEqual(requests, [
+      "/apis/controlplane.cluster.x-k8s.io/v1beta1/namespaces/team-a/quorumcontrolplanes/prod-cp",
+    ]);
     assert.match(result.stdout, /^prod-cp-x\s+prod-cp-x\s+prod-cp-x\s+8e9e\s+leader\s+healthy\s+leader$/m);
   });
 
@@ -100,14 +113,26 @@ describe("quorum CLI", () => {
     requests.length = 0;
     const result = await run(["status", "prod-cp", "--kubeconfig", kubeconfig]);
     assert.equal(result.code, 0);
-    assert.deepEqual(requests, ["/apis/controlplane.cluster.x-k8s.io/v1beta1/namespaces/team-a/quorumcontrolplanes/prod-cp"]);
+    assert.deepEqual(requests, [
+      "/apis/controlplane.cluster.x-k8s.io/v1beta1/namespaces/team-a/quorumcontrolplanes/prod-cp",
+    ]);
   });
 
   test("a QuorumControlPlane that does not exist is named, with the command that lists the existing ones", async () => {
-    answer = json(404, { kind: "Status", status: "Failure", reason: "NotFound", code: 404, message: 'quorumcontrolplanes "nope" not found', details: { name: "nope", kind: "quorumcontrolplanes" } });
+    answer = json(404, {
+      kind: "Status",
+      status: "Failure",
+      reason: "NotFound",
+      code: 404,
+      message: 'quorumcontrolplanes "nope" not found',
+      details: { name: "nope", kind: "quorumcontrolplanes" },
+    });
     const result = await run(["status", "team-a/nope", "--kubeconfig", kubeconfig]);
     assert.equal(result.code, 1);
-    assert.match(result.stderr, /QuorumControlPlane team-a\/nope was not found on http:\/\/127\.0\.0\.1:\d+: list the existing ones with `kubectl get qcp -A`/);
+    assert.match(
+      result.stderr,
+      /QuorumControlPlane team-a\/nope was not found on http:\/\/127\.0\.0\.1:\d+: list the existing ones with `kubectl get qcp -A`/,
+    );
   });
 
   test("an API server without Quorum's CRDs is reported as such, with how to install them", async () => {
@@ -117,14 +142,26 @@ describe("quorum CLI", () => {
     };
     const result = await run(["status", "team-a/prod-cp", "--kubeconfig", kubeconfig]);
     assert.equal(result.code, 1);
-    assert.match(result.stderr, /does not serve quorumcontrolplanes\.controlplane\.cluster\.x-k8s\.io\/v1beta1 .*clusterctl init --control-plane quorum/);
+    assert.match(
+      result.stderr,
+      /does not serve quorumcontrolplanes\.controlplane\.cluster\.x-k8s\.io\/v1beta1 .*clusterctl init --control-plane quorum/,
+    );
   });
 
   test("a refused request names the object and the permission needed", async () => {
-    answer = json(403, { kind: "Status", status: "Failure", reason: "Forbidden", code: 403, message: "user t cannot get quorumcontrolplanes" });
+    answer = json(403, {
+      kind: "Status",
+      status: "Failure",
+      reason: "Forbidden",
+      code: 403,
+      message: "user t cannot get quorumcontrolplanes",
+    });
     const result = await run(["status", "team-a/prod-cp", "--kubeconfig", kubeconfig]);
     assert.equal(result.code, 1);
-    assert.match(result.stderr, /reading QuorumControlPlane team-a\/prod-cp .* was refused \(HTTP 403\): user t cannot get quorumcontrolplanes; use credentials that may get/);
+    assert.match(
+      result.stderr,
+      /reading QuorumControlPlane team-a\/prod-cp .* was refused \(HTTP 403\): user t cannot get quorumcontrolplanes; use credentials that may get/,
+    );
   });
 
   test("an API server that does not answer is reported with its address and the kubeconfig hint", async () => {
@@ -136,7 +173,12 @@ describe("quorum CLI", () => {
     writeKubeconfig(file, port);
     const result = await run(["status", "team-a/prod-cp", "--kubeconfig", file]);
     assert.equal(result.code, 1);
-    assert.match(result.stderr, new RegExp(`cannot reach the API server http://127\\.0\\.0\\.1:${port} to read QuorumControlPlane team-a/prod-cp: .*ECONNREFUSED.*; check --kubeconfig`));
+    assert.match(
+      result.stderr,
+      new RegExp(
+        `cannot reach the API server http://127\\.0\\.0\\.1:${port} to read QuorumControlPlane team-a/prod-cp: .*ECONNREFUSED.*; check --kubeconfig`,
+      ),
+    );
   });
 
   test("a missing kubeconfig file is named", async () => {

@@ -3,7 +3,12 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { renderStatus } from "../../../src/cli/status.ts";
-import type { Condition, EtcdMemberStatus, QuorumControlPlane, QuorumControlPlaneStatus } from "../../../src/api/types.ts";
+import type {
+  Condition,
+  EtcdMemberStatus,
+  QuorumControlPlane,
+  QuorumControlPlaneStatus,
+} from "../../../src/api/types.ts";
 
 const now = new Date("2026-03-01T10:00:30Z");
 
@@ -12,7 +17,17 @@ function condition(type: string, status: Condition["status"], reason: string, me
 }
 
 function member(name: string, overrides: Partial<EtcdMemberStatus> = {}): EtcdMemberStatus {
-  return { id: `${name}-id`, name, machine: name, node: name, learner: false, healthy: true, leader: false, state: "voter", ...overrides };
+  return {
+    id: `${name}-id`,
+    name,
+    machine: name,
+    node: name,
+    learner: false,
+    healthy: true,
+    leader: false,
+    state: "voter",
+    ...overrides,
+  };
 }
 
 function controlPlane(status: QuorumControlPlaneStatus | undefined, replicas = 3): QuorumControlPlane {
@@ -25,7 +40,11 @@ function controlPlane(status: QuorumControlPlaneStatus | undefined, replicas = 3
       version: "v1.33.2",
       machineTemplate: {
         infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "ProcessMachineTemplate", name: "t" },
-        bootstrapConfigTemplateRef: { apiGroup: "bootstrap.cluster.x-k8s.io", kind: "ProcessBootstrapConfigTemplate", name: "t" },
+        bootstrapConfigTemplateRef: {
+          apiGroup: "bootstrap.cluster.x-k8s.io",
+          kind: "ProcessBootstrapConfigTemplate",
+          name: "t",
+        },
       },
     },
     ...(status ? { status } : {}),
@@ -57,10 +76,24 @@ describe("quorum status", () => {
     const output = renderStatus(controlPlane(healthy), { now });
     assert.match(output, /^QuorumControlPlane team-a\/prod-cp \(Cluster prod\), Kubernetes v1\.33\.2$/m);
     assert.match(output, /^Machines: 3 of 3 desired, 3 ready, 3 up to date$/m);
-    assert.match(output, /^etcd: 3 of 3 voters healthy, quorum 2, tolerates 1 failure; observed 2026-03-01T10:00:18Z \(12s ago\)$/m);
-    assert.deepEqual(row(output, "prod-cp-a"), ["prod-cp-a", "prod-cp-a", "prod-cp-a", "prod-cp-a-id", "leader", "healthy", "leader"]);
+    assert.match(
+      output,
+      /^etcd: 3 of 3 voters healthy, quorum 2, tolerates 1 failure; observed 2026-03-01T10:00:18Z \(12s ago\)$/m,
+    );
+    assert.deepEqual(row(output, "prod-cp-a"), [
+      "prod-cp-a",
+      "prod-cp-a",
+      "prod-cp-a",
+      "prod-cp-a-id",
+      "leader",
+      "healthy",
+      "leader",
+    ]);
     assert.deepEqual(row(output, "prod-cp-b").slice(4, 6), ["voter", "healthy"]);
-    const machinesInOrder = output.split("\n").filter((line) => line.startsWith("prod-cp-")).map((line) => line.split(/\s+/)[0]);
+    const machinesInOrder = output
+      .split("\n")
+      .filter((line) => line.startsWith("prod-cp-"))
+      .map((line) => line.split(/\s+/)[0]);
     assert.deepEqual(machinesInOrder, ["prod-cp-a", "prod-cp-b", "prod-cp-c"], "rows are sorted by Machine");
     assert.match(output, /^Next \(Wait\): nothing to do/m);
   });
@@ -73,20 +106,44 @@ describe("quorum status", () => {
           member("prod-cp-a", { leader: true, state: "leader" }),
           member("prod-cp-b"),
           member("prod-cp-c"),
-          { id: "9f1c", name: "old-node-7", learner: false, healthy: false, leader: false, state: "ghost: maps to no Machine for 6m", error: "connection refused" },
+          {
+            id: "9f1c",
+            name: "old-node-7",
+            learner: false,
+            healthy: false,
+            leader: false,
+            state: "ghost: maps to no Machine for 6m",
+            error: "connection refused",
+          },
         ],
         quorum: { voters: 4, healthyVoters: 3, quorumSize: 3, failuresTolerated: 0 },
         lastObserved: "2026-03-01T10:00:25Z",
       },
-      nextAction: { kind: "RemoveGhost", target: "old-node-7", message: "remove ghost member old-node-7: it maps to no Machine and does not answer" },
+      nextAction: {
+        kind: "RemoveGhost",
+        target: "old-node-7",
+        message: "remove ghost member old-node-7: it maps to no Machine and does not answer",
+      },
     };
     const output = renderStatus(controlPlane(status), { now });
-    assert.deepEqual(row(output, "-"), ["-", "-", "old-node-7", "9f1c", "voter", "UNHEALTHY", "ghost: maps to no Machine for 6m; error: connection refused"]);
+    assert.deepEqual(row(output, "-"), [
+      "-",
+      "-",
+      "old-node-7",
+      "9f1c",
+      "voter",
+      "UNHEALTHY",
+      "ghost: maps to no Machine for 6m; error: connection refused",
+    ]);
     assert.match(output, /tolerates NO further failure/);
     assert.match(output, /1 member maps to no Machine/);
     assert.match(output, /^Next \(RemoveGhost old-node-7\): remove ghost member old-node-7/m);
     const lines = output.split("\n");
-    assert.ok(lines.findIndex((line) => line.startsWith("old-node-7") || line.startsWith("- ")) > lines.findIndex((line) => line.startsWith("prod-cp-c")), "the ghost comes after the mapped members");
+    assert.ok(
+      lines.findIndex((line) => line.startsWith("old-node-7") || line.startsWith("- ")) >
+        lines.findIndex((line) => line.startsWith("prod-cp-c")),
+      "the ghost comes after the mapped members",
+    );
   });
 
   test("a joining learner shows as a learner with its catch-up progress, and the wait says what it waits for", () => {
@@ -94,11 +151,18 @@ describe("quorum status", () => {
       ...healthy,
       replicas: 4,
       etcd: {
-        members: [...healthy.etcd!.members!, member("prod-cp-d", { learner: true, healthy: true, state: "learner, 84% caught up" })],
+        members: [
+          ...healthy.etcd!.members!,
+          member("prod-cp-d", { learner: true, healthy: true, state: "learner, 84% caught up" }),
+        ],
         quorum: { voters: 3, healthyVoters: 3, quorumSize: 2, failuresTolerated: 1 },
         lastObserved: "2026-03-01T10:00:29Z",
       },
-      nextAction: { kind: "Wait", message: "wait: new member prod-cp-d is a learner, 84% caught up", blockedBy: "learner prod-cp-d has not caught up" },
+      nextAction: {
+        kind: "Wait",
+        message: "wait: new member prod-cp-d is a learner, 84% caught up",
+        blockedBy: "learner prod-cp-d has not caught up",
+      },
     };
     const output = renderStatus(controlPlane(status), { now });
     assert.deepEqual(row(output, "prod-cp-d").slice(4), ["learner", "healthy", "learner, 84% caught up"]);
@@ -112,32 +176,61 @@ describe("quorum status", () => {
       readyReplicas: 2,
       unavailableReplicas: 1,
       etcd: {
-        members: [member("prod-cp-a", { leader: true, state: "leader" }), member("prod-cp-b"), member("prod-cp-c", { healthy: false, state: "voter", error: "context deadline exceeded" })],
+        members: [
+          member("prod-cp-a", { leader: true, state: "leader" }),
+          member("prod-cp-b"),
+          member("prod-cp-c", { healthy: false, state: "voter", error: "context deadline exceeded" }),
+        ],
         quorum: { voters: 3, healthyVoters: 2, quorumSize: 2, failuresTolerated: 0 },
         lastObserved: "2026-03-01T10:00:20Z",
       },
-      nextAction: { kind: "Remediate", target: "prod-cp-c", message: "replace machine prod-cp-c: its member has not answered for 5m" },
-      conditions: [condition("EtcdClusterHealthy", "False", "MemberUnhealthy", "member prod-cp-c does not answer"), condition("Available", "True", "Available")],
+      nextAction: {
+        kind: "Remediate",
+        target: "prod-cp-c",
+        message: "replace machine prod-cp-c: its member has not answered for 5m",
+      },
+      conditions: [
+        condition("EtcdClusterHealthy", "False", "MemberUnhealthy", "member prod-cp-c does not answer"),
+        condition("Available", "True", "Available"),
+      ],
     };
     const output = renderStatus(controlPlane(status), { now });
-    assert.deepEqual(row(output, "prod-cp-c").slice(4), ["voter", "UNHEALTHY", "voter; error: context deadline exceeded"]);
+    assert.deepEqual(row(output, "prod-cp-c").slice(4), [
+      "voter",
+      "UNHEALTHY",
+      "voter; error: context deadline exceeded",
+    ]);
     assert.match(output, /^etcd: 2 of 3 voters healthy, quorum 2, tolerates NO further failure/m);
     assert.match(output, /^Machines: 3 of 3 desired, 2 ready, 3 up to date, 1 unavailable$/m);
     assert.match(output, /^EtcdClusterHealthy\s+False\s+MemberUnhealthy\s+member prod-cp-c does not answer$/m);
-    const conditionOrder = output.split("\n").filter((line) => /^(Available|EtcdClusterHealthy)\s/.test(line)).map((line) => line.split(/\s+/)[0]);
-    assert.deepEqual(conditionOrder, ["Available", "EtcdClusterHealthy"], "Available is listed first whatever the order in status");
+    const conditionOrder = output
+      .split("\n")
+      .filter((line) => /^(Available|EtcdClusterHealthy)\s/.test(line))
+      .map((line) => line.split(/\s+/)[0]);
+    assert.deepEqual(
+      conditionOrder,
+      ["Available", "EtcdClusterHealthy"],
+      "Available is listed first whatever the order in status",
+    );
   });
 
   test("a control plane with fewer healthy voters than its quorum is reported as having lost quorum", () => {
     const status: QuorumControlPlaneStatus = {
       ...healthy,
       etcd: {
-        members: [member("prod-cp-a", { leader: true, state: "leader" }), member("prod-cp-b", { healthy: false }), member("prod-cp-c", { healthy: false })],
+        members: [
+          member("prod-cp-a", { leader: true, state: "leader" }),
+          member("prod-cp-b", { healthy: false }),
+          member("prod-cp-c", { healthy: false }),
+        ],
         quorum: { voters: 3, healthyVoters: 1, quorumSize: 2, failuresTolerated: 0 },
         lastObserved: "2026-03-01T10:00:20Z",
       },
     };
-    assert.match(renderStatus(controlPlane(status), { now }), /^etcd: 1 of 3 voters healthy, quorum 2, QUORUM LOST: etcd accepts no writes/m);
+    assert.match(
+      renderStatus(controlPlane(status), { now }),
+      /^etcd: 1 of 3 voters healthy, quorum 2, QUORUM LOST: etcd accepts no writes/m,
+    );
   });
 
   test("when etcd cannot be reached the output says so, with the condition's reason and how stale the last reading is", () => {
@@ -145,8 +238,19 @@ describe("quorum status", () => {
       replicas: 3,
       readyReplicas: 0,
       etcd: { members: [], lastObserved: "2026-03-01T09:40:00Z" },
-      nextAction: { kind: "Wait", message: "wait: etcd does not answer on any of 3 endpoints", blockedBy: "etcd unreachable" },
-      conditions: [condition("EtcdClusterHealthy", "Unknown", "EtcdUnreachable", "no member answered within 2s: dial tcp 10.0.0.4:2379: connect: connection refused")],
+      nextAction: {
+        kind: "Wait",
+        message: "wait: etcd does not answer on any of 3 endpoints",
+        blockedBy: "etcd unreachable",
+      },
+      conditions: [
+        condition(
+          "EtcdClusterHealthy",
+          "Unknown",
+          "EtcdUnreachable",
+          "no member answered within 2s: dial tcp 10.0.0.4:2379: connect: connection refused",
+        ),
+      ],
     };
     const output = renderStatus(controlPlane(status), { now });
     assert.match(output, /^etcd: no quorum figures in status; observed 2026-03-01T09:40:00Z \(20m ago\)$/m);

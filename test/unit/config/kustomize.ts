@@ -17,7 +17,14 @@ export interface ManifestObject {
 
 /** $KUBECTL, then bin/kubectl (from `make deps`, when it provides one), then kubectl on PATH. */
 export function kubectlBinary(): string {
-  const candidates = [process.env.KUBECTL, join(repoRoot, "bin/kubectl"), ...(process.env.PATH ?? "").split(delimiter).filter(Boolean).map((dir) => join(dir, "kubectl"))];
+  const candidates = [
+    process.env.KUBECTL,
+    join(repoRoot, "bin/kubectl"),
+    ...(process.env.PATH ?? "")
+      .split(delimiter)
+      .filter(Boolean)
+      .map((dir) => join(dir, "kubectl")),
+  ];
   for (const candidate of candidates) {
     if (!candidate) continue;
     try {
@@ -27,7 +34,9 @@ export function kubectlBinary(): string {
       // Try the next place.
     }
   }
-  throw new Error("no kubectl found (KUBECTL, bin/kubectl, PATH): config/ is rendered with kubectl's built-in kustomize; install kubectl or set KUBECTL");
+  throw new Error(
+    "no kubectl found (KUBECTL, bin/kubectl, PATH): config/ is rendered with kubectl's built-in kustomize; install kubectl or set KUBECTL",
+  );
 }
 
 export function parseManifests(text: string, source: string): ManifestObject[] {
@@ -41,6 +50,9 @@ export function parseManifests(text: string, source: string): ManifestObject[] {
 
 /** `kubectl kustomize <dir>` parsed into objects; `dir` is relative to the repo root. */
 export function kustomize(dir: string): ManifestObject[] {
-  const text = execFileSync(kubectlBinary(), ["kustomize", join(repoRoot, dir)], { encoding: "utf8", maxBuffer: 64 * 1024 * 1024 });
+  const text = execFileSync(kubectlBinary(), ["kustomize", join(repoRoot, dir)], {
+    encoding: "utf8",
+    maxBuffer: 64 * 1024 * 1024,
+  });
   return parseManifests(text, `kubectl kustomize ${dir}`);
 }

@@ -57,7 +57,9 @@ function grants(rules: PolicyRule[]): Set<string> {
   const granted = new Set<string>();
   for (const rule of rules) {
     const names = rule.resourceNames?.length ? rule.resourceNames.map((name) => ` ${name}`) : [""];
-    for (const group of rule.apiGroups ?? []) for (const resource of rule.resources ?? []) for (const name of names) for (const verb of rule.verbs) granted.add(`${group}/${resource}${name} ${verb}`);
+    for (const group of rule.apiGroups ?? [])
+      for (const resource of rule.resources ?? [])
+        for (const name of names) for (const verb of rule.verbs) granted.add(`${group}/${resource}${name} ${verb}`);
   }
   return granted;
 }
@@ -73,14 +75,24 @@ function labelsMatch(labels: Record<string, string> | undefined, selector: Recor
 /** The rules a ServiceAccount gets from ClusterRoleBindings, with aggregation resolved as the API server does. */
 function effectiveRules(objects: ManifestObject[], namespace: string, serviceAccount: string): PolicyRule[] {
   const roles = objects.filter((o): o is ClusterRole => o.kind === "ClusterRole");
-  const bindings = objects.filter((o) => o.kind === "ClusterRoleBinding") as (ManifestObject & { roleRef: { name: string }; subjects: { kind: string; name: string; namespace?: string }[] })[];
-  const bound = bindings.filter((b) => b.subjects.some((s) => s.kind === "ServiceAccount" && s.name === serviceAccount && s.namespace === namespace));
+  const bindings = objects.filter((o) => o.kind === "ClusterRoleBinding") as (ManifestObject & {
+    roleRef: { name: string };
+    subjects: { kind: string; name: string; namespace?: string }[];
+  })[];
+  const bound = bindings.filter((b) =>
+    b.subjects.some((s) => s.kind === "ServiceAccount" && s.name === serviceAccount && s.namespace === namespace),
+  );
   return bound.flatMap((binding) => {
     const role = roles.find((r) => r.metadata.name === binding.roleRef.name);
-    assert.ok(role, `ClusterRoleBinding ${binding.metadata.name} refers to missing ClusterRole ${binding.roleRef.name}`);
+    assert.ok(
+      role,
+      `ClusterRoleBinding ${binding.metadata.name} refers to missing ClusterRole ${binding.roleRef.name}`,
+    );
     if (!role.aggregationRule) return role.rules ?? [];
     const selectors = role.aggregationRule.clusterRoleSelectors.map((s) => s.matchLabels);
-    return roles.filter((r) => r !== role && selectors.some((selector) => labelsMatch(r.metadata.labels, selector))).flatMap((r) => r.rules ?? []);
+    return roles
+      .filter((r) => r !== role && selectors.some((selector) => labelsMatch(r.metadata.labels, selector)))
+      .flatMap((r) => r.rules ?? []);
   });
 }
 
@@ -96,10 +108,25 @@ interface Container {
   livenessProbe?: { httpGet?: { path: string; port: string | number } };
   readinessProbe?: { httpGet?: { path: string; port: string | number } };
   resources?: { requests?: Record<string, string> };
-  securityContext?: { runAsNonRoot?: boolean; runAsUser?: number; readOnlyRootFilesystem?: boolean; allowPrivilegeEscalation?: boolean; privileged?: boolean; capabilities?: { drop?: string[] } };
+  securityContext?: {
+    runAsNonRoot?: boolean;
+    runAsUser?: number;
+    readOnlyRootFilesystem?: boolean;
+    allowPrivilegeEscalation?: boolean;
+    privileged?: boolean;
+    capabilities?: { drop?: string[] };
+  };
 }
 interface Deployment extends ManifestObject {
-  spec: { template: { spec: { serviceAccountName: string; securityContext?: { runAsNonRoot?: boolean; runAsUser?: number }; containers: Container[] } } };
+  spec: {
+    template: {
+      spec: {
+        serviceAccountName: string;
+        securityContext?: { runAsNonRoot?: boolean; runAsUser?: number };
+        containers: Container[];
+      };
+    };
+  };
 }
 
 describe("install manifests", () => {
@@ -124,7 +151,10 @@ describe("install manifests", () => {
     for (const role of roles) {
       for (const rule of role.rules ?? []) {
         for (const field of ["apiGroups", "resources", "verbs", "resourceNames"] as const) {
-          assert.ok(!(rule[field] ?? []).some((value) => value.includes("*")), `ClusterRole ${role.metadata.name} has "*" in ${field}: ${JSON.stringify(rule)}`);
+          assert.ok(
+            !(rule[field] ?? []).some((value) => value.includes("*")),
+            `ClusterRole ${role.metadata.name} has "*" in ${field}: ${JSON.stringify(rule)}`,
+          );
         }
       }
     }
@@ -133,38 +163,87 @@ describe("install manifests", () => {
   test("the controller's ServiceAccount is granted exactly the calls the controller makes, nothing more", () => {
     const { deployment } = manager();
     const account = deployment.spec.template.spec.serviceAccountName;
-    assert.ok(byKind(installed, "ServiceAccount").some((sa) => sa.metadata.name === account && sa.metadata.namespace === "quorum-system"), `ServiceAccount ${account} is installed`);
+    assert.ok(
+      byKind(installed, "ServiceAccount").some(
+        (sa) => sa.metadata.name === account && sa.metadata.namespace === "quorum-system",
+      ),
+      `ServiceAccount ${account} is installed`,
+    );
     const granted = grants(effectiveRules(installed, "quorum-system", account));
     const wanted = expected(CONTROLLER_CALLS);
-    assert.deepEqual([...wanted].filter((g) => !granted.has(g)), [], "missing grants");
-    assert.deepEqual([...granted].filter((g) => !wanted.has(g)), [], "grants the controller does not use");
+    assert.deepEqual(
+      [...wanted].filter((g) => !granted.has(g)),
+      [],
+      "missing grants",
+    );
+    assert.deepEqual(
+      [...granted].filter((g) => !wanted.has(g)),
+      [],
+      "grants the controller does not use",
+    );
   });
 
   test("the controller may create and renew its Lease only in its own namespace, through a Role", () => {
     const { deployment } = manager();
     const account = deployment.spec.template.spec.serviceAccountName;
     const roles = byKind<ClusterRole>(installed, "Role");
-    const bindings = byKind<ManifestObject & { roleRef: { kind: string; name: string }; subjects: { kind: string; name: string; namespace?: string }[] }>(installed, "RoleBinding");
-    const bound = bindings.filter((b) => b.metadata.namespace === "quorum-system" && b.subjects.some((s) => s.kind === "ServiceAccount" && s.name === account && s.namespace === "quorum-system"));
-    const rules = bound.flatMap((binding) => roles.find((role) => role.kind === binding.roleRef.kind && role.metadata.name === binding.roleRef.name && role.metadata.namespace === "quorum-system")?.rules ?? []);
+    const bindings = byKind<
+      ManifestObject & {
+        roleRef: { kind: string; name: string };
+        subjects: { kind: string; name: string; namespace?: string }[];
+      }
+    >(installed, "RoleBinding");
+    const bound = bindings.filter(
+      (b) =>
+        b.metadata.namespace === "quorum-system" &&
+        b.subjects.some((s) => s.kind === "ServiceAccount" && s.name === account && s.namespace === "quorum-system"),
+    );
+    const rules = bound.flatMap(
+      (binding) =>
+        roles.find(
+          (role) =>
+            role.kind === binding.roleRef.kind &&
+            role.metadata.name === binding.roleRef.name &&
+            role.metadata.namespace === "quorum-system",
+        )?.rules ?? [],
+    );
     assert.deepEqual([...grants(rules)].sort(), [...expected(LEADER_ELECTION_CALLS)].sort());
-    assert.equal(parseFlags(manager().container.args ?? [], {}).leaderElectionId, "quorum-controller-leader", "the Role names the Lease the Deployment uses");
+    assert.equal(
+      parseFlags(manager().container.args ?? [], {}).leaderElectionId,
+      "quorum-controller-leader",
+      "the Role names the Lease the Deployment uses",
+    );
   });
 
   test("the process provider's sample ClusterRole extends the controller's role through the aggregation label", () => {
     const { deployment } = manager();
-    const granted = grants(effectiveRules([...installed, ...samples], "quorum-system", deployment.spec.template.spec.serviceAccountName));
+    const granted = grants(
+      effectiveRules([...installed, ...samples], "quorum-system", deployment.spec.template.spec.serviceAccountName),
+    );
     const wanted = new Set([...expected(CONTROLLER_CALLS), ...expected(PROCESS_PROVIDER_CALLS)]);
-    assert.deepEqual([...wanted].filter((g) => !granted.has(g)), [], "missing grants");
-    assert.deepEqual([...granted].filter((g) => !wanted.has(g)), [], "extra grants");
+    assert.deepEqual(
+      [...wanted].filter((g) => !granted.has(g)),
+      [],
+      "missing grants",
+    );
+    assert.deepEqual(
+      [...granted].filter((g) => !wanted.has(g)),
+      [],
+      "extra grants",
+    );
   });
 
   test("CAPI's core manager gets QuorumControlPlanes through the cluster.x-k8s.io/aggregate-to-manager label", () => {
-    const forCapi = byKind<ClusterRole>(installed, "ClusterRole").filter((r) => r.metadata.labels?.["cluster.x-k8s.io/aggregate-to-manager"] === "true");
+    const forCapi = byKind<ClusterRole>(installed, "ClusterRole").filter(
+      (r) => r.metadata.labels?.["cluster.x-k8s.io/aggregate-to-manager"] === "true",
+    );
     assert.equal(forCapi.length, 1);
     const granted = grants(forCapi[0].rules ?? []);
     for (const verb of ["get", "list", "watch", "patch", "update"]) {
-      assert.ok(granted.has(`controlplane.cluster.x-k8s.io/quorumcontrolplanes ${verb}`), `CAPI may ${verb} quorumcontrolplanes`);
+      assert.ok(
+        granted.has(`controlplane.cluster.x-k8s.io/quorumcontrolplanes ${verb}`),
+        `CAPI may ${verb} quorumcontrolplanes`,
+      );
     }
     assert.ok(granted.has("controlplane.cluster.x-k8s.io/quorumcontrolplanetemplates get"));
   });
@@ -173,13 +252,29 @@ describe("install manifests", () => {
     const clusterScoped = new Set(["Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding"]);
     for (const object of installed) {
       const id = `${object.kind} ${object.metadata.name}`;
-      assert.equal(object.metadata.labels?.["cluster.x-k8s.io/provider"], "control-plane-quorum", `${id} has the provider label`);
+      assert.equal(
+        object.metadata.labels?.["cluster.x-k8s.io/provider"],
+        "control-plane-quorum",
+        `${id} has the provider label`,
+      );
       if (clusterScoped.has(object.kind)) assert.equal(object.metadata.namespace, undefined, `${id} is cluster-scoped`);
       else assert.equal(object.metadata.namespace, "quorum-system", `${id} is in quorum-system`);
-      if (object.kind !== "CustomResourceDefinition") assert.match(object.metadata.name, /^quorum-/, `${id} has the quorum- prefix`);
+      if (object.kind !== "CustomResourceDefinition")
+        assert.match(object.metadata.name, /^quorum-/, `${id} has the quorum- prefix`);
     }
-    assert.deepEqual(byKind(installed, "Namespace").map((n) => n.metadata.name), ["quorum-system"]);
-    assert.deepEqual(byKind(installed, "CustomResourceDefinition").map((c) => c.metadata.name).sort(), ["quorumcontrolplanes.controlplane.cluster.x-k8s.io", "quorumcontrolplanetemplates.controlplane.cluster.x-k8s.io"]);
+    assert.deepEqual(
+      byKind(installed, "Namespace").map((n) => n.metadata.name),
+      ["quorum-system"],
+    );
+    assert.deepEqual(
+      byKind(installed, "CustomResourceDefinition")
+        .map((c) => c.metadata.name)
+        .sort(),
+      [
+        "quorumcontrolplanes.controlplane.cluster.x-k8s.io",
+        "quorumcontrolplanetemplates.controlplane.cluster.x-k8s.io",
+      ],
+    );
   });
 
   test("the manager runs as a non-root user with a read-only root filesystem, no privilege escalation and no capabilities", () => {
@@ -198,7 +293,8 @@ describe("install manifests", () => {
     const { container } = manager();
     assert.deepEqual(container.command, ["node", "dist/main.js"]);
     const flags = parseFlags(container.args ?? [], {});
-    const portNamed = (name: string | number) => (typeof name === "number" ? name : container.ports?.find((p) => p.name === name)?.containerPort);
+    const portNamed = (name: string | number) =>
+      typeof name === "number" ? name : container.ports?.find((p) => p.name === name)?.containerPort;
     const health = parseBindAddress("--health-probe-bind-address", flags.healthProbeBindAddress);
     const metrics = parseBindAddress("--metrics-bind-address", flags.metricsBindAddress);
     assert.ok(health && metrics);
@@ -220,25 +316,55 @@ describe("install manifests", () => {
   });
 
   test("the samples reference objects that exist in the samples, in CAPI v1beta2 and kubeadm's v1beta2", () => {
-    const clusters = byKind<ManifestObject & { spec: { controlPlaneRef: { apiGroup: string; kind: string; name: string }; infrastructureRef: { apiGroup: string; kind: string; name: string } } }>(samples, "Cluster");
+    const clusters = byKind<
+      ManifestObject & {
+        spec: {
+          controlPlaneRef: { apiGroup: string; kind: string; name: string };
+          infrastructureRef: { apiGroup: string; kind: string; name: string };
+        };
+      }
+    >(samples, "Cluster");
     assert.equal(clusters.length, 2);
     const find = (namespace: string | undefined, apiGroup: string, kind: string, name: string) =>
-      samples.find((o) => o.kind === kind && o.metadata.name === name && o.metadata.namespace === namespace && o.apiVersion.startsWith(`${apiGroup}/`));
+      samples.find(
+        (o) =>
+          o.kind === kind &&
+          o.metadata.name === name &&
+          o.metadata.namespace === namespace &&
+          o.apiVersion.startsWith(`${apiGroup}/`),
+      );
     for (const cluster of clusters) {
       assert.equal(cluster.apiVersion, "cluster.x-k8s.io/v1beta2");
       const { controlPlaneRef, infrastructureRef } = cluster.spec;
-      const controlPlane = find(cluster.metadata.namespace, controlPlaneRef.apiGroup, controlPlaneRef.kind, controlPlaneRef.name) as ManifestObject & { spec: { machineTemplate: Record<string, { apiGroup: string; kind: string; name: string }> } };
+      const controlPlane = find(
+        cluster.metadata.namespace,
+        controlPlaneRef.apiGroup,
+        controlPlaneRef.kind,
+        controlPlaneRef.name,
+      ) as ManifestObject & {
+        spec: { machineTemplate: Record<string, { apiGroup: string; kind: string; name: string }> };
+      };
       assert.ok(controlPlane, `Cluster ${cluster.metadata.name}'s controlPlaneRef resolves`);
       assert.equal(controlPlane.kind, "QuorumControlPlane");
-      assert.ok(find(cluster.metadata.namespace, infrastructureRef.apiGroup, infrastructureRef.kind, infrastructureRef.name), `Cluster ${cluster.metadata.name}'s infrastructureRef resolves`);
+      assert.ok(
+        find(cluster.metadata.namespace, infrastructureRef.apiGroup, infrastructureRef.kind, infrastructureRef.name),
+        `Cluster ${cluster.metadata.name}'s infrastructureRef resolves`,
+      );
       for (const field of ["infrastructureRef", "bootstrapConfigTemplateRef"]) {
         const ref = controlPlane.spec.machineTemplate[field];
-        assert.ok(find(cluster.metadata.namespace, ref.apiGroup, ref.kind, ref.name), `${controlPlane.metadata.name} ${field} resolves`);
+        assert.ok(
+          find(cluster.metadata.namespace, ref.apiGroup, ref.kind, ref.name),
+          `${controlPlane.metadata.name} ${field} resolves`,
+        );
       }
     }
     const kinds = samples.map((o) => `${o.apiVersion} ${o.kind}`);
     assert.ok(kinds.includes("bootstrap.cluster.x-k8s.io/v1beta2 KubeadmConfigTemplate"));
-    for (const kind of ["infrastructure.cluster.x-k8s.io/v1alpha1 ProcessCluster", "infrastructure.cluster.x-k8s.io/v1alpha1 ProcessMachineTemplate", "bootstrap.cluster.x-k8s.io/v1alpha1 ProcessBootstrapConfigTemplate"]) {
+    for (const kind of [
+      "infrastructure.cluster.x-k8s.io/v1alpha1 ProcessCluster",
+      "infrastructure.cluster.x-k8s.io/v1alpha1 ProcessMachineTemplate",
+      "bootstrap.cluster.x-k8s.io/v1alpha1 ProcessBootstrapConfigTemplate",
+    ]) {
       assert.ok(kinds.includes(kind), kind);
     }
   });
@@ -249,7 +375,10 @@ describe("clusterctl release artefacts", () => {
   let components: string;
   before(() => {
     outDir = mkdtempSync(join(tmpdir(), "quorum-release-"));
-    execFileSync("bash", [join(repoRoot, "hack/release-manifests.sh")], { env: { ...process.env, OUT_DIR: outDir, KUBECTL: kubectlBinary() }, stdio: "pipe" });
+    execFileSync("bash", [join(repoRoot, "hack/release-manifests.sh")], {
+      env: { ...process.env, OUT_DIR: outDir, KUBECTL: kubectlBinary() },
+      stdio: "pipe",
+    });
     components = readFileSync(join(outDir, "control-plane-components.yaml"), "utf8");
   });
   after(() => rmSync(outDir, { recursive: true, force: true }));
@@ -257,13 +386,28 @@ describe("clusterctl release artefacts", () => {
   test("every object in the components file carries cluster.x-k8s.io/provider: control-plane-quorum", () => {
     const objects = parseManifests(components, "control-plane-components.yaml");
     assert.ok(objects.length >= 9);
-    for (const object of objects) assert.equal(object.metadata.labels?.["cluster.x-k8s.io/provider"], "control-plane-quorum", `${object.kind} ${object.metadata.name}`);
+    for (const object of objects)
+      assert.equal(
+        object.metadata.labels?.["cluster.x-k8s.io/provider"],
+        "control-plane-quorum",
+        `${object.kind} ${object.metadata.name}`,
+      );
   });
 
   test("the components file has a clusterctl variable with a default for the image and each tunable flag", () => {
     const variables = [...components.matchAll(/\$\{([A-Z0-9_]+):=([^}]*)\}/g)].map((match) => match[1]).sort();
-    assert.deepEqual(variables, ["QUORUM_CONCURRENCY", "QUORUM_ETCD_POLL_INTERVAL", "QUORUM_IMAGE", "QUORUM_LOG_FORMAT", "QUORUM_LOG_LEVEL"]);
-    assert.doesNotMatch(components.replace(/\$\{[A-Z0-9_]+:=[^}]*\}/g, ""), /\$\{/, "no variable without a default (clusterctl would demand it)");
+    assert.deepEqual(variables, [
+      "QUORUM_CONCURRENCY",
+      "QUORUM_ETCD_POLL_INTERVAL",
+      "QUORUM_IMAGE",
+      "QUORUM_LOG_FORMAT",
+      "QUORUM_LOG_LEVEL",
+    ]);
+    assert.doesNotMatch(
+      components.replace(/\$\{[A-Z0-9_]+:=[^}]*\}/g, ""),
+      /\$\{/,
+      "no variable without a default (clusterctl would demand it)",
+    );
   });
 
   test("with every variable at its default the components file is exactly config/default", () => {
@@ -272,10 +416,21 @@ describe("clusterctl release artefacts", () => {
   });
 
   test("metadata.yaml maps this release's major.minor to the v1beta2 contract", () => {
-    const metadata = parse(readFileSync(join(outDir, "metadata.yaml"), "utf8")) as { apiVersion: string; kind: string; releaseSeries: { major: number; minor: number; contract: string }[] };
-    const [major, minor] = (JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { version: string }).version.split(".").map(Number);
+    const metadata = parse(readFileSync(join(outDir, "metadata.yaml"), "utf8")) as {
+      apiVersion: string;
+      kind: string;
+      releaseSeries: { major: number; minor: number; contract: string }[];
+    };
+    const [major, minor] = (
+      JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { version: string }
+    ).version
+      .split(".")
+      .map(Number);
     assert.equal(metadata.apiVersion, "clusterctl.cluster.x-k8s.io/v1alpha3");
     assert.equal(metadata.kind, "Metadata");
-    assert.deepEqual(metadata.releaseSeries.find((series) => series.major === major && series.minor === minor), { major, minor, contract: "v1beta2" });
+    assert.deepEqual(
+      metadata.releaseSeries.find((series) => series.major === major && series.minor === minor),
+      { major, minor, contract: "v1beta2" },
+    );
   });
 });

@@ -21,10 +21,16 @@ describe("QUORUM_CRASH_AFTER", () => {
     const injector = crashInjectorFromEnv("RemoveMember:2", exit);
     injector.afterAction("RemoveMember");
     injector.afterAction("DeleteMachine");
-    assert.throws(() => injector.afterAction("RemoveMember"), (error: unknown) => error instanceof Exited && error.code === 137);
+    assert.throws(
+      () => injector.afterAction("RemoveMember"),
+      (error: unknown) => error instanceof Exited && error.code === 137,
+    );
   });
 
   it("rejects an unknown action kind with the list of valid ones", () => {
-    assert.throws(() => crashInjectorFromEnv("Explode:1", exit), /QUORUM_CRASH_AFTER="Explode:1" is invalid: use <action>:<n> with an action among CreateMachine/);
+    assert.throws(
+      () => crashInjectorFromEnv("Explode:1", exit),
+      /QUORUM_CRASH_AFTER="Explode:1" is invalid: use <action>:<n> with an action among CreateMachine/,
+    );
   });
 });

@@ -5,13 +5,42 @@ import type { EtcdClusterClient, EtcdMember, EtcdMemberStatus } from "../../../s
 import { observeEtcd, toEtcdView, type EtcdObservation } from "../../../src/controller/etcd-view.ts";
 
 const members: EtcdMember[] = [
-  { id: "11", name: "cp-a", peerURLs: ["https://10.0.0.1:2380"], clientURLs: ["https://10.0.0.1:2379"], learner: false },
-  { id: "22", name: "cp-b", peerURLs: ["https://10.0.0.2:2380"], clientURLs: ["https://10.0.0.2:2379"], learner: false },
+  {
+    id: "11",
+    name: "cp-a",
+    peerURLs: ["https://10.0.0.1:2380"],
+    clientURLs: ["https://10.0.0.1:2379"],
+    learner: false,
+  },
+  {
+    id: "22",
+    name: "cp-b",
+    peerURLs: ["https://10.0.0.2:2380"],
+    clientURLs: ["https://10.0.0.2:2379"],
+    learner: false,
+  },
   { id: "33", name: "", peerURLs: ["https://10.0.0.3:2380"], clientURLs: [], learner: true },
 ];
 const statuses: EtcdMemberStatus[] = [
-  { memberId: "11", endpoint: "https://10.0.0.1:2379", reachable: true, leader: true, leaderId: "11", raftTerm: 3, raftIndex: 100, raftAppliedIndex: 100, dbSize: 20480, errors: [] },
-  { memberId: "22", endpoint: "https://10.0.0.2:2379", reachable: false, leader: false, errors: ["no answer within 1000 ms"] },
+  {
+    memberId: "11",
+    endpoint: "https://10.0.0.1:2379",
+    reachable: true,
+    leader: true,
+    leaderId: "11",
+    raftTerm: 3,
+    raftIndex: 100,
+    raftAppliedIndex: 100,
+    dbSize: 20480,
+    errors: [],
+  },
+  {
+    memberId: "22",
+    endpoint: "https://10.0.0.2:2379",
+    reachable: false,
+    leader: false,
+    errors: ["no answer within 1000 ms"],
+  },
   { memberId: "33", reachable: false, leader: false, errors: ["member has not started yet (no client URLs)"] },
 ];
 const observation: EtcdObservation = { members, statuses, alarms: [{ memberId: "11", alarm: "NOSPACE" }] };
@@ -39,7 +68,15 @@ describe("etcd view", () => {
     assert.equal(view.observed, true);
     assert.deepEqual(view.alarms, [{ memberId: "11", alarm: "NOSPACE" }]);
     assert.deepEqual(
-      view.members.map((member) => [member.id, member.name, member.learner, member.reachable, member.leader, member.raftAppliedIndex, member.errors]),
+      view.members.map((member) => [
+        member.id,
+        member.name,
+        member.learner,
+        member.reachable,
+        member.leader,
+        member.raftAppliedIndex,
+        member.errors,
+      ]),
       [
         ["11", "cp-a", false, true, true, 100, []],
         ["22", "cp-b", false, false, false, undefined, ["no answer within 1000 ms"]],
@@ -51,13 +88,20 @@ describe("etcd view", () => {
   it("reports an unobserved membership with the reason when no endpoint answered", async () => {
     const failing = fakeClient({
       listMembers: async () => {
-        throw new EndpointUnreachableError("etcd of cluster team-a/prod", new Map([["https://10.0.0.1:2379", "connection refused"]]), 1000);
+        throw new EndpointUnreachableError(
+          "etcd of cluster team-a/prod",
+          new Map([["https://10.0.0.1:2379", "connection refused"]]),
+          1000,
+        );
       },
     });
     const view = toEtcdView(await observeEtcd(failing));
     assert.equal(view.observed, false);
     assert.deepEqual(view.members, []);
-    assert.match(view.error ?? "", /etcd of cluster team-a\/prod: no endpoint answered within 1000 ms \(https:\/\/10\.0\.0\.1:2379: connection refused\)/);
+    assert.match(
+      view.error ?? "",
+      /etcd of cluster team-a\/prod: no endpoint answered within 1000 ms \(https:\/\/10\.0\.0\.1:2379: connection refused\)/,
+    );
   });
 
   it("treats alarms it could not read as an unknown alarm rather than as no alarm", async () => {

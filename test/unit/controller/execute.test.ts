@@ -6,10 +6,12 @@ import { buildSnapshot } from "../../../src/controller/snapshot-builder.ts";
 import { cluster, controlPlane, machine } from "./fixtures.ts";
 
 function recordingManagement(calls: string[]): ManagementApi {
-  const record = (name: string) => async (...args: unknown[]) => {
-    calls.push(`${name} ${JSON.stringify(args.slice(-2))}`);
-    return undefined as never;
-  };
+  const record =
+    (name: string) =>
+    async (...args: unknown[]) => {
+      calls.push(`${name} ${JSON.stringify(args.slice(-2))}`);
+      return undefined as never;
+    };
   return {
     getControlPlane: record("getControlPlane"),
     getCluster: record("getCluster"),
@@ -33,8 +35,22 @@ function context(calls: string[], last?: { machine: string; time: string; retryC
   const qcp = controlPlane();
   if (last) qcp.status = { lastRemediation: last };
   const machines = [machine("cp-a")];
-  const snapshot = buildSnapshot({ now: Date.parse("2026-11-29T12:00:00Z"), controlPlane: qcp, cluster: cluster(), machines, nodes: [], etcd: { observed: true, members: [], alarms: [] } });
-  return { controlPlane: qcp, clusterName: "c1", machines, snapshot, management: recordingManagement(calls), etcd: async () => assert.fail("no etcd call expected") };
+  const snapshot = buildSnapshot({
+    now: Date.parse("2026-11-29T12:00:00Z"),
+    controlPlane: qcp,
+    cluster: cluster(),
+    machines,
+    nodes: [],
+    etcd: { observed: true, members: [], alarms: [] },
+  });
+  return {
+    controlPlane: qcp,
+    clusterName: "c1",
+    machines,
+    snapshot,
+    management: recordingManagement(calls),
+    etcd: async () => assert.fail("no etcd call expected"),
+  };
 }
 
 describe("executor", () => {
@@ -48,13 +64,19 @@ describe("executor", () => {
 
   it("keeps the retry count when it remediates the same Machine again after a crash", async () => {
     const calls: string[] = [];
-    await execute({ kind: "Remediate", machine: "cp-a", reason: "test" }, context(calls, { machine: "cp-a", time: "2026-11-29T11:59:00Z", retryCount: 2 }));
+    await execute(
+      { kind: "Remediate", machine: "cp-a", reason: "test" },
+      context(calls, { machine: "cp-a", time: "2026-11-29T11:59:00Z", retryCount: 2 }),
+    );
     assert.match(calls[0], /"machine":"cp-a","time":"2026-11-29T11:59:00.000Z","retryCount":2/);
   });
 
   it("counts a new retry when another Machine is remediated within the healthy period", async () => {
     const calls: string[] = [];
-    await execute({ kind: "Remediate", machine: "cp-a", reason: "test" }, context(calls, { machine: "cp-old", time: "2026-11-29T11:50:00Z", retryCount: 1 }));
+    await execute(
+      { kind: "Remediate", machine: "cp-a", reason: "test" },
+      context(calls, { machine: "cp-old", time: "2026-11-29T11:50:00Z", retryCount: 1 }),
+    );
     assert.match(calls[0], /"retryCount":2/);
   });
 });

@@ -9,7 +9,17 @@ import type { QuorumControlPlane } from "../../../src/api/types.ts";
 const KEY = "ns/cp";
 
 function object(name: string, resourceVersion: string, extra: Partial<KubeObject["metadata"]> = {}): KubeObject {
-  return { apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Machine", metadata: { name, namespace: "ns", resourceVersion, labels: { "cluster.x-k8s.io/control-plane-name": "cp" }, ...extra } };
+  return {
+    apiVersion: "cluster.x-k8s.io/v1beta2",
+    kind: "Machine",
+    metadata: {
+      name,
+      namespace: "ns",
+      resourceVersion,
+      labels: { "cluster.x-k8s.io/control-plane-name": "cp" },
+      ...extra,
+    },
+  };
 }
 
 /** Caches the test edits directly, as watch events would. */
@@ -41,7 +51,10 @@ function fakeApi(): ManagementApi & { created: string[] } {
     deleteMachine: async () => {},
     patchAnnotations: async () => String(++version),
     setFinalizers: async () => String(++version),
-    patchStatus: async (controlPlane) => ({ ...controlPlane, metadata: { ...controlPlane.metadata, resourceVersion: String(++version) } }),
+    patchStatus: async (controlPlane) => ({
+      ...controlPlane,
+      metadata: { ...controlPlane.metadata, resourceVersion: String(++version) },
+    }),
     event: async () => {},
   };
 }
@@ -52,7 +65,11 @@ describe("reads from the informer caches with read-your-writes", () => {
     const expectations = new Expectations(() => now);
     const { machines, caches } = fakeCaches();
     const management = cachedManagement(fakeApi(), caches, expectations, KEY);
-    await management.createIfAbsent({ apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Machine", metadata: { name: "cp-1", namespace: "ns" } });
+    await management.createIfAbsent({
+      apiVersion: "cluster.x-k8s.io/v1beta2",
+      kind: "Machine",
+      metadata: { name: "cp-1", namespace: "ns" },
+    });
     const lookup = (kind: string, key: string) => (kind === "Machine" ? caches.machine(key) : caches.controlPlane(key));
     assert.deepEqual(expectations.pending(KEY, lookup).waitingFor, ["Machine ns/cp-1 (created)"]);
     machines.set("ns/cp-1", object("cp-1", "7"));
@@ -64,16 +81,31 @@ describe("reads from the informer caches with read-your-writes", () => {
   it("after two status writes over one version, waits for the second write, not just any newer version", async () => {
     const expectations = new Expectations(() => 0);
     const { controlPlanes, caches } = fakeCaches();
-    const qcp = { apiVersion: "controlplane.cluster.x-k8s.io/v1beta1", kind: "QuorumControlPlane", metadata: { name: "cp", namespace: "ns", resourceVersion: "5" }, spec: {} } as unknown as QuorumControlPlane;
+    const qcp = {
+      apiVersion: "controlplane.cluster.x-k8s.io/v1beta1",
+      kind: "QuorumControlPlane",
+      metadata: { name: "cp", namespace: "ns", resourceVersion: "5" },
+      spec: {},
+    } as unknown as QuorumControlPlane;
     controlPlanes.set(KEY, qcp as unknown as KubeObject);
     const management = cachedManagement(fakeApi(), caches, expectations, KEY);
     await management.patchStatus(qcp, { lastRemediation: {} }); // → 101
     await management.patchStatus(qcp, { observedGeneration: 1 }); // → 102
     const lookup = (_kind: string, key: string) => caches.controlPlane(key);
     assert.equal(expectations.pending(KEY, lookup).waitingFor.length, 1);
-    controlPlanes.set(KEY, { ...(qcp as unknown as KubeObject), metadata: { ...qcp.metadata, resourceVersion: "101" } });
-    assert.equal(expectations.pending(KEY, lookup).waitingFor.length, 1, "the first write's version still misses the second write");
-    controlPlanes.set(KEY, { ...(qcp as unknown as KubeObject), metadata: { ...qcp.metadata, resourceVersion: "102" } });
+    controlPlanes.set(KEY, {
+      ...(qcp as unknown as KubeObject),
+      metadata: { ...qcp.metadata, resourceVersion: "101" },
+    });
+    assert.equal(
+      expectations.pending(KEY, lookup).waitingFor.length,
+      1,
+      "the first write's version still misses the second write",
+    );
+    controlPlanes.set(KEY, {
+      ...(qcp as unknown as KubeObject),
+      metadata: { ...qcp.metadata, resourceVersion: "102" },
+    });
     assert.equal(expectations.pending(KEY, lookup).waitingFor.length, 0);
   });
 

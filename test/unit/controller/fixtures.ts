@@ -1,6 +1,14 @@
 // Realistic objects as the API server returns them, shared by the controller unit tests.
 import type { Cluster, Machine } from "../../../src/api/capi.ts";
-import { API_VERSION, GROUP, KIND, LABEL_CLUSTER_NAME, LABEL_CONTROL_PLANE, LABEL_CONTROL_PLANE_NAME, PRE_TERMINATE_HOOK } from "../../../src/api/constants.ts";
+import {
+  API_VERSION,
+  GROUP,
+  KIND,
+  LABEL_CLUSTER_NAME,
+  LABEL_CONTROL_PLANE,
+  LABEL_CONTROL_PLANE_NAME,
+  PRE_TERMINATE_HOOK,
+} from "../../../src/api/constants.ts";
 import type { OwnerReference, QuorumControlPlane } from "../../../src/api/types.ts";
 
 export function controlPlane(overrides: Partial<QuorumControlPlane["spec"]> = {}): QuorumControlPlane {
@@ -12,8 +20,16 @@ export function controlPlane(overrides: Partial<QuorumControlPlane["spec"]> = {}
       replicas: 3,
       version: "v1.31.2",
       machineTemplate: {
-        infrastructureRef: { apiVersion: "infrastructure.cluster.x-k8s.io/v1beta1", kind: "ProcessMachineTemplate", name: "cp-infra" },
-        bootstrapConfigTemplateRef: { apiVersion: "bootstrap.cluster.x-k8s.io/v1beta1", kind: "ProcessBootstrapConfigTemplate", name: "cp-boot" },
+        infrastructureRef: {
+          apiVersion: "infrastructure.cluster.x-k8s.io/v1beta1",
+          kind: "ProcessMachineTemplate",
+          name: "cp-infra",
+        },
+        bootstrapConfigTemplateRef: {
+          apiVersion: "bootstrap.cluster.x-k8s.io/v1beta1",
+          kind: "ProcessBootstrapConfigTemplate",
+          name: "cp-boot",
+        },
         nodeDrainTimeout: "2m",
       },
       ...overrides,
@@ -27,7 +43,11 @@ export function cluster(): Cluster {
     spec: { paused: false, controlPlaneRef: { apiGroup: GROUP, kind: KIND, name: "cp" } },
     status: {
       initialization: { infrastructureProvisioned: true, controlPlaneInitialized: true },
-      failureDomains: [{ name: "fd-b", controlPlane: true }, { name: "fd-a", controlPlane: true }, { name: "workers", controlPlane: false }],
+      failureDomains: [
+        { name: "fd-b", controlPlane: true },
+        { name: "fd-a", controlPlane: true },
+        { name: "workers", controlPlane: false },
+      ],
     },
   };
 }
@@ -38,17 +58,35 @@ export function ownedBy(name = "cp", uid = "uid-cp", kind = KIND, apiVersion = A
 }
 
 /** A control-plane Machine as CAPI stores it: labelled for its control plane and Cluster, owned by QuorumControlPlane ns/cp. */
-export function machine(name: string, extra: { node?: string; deleting?: string; hash?: string; ownerRemediated?: "True" | "False"; owner?: OwnerReference; controlPlaneName?: string; clusterName?: string } = {}): Machine {
+export function machine(
+  name: string,
+  extra: {
+    node?: string;
+    deleting?: string;
+    hash?: string;
+    ownerRemediated?: "True" | "False";
+    owner?: OwnerReference;
+    controlPlaneName?: string;
+    clusterName?: string;
+  } = {},
+): Machine {
   const clusterName = extra.clusterName ?? "c1";
   return {
     metadata: {
       name,
       namespace: "ns",
       creationTimestamp: "2026-11-29T10:00:00Z",
-      labels: { [LABEL_CLUSTER_NAME]: clusterName, [LABEL_CONTROL_PLANE]: "", [LABEL_CONTROL_PLANE_NAME]: extra.controlPlaneName ?? "cp" },
+      labels: {
+        [LABEL_CLUSTER_NAME]: clusterName,
+        [LABEL_CONTROL_PLANE]: "",
+        [LABEL_CONTROL_PLANE_NAME]: extra.controlPlaneName ?? "cp",
+      },
       ownerReferences: [extra.owner ?? ownedBy()],
       ...(extra.deleting ? { deletionTimestamp: extra.deleting } : {}),
-      annotations: { [PRE_TERMINATE_HOOK]: "", ...(extra.hash ? { "controlplane.cluster.x-k8s.io/quorum-template-hash": extra.hash } : {}) },
+      annotations: {
+        [PRE_TERMINATE_HOOK]: "",
+        ...(extra.hash ? { "controlplane.cluster.x-k8s.io/quorum-template-hash": extra.hash } : {}),
+      },
     },
     spec: {
       clusterName,
@@ -61,7 +99,9 @@ export function machine(name: string, extra: { node?: string; deleting?: string;
       initialization: { infrastructureProvisioned: true, bootstrapDataSecretCreated: true },
       ...(extra.node ? { nodeRef: { name: extra.node } } : {}),
       addresses: [{ type: "InternalIP", address: "127.0.1.5" }],
-      ...(extra.ownerRemediated ? { conditions: [{ type: "OwnerRemediated", status: extra.ownerRemediated, reason: "WaitingForRemediation" }] } : {}),
+      ...(extra.ownerRemediated
+        ? { conditions: [{ type: "OwnerRemediated", status: extra.ownerRemediated, reason: "WaitingForRemediation" }] }
+        : {}),
     },
   };
 }

@@ -28,7 +28,15 @@ describe("machine factory", () => {
   });
 
   it("clones both templates and points the Machine at the clones, with the hook, labels and owner", () => {
-    const objects = buildMachineObjects({ controlPlane: controlPlane(), clusterName: "c1", machineName: "cp-x-0", failureDomain: "fd-a", templateHash: "h1", infrastructureTemplate: infraTemplate, bootstrapConfigTemplate: bootTemplate });
+    const objects = buildMachineObjects({
+      controlPlane: controlPlane(),
+      clusterName: "c1",
+      machineName: "cp-x-0",
+      failureDomain: "fd-a",
+      templateHash: "h1",
+      infrastructureTemplate: infraTemplate,
+      bootstrapConfigTemplate: bootTemplate,
+    });
     assert.equal(objects.infrastructure.kind, "ProcessMachine");
     assert.deepEqual(objects.infrastructure.spec, { image: "etcd-3.4" });
     assert.equal(objects.infrastructure.metadata.labels?.tier, "gold");
@@ -47,7 +55,14 @@ describe("machine factory", () => {
   });
 
   it("creates a Machine the shell's ownership rule claims as this QuorumControlPlane's, and nobody else's", () => {
-    const { machine } = buildMachineObjects({ controlPlane: controlPlane(), clusterName: "c1", machineName: "cp-x-0", templateHash: "h1", infrastructureTemplate: infraTemplate, bootstrapConfigTemplate: bootTemplate });
+    const { machine } = buildMachineObjects({
+      controlPlane: controlPlane(),
+      clusterName: "c1",
+      machineName: "cp-x-0",
+      templateHash: "h1",
+      infrastructureTemplate: infraTemplate,
+      bootstrapConfigTemplate: bootTemplate,
+    });
     const ours = controlPlane();
     assert.deepEqual(claimMachines([machine], ours, "c1").owned, [machine]);
     const copy = { ...ours, metadata: { ...ours.metadata, name: "cp-copy", uid: "uid-copy" } };
@@ -58,14 +73,30 @@ describe("machine factory", () => {
     const noUid = controlPlane();
     delete noUid.metadata.uid;
     assert.throws(
-      () => buildMachineObjects({ controlPlane: noUid, clusterName: "c1", machineName: "m", templateHash: "h", infrastructureTemplate: infraTemplate, bootstrapConfigTemplate: bootTemplate }),
+      () =>
+        buildMachineObjects({
+          controlPlane: noUid,
+          clusterName: "c1",
+          machineName: "m",
+          templateHash: "h",
+          infrastructureTemplate: infraTemplate,
+          bootstrapConfigTemplate: bootTemplate,
+        }),
       /QuorumControlPlane ns\/cp has no metadata\.uid/,
     );
   });
 
   it("refuses a reference that is not a template, naming it", () => {
     assert.throws(
-      () => buildMachineObjects({ controlPlane: controlPlane(), clusterName: "c1", machineName: "m", templateHash: "h", infrastructureTemplate: { ...infraTemplate, kind: "ProcessMachine" }, bootstrapConfigTemplate: bootTemplate }),
+      () =>
+        buildMachineObjects({
+          controlPlane: controlPlane(),
+          clusterName: "c1",
+          machineName: "m",
+          templateHash: "h",
+          infrastructureTemplate: { ...infraTemplate, kind: "ProcessMachine" },
+          bootstrapConfigTemplate: bootTemplate,
+        }),
       /ProcessMachine ns\/cp-infra is not a template/,
     );
   });

@@ -15,15 +15,33 @@ describe("EtcdMembersMapped", () => {
     // kubeadm named the member after its host; cp-0 has no nodeRef and reports only its public address.
     const s = snapshot({
       machines: [machineView("cp-0", { nodeName: undefined, addresses: ["54.12.3.4"], created: NOW - 30 * MINUTE })],
-      members: [member("ip-10-0-0-9", { id: "10276657743932975437", peerURLs: ["https://10.0.0.9:2380"], clientURLs: [], leader: true })],
+      members: [
+        member("ip-10-0-0-9", {
+          id: "10276657743932975437",
+          peerURLs: ["https://10.0.0.9:2380"],
+          clientURLs: [],
+          leader: true,
+        }),
+      ],
       nodes: [],
       controlPlane: { replicas: 1 },
     });
-    const status = computeStatus({ controlPlane: controlPlane(), snapshot: s, action: plan(s).action, verdict: assess(s, { kind: "Observe" }) });
+    const status = computeStatus({
+      controlPlane: controlPlane(),
+      snapshot: s,
+      action: plan(s).action,
+      verdict: assess(s, { kind: "Observe" }),
+    });
     const condition = status.conditions?.find((candidate) => candidate.type === "EtcdMembersMapped");
     assert.equal(condition?.status, "False");
     assert.equal(condition?.reason, "UnmappedMember");
-    for (const word of ["ip-10-0-0-9", "10276657743932975437", "machine cp-0", "nodeRef", `${REMOVE_MEMBER_ANNOTATION}=10276657743932975437`]) {
+    for (const word of [
+      "ip-10-0-0-9",
+      "10276657743932975437",
+      "machine cp-0",
+      "nodeRef",
+      `${REMOVE_MEMBER_ANNOTATION}=10276657743932975437`,
+    ]) {
       assert.ok(condition?.message?.includes(word), `message names ${word}: ${condition?.message}`);
     }
     assert.match(status.etcd?.members?.[0]?.state ?? "", /unmapped.*machine cp-0/);
@@ -32,7 +50,14 @@ describe("EtcdMembersMapped", () => {
   it("reads the member ids to remove from the QuorumControlPlane annotation, decimal or hex, comma-separated", () => {
     const qcp = controlPlane();
     qcp.metadata.annotations = { [REMOVE_MEMBER_ANNOTATION]: " 8e9e05c52164694d, 42 ,," };
-    const built = buildSnapshot({ now: NOW, controlPlane: qcp, cluster: cluster(), machines: [machine("cp-a")], nodes: [], etcd: { observed: true, members: [], alarms: [] } });
+    const built = buildSnapshot({
+      now: NOW,
+      controlPlane: qcp,
+      cluster: cluster(),
+      machines: [machine("cp-a")],
+      nodes: [],
+      etcd: { observed: true, members: [], alarms: [] },
+    });
     assert.deepEqual(built.controlPlane.removeMemberIds, ["8e9e05c52164694d", "42"]);
   });
 });

@@ -23,7 +23,10 @@ const AN_HOUR_AGO = "2026-11-29T11:00:00Z";
 
 function qcp(name: string, uid: string): QuorumControlPlane {
   const base = controlPlane();
-  return { ...base, metadata: { ...base.metadata, name, uid, finalizers: [FINALIZER], labels: { [LABEL_CLUSTER_NAME]: "c1" } } };
+  return {
+    ...base,
+    metadata: { ...base.metadata, name, uid, finalizers: [FINALIZER], labels: { [LABEL_CLUSTER_NAME]: "c1" } },
+  };
 }
 
 /** A Machine joined to etcd: its Node (and so its member) is named after it. */
@@ -48,7 +51,15 @@ interface WorldOptions {
 function world(options: WorldOptions) {
   const writes: string[] = [];
   const statuses: QuorumControlPlaneStatus[] = [];
-  const memory = options.members.map((name, i) => ({ id: String(i + 1), name, learner: false, healthy: true, leader: i === 0, firstObserved: AN_HOUR_AGO, startedObserved: AN_HOUR_AGO }));
+  const memory = options.members.map((name, i) => ({
+    id: String(i + 1),
+    name,
+    learner: false,
+    healthy: true,
+    leader: i === 0,
+    firstObserved: AN_HOUR_AGO,
+    startedObserved: AN_HOUR_AGO,
+  }));
   const reconciled: QuorumControlPlane = { ...options.reconciled, status: { etcd: { members: memory } } };
   const theCluster = options.cluster ?? cluster();
   const byKey = new Map(options.machines.map((m) => [`ns/${m.metadata.name}`, m as unknown as KubeObject]));
@@ -59,7 +70,8 @@ function world(options: WorldOptions) {
     getReferenced: async (ref) => assert.fail(`no template read expected (${ref.kind})`),
     createIfAbsent: async (object) => assert.fail(`no create expected (${object.kind} ${object.metadata.name})`),
     deleteMachine: async (_namespace, name) => assert.fail(`no delete expected (${name})`),
-    patchAnnotations: async (_v, kind, _ns, name, annotations) => assert.fail(`no annotation patch expected (${kind} ${name} ${JSON.stringify(annotations)})`),
+    patchAnnotations: async (_v, kind, _ns, name, annotations) =>
+      assert.fail(`no annotation patch expected (${kind} ${name} ${JSON.stringify(annotations)})`),
     setFinalizers: async (_object, finalizers) => {
       writes.push(`finalizers ${JSON.stringify(finalizers)}`);
       return undefined;
@@ -73,16 +85,34 @@ function world(options: WorldOptions) {
     },
   };
   const caches = {
-    controlPlane: (key: string) => (key === `ns/${reconciled.metadata.name}` ? (reconciled as unknown as KubeObject) : undefined),
-    cluster: (key: string) => (key === `ns/${theCluster.metadata.name}` ? (theCluster as unknown as KubeObject) : undefined),
+    controlPlane: (key: string) =>
+      key === `ns/${reconciled.metadata.name}` ? (reconciled as unknown as KubeObject) : undefined,
+    cluster: (key: string) =>
+      key === `ns/${theCluster.metadata.name}` ? (theCluster as unknown as KubeObject) : undefined,
     machines: () => [...byKey.values()],
     machine: (key: string) => byKey.get(key),
   };
-  const etcdMembers: EtcdMember[] = options.members.map((name, i) => ({ id: String(i + 1), name, peerURLs: [`https://${name}:2380`], clientURLs: [`https://${name}:2379`], learner: false }));
+  const etcdMembers: EtcdMember[] = options.members.map((name, i) => ({
+    id: String(i + 1),
+    name,
+    peerURLs: [`https://${name}:2380`],
+    clientURLs: [`https://${name}:2379`],
+    learner: false,
+  }));
   const etcd: EtcdClusterClient = {
     listMembers: async () => etcdMembers,
     memberStatuses: async () =>
-      etcdMembers.map((m) => ({ memberId: m.id, endpoint: m.clientURLs[0], reachable: !(options.dead ?? []).includes(m.name), leader: m.id === "1", leaderId: "1", raftTerm: 2, raftIndex: 10, raftAppliedIndex: 10, errors: [] })),
+      etcdMembers.map((m) => ({
+        memberId: m.id,
+        endpoint: m.clientURLs[0],
+        reachable: !(options.dead ?? []).includes(m.name),
+        leader: m.id === "1",
+        leaderId: "1",
+        raftTerm: 2,
+        raftIndex: 10,
+        raftAppliedIndex: 10,
+        errors: [],
+      })),
     alarms: async () => [],
     addMember: async () => assert.fail("no member add expected"),
     promoteLearner: async () => assert.fail("no promotion expected"),
@@ -122,14 +152,19 @@ describe("claimMachines, the one rule both ManagementApi implementations and rec
       [
         joined("cp-a"),
         joined("cp-old", { owner: ownedBy("cp", "uid-before-recreate") }),
-        joined("kcp-a", { owner: ownedBy("cp", "uid-kcp", "KubeadmControlPlane", "controlplane.cluster.x-k8s.io/v1beta2") }),
+        joined("kcp-a", {
+          owner: ownedBy("cp", "uid-kcp", "KubeadmControlPlane", "controlplane.cluster.x-k8s.io/v1beta2"),
+        }),
         joined("cp-moved", { clusterName: "c2" }),
         { ...joined("cp-orphan"), metadata: { ...joined("cp-orphan").metadata, ownerReferences: [] } },
       ],
       ours,
       "c1",
     );
-    assert.deepEqual(claims.owned.map((m) => m.metadata.name), ["cp-a"]);
+    assert.deepEqual(
+      claims.owned.map((m) => m.metadata.name),
+      ["cp-a"],
+    );
     assert.deepEqual(
       claims.foreign.map((f) => [f.machine.metadata.name, f.sameCluster, f.why]),
       [
@@ -142,13 +177,25 @@ describe("claimMachines, the one rule both ManagementApi implementations and rec
   });
 
   it("selects Machines labelled with our name and the other control-plane Machines of our Cluster, never another Cluster's", () => {
-    const otherControlPlane = joined("kcp-a", { controlPlaneName: "kcp", owner: ownedBy("kcp", "uid-kcp", "KubeadmControlPlane") });
-    const otherCluster = joined("far-a", { controlPlaneName: "far", clusterName: "c9", owner: ownedBy("far", "uid-far") });
+    const otherControlPlane = joined("kcp-a", {
+      controlPlaneName: "kcp",
+      owner: ownedBy("kcp", "uid-kcp", "KubeadmControlPlane"),
+    });
+    const otherCluster = joined("far-a", {
+      controlPlaneName: "far",
+      clusterName: "c9",
+      owner: ownedBy("far", "uid-far"),
+    });
     assert.deepEqual(
-      [joined("cp-a"), otherControlPlane, otherCluster].filter((m) => concernsControlPlane(m, "cp", "c1")).map((m) => m.metadata.name),
+      [joined("cp-a"), otherControlPlane, otherCluster]
+        .filter((m) => concernsControlPlane(m, "cp", "c1"))
+        .map((m) => m.metadata.name),
       ["cp-a", "kcp-a"],
     );
-    assert.deepEqual([joined("cp-a"), otherControlPlane].filter((m) => concernsControlPlane(m, "cp")).map((m) => m.metadata.name), ["cp-a"]);
+    assert.deepEqual(
+      [joined("cp-a"), otherControlPlane].filter((m) => concernsControlPlane(m, "cp")).map((m) => m.metadata.name),
+      ["cp-a"],
+    );
   });
 });
 
@@ -156,7 +203,11 @@ describe("reconcile with two owners for one Cluster", () => {
   const first = ["cp-a", "cp-b", "cp-c"].map((name) => joined(name));
 
   it("leaves a copy-pasted second QuorumControlPlane idle beside the first one's healthy Machines, and says which one the Cluster names", async () => {
-    const { deps, writes, statuses } = world({ reconciled: qcp("cp-copy", "uid-copy"), machines: first, members: ["cp-a", "cp-b", "cp-c"] });
+    const { deps, writes, statuses } = world({
+      reconciled: qcp("cp-copy", "uid-copy"),
+      machines: first,
+      members: ["cp-a", "cp-b", "cp-c"],
+    });
     const result = await reconcile("ns", "cp-copy", deps);
     assert.equal(result.action?.kind, "Wait");
     assert.deepEqual(writes, [], "no certificates, no Events, no change of any kind");
@@ -166,12 +217,19 @@ describe("reconcile with two owners for one Cluster", () => {
     const condition = conditionOf(status, "OwnershipConflict");
     assert.equal(condition?.status, "True");
     assert.equal(condition?.reason, "NotReferencedByCluster");
-    assert.match(condition?.message ?? "", /^Cluster ns\/c1 names QuorumControlPlane ns\/cp in spec\.controlPlaneRef, not this QuorumControlPlane: Quorum does nothing here; delete this QuorumControlPlane or point the Cluster at it/);
+    assert.match(
+      condition?.message ?? "",
+      /^Cluster ns\/c1 names QuorumControlPlane ns\/cp in spec\.controlPlaneRef, not this QuorumControlPlane: Quorum does nothing here; delete this QuorumControlPlane or point the Cluster at it/,
+    );
   });
 
   it("removes none of the first one's members even once the copy's own Machine joined their etcd (the 4 voters -> 1 state)", async () => {
     const copy = joined("cp-copy-a", { controlPlaneName: "cp-copy", owner: ownedBy("cp-copy", "uid-copy") });
-    const { deps, writes, statuses } = world({ reconciled: qcp("cp-copy", "uid-copy"), machines: [...first, copy], members: ["cp-a", "cp-b", "cp-c", "cp-copy-a"] });
+    const { deps, writes, statuses } = world({
+      reconciled: qcp("cp-copy", "uid-copy"),
+      machines: [...first, copy],
+      members: ["cp-a", "cp-b", "cp-c", "cp-copy-a"],
+    });
     const result = await reconcile("ns", "cp-copy", deps);
     assert.equal(result.action?.kind, "Wait");
     assert.deepEqual(writes, []);
@@ -188,7 +246,11 @@ describe("reconcile with two owners for one Cluster", () => {
   });
 
   it("keeps the first one idle and healthy with no conflict while the copy waits", async () => {
-    const { deps, writes, statuses } = world({ reconciled: qcp("cp", "uid-cp"), machines: first, members: ["cp-a", "cp-b", "cp-c"] });
+    const { deps, writes, statuses } = world({
+      reconciled: qcp("cp", "uid-cp"),
+      machines: first,
+      members: ["cp-a", "cp-b", "cp-c"],
+    });
     await reconcile("ns", "cp", deps);
     assert.deepEqual(writes, ["ensureCertificates"]);
     assert.equal(statuses.at(-1)?.replicas, 3);
@@ -197,8 +259,15 @@ describe("reconcile with two owners for one Cluster", () => {
 
   it("ignores and reports a Machine labelled with our name but controlled by a KubeadmControlPlane, and never removes its member as a ghost", async () => {
     // A migration from a KubeadmControlPlane of the same name: its Machine carries our control-plane-name label.
-    const kcp = joined("cp-kcp-1", { owner: ownedBy("cp", "uid-kcp", "KubeadmControlPlane", "controlplane.cluster.x-k8s.io/v1beta2") });
-    const { deps, writes, statuses } = world({ reconciled: qcp("cp", "uid-cp"), machines: [...first, kcp], members: ["cp-a", "cp-b", "cp-c", "cp-kcp-1"], dead: ["cp-kcp-1"] });
+    const kcp = joined("cp-kcp-1", {
+      owner: ownedBy("cp", "uid-kcp", "KubeadmControlPlane", "controlplane.cluster.x-k8s.io/v1beta2"),
+    });
+    const { deps, writes, statuses } = world({
+      reconciled: qcp("cp", "uid-cp"),
+      machines: [...first, kcp],
+      members: ["cp-a", "cp-b", "cp-c", "cp-kcp-1"],
+      dead: ["cp-kcp-1"],
+    });
     const result = await reconcile("ns", "cp", deps);
     assert.equal(result.action?.kind, "Wait");
     assert.deepEqual(writes, ["ensureCertificates"]);
@@ -212,7 +281,11 @@ describe("reconcile with two owners for one Cluster", () => {
 
   it("ignores a Machine with our ownerRef whose spec.clusterName is another Cluster, and reports it", async () => {
     const moved = joined("cp-moved", { clusterName: "c2" });
-    const { deps, statuses } = world({ reconciled: qcp("cp", "uid-cp"), machines: [...first, moved], members: ["cp-a", "cp-b", "cp-c"] });
+    const { deps, statuses } = world({
+      reconciled: qcp("cp", "uid-cp"),
+      machines: [...first, moved],
+      members: ["cp-a", "cp-b", "cp-c"],
+    });
     const result = await reconcile("ns", "cp", deps);
     assert.equal(result.action?.kind, "Wait");
     const status = statuses.at(-1);

@@ -10,12 +10,21 @@ import { reconcile, ReconcileError, type ReconcilerDeps } from "../../../src/con
 import type { ManagementApi, WorkloadAccess } from "../../../src/ports/index.ts";
 import { cluster, controlPlane, machine } from "./fixtures.ts";
 
-const members: EtcdMember[] = ["a", "b", "c"].map((name, i) => ({ id: String(i + 1), name, peerURLs: [`https://127.0.1.${i + 1}:2380`], clientURLs: [`https://127.0.1.${i + 1}:2379`], learner: false }));
+const members: EtcdMember[] = ["a", "b", "c"].map((name, i) => ({
+  id: String(i + 1),
+  name,
+  peerURLs: [`https://127.0.1.${i + 1}:2380`],
+  clientURLs: [`https://127.0.1.${i + 1}:2379`],
+  learner: false,
+}));
 
 function world(removeError: Error) {
   const events: string[] = [];
   const statuses: Record<string, unknown>[] = [];
-  const qcp: QuorumControlPlane = { ...controlPlane(), metadata: { ...controlPlane().metadata, finalizers: [FINALIZER], labels: { [LABEL_CLUSTER_NAME]: "c1" } } };
+  const qcp: QuorumControlPlane = {
+    ...controlPlane(),
+    metadata: { ...controlPlane().metadata, finalizers: [FINALIZER], labels: { [LABEL_CLUSTER_NAME]: "c1" } },
+  };
   const management: ManagementApi = {
     getControlPlane: async () => qcp,
     getCluster: async () => cluster(),
@@ -35,7 +44,18 @@ function world(removeError: Error) {
   };
   const etcd: EtcdClusterClient = {
     listMembers: async () => members,
-    memberStatuses: async () => members.map((member) => ({ memberId: member.id, endpoint: member.clientURLs[0], reachable: true, leader: member.id === "2", leaderId: "2", raftTerm: 2, raftIndex: 10, raftAppliedIndex: 10, errors: [] })),
+    memberStatuses: async () =>
+      members.map((member) => ({
+        memberId: member.id,
+        endpoint: member.clientURLs[0],
+        reachable: true,
+        leader: member.id === "2",
+        leaderId: "2",
+        raftTerm: 2,
+        raftIndex: 10,
+        raftAppliedIndex: 10,
+        errors: [],
+      })),
     alarms: async () => [],
     addMember: async () => assert.fail("no member add expected"),
     promoteLearner: async () => assert.fail("no promotion expected"),
@@ -45,12 +65,20 @@ function world(removeError: Error) {
     moveLeader: async () => undefined,
     close: async () => undefined,
   };
-  const workload: WorkloadAccess = { ensureCertificates: async () => undefined, etcd: async () => etcd, nodes: async () => [], forget: async () => undefined };
+  const workload: WorkloadAccess = {
+    ensureCertificates: async () => undefined,
+    etcd: async () => etcd,
+    nodes: async () => [],
+    forget: async () => undefined,
+  };
   const deps: ReconcilerDeps = {
     management,
     workload,
     // The real assessment, with the one step under test forced: remove member a (not the leader).
-    planner: (snapshot) => ({ ...plan(snapshot), action: { kind: "RemoveMember", memberId: "1", memberName: "a", machine: "a", reason: "scale down" } }),
+    planner: (snapshot) => ({
+      ...plan(snapshot),
+      action: { kind: "RemoveMember", memberId: "1", memberName: "a", machine: "a", reason: "scale down" },
+    }),
     clock: () => Date.parse("2026-11-29T12:00:00Z"),
     log: silentLogger,
     crash: { afterAction: () => undefined },
@@ -61,7 +89,12 @@ function world(removeError: Error) {
 
 describe("reconcile when etcd refuses a member removal", () => {
   it("asks again within a second and says why in status, without a failure Event, while etcd reports an unhealthy cluster", async () => {
-    const refusal = new EtcdOperationError("member remove 1", "https://127.0.1.2:2379", "14 UNAVAILABLE: etcdserver: unhealthy cluster", "check the other members' health");
+    const refusal = new EtcdOperationError(
+      "member remove 1",
+      "https://127.0.1.2:2379",
+      "14 UNAVAILABLE: etcdserver: unhealthy cluster",
+      "check the other members' health",
+    );
     const { deps, events, statuses } = world(refusal);
     const result = await reconcile("ns", "cp", deps);
     assert.equal(result.requeueAfterMs, 1_000);
@@ -72,9 +105,17 @@ describe("reconcile when etcd refuses a member removal", () => {
   });
 
   it("still reports any other refusal as a failed removal, with a Warning Event and the queue's backoff", async () => {
-    const refusal = new EtcdOperationError("member remove 1", "https://127.0.1.2:2379", "7 PERMISSION_DENIED: etcdserver: permission denied", "check the client certificate");
+    const refusal = new EtcdOperationError(
+      "member remove 1",
+      "https://127.0.1.2:2379",
+      "7 PERMISSION_DENIED: etcdserver: permission denied",
+      "check the client certificate",
+    );
     const { deps, events } = world(refusal);
-    await assert.rejects(reconcile("ns", "cp", deps), (error: unknown) => error instanceof ReconcileError && error.reason === "RemoveMemberFailed");
+    await assert.rejects(
+      reconcile("ns", "cp", deps),
+      (error: unknown) => error instanceof ReconcileError && error.reason === "RemoveMemberFailed",
+    );
     assert.deepEqual(events, ["Warning RemoveMemberFailed"]);
   });
 });
@@ -83,10 +124,18 @@ describe("reconcile writes the status it observed whatever the action met", () =
   it("writes the observed member list and quorum with the failure as the Reconciled condition when the action fails", async () => {
     const { deps, statuses } = world(new Error("connection reset"));
     await assert.rejects(reconcile("ns", "cp", deps), ReconcileError);
-    const written = statuses.at(-1) as { etcd?: { members?: unknown[]; quorum?: { voters: number } }; conditions?: { type: string; status: string; reason: string }[] };
+    const written = statuses.at(-1) as {
+      etcd?: { members?: unknown[]; quorum?: { voters: number } };
+      conditions?: { type: string; status: string; reason: string }[];
+    };
     assert.equal(written.etcd?.members?.length, 3);
     assert.equal(written.etcd?.quorum?.voters, 3);
-    assert.ok(written.conditions?.some((condition) => condition.type === "Reconciled" && condition.status === "False" && condition.reason === "RemoveMemberFailed"));
+    assert.ok(
+      written.conditions?.some(
+        (condition) =>
+          condition.type === "Reconciled" && condition.status === "False" && condition.reason === "RemoveMemberFailed",
+      ),
+    );
   });
 
   it("writes the observed status and looks again soon when the action meets a conflict", async () => {

@@ -21,7 +21,13 @@ function observation(overrides: Partial<Observation> = {}): Observation {
 describe("buildSnapshot", () => {
   it("uses the node name as a Machine's member name once the node is known, else the Machine name", () => {
     const snapshot = buildSnapshot(observation());
-    assert.deepEqual(snapshot.machines.map((m) => [m.name, m.memberName]), [["cp-a", "cp-a"], ["cp-b", "node-b"]]);
+    assert.deepEqual(
+      snapshot.machines.map((m) => [m.name, m.memberName]),
+      [
+        ["cp-a", "cp-a"],
+        ["cp-b", "node-b"],
+      ],
+    );
   });
 
   it("lists only failure domains that may hold control-plane Machines, sorted", () => {
@@ -32,17 +38,41 @@ describe("buildSnapshot", () => {
     const kcp = machine("kcp-a", { controlPlaneName: "kcp", owner: ownedBy("kcp", "uid-kcp", "KubeadmControlPlane") });
     const { foreign } = claimMachines([machine("cp-a"), kcp], controlPlane(), "c1");
     const view = buildSnapshot(observation({ foreignMachines: foreign })).cluster;
-    assert.deepEqual(view.controlPlaneRef, { apiGroup: "controlplane.cluster.x-k8s.io", kind: "QuorumControlPlane", name: "cp" });
-    assert.deepEqual(view.foreignMachines, [{ name: "kcp-a", owner: "KubeadmControlPlane ns/kcp", sameCluster: true, why: "its controller is KubeadmControlPlane ns/kcp" }]);
+    assert.deepEqual(view.controlPlaneRef, {
+      apiGroup: "controlplane.cluster.x-k8s.io",
+      kind: "QuorumControlPlane",
+      name: "cp",
+    });
+    assert.deepEqual(view.foreignMachines, [
+      {
+        name: "kcp-a",
+        owner: "KubeadmControlPlane ns/kcp",
+        sameCluster: true,
+        why: "its controller is KubeadmControlPlane ns/kcp",
+      },
+    ]);
   });
 
   it("marks a Machine whose OwnerRemediated condition is False as asking for remediation", () => {
-    const snapshot = buildSnapshot(observation({ machines: [machine("cp-a", { ownerRemediated: "False" }), machine("cp-b", { ownerRemediated: "True" })] }));
-    assert.deepEqual(snapshot.machines.map((m) => m.remediationRequested), [true, false]);
+    const snapshot = buildSnapshot(
+      observation({
+        machines: [machine("cp-a", { ownerRemediated: "False" }), machine("cp-b", { ownerRemediated: "True" })],
+      }),
+    );
+    assert.deepEqual(
+      snapshot.machines.map((m) => m.remediationRequested),
+      [true, false],
+    );
   });
 
   it("names the object and the field when a duration in the spec is invalid", () => {
-    assert.throws(() => buildSnapshot(observation({ controlPlane: controlPlane({ etcd: { ghostMemberGracePeriod: "five minutes" } }) })), /QuorumControlPlane ns\/cp spec\.etcd\.ghostMemberGracePeriod: "five minutes" is not a duration/);
+    assert.throws(
+      () =>
+        buildSnapshot(
+          observation({ controlPlane: controlPlane({ etcd: { ghostMemberGracePeriod: "five minutes" } }) }),
+        ),
+      /QuorumControlPlane ns\/cp spec\.etcd\.ghostMemberGracePeriod: "five minutes" is not a duration/,
+    );
   });
 
   it("changes the template hash when the infrastructure template changes but not when a drain timeout changes", () => {
@@ -59,10 +89,19 @@ describe("buildSnapshot", () => {
 describe("drain state for memberRemoval AfterDrain", () => {
   it("reads CAPI's Deleting condition: draining is not finished, waiting for the pre-terminate hook is", () => {
     const draining = machine("cp-a", { deleting: "2026-11-29T11:59:00Z" });
-    draining.status = { ...draining.status, conditions: [{ type: "Deleting", status: "True", reason: "DrainingNode" }] };
+    draining.status = {
+      ...draining.status,
+      conditions: [{ type: "Deleting", status: "True", reason: "DrainingNode" }],
+    };
     const drained = machine("cp-b", { deleting: "2026-11-29T11:59:00Z" });
-    drained.status = { ...drained.status, conditions: [{ type: "Deleting", status: "True", reason: "WaitingForPreTerminateHook" }] };
+    drained.status = {
+      ...drained.status,
+      conditions: [{ type: "Deleting", status: "True", reason: "WaitingForPreTerminateHook" }],
+    };
     const snapshot = buildSnapshot(observation({ machines: [draining, drained, machine("cp-c")] }));
-    assert.deepEqual(snapshot.machines.map((m) => m.drainFinished), [false, true, undefined]);
+    assert.deepEqual(
+      snapshot.machines.map((m) => m.drainFinished),
+      [false, true, undefined],
+    );
   });
 });

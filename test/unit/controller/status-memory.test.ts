@@ -14,10 +14,24 @@ describe("status memory", () => {
   it("keeps when each member was first seen and first seen started, so etcd's removal window survives a restart", () => {
     const h = healthyMachines(2);
     const young = member("n-1", { firstObserved: NOW - 20 * SECOND, startedObserved: NOW - 2 * SECOND });
-    const unstarted = member("n-2", { name: "", learner: true, reachable: false, firstObserved: NOW - SECOND, startedObserved: undefined });
-    const s = snapshot({ machines: [...h.machines, machine("n-1"), machine("n-2")], members: withLeader([...h.members, young, unstarted], "m-2") });
+    const unstarted = member("n-2", {
+      name: "",
+      learner: true,
+      reachable: false,
+      firstObserved: NOW - SECOND,
+      startedObserved: undefined,
+    });
+    const s = snapshot({
+      machines: [...h.machines, machine("n-1"), machine("n-2")],
+      members: withLeader([...h.members, young, unstarted], "m-2"),
+    });
     const { action } = plan(s);
-    const status = computeStatus({ controlPlane: controlPlane(), snapshot: s, action, verdict: assess(s, { kind: "Observe" }) });
+    const status = computeStatus({
+      controlPlane: controlPlane(),
+      snapshot: s,
+      action,
+      verdict: assess(s, { kind: "Observe" }),
+    });
     const entry = (id: string) => status.etcd?.members?.find((candidate) => candidate.id === id);
     assert.equal(entry(young.id)?.startedObserved, new Date(NOW - 2 * SECOND).toISOString());
     assert.equal(entry(unstarted.id)?.startedObserved, undefined);
@@ -33,10 +47,27 @@ describe("status memory when etcd cannot be read", () => {
   it("keeps the last member list and first sightings, but trusts no member's health or connection age", () => {
     const h = healthyMachines(1);
     const seen = snapshot({ machines: h.machines, members: withLeader(h.members, h.members[0].id) });
-    const before = computeStatus({ controlPlane: controlPlane(), snapshot: seen, action: plan(seen).action, verdict: assess(seen, { kind: "Observe" }) });
-    const blind = { ...seen, now: NOW + SECOND, etcd: { observed: false, error: "no etcd member answered", members: [], alarms: [] } };
-    const after = computeStatus({ controlPlane: { ...controlPlane(), status: before }, snapshot: blind, action: plan(blind).action, verdict: assess(blind, { kind: "Observe" }) });
-    assert.deepEqual(after.etcd?.members?.map((entry) => [entry.id, entry.firstObserved, entry.healthy, entry.startedObserved]), before.etcd?.members?.map((entry) => [entry.id, entry.firstObserved, false, undefined]));
+    const before = computeStatus({
+      controlPlane: controlPlane(),
+      snapshot: seen,
+      action: plan(seen).action,
+      verdict: assess(seen, { kind: "Observe" }),
+    });
+    const blind = {
+      ...seen,
+      now: NOW + SECOND,
+      etcd: { observed: false, error: "no etcd member answered", members: [], alarms: [] },
+    };
+    const after = computeStatus({
+      controlPlane: { ...controlPlane(), status: before },
+      snapshot: blind,
+      action: plan(blind).action,
+      verdict: assess(blind, { kind: "Observe" }),
+    });
+    assert.deepEqual(
+      after.etcd?.members?.map((entry) => [entry.id, entry.firstObserved, entry.healthy, entry.startedObserved]),
+      before.etcd?.members?.map((entry) => [entry.id, entry.firstObserved, false, undefined]),
+    );
     assert.equal(after.etcd?.summary, "unknown");
   });
 });

@@ -1,6 +1,15 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { assess, mapMembersToMachines, memberStatuses, peerHost, quorumStatus, type MachineClass, type MemberClass, type PlannedOp } from "../../../src/core/assess.ts";
+import {
+  assess,
+  mapMembersToMachines,
+  memberStatuses,
+  peerHost,
+  quorumStatus,
+  type MachineClass,
+  type MemberClass,
+  type PlannedOp,
+} from "../../../src/core/assess.ts";
 import type { Snapshot } from "../../../src/core/snapshot.ts";
 import { dead, healthyMachines, idOf, machine, member, MINUTE, NOW, SECOND, snapshot } from "./fixtures.ts";
 
@@ -10,43 +19,68 @@ describe("assess: mapping members to Machines", () => {
   const table: { name: string; build: () => Snapshot; member: string; machine: string | undefined }[] = [
     {
       name: "a member named like the Machine's memberName belongs to it",
-      build: () => snapshot({ machines: [machine("m-1", { memberName: "etcd-a", nodeName: undefined, addresses: [] })], members: [member("etcd-a", { peerURLs: ["https://10.8.0.1:2380"] })] }),
+      build: () =>
+        snapshot({
+          machines: [machine("m-1", { memberName: "etcd-a", nodeName: undefined, addresses: [] })],
+          members: [member("etcd-a", { peerURLs: ["https://10.8.0.1:2380"] })],
+        }),
       member: "etcd-a",
       machine: "m-1",
     },
     {
       name: "a member named like the Machine's Node belongs to it",
-      build: () => snapshot({ machines: [machine("m-1", { memberName: "m-1", nodeName: "ip-10-0-0-5", addresses: [] })], members: [member("ip-10-0-0-5", { peerURLs: ["https://10.8.0.2:2380"] })] }),
+      build: () =>
+        snapshot({
+          machines: [machine("m-1", { memberName: "m-1", nodeName: "ip-10-0-0-5", addresses: [] })],
+          members: [member("ip-10-0-0-5", { peerURLs: ["https://10.8.0.2:2380"] })],
+        }),
       member: "ip-10-0-0-5",
       machine: "m-1",
     },
     {
       name: "a member named like the Machine itself belongs to it",
-      build: () => snapshot({ machines: [machine("m-1", { memberName: "other", nodeName: undefined, addresses: [] })], members: [member("m-1", { peerURLs: ["https://10.8.0.3:2380"] })] }),
+      build: () =>
+        snapshot({
+          machines: [machine("m-1", { memberName: "other", nodeName: undefined, addresses: [] })],
+          members: [member("m-1", { peerURLs: ["https://10.8.0.3:2380"] })],
+        }),
       member: "m-1",
       machine: "m-1",
     },
     {
       name: "an unnamed member belongs to the Machine whose address is its peer URL host",
-      build: () => snapshot({ machines: [machine("m-1", { nodeName: undefined, addresses: ["10.7.0.9"] })], members: [member("", { id: "42", peerURLs: ["https://10.7.0.9:2380"] })] }),
+      build: () =>
+        snapshot({
+          machines: [machine("m-1", { nodeName: undefined, addresses: ["10.7.0.9"] })],
+          members: [member("", { id: "42", peerURLs: ["https://10.7.0.9:2380"] })],
+        }),
       member: "42",
       machine: "m-1",
     },
     {
       name: "an IPv6 peer URL matches the Machine address",
-      build: () => snapshot({ machines: [machine("m-1", { nodeName: undefined, addresses: ["fd00::5"] })], members: [member("host-x", { peerURLs: ["https://[fd00::5]:2380"] })] }),
+      build: () =>
+        snapshot({
+          machines: [machine("m-1", { nodeName: undefined, addresses: ["fd00::5"] })],
+          members: [member("host-x", { peerURLs: ["https://[fd00::5]:2380"] })],
+        }),
       member: "host-x",
       machine: "m-1",
     },
     {
       name: "a member named like the Machine but at an IP the Machine does not report belongs to none (a stale same-name member looks the same)",
-      build: () => snapshot({ machines: [machine("m-1", { addresses: ["10.7.0.1"] })], members: [member("m-1", { peerURLs: ["https://10.8.0.3:2380"], clientURLs: ["https://10.8.0.3:2379"] })] }),
+      build: () =>
+        snapshot({
+          machines: [machine("m-1", { addresses: ["10.7.0.1"] })],
+          members: [member("m-1", { peerURLs: ["https://10.8.0.3:2380"], clientURLs: ["https://10.8.0.3:2379"] })],
+        }),
       member: "m-1",
       machine: undefined,
     },
     {
       name: "a member whose name and address match no Machine belongs to none",
-      build: () => snapshot({ machines: [machine("m-1")], members: [member("stray", { peerURLs: ["https://10.9.9.9:2380"] })] }),
+      build: () =>
+        snapshot({ machines: [machine("m-1")], members: [member("stray", { peerURLs: ["https://10.9.9.9:2380"] })] }),
       member: "stray",
       machine: undefined,
     },
@@ -61,7 +95,13 @@ describe("assess: mapping members to Machines", () => {
   }
 
   it("when two members claim one Machine the started voter keeps it and the other maps to none", () => {
-    const s = snapshot({ machines: [machine("m-1")], members: [member("m-1"), member("", { id: "77", peerURLs: [`https://${machine("m-1").addresses[0]}:2380`], learner: true })] });
+    const s = snapshot({
+      machines: [machine("m-1")],
+      members: [
+        member("m-1"),
+        member("", { id: "77", peerURLs: [`https://${machine("m-1").addresses[0]}:2380`], learner: true }),
+      ],
+    });
     const mapping = mapMembersToMachines(s);
     assert.equal(mapping.get(idOf("m-1")), "m-1");
     assert.equal(mapping.get("77"), undefined);
@@ -76,68 +116,100 @@ describe("assess: mapping members to Machines", () => {
 });
 
 describe("assess: classifying members and Machines", () => {
-  const memberTable: { name: string; build: () => Snapshot; member: string; expect: MemberClass; stalled?: boolean }[] = [
-    { name: "a started, answering voter is a healthy voter", build: () => snapshot(healthyMachines(3)), member: "m-2", expect: "healthy-voter" },
-    {
-      name: "a voter that does not answer is an unhealthy voter",
-      build: () => {
-        const h = healthyMachines(3);
-        h.members[1] = dead("m-2");
-        return snapshot(h);
+  const memberTable: { name: string; build: () => Snapshot; member: string; expect: MemberClass; stalled?: boolean }[] =
+    [
+      {
+        name: "a started, answering voter is a healthy voter",
+        build: () => snapshot(healthyMachines(3)),
+        member: "m-2",
+        expect: "healthy-voter",
       },
-      member: "m-2",
-      expect: "unhealthy-voter",
-    },
-    {
-      name: "a voter that answers with an error is an unhealthy voter",
-      build: () => {
-        const h = healthyMachines(3);
-        h.members[1] = member("m-2", { errors: ["etcdserver: no leader"] });
-        return snapshot(h);
+      {
+        name: "a voter that does not answer is an unhealthy voter",
+        build: () => {
+          const h = healthyMachines(3);
+          h.members[1] = dead("m-2");
+          return snapshot(h);
+        },
+        member: "m-2",
+        expect: "unhealthy-voter",
       },
-      member: "m-2",
-      expect: "unhealthy-voter",
-    },
-    {
-      name: "a learner on a provisioning Machine is a joining learner, not a ghost, even long after it appeared",
-      build: () => {
-        const h = healthyMachines(3);
-        return snapshot({ machines: [...h.machines, machine("n-1", { created: NOW - MINUTE, nodeName: undefined })], members: [...h.members, member("n-1", { learner: true, firstObserved: NOW - 60 * MINUTE })] });
+      {
+        name: "a voter that answers with an error is an unhealthy voter",
+        build: () => {
+          const h = healthyMachines(3);
+          h.members[1] = member("m-2", { errors: ["etcdserver: no leader"] });
+          return snapshot(h);
+        },
+        member: "m-2",
+        expect: "unhealthy-voter",
       },
-      member: "n-1",
-      expect: "joining-learner",
-      stalled: true,
-    },
-    {
-      name: "an unstarted member added by a provisioning Machine is an unstarted joiner",
-      build: () => {
-        const h = healthyMachines(3);
-        const joining = machine("n-1", { created: NOW - MINUTE, nodeName: undefined, addresses: ["10.6.0.1"] });
-        return snapshot({ machines: [...h.machines, joining], members: [...h.members, member("", { id: "99", peerURLs: ["https://10.6.0.1:2380"], reachable: false, firstObserved: NOW - 30 * SECOND })] });
+      {
+        name: "a learner on a provisioning Machine is a joining learner, not a ghost, even long after it appeared",
+        build: () => {
+          const h = healthyMachines(3);
+          return snapshot({
+            machines: [...h.machines, machine("n-1", { created: NOW - MINUTE, nodeName: undefined })],
+            members: [...h.members, member("n-1", { learner: true, firstObserved: NOW - 60 * MINUTE })],
+          });
+        },
+        member: "n-1",
+        expect: "joining-learner",
+        stalled: true,
       },
-      member: "99",
-      expect: "unstarted-joiner",
-      stalled: false,
-    },
-    {
-      name: "a member that maps to no Machine is a ghost only after the grace period",
-      build: () => {
-        const h = healthyMachines(3);
-        return snapshot({ ...h, members: [...h.members, dead("old", { peerURLs: ["https://10.9.9.9:2380"], firstObserved: NOW - 5 * MINUTE })] });
+      {
+        name: "an unstarted member added by a provisioning Machine is an unstarted joiner",
+        build: () => {
+          const h = healthyMachines(3);
+          const joining = machine("n-1", { created: NOW - MINUTE, nodeName: undefined, addresses: ["10.6.0.1"] });
+          return snapshot({
+            machines: [...h.machines, joining],
+            members: [
+              ...h.members,
+              member("", {
+                id: "99",
+                peerURLs: ["https://10.6.0.1:2380"],
+                reachable: false,
+                firstObserved: NOW - 30 * SECOND,
+              }),
+            ],
+          });
+        },
+        member: "99",
+        expect: "unstarted-joiner",
+        stalled: false,
       },
-      member: "old",
-      expect: "ghost",
-    },
-    {
-      name: "a member that maps to no Machine within the grace period keeps its etcd class",
-      build: () => {
-        const h = healthyMachines(3);
-        return snapshot({ ...h, members: [...h.members, dead("old", { peerURLs: ["https://10.9.9.9:2380"], firstObserved: NOW - 5 * MINUTE + SECOND })] });
+      {
+        name: "a member that maps to no Machine is a ghost only after the grace period",
+        build: () => {
+          const h = healthyMachines(3);
+          return snapshot({
+            ...h,
+            members: [
+              ...h.members,
+              dead("old", { peerURLs: ["https://10.9.9.9:2380"], firstObserved: NOW - 5 * MINUTE }),
+            ],
+          });
+        },
+        member: "old",
+        expect: "ghost",
       },
-      member: "old",
-      expect: "unhealthy-voter",
-    },
-  ];
+      {
+        name: "a member that maps to no Machine within the grace period keeps its etcd class",
+        build: () => {
+          const h = healthyMachines(3);
+          return snapshot({
+            ...h,
+            members: [
+              ...h.members,
+              dead("old", { peerURLs: ["https://10.9.9.9:2380"], firstObserved: NOW - 5 * MINUTE + SECOND }),
+            ],
+          });
+        },
+        member: "old",
+        expect: "unhealthy-voter",
+      },
+    ];
   for (const row of memberTable) {
     it(row.name, () => {
       const verdict = assess(row.build(), observe);
@@ -149,7 +221,12 @@ describe("assess: classifying members and Machines", () => {
   }
 
   const machineTable: { name: string; build: () => Snapshot; machine: string; expect: MachineClass }[] = [
-    { name: "a Machine with a started voter has joined", build: () => snapshot(healthyMachines(1)), machine: "m-1", expect: "joined" },
+    {
+      name: "a Machine with a started voter has joined",
+      build: () => snapshot(healthyMachines(1)),
+      machine: "m-1",
+      expect: "joined",
+    },
     {
       name: "a young Machine without a member is provisioning",
       build: () => snapshot({ machines: [machine("m-1", { created: NOW - 9 * MINUTE })] }),
@@ -170,7 +247,11 @@ describe("assess: classifying members and Machines", () => {
     },
     {
       name: "a deleting Machine whose member is gone is deleting with its member gone",
-      build: () => snapshot({ machines: [machine("m-1", { deleting: NOW })], members: [member("m-2", { peerURLs: ["https://10.9.0.2:2380"] })] }),
+      build: () =>
+        snapshot({
+          machines: [machine("m-1", { deleting: NOW })],
+          members: [member("m-2", { peerURLs: ["https://10.9.0.2:2380"] })],
+        }),
       machine: "m-1",
       expect: "deleting-member-gone",
     },
@@ -194,13 +275,22 @@ describe("assess: quorum numbers and status", () => {
 
   it("counts a ghost as a voter, so three healthy members next to a dead ghost tolerate no failure", () => {
     const h = healthyMachines(3);
-    const verdict = assess(snapshot({ ...h, members: [...h.members, dead("ghost", { peerURLs: ["https://10.9.9.9:2380"] })] }), observe);
+    const verdict = assess(
+      snapshot({ ...h, members: [...h.members, dead("ghost", { peerURLs: ["https://10.9.9.9:2380"] })] }),
+      observe,
+    );
     assert.deepEqual(quorumStatus(verdict), { voters: 4, healthyVoters: 3, quorumSize: 3, failuresTolerated: 0 });
   });
 
   it("does not count a learner as a voter", () => {
     const h = healthyMachines(3);
-    const verdict = assess(snapshot({ machines: [...h.machines, machine("n-1", { created: NOW })], members: [...h.members, member("n-1", { learner: true })] }), observe);
+    const verdict = assess(
+      snapshot({
+        machines: [...h.machines, machine("n-1", { created: NOW })],
+        members: [...h.members, member("n-1", { learner: true })],
+      }),
+      observe,
+    );
     assert.equal(verdict.quorum.voters, 3);
   });
 
@@ -209,7 +299,14 @@ describe("assess: quorum numbers and status", () => {
     h.members[1] = dead("m-2");
     const statuses = memberStatuses(assess(snapshot(h), observe));
     assert.deepEqual(
-      statuses.map((status) => [status.name, status.machine, status.node, status.leader, status.healthy, status.learner]),
+      statuses.map((status) => [
+        status.name,
+        status.machine,
+        status.node,
+        status.leader,
+        status.healthy,
+        status.learner,
+      ]),
       [
         ["m-1", "m-1", "m-1", true, true, false],
         ["m-2", "m-2", "m-2", false, false, false],
@@ -221,7 +318,13 @@ describe("assess: quorum numbers and status", () => {
 
   it("shows a learner's progress in its state", () => {
     const h = healthyMachines(1);
-    const verdict = assess(snapshot({ machines: [...h.machines, machine("n-1", { created: NOW })], members: [...h.members, member("n-1", { learner: true, raftAppliedIndex: 4200, firstObserved: NOW - MINUTE })] }), observe);
+    const verdict = assess(
+      snapshot({
+        machines: [...h.machines, machine("n-1", { created: NOW })],
+        members: [...h.members, member("n-1", { learner: true, raftAppliedIndex: 4200, firstObserved: NOW - MINUTE })],
+      }),
+      observe,
+    );
     assert.equal(verdict.members.find((candidate) => candidate.name === "n-1")?.state, "learner, 84% caught up");
   });
 });
@@ -252,7 +355,10 @@ describe("assess: planned operations", () => {
     assert.equal(verdict.keepsQuorum, true);
     assert.equal(verdict.strict, false);
     assert.equal(verdict.allowed, false);
-    assert.deepEqual(verdict.blockers.map((blocker) => blocker.subject), ["member m-5"]);
+    assert.deepEqual(
+      verdict.blockers.map((blocker) => blocker.subject),
+      ["member m-5"],
+    );
   });
 
   it("removing a dead voter of five while another is also dead is allowed: it never lowers the failures tolerated", () => {
@@ -264,7 +370,10 @@ describe("assess: planned operations", () => {
 
   it("counts a Machine that is still joining as an unhealthy voter in the projection", () => {
     const h = healthyMachines(3);
-    const s = snapshot({ machines: [...h.machines, machine("n-1", { created: NOW - MINUTE, nodeName: undefined })], members: h.members });
+    const s = snapshot({
+      machines: [...h.machines, machine("n-1", { created: NOW - MINUTE, nodeName: undefined })],
+      members: h.members,
+    });
     const verdict = assess(s, { kind: "RemoveMember", memberId: idOf("m-1") });
     assert.deepEqual([verdict.projected.voters, verdict.projected.healthyVoters], [3, 2]);
     assert.equal(verdict.allowed, false);
@@ -288,7 +397,10 @@ describe("assess: planned operations", () => {
   it("allows deleting a Machine whose member is gone even next to a dead voter: etcd does not change", () => {
     const h = healthyMachines(4);
     h.members[1] = dead("m-2");
-    const verdict = assess(snapshot({ machines: h.machines, members: h.members.slice(0, 3) }), { kind: "DeleteMachine", machine: "m-4" });
+    const verdict = assess(snapshot({ machines: h.machines, members: h.members.slice(0, 3) }), {
+      kind: "DeleteMachine",
+      machine: "m-4",
+    });
     assert.equal(verdict.allowed, true);
     assert.deepEqual(verdict.blockers, []);
   });
@@ -300,7 +412,10 @@ describe("assess: planned operations", () => {
   });
 
   it("judges a deletion under AfterDrain as the removal of its member", () => {
-    const verdict = assess(snapshot({ ...healthyMachines(3), controlPlane: { memberRemoval: "AfterDrain" } }), { kind: "DeleteMachine", machine: "m-2" });
+    const verdict = assess(snapshot({ ...healthyMachines(3), controlPlane: { memberRemoval: "AfterDrain" } }), {
+      kind: "DeleteMachine",
+      machine: "m-2",
+    });
     assert.equal(verdict.allowed, true);
     assert.deepEqual([verdict.projected.voters, verdict.projected.healthyVoters], [2, 2]);
   });
@@ -315,7 +430,11 @@ describe("assess: planned operations", () => {
 
   it("promotes a learner only once it is within 90% of the leader", () => {
     const h = healthyMachines(3);
-    const build = (applied: number) => snapshot({ machines: [...h.machines, machine("n-1", { created: NOW })], members: [...h.members, member("n-1", { learner: true, raftAppliedIndex: applied })] });
+    const build = (applied: number) =>
+      snapshot({
+        machines: [...h.machines, machine("n-1", { created: NOW })],
+        members: [...h.members, member("n-1", { learner: true, raftAppliedIndex: applied })],
+      });
     const behind = assess(build(4000), { kind: "PromoteLearner", memberId: idOf("n-1") });
     assert.equal(behind.allowed, false);
     assert.match(behind.blockers[0].why, /80% caught up/);
@@ -324,9 +443,15 @@ describe("assess: planned operations", () => {
 
   it("removes a ghost only when it is one, and only when that keeps quorum", () => {
     const h = healthyMachines(3);
-    const young = snapshot({ ...h, members: [...h.members, dead("old", { peerURLs: ["https://10.9.9.9:2380"], firstObserved: NOW - MINUTE })] });
+    const young = snapshot({
+      ...h,
+      members: [...h.members, dead("old", { peerURLs: ["https://10.9.9.9:2380"], firstObserved: NOW - MINUTE })],
+    });
     assert.equal(assess(young, { kind: "RemoveGhost", memberId: idOf("old") }).allowed, false);
-    const ripe = snapshot({ ...h, members: [...h.members, dead("old", { peerURLs: ["https://10.9.9.9:2380"], firstObserved: NOW - 6 * MINUTE })] });
+    const ripe = snapshot({
+      ...h,
+      members: [...h.members, dead("old", { peerURLs: ["https://10.9.9.9:2380"], firstObserved: NOW - 6 * MINUTE })],
+    });
     assert.equal(assess(ripe, { kind: "RemoveGhost", memberId: idOf("old") }).allowed, true);
   });
 
@@ -334,7 +459,10 @@ describe("assess: planned operations", () => {
     const h = healthyMachines(5);
     h.machines[4].deleting = NOW;
     h.machines[4].hasPreTerminateHook = false;
-    const verdict = assess(snapshot({ ...h, alarms: [{ memberId: idOf("m-3"), alarm: "NOSPACE" }] }), { kind: "RemoveMember", memberId: idOf("m-2") });
+    const verdict = assess(snapshot({ ...h, alarms: [{ memberId: idOf("m-3"), alarm: "NOSPACE" }] }), {
+      kind: "RemoveMember",
+      memberId: idOf("m-2"),
+    });
     assert.equal(verdict.allowed, false);
     assert.deepEqual(verdict.blockers.map((blocker) => blocker.subject).sort(), ["alarm NOSPACE", "machine m-5"]);
   });
@@ -343,7 +471,11 @@ describe("assess: planned operations", () => {
     const empty = snapshot({ observed: false, error: "no endpoints" });
     assert.equal(assess(empty, { kind: "CreateMachine" }).allowed, true);
     const some = snapshot({ machines: [machine("m-1")], observed: false, error: "dial timeout" });
-    for (const op of [{ kind: "CreateMachine" }, { kind: "DeleteMachine", machine: "m-1" }, { kind: "ReleaseHook", machine: "m-1" }] as PlannedOp[]) {
+    for (const op of [
+      { kind: "CreateMachine" },
+      { kind: "DeleteMachine", machine: "m-1" },
+      { kind: "ReleaseHook", machine: "m-1" },
+    ] as PlannedOp[]) {
       const verdict = assess(some, op);
       assert.equal(verdict.allowed, false);
       assert.match(verdict.blockers[0].why, /dial timeout/);
@@ -351,8 +483,14 @@ describe("assess: planned operations", () => {
   });
 
   it("lets the last Machine go with its member when the control plane is being deleted", () => {
-    const verdict = assess(snapshot({ ...healthyMachines(1), controlPlane: { deleting: true } }), { kind: "DeleteMachine", machine: "m-1" });
+    const verdict = assess(snapshot({ ...healthyMachines(1), controlPlane: { deleting: true } }), {
+      kind: "DeleteMachine",
+      machine: "m-1",
+    });
     assert.equal(verdict.allowed, true);
-    assert.equal(assess(snapshot({ ...healthyMachines(1) }), { kind: "RemoveMember", memberId: idOf("m-1") }).allowed, false);
+    assert.equal(
+      assess(snapshot({ ...healthyMachines(1) }), { kind: "RemoveMember", memberId: idOf("m-1") }).allowed,
+      false,
+    );
   });
 });

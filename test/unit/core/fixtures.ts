@@ -2,7 +2,14 @@
 // executors would if everything succeeded at once (used to walk multi-step scenarios such as 1 -> 3 -> 1).
 import { GROUP, KIND } from "../../../src/api/constants.ts";
 import type { Action } from "../../../src/core/actions.ts";
-import type { ClusterView, ControlPlaneView, MachineView, MemberView, NodeView, Snapshot } from "../../../src/core/snapshot.ts";
+import type {
+  ClusterView,
+  ControlPlaneView,
+  MachineView,
+  MemberView,
+  NodeView,
+  Snapshot,
+} from "../../../src/core/snapshot.ts";
 
 export const SECOND = 1_000;
 export const MINUTE = 60 * SECOND;
@@ -24,7 +31,12 @@ export function controlPlane(overrides: Partial<ControlPlaneView> = {}): Control
     deleting: false,
     paused: false,
     remediation: { maxRetry: 3, retryPeriodMs: 5 * MINUTE, minHealthyPeriodMs: 60 * MINUTE },
-    etcd: { ghostGracePeriodMs: 5 * MINUTE, learnerPromotionTimeoutMs: 10 * MINUTE, learnerStallMs: 5 * MINUTE, memberJoinGracePeriodMs: 10 * MINUTE },
+    etcd: {
+      ghostGracePeriodMs: 5 * MINUTE,
+      learnerPromotionTimeoutMs: 10 * MINUTE,
+      learnerStallMs: 5 * MINUTE,
+      memberJoinGracePeriodMs: 10 * MINUTE,
+    },
     ...overrides,
   };
 }
@@ -32,7 +44,16 @@ export function controlPlane(overrides: Partial<ControlPlaneView> = {}): Control
 export function clusterView(overrides: Partial<ClusterView> = {}): ClusterView {
   // Real Clusters name their control plane in spec.controlPlaneRef; the planner acts only when it names this one.
   const claims = { controlPlaneRef: { apiGroup: GROUP, kind: KIND, name: "qcp" }, foreignMachines: [] };
-  return { name: "demo", paused: false, failureDomains: ["fd-a", "fd-b", "fd-c"], infrastructureReady: true, controlPlaneInitialized: true, ...claims, ...overrides, foreignMachines: overrides.foreignMachines ?? claims.foreignMachines };
+  return {
+    name: "demo",
+    paused: false,
+    failureDomains: ["fd-a", "fd-b", "fd-c"],
+    infrastructureReady: true,
+    controlPlaneInitialized: true,
+    ...claims,
+    ...overrides,
+    foreignMachines: overrides.foreignMachines ?? claims.foreignMachines,
+  };
 }
 
 /** Stable, distinct addresses per name, so peer-URL mapping in tests is never accidental. */
@@ -101,11 +122,22 @@ export function member(name: string, overrides: Partial<MemberView> = {}): Membe
 }
 
 export function dead(name: string, overrides: Partial<MemberView> = {}): MemberView {
-  return member(name, { reachable: false, errors: ["context deadline exceeded"], raftAppliedIndex: undefined, raftIndex: undefined, ...overrides });
+  return member(name, {
+    reachable: false,
+    errors: ["context deadline exceeded"],
+    raftAppliedIndex: undefined,
+    raftIndex: undefined,
+    ...overrides,
+  });
 }
 
 export function nodeFor(machineView: MachineView): NodeView {
-  return { name: machineView.nodeName ?? machineView.name, providerID: machineView.providerID ?? "", ready: true, addresses: machineView.addresses };
+  return {
+    name: machineView.nodeName ?? machineView.name,
+    providerID: machineView.providerID ?? "",
+    ready: true,
+    addresses: machineView.addresses,
+  };
 }
 
 export interface SnapshotParts {
@@ -128,20 +160,37 @@ export function snapshot(parts: SnapshotParts = {}): Snapshot {
     controlPlane: controlPlane(parts.controlPlane),
     cluster: clusterView(parts.cluster),
     machines,
-    nodes: parts.nodes ?? machines.filter((candidate) => candidate.nodeName !== undefined && candidate.deleting === undefined).map(nodeFor),
-    etcd: { observed, ...(parts.error !== undefined ? { error: parts.error } : {}), members: observed ? (parts.members ?? []) : [], alarms: parts.alarms ?? [] },
+    nodes:
+      parts.nodes ??
+      machines.filter((candidate) => candidate.nodeName !== undefined && candidate.deleting === undefined).map(nodeFor),
+    etcd: {
+      observed,
+      ...(parts.error !== undefined ? { error: parts.error } : {}),
+      members: observed ? (parts.members ?? []) : [],
+      alarms: parts.alarms ?? [],
+    },
   };
 }
 
 const DOMAINS = ["fd-a", "fd-b", "fd-c"];
 
 /** n joined Machines m-1..m-n spread over the failure domains, each with a healthy voter; m-1 leads. */
-export function healthyMachines(n: number, prefix = "m", overrides: Partial<MachineView> = {}): { machines: MachineView[]; members: MemberView[] } {
+export function healthyMachines(
+  n: number,
+  prefix = "m",
+  overrides: Partial<MachineView> = {},
+): { machines: MachineView[]; members: MemberView[] } {
   const machines: MachineView[] = [];
   const members: MemberView[] = [];
   for (let i = 1; i <= n; i++) {
     const name = `${prefix}-${i}`;
-    machines.push(machine(name, { failureDomain: DOMAINS[(i - 1) % DOMAINS.length], created: NOW - (100 - i) * MINUTE, ...overrides }));
+    machines.push(
+      machine(name, {
+        failureDomain: DOMAINS[(i - 1) % DOMAINS.length],
+        created: NOW - (100 - i) * MINUTE,
+        ...overrides,
+      }),
+    );
     members.push(member(name, { leader: i === 1 && prefix === "m" }));
   }
   return { machines, members };
@@ -172,11 +221,18 @@ export function applyIdeal(current: Snapshot, action: Action): Snapshot {
   switch (action.kind) {
     case "CreateMachine": {
       const name = `new-${++created}`;
-      const made = machine(name, { created: next.now, failureDomain: action.failureDomain, version: next.controlPlane.version, templateHash: next.controlPlane.templateHash });
+      const made = machine(name, {
+        created: next.now,
+        failureDomain: action.failureDomain,
+        version: next.controlPlane.version,
+        templateHash: next.controlPlane.templateHash,
+      });
       next.machines.push(made);
       next.nodes.push(nodeFor(made));
       const leader = next.etcd.members.find((candidate) => candidate.leader);
-      next.etcd.members.push(member(name, { leader: !leader, firstObserved: next.now, startedObserved: next.now, lastProgress: next.now }));
+      next.etcd.members.push(
+        member(name, { leader: !leader, firstObserved: next.now, startedObserved: next.now, lastProgress: next.now }),
+      );
       next.etcd.observed = true;
       delete next.etcd.error;
       break;
@@ -201,7 +257,8 @@ export function applyIdeal(current: Snapshot, action: Action): Snapshot {
         if (target.hasPreTerminateHook) target.deleting = next.now;
         else next.machines = next.machines.filter((candidate) => candidate !== target);
       }
-      if (action.kind === "Remediate") next.controlPlane.remediation.last = { machine: action.machine, time: next.now, retryCount: 0 };
+      if (action.kind === "Remediate")
+        next.controlPlane.remediation.last = { machine: action.machine, time: next.now, retryCount: 0 };
       break;
     }
     case "ReleaseHook": {

@@ -13,7 +13,12 @@ describe("identity: which Machine a member belongs to", () => {
   const table: { name: string; build: () => Snapshot; member: string; machine: string | undefined }[] = [
     {
       name: "a member named after its host belongs to the Machine whose address is its peer URL host",
-      build: () => snapshot({ machines: [machine("cp-0", { nodeName: undefined, addresses: ["10.0.0.9"] })], members: [member("ip-10-0-0-9", { id: "11", ...peer("10.0.0.9") })], nodes: [] }),
+      build: () =>
+        snapshot({
+          machines: [machine("cp-0", { nodeName: undefined, addresses: ["10.0.0.9"] })],
+          members: [member("ip-10-0-0-9", { id: "11", ...peer("10.0.0.9") })],
+          nodes: [],
+        }),
       member: "11",
       machine: "cp-0",
     },
@@ -32,9 +37,13 @@ describe("identity: which Machine a member belongs to", () => {
       name: "a member named after a Node that shares the Machine's providerID belongs to it although the Machine has no nodeRef",
       build: () =>
         snapshot({
-          machines: [machine("cp-0", { nodeName: undefined, providerID: "aws:///us-east-1a/i-0abc", addresses: ["54.1.2.3"] })],
+          machines: [
+            machine("cp-0", { nodeName: undefined, providerID: "aws:///us-east-1a/i-0abc", addresses: ["54.1.2.3"] }),
+          ],
           members: [member("ip-10-0-0-9", { id: "13", ...peer("10.0.0.9") })],
-          nodes: [{ name: "ip-10-0-0-9", providerID: "aws:///us-east-1a/i-0abc", ready: true, addresses: ["10.0.0.9"] }],
+          nodes: [
+            { name: "ip-10-0-0-9", providerID: "aws:///us-east-1a/i-0abc", ready: true, addresses: ["10.0.0.9"] },
+          ],
         }),
       member: "13",
       machine: "cp-0",
@@ -43,7 +52,9 @@ describe("identity: which Machine a member belongs to", () => {
       name: "a member named after a Node that shares an address with the Machine belongs to it",
       build: () =>
         snapshot({
-          machines: [machine("cp-0", { nodeName: undefined, providerID: undefined, addresses: ["ip-10-0-0-9.ec2.internal"] })],
+          machines: [
+            machine("cp-0", { nodeName: undefined, providerID: undefined, addresses: ["ip-10-0-0-9.ec2.internal"] }),
+          ],
           members: [member("ip-10-0-0-9", { id: "14", ...peer("10.0.0.9") })],
           nodes: [{ name: "ip-10-0-0-9", ready: true, addresses: ["ip-10-0-0-9.ec2.internal"] }],
         }),
@@ -54,7 +65,9 @@ describe("identity: which Machine a member belongs to", () => {
       name: "a member named after a Node nothing ties to the Machine, at an address the Machine lacks, belongs to no Machine",
       build: () =>
         snapshot({
-          machines: [machine("cp-0", { nodeName: undefined, providerID: "aws:///us-east-1a/i-0abc", addresses: ["54.1.2.3"] })],
+          machines: [
+            machine("cp-0", { nodeName: undefined, providerID: "aws:///us-east-1a/i-0abc", addresses: ["54.1.2.3"] }),
+          ],
           members: [member("ip-10-0-0-9", { id: "15", ...peer("10.0.0.9") })],
           nodes: [{ name: "ip-10-0-0-9", ready: true, addresses: ["10.0.0.9"] }],
         }),
@@ -63,19 +76,33 @@ describe("identity: which Machine a member belongs to", () => {
     },
     {
       name: "a member whose host is another Machine's address is that Machine's, never the one it is named after",
-      build: () => snapshot({ machines: [machine("m-1", { addresses: ["10.0.0.11"] }), machine("m-2", { addresses: ["10.0.0.12"] })], members: [member("m-1", { id: "16", ...peer("10.0.0.12") })] }),
+      build: () =>
+        snapshot({
+          machines: [machine("m-1", { addresses: ["10.0.0.11"] }), machine("m-2", { addresses: ["10.0.0.12"] })],
+          members: [member("m-1", { id: "16", ...peer("10.0.0.12") })],
+        }),
       member: "16",
       machine: "m-2",
     },
     {
       name: "a member matching two Machines with equal evidence (a reused address) belongs to neither",
-      build: () => snapshot({ machines: [machine("old", { addresses: ["10.0.0.20"] }), machine("new", { addresses: ["10.0.0.20"] })], members: [member("ip-10-0-0-20", { id: "17", ...peer("10.0.0.20") })], nodes: [] }),
+      build: () =>
+        snapshot({
+          machines: [machine("old", { addresses: ["10.0.0.20"] }), machine("new", { addresses: ["10.0.0.20"] })],
+          members: [member("ip-10-0-0-20", { id: "17", ...peer("10.0.0.20") })],
+          nodes: [],
+        }),
       member: "17",
       machine: undefined,
     },
     {
       name: "a reused address goes to the Machine the member is also named after",
-      build: () => snapshot({ machines: [machine("old", { addresses: ["10.0.0.20"] }), machine("new", { addresses: ["10.0.0.20"] })], members: [member("new", { id: "18", ...peer("10.0.0.20") })], nodes: [] }),
+      build: () =>
+        snapshot({
+          machines: [machine("old", { addresses: ["10.0.0.20"] }), machine("new", { addresses: ["10.0.0.20"] })],
+          members: [member("new", { id: "18", ...peer("10.0.0.20") })],
+          nodes: [],
+        }),
       member: "18",
       machine: "new",
     },
@@ -106,16 +133,34 @@ describe("identity: same-name claimants are told apart by address, never by memb
 
   it("two members with the Machine's name, neither at its address, are neither the Machine's", () => {
     const noAddress = [machine("m-2", { addresses: [], nodeName: undefined })];
-    const mapping = mapMembersToMachines(snapshot({ machines: noAddress, members: [member("m-2", { id: "1", ...peer("10.0.0.12") }), member("m-2", { id: "2", ...peer("10.9.9.40") })], nodes: [] }));
+    const mapping = mapMembersToMachines(
+      snapshot({
+        machines: noAddress,
+        members: [member("m-2", { id: "1", ...peer("10.0.0.12") }), member("m-2", { id: "2", ...peer("10.9.9.40") })],
+        nodes: [],
+      }),
+    );
     assert.equal(mapping.size, 0);
   });
 
   it("a lone member named like a Machine that reports other IPs belongs to it only once the Machine reports the member's IP", () => {
     // A Machine reporting only its public IP and a stale member with its name look the same; mapping by name handed
     // etcd leadership to such a stale member once the Machine's own member was gone (sim seed 478950346).
-    const partial = mapMembersToMachines(snapshot({ machines: [machine("m-2", { addresses: ["54.1.2.3"], nodeName: undefined })], members: [member("m-2", { id: "3", ...peer("10.0.0.12") })], nodes: [] }));
+    const partial = mapMembersToMachines(
+      snapshot({
+        machines: [machine("m-2", { addresses: ["54.1.2.3"], nodeName: undefined })],
+        members: [member("m-2", { id: "3", ...peer("10.0.0.12") })],
+        nodes: [],
+      }),
+    );
     assert.equal(partial.get("3"), undefined);
-    const complete = mapMembersToMachines(snapshot({ machines: [machine("m-2", { addresses: ["54.1.2.3", "10.0.0.12"], nodeName: undefined })], members: [member("m-2", { id: "3", ...peer("10.0.0.12") })], nodes: [] }));
+    const complete = mapMembersToMachines(
+      snapshot({
+        machines: [machine("m-2", { addresses: ["54.1.2.3", "10.0.0.12"], nodeName: undefined })],
+        members: [member("m-2", { id: "3", ...peer("10.0.0.12") })],
+        nodes: [],
+      }),
+    );
     assert.equal(complete.get("3"), "m-2");
   });
 });
@@ -131,6 +176,7 @@ describe("identity: the member ids a user lists in quorum-remove-etcd-member", (
     { entry: "m-2", id: "10276657743932975437", names: false },
   ];
   for (const row of table) {
-    it(`"${row.entry}" ${row.names ? "names" : "does not name"} member ${row.id}`, () => assert.equal(namesMemberId(row.entry, row.id), row.names));
+    it(`"${row.entry}" ${row.names ? "names" : "does not name"} member ${row.id}`, () =>
+      assert.equal(namesMemberId(row.entry, row.id), row.names));
   }
 });

@@ -9,13 +9,30 @@ import { assess } from "../../../src/core/assess.ts";
 import { plan } from "../../../src/core/plan.ts";
 import { ETCD_HEALTH_INTERVAL_MS, LEADERSHIP_SETTLE_MS, selectLeadershipTarget } from "../../../src/core/selection.ts";
 import type { MachineView, MemberView, Snapshot } from "../../../src/core/snapshot.ts";
-import { applyIdeal, dead, healthyMachines, passesTime, idOf, machine, member, MINUTE, NOW, OLD_VERSION, SECOND, snapshot, withLeader } from "./fixtures.ts";
+import {
+  applyIdeal,
+  dead,
+  healthyMachines,
+  passesTime,
+  idOf,
+  machine,
+  member,
+  MINUTE,
+  NOW,
+  OLD_VERSION,
+  SECOND,
+  snapshot,
+  withLeader,
+} from "./fixtures.ts";
 
 /** A rolling upgrade one step in: outdated m-1..m-3 (m-1 leads, m-1 leaves first) and the up-to-date n-1. */
 function rollout(newMember: Partial<MemberView> = {}, newMachine: Partial<MachineView> = {}): Snapshot {
   const old = healthyMachines(3, "m", { version: OLD_VERSION });
   const fresh = machine("n-1", { failureDomain: "fd-a", created: NOW - 2 * MINUTE, ...newMachine });
-  return snapshot({ machines: [...old.machines, fresh], members: withLeader([...old.members, member("n-1", newMember)], "m-1") });
+  return snapshot({
+    machines: [...old.machines, fresh],
+    members: withLeader([...old.members, member("n-1", newMember)], "m-1"),
+  });
 }
 
 function forwardedTo(s: Snapshot): string {
@@ -70,19 +87,25 @@ describe("leadership target before the leader's member is removed", () => {
 
   it("goes to a new member that joined seconds ago when every other voter's Machine is being deleted", () => {
     const s = rollout({ firstObserved: NOW - 3 * SECOND });
-    s.machines = s.machines.map((candidate) => (candidate.name === "m-2" || candidate.name === "m-3" ? { ...candidate, deleting: NOW - 10 * SECOND } : candidate));
+    s.machines = s.machines.map((candidate) =>
+      candidate.name === "m-2" || candidate.name === "m-3" ? { ...candidate, deleting: NOW - 10 * SECOND } : candidate,
+    );
     assert.equal(target(s, "m-1"), "n-1");
   });
 
   it("has no target when every other voter is unhealthy or a learner, so the leader is removed as it is", () => {
     const s = rollout({ learner: true });
-    s.etcd.members = s.etcd.members.map((candidate) => (candidate.name === "m-2" || candidate.name === "m-3" ? dead(candidate.name) : candidate));
+    s.etcd.members = s.etcd.members.map((candidate) =>
+      candidate.name === "m-2" || candidate.name === "m-3" ? dead(candidate.name) : candidate,
+    );
     assert.equal(target(s, "m-1"), undefined);
   });
 
   it("prefers a settled member whose Machine stays over one whose Machine is being deleted or leaves next", () => {
     const s = rollout({ firstObserved: NOW - 3 * SECOND });
-    s.machines = s.machines.map((candidate) => (candidate.name === "m-3" ? { ...candidate, deleting: NOW - 5 * SECOND } : candidate));
+    s.machines = s.machines.map((candidate) =>
+      candidate.name === "m-3" ? { ...candidate, deleting: NOW - 5 * SECOND } : candidate,
+    );
     assert.equal(target(s, "m-1"), "m-2");
     assert.equal(target(s, "m-1", ["m-1", "m-2"]), "n-1", "with m-2 leaving next and m-3 deleting, only n-1 stays");
   });
@@ -97,8 +120,13 @@ describe("leadership target before the leader's member is removed", () => {
   it("among settled up-to-date members picks the Machine created last, then the lower member id", () => {
     const h = healthyMachines(4);
     const ids: Record<string, string> = { "m-1": "10", "m-2": "30", "m-3": "20", "m-4": "25" };
-    const s = snapshot({ machines: h.machines, members: h.members.map((candidate) => ({ ...candidate, id: ids[candidate.name] })), controlPlane: { replicas: 3 } });
-    const pick = (view: Snapshot) => selectLeadershipTarget(view, assess(view, { kind: "Observe" }), "10", ["m-1"])?.member.name;
+    const s = snapshot({
+      machines: h.machines,
+      members: h.members.map((candidate) => ({ ...candidate, id: ids[candidate.name] })),
+      controlPlane: { replicas: 3 },
+    });
+    const pick = (view: Snapshot) =>
+      selectLeadershipTarget(view, assess(view, { kind: "Observe" }), "10", ["m-1"])?.member.name;
     assert.equal(pick(s), "m-4");
     s.machines = s.machines.map((candidate) => ({ ...candidate, created: NOW - 60 * MINUTE }));
     assert.equal(pick(s), "m-3");
@@ -106,7 +134,11 @@ describe("leadership target before the leader's member is removed", () => {
 
   it("gives the same target whatever order etcd lists its members and Machines in", () => {
     const s = rollout({ firstObserved: NOW - 3 * SECOND });
-    const reversed: Snapshot = { ...s, machines: [...s.machines].reverse(), etcd: { ...s.etcd, members: [...s.etcd.members].reverse() } };
+    const reversed: Snapshot = {
+      ...s,
+      machines: [...s.machines].reverse(),
+      etcd: { ...s.etcd, members: [...s.etcd.members].reverse() },
+    };
     assert.equal(target(reversed, "m-1"), target(s, "m-1"));
     assert.deepEqual(plan(reversed).action, plan(s).action);
   });
@@ -122,8 +154,17 @@ function oneSecondLater(current: Snapshot, action: Action): Snapshot {
   const now = current.now + SECOND;
   const at = (time: number) => (time === then ? now : time);
   next.now = now;
-  next.machines = next.machines.map((candidate) => ({ ...candidate, created: at(candidate.created), ...(candidate.deleting !== undefined ? { deleting: at(candidate.deleting) } : {}) }));
-  next.etcd.members = next.etcd.members.map((candidate) => ({ ...candidate, firstObserved: at(candidate.firstObserved), ...(candidate.startedObserved !== undefined ? { startedObserved: at(candidate.startedObserved) } : {}), lastProgress: at(candidate.lastProgress) }));
+  next.machines = next.machines.map((candidate) => ({
+    ...candidate,
+    created: at(candidate.created),
+    ...(candidate.deleting !== undefined ? { deleting: at(candidate.deleting) } : {}),
+  }));
+  next.etcd.members = next.etcd.members.map((candidate) => ({
+    ...candidate,
+    firstObserved: at(candidate.firstObserved),
+    ...(candidate.startedObserved !== undefined ? { startedObserved: at(candidate.startedObserved) } : {}),
+    lastProgress: at(candidate.lastProgress),
+  }));
   return next;
 }
 
@@ -142,14 +183,23 @@ describe("leadership during a rolling upgrade whose steps follow each other with
         const leader = current.etcd.members.find((candidate) => candidate.leader);
         assert.ok(leader, "a removal needs a leader to handle it");
         const age = current.now - leader.firstObserved;
-        assert.ok(age >= ETCD_HEALTH_INTERVAL_MS, `removal of ${action.memberName} handled by ${leader.name}, a member for only ${age} ms: etcd would refuse it`);
+        assert.ok(
+          age >= ETCD_HEALTH_INTERVAL_MS,
+          `removal of ${action.memberName} handled by ${leader.name}, a member for only ${age} ms: etcd would refuse it`,
+        );
       }
       actions.push(action);
       current = oneSecondLater(current, action);
     }
-    assert.ok(current.machines.every((candidate) => candidate.version === current.controlPlane.version), "the rollout finished");
+    assert.ok(
+      current.machines.every((candidate) => candidate.version === current.controlPlane.version),
+      "the rollout finished",
+    );
     assert.equal(current.etcd.members.length, 3);
     // Handing leadership to an outdated member costs one more move later; never more than one per outdated leader.
-    assert.ok(actions.filter((action) => action.kind === "ForwardLeadership").length <= 2, actions.map((action) => action.kind).join(" "));
+    assert.ok(
+      actions.filter((action) => action.kind === "ForwardLeadership").length <= 2,
+      actions.map((action) => action.kind).join(" "),
+    );
   });
 });

@@ -6,7 +6,19 @@ import { describe, it } from "node:test";
 import { isDisruptive, type Action } from "../../../src/core/actions.ts";
 import { plan, type Decision } from "../../../src/core/plan.ts";
 import type { MachineView, MemberView, NodeView, Snapshot } from "../../../src/core/snapshot.ts";
-import { applyIdeal, dead, healthyMachines, machine, member, MINUTE, NOW, passesTime, snapshot, withLeader, type SnapshotParts } from "./fixtures.ts";
+import {
+  applyIdeal,
+  dead,
+  healthyMachines,
+  machine,
+  member,
+  MINUTE,
+  NOW,
+  passesTime,
+  snapshot,
+  withLeader,
+  type SnapshotParts,
+} from "./fixtures.ts";
 
 const peer = (host: string) => ({ peerURLs: [`https://${host}:2380`], clientURLs: [`https://${host}:2379`] });
 
@@ -15,13 +27,28 @@ const peer = (host: string) => ({ peerURLs: [`https://${host}:2380`], clientURLs
  * manager set the Node's providerID, and only its public address in status.addresses.
  */
 function freshMachine(name: string, publicAddress: string, overrides: Partial<MachineView> = {}): MachineView {
-  return machine(name, { created: NOW - 30 * MINUTE, nodeName: undefined, providerID: `aws:///us-east-1a/i-${name}`, addresses: [publicAddress], ...overrides });
+  return machine(name, {
+    created: NOW - 30 * MINUTE,
+    nodeName: undefined,
+    providerID: `aws:///us-east-1a/i-${name}`,
+    addresses: [publicAddress],
+    ...overrides,
+  });
 }
 
 /** kubeadm names the member after the host; its Node has no providerID yet. */
-function hostMember(host: string, ip: string, overrides: Partial<MemberView> = {}): { member: MemberView; node: NodeView } {
+function hostMember(
+  host: string,
+  ip: string,
+  overrides: Partial<MemberView> = {},
+): { member: MemberView; node: NodeView } {
   return {
-    member: member(host, { ...peer(ip), firstObserved: NOW - 25 * MINUTE, startedObserved: NOW - 25 * MINUTE, ...overrides }),
+    member: member(host, {
+      ...peer(ip),
+      firstObserved: NOW - 25 * MINUTE,
+      startedObserved: NOW - 25 * MINUTE,
+      ...overrides,
+    }),
     node: { name: host, ready: true, addresses: [ip, `${host}.ec2.internal`] },
   };
 }
@@ -37,13 +64,19 @@ function names(action: Action): string {
 describe("issue 12 bug 1: a live member that maps to no Machine never gets its Machine remediated", () => {
   const lone = () => {
     const { member: only, node } = hostMember("ip-10-0-0-9", "10.0.0.9", { leader: true });
-    return { machines: [freshMachine("cp-0", "54.12.3.4")], members: [only], nodes: [node], controlPlane: { replicas: 1 } } satisfies SnapshotParts;
+    return {
+      machines: [freshMachine("cp-0", "54.12.3.4")],
+      members: [only],
+      nodes: [node],
+      controlPlane: { replicas: 1 },
+    } satisfies SnapshotParts;
   };
 
   it("after the join grace period it waits, naming the unmapped member, the candidate Machine and the fix, instead of remediating cp-0", () => {
     const decision = decide(lone());
     assert.equal(decision.action.kind, "Wait", names(decision.action));
-    for (const word of ["ip-10-0-0-9", "cp-0", "quorum-remove-etcd-member"]) assert.ok(decision.action.reason.includes(word), `reason names ${word}: ${decision.action.reason}`);
+    for (const word of ["ip-10-0-0-9", "cp-0", "quorum-remove-etcd-member"])
+      assert.ok(decision.action.reason.includes(word), `reason names ${word}: ${decision.action.reason}`);
     const assessed = decision.assessment.members[0];
     assert.equal(assessed.class, "unmapped");
     assert.deepEqual(assessed.candidates, ["cp-0"]);
@@ -52,7 +85,9 @@ describe("issue 12 bug 1: a live member that maps to no Machine never gets its M
 
   it("names at most five candidate Machines, so the status stays readable during a long rollout", () => {
     const parts = lone();
-    const machines = ["cp-0", "cp-1", "cp-2", "cp-3", "cp-4", "cp-5", "cp-6"].map((name, index) => freshMachine(name, `54.12.3.${index + 4}`));
+    const machines = ["cp-0", "cp-1", "cp-2", "cp-3", "cp-4", "cp-5", "cp-6"].map((name, index) =>
+      freshMachine(name, `54.12.3.${index + 4}`),
+    );
     const state = decide({ ...parts, machines }).assessment.members[0].state;
     assert.match(state, /machine cp-4 \(and 2 more\)/);
     assert.ok(!state.includes("cp-5"), state);
@@ -60,7 +95,10 @@ describe("issue 12 bug 1: a live member that maps to no Machine never gets its M
 
   it("stays unmapped, not a ghost, however long past the ghost grace period", () => {
     const parts = lone();
-    const decision = decide({ ...parts, members: parts.members.map((candidate) => ({ ...candidate, firstObserved: NOW - 24 * 60 * MINUTE })) });
+    const decision = decide({
+      ...parts,
+      members: parts.members.map((candidate) => ({ ...candidate, firstObserved: NOW - 24 * 60 * MINUTE })),
+    });
     assert.equal(decision.assessment.members[0].class, "unmapped");
     assert.equal(decision.action.kind, "Wait", names(decision.action));
   });
@@ -74,7 +112,11 @@ describe("issue 12 bug 1: a live member that maps to no Machine never gets its M
 
   it("does not hold back the deletion of the whole control plane, which takes every member with it", () => {
     const parts = lone();
-    const decision = decide({ ...parts, machines: [freshMachine("cp-0", "54.12.3.4", { deleting: NOW - MINUTE })], controlPlane: { replicas: 1, deleting: true } });
+    const decision = decide({
+      ...parts,
+      machines: [freshMachine("cp-0", "54.12.3.4", { deleting: NOW - MINUTE })],
+      controlPlane: { replicas: 1, deleting: true },
+    });
     assert.equal(decision.action.kind, "ReleaseHook", names(decision.action));
   });
 
@@ -96,7 +138,12 @@ describe("issue 12 bug 1: a live member that maps to no Machine never gets its M
       freshMachine("cp-1", "54.12.3.5", { nodeName: "ip-10-0-0-10", remediationRequested: remediate }),
       freshMachine("cp-2", "54.12.3.6", { nodeName: "ip-10-0-0-11" }),
     ];
-    return { machines, members: [a.member, b.member, c.member], nodes: [a.node, b.node, c.node], controlPlane: { replicas: 3 } };
+    return {
+      machines,
+      members: [a.member, b.member, c.member],
+      nodes: [a.node, b.node, c.node],
+      controlPlane: { replicas: 3 },
+    };
   };
 
   it("with three Machines and one voter dead, it never touches cp-0, which would leave 1 of 3 voters healthy", () => {
@@ -117,10 +164,16 @@ describe("issue 12 bug 1: a live member that maps to no Machine never gets its M
       current = applyIdeal(current, action);
       const voters = current.etcd.members.filter((candidate) => !candidate.learner);
       const healthy = voters.filter((candidate) => candidate.reachable && candidate.errors.length === 0).length;
-      assert.ok(healthy >= Math.floor(voters.length / 2) + 1, `after ${action.kind}: ${healthy} healthy of ${voters.length}`);
+      assert.ok(
+        healthy >= Math.floor(voters.length / 2) + 1,
+        `after ${action.kind}: ${healthy} healthy of ${voters.length}`,
+      );
     }
     assert.equal(seen[0], "RemoveMember", `the dead voter of cp-1 goes first: ${seen.join(" ")}`);
-    assert.ok(current.etcd.members.some((candidate) => candidate.name === "ip-10-0-0-9"), "cp-0's member is still there");
+    assert.ok(
+      current.etcd.members.some((candidate) => candidate.name === "ip-10-0-0-9"),
+      "cp-0's member is still there",
+    );
   });
 });
 
@@ -168,7 +221,10 @@ describe("issue 12 bug 2: a stale member with a live Machine's name never costs 
         const { action } = plan(current);
         if (action.kind === "RemoveMember" || action.kind === "RemoveGhost") {
           // m-2 may leave on a scale-down, but only as m-2's member after the stale one is gone.
-          assert.ok(action.memberId !== liveId() || !current.etcd.members.some((candidate) => candidate.id === "1"), `${stale}: ${names(action)}`);
+          assert.ok(
+            action.memberId !== liveId() || !current.etcd.members.some((candidate) => candidate.id === "1"),
+            `${stale}: ${names(action)}`,
+          );
         }
         if (action.kind === "Wait" && !passesTime(action)) break;
         current = applyIdeal(current, action);
@@ -184,13 +240,21 @@ describe("issue 12 bug 3: a scale-down next to a dead voter removes the dead vot
     { name: "3 -> 2 with m-3 dead", machines: 3, replicas: 2, deadMachine: "m-3" },
     { name: "5 -> 3 with m-4 dead", machines: 5, replicas: 3, deadMachine: "m-4" },
     // The healthy Machine a MachineHealthCheck flagged cannot leave while m-2's voter is dead: m-2 must go first.
-    { name: "3 -> 1 with m-2 dead and remediation requested for healthy m-1", machines: 3, replicas: 1, deadMachine: "m-2", remediate: "m-1" },
+    {
+      name: "3 -> 1 with m-2 dead and remediation requested for healthy m-1",
+      machines: 3,
+      replicas: 1,
+      deadMachine: "m-2",
+      remediate: "m-1",
+    },
   ];
   for (const row of table) {
     it(`${row.name}: the dead voter's Machine goes first and the walk ends at ${row.replicas} healthy members`, () => {
       const h = healthyMachines(row.machines);
       for (const candidate of h.machines) candidate.remediationRequested = candidate.name === row.remediate;
-      const members = h.members.map((candidate) => (candidate.name === row.deadMachine ? dead(candidate.name) : candidate));
+      const members = h.members.map((candidate) =>
+        candidate.name === row.deadMachine ? dead(candidate.name) : candidate,
+      );
       let current = snapshot({ machines: h.machines, members, controlPlane: { replicas: row.replicas } });
       const actions: Action[] = [];
       for (let step = 0; step < 40; step++) {
@@ -200,7 +264,11 @@ describe("issue 12 bug 3: a scale-down next to a dead voter removes the dead vot
         current = applyIdeal(current, action);
       }
       const firstRemoval = actions.find((action) => action.kind === "RemoveMember");
-      assert.equal(firstRemoval?.kind === "RemoveMember" && firstRemoval.machine, row.deadMachine, actions.map(names).join("\n"));
+      assert.equal(
+        firstRemoval?.kind === "RemoveMember" && firstRemoval.machine,
+        row.deadMachine,
+        actions.map(names).join("\n"),
+      );
       const active = current.machines.filter((candidate) => candidate.deleting === undefined);
       assert.equal(active.length, row.replicas, actions.map(names).join("\n"));
       assert.equal(current.etcd.members.length, row.replicas);
@@ -216,12 +284,20 @@ describe("issue 12 bug 3: a Machine being deleted does not wait forever on a dea
     // more than the 3 replicas: removing m-1's healthy member is refused while m-5 lives; removing m-5's is not.
     const h = healthyMachines(5);
     h.machines[0].deleting = NOW - MINUTE;
-    const members = withLeader(h.members, "m-2").map((candidate) => (candidate.name === "m-5" ? dead("m-5") : candidate));
+    const members = withLeader(h.members, "m-2").map((candidate) =>
+      candidate.name === "m-5" ? dead("m-5") : candidate,
+    );
     const decision = decide({ machines: h.machines, members, controlPlane: { replicas: 3 } });
     assert.equal(decision.action.kind, "RemoveMember", names(decision.action));
     assert.equal(decision.action.kind === "RemoveMember" && decision.action.machine, "m-5");
-    const after = applyIdeal(snapshot({ machines: h.machines, members, controlPlane: { replicas: 3 } }), decision.action);
+    const after = applyIdeal(
+      snapshot({ machines: h.machines, members, controlPlane: { replicas: 3 } }),
+      decision.action,
+    );
     const next = plan(after).action;
-    assert.ok(next.kind === "RemoveMember" || next.kind === "ForwardLeadership" || next.kind === "DeleteMachine", names(next));
+    assert.ok(
+      next.kind === "RemoveMember" || next.kind === "ForwardLeadership" || next.kind === "DeleteMachine",
+      names(next),
+    );
   });
 });

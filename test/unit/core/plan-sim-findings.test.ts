@@ -9,7 +9,9 @@ import { dead, healthyMachines, machine, member, MINUTE, NOW, SECOND, snapshot, 
 describe("planner cases found by the simulator", () => {
   it("creates the first Machine when etcd is observed with an empty member list and no Machines exist", () => {
     // observe() reports an empty, observed membership when there is no Machine to ask yet.
-    const decision = plan(snapshot({ machines: [], members: [], observed: true, cluster: { controlPlaneInitialized: false } }));
+    const decision = plan(
+      snapshot({ machines: [], members: [], observed: true, cluster: { controlPlaneInitialized: false } }),
+    );
     assert.equal(decision.action.kind, "CreateMachine", decision.action.reason);
   });
 });
@@ -36,28 +38,45 @@ describe("planner cases found by the simulator: members that map to no Machine",
     const h = healthyMachines(1);
     h.machines[0].deleting = NOW - 30 * SECOND;
     const stray = member("stray", { peerURLs: ["https://10.9.9.7:2380"], firstObserved: NOW - 20 * SECOND });
-    const decision = plan(snapshot({ ...h, members: [...withLeader(h.members, "m-1"), stray], controlPlane: { replicas: 1 } }));
+    const decision = plan(
+      snapshot({ ...h, members: [...withLeader(h.members, "m-1"), stray], controlPlane: { replicas: 1 } }),
+    );
     // Creating a replacement is fine; removing m-1's member or moving leadership to the stray is not.
     assert.ok(!isDisruptive(decision.action), `${decision.action.kind}: ${decision.action.reason}`);
-    const removal = assess(snapshot({ ...h, members: [...withLeader(h.members, "m-1"), stray], controlPlane: { replicas: 1 } }), { kind: "RemoveMember", memberId: h.members[0].id });
+    const removal = assess(
+      snapshot({ ...h, members: [...withLeader(h.members, "m-1"), stray], controlPlane: { replicas: 1 } }),
+      { kind: "RemoveMember", memberId: h.members[0].id },
+    );
     assert.equal(removal.allowed, false);
-    assert.ok(removal.blockers.some((blocker) => blocker.subject.includes("stray")), JSON.stringify(removal.blockers));
+    assert.ok(
+      removal.blockers.some((blocker) => blocker.subject.includes("stray")),
+      JSON.stringify(removal.blockers),
+    );
   });
 
   it("removes one of two dead ghosts instead of letting each block the other's removal", () => {
     const h = healthyMachines(3);
-    const ghosts = [dead("old-1", { peerURLs: ["https://10.9.9.5:2380"], firstObserved: NOW - 30 * MINUTE }), dead("old-2", { peerURLs: ["https://10.9.9.6:2380"], firstObserved: NOW - 30 * MINUTE })];
+    const ghosts = [
+      dead("old-1", { peerURLs: ["https://10.9.9.5:2380"], firstObserved: NOW - 30 * MINUTE }),
+      dead("old-2", { peerURLs: ["https://10.9.9.6:2380"], firstObserved: NOW - 30 * MINUTE }),
+    ];
     const decision = plan(snapshot({ machines: h.machines, members: [...withLeader(h.members, "m-1"), ...ghosts] }));
     assert.equal(decision.action.kind, "RemoveGhost", decision.action.reason);
   });
 
   it("leaves two healthy members that map to no Machine alone, and removes the one a user names even while the other stays", () => {
     const h = healthyMachines(3);
-    const strays = [member("old-1", { peerURLs: ["https://10.9.9.5:2380"], firstObserved: NOW - 30 * MINUTE }), member("old-2", { peerURLs: ["https://10.9.9.6:2380"], firstObserved: NOW - 30 * MINUTE })];
+    const strays = [
+      member("old-1", { peerURLs: ["https://10.9.9.5:2380"], firstObserved: NOW - 30 * MINUTE }),
+      member("old-2", { peerURLs: ["https://10.9.9.6:2380"], firstObserved: NOW - 30 * MINUTE }),
+    ];
     const members = [...withLeader(h.members, "m-1"), ...strays];
     const alone = plan(snapshot({ machines: h.machines, members }));
     assert.ok(!isDisruptive(alone.action), `${alone.action.kind}: ${alone.action.reason}`);
-    assert.deepEqual(alone.assessment.members.filter((candidate) => candidate.class === "unmapped").map((candidate) => candidate.name), ["old-1", "old-2"]);
+    assert.deepEqual(
+      alone.assessment.members.filter((candidate) => candidate.class === "unmapped").map((candidate) => candidate.name),
+      ["old-1", "old-2"],
+    );
     const named = plan(snapshot({ machines: h.machines, members, controlPlane: { removeMemberIds: [strays[1].id] } }));
     assert.equal(named.action.kind, "RemoveMember", named.action.reason);
     assert.equal(named.action.kind === "RemoveMember" && named.action.memberName, "old-2");
@@ -68,7 +87,11 @@ describe("planner cases found by the simulator: a member reported before its Mac
   it("keeps the hook of a deleting Machine that shows no member while a member not mapped yet may be its own", () => {
     // kubeadm init ran on m-1, but the cache still shows m-1 without addresses or Node: its member maps to nothing.
     const lone = machine("m-1", { deleting: NOW - 20 * SECOND, addresses: [], nodeName: undefined, memberName: "m-1" });
-    const fresh = member("ip-10-7-0-2", { peerURLs: ["https://10.7.0.2:2380"], leader: true, firstObserved: NOW - 10 * SECOND });
+    const fresh = member("ip-10-7-0-2", {
+      peerURLs: ["https://10.7.0.2:2380"],
+      leader: true,
+      firstObserved: NOW - 10 * SECOND,
+    });
     const decision = plan(snapshot({ machines: [lone], members: [fresh], nodes: [], controlPlane: { replicas: 1 } }));
     assert.notEqual(decision.action.kind, "ReleaseHook", decision.action.reason);
     assert.ok(!isDisruptive(decision.action), `${decision.action.kind}: ${decision.action.reason}`);
@@ -80,7 +103,12 @@ describe("planner cases found by the simulator: a Machine's own member that show
   // host, was down past the ghost grace period. The hook was released while that member was still in etcd.
   function remediatedWithDownMember() {
     const h = healthyMachines(2);
-    const remediated = machine("m-3", { deleting: NOW - MINUTE, nodeName: undefined, providerID: undefined, addresses: ["203.0.113.9"] });
+    const remediated = machine("m-3", {
+      deleting: NOW - MINUTE,
+      nodeName: undefined,
+      providerID: undefined,
+      addresses: ["203.0.113.9"],
+    });
     const own = dead("ip-10-0-77-9", { peerURLs: ["https://10.0.77.9:2380"], clientURLs: ["https://10.0.77.9:2379"] });
     return { machines: [...h.machines, remediated], members: [...withLeader(h.members, "m-1"), own] };
   }

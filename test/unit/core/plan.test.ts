@@ -4,7 +4,21 @@ import { isDisruptive, type Action } from "../../../src/core/actions.ts";
 import { assess, type PlannedOp, type Verdict } from "../../../src/core/assess.ts";
 import { makePlanner, plan, type Decision } from "../../../src/core/plan.ts";
 import type { Snapshot } from "../../../src/core/snapshot.ts";
-import { applyIdeal, dead, healthyMachines, passesTime, idOf, machine, member, MINUTE, NOW, OLD_VERSION, SECOND, snapshot, withLeader } from "./fixtures.ts";
+import {
+  applyIdeal,
+  dead,
+  healthyMachines,
+  passesTime,
+  idOf,
+  machine,
+  member,
+  MINUTE,
+  NOW,
+  OLD_VERSION,
+  SECOND,
+  snapshot,
+  withLeader,
+} from "./fixtures.ts";
 
 interface Expectation {
   kind: Action["kind"];
@@ -29,11 +43,17 @@ function check(decision: Decision, expectation: Expectation): void {
   for (const [field, value] of Object.entries(expectation.fields ?? {})) {
     assert.deepEqual((action as Record<string, unknown>)[field], value, `${field} of ${JSON.stringify(action)}`);
   }
-  for (const word of expectation.reason ?? []) assert.ok(action.reason.includes(word), `reason should mention "${word}": ${action.reason}`);
+  for (const word of expectation.reason ?? [])
+    assert.ok(action.reason.includes(word), `reason should mention "${word}": ${action.reason}`);
   if (action.kind === "Wait") {
     assert.ok(action.recheckAfterMs > 0, "a Wait says when to look again");
-    if (expectation.recheckAtMost !== undefined) assert.ok(action.recheckAfterMs <= expectation.recheckAtMost, `recheck ${action.recheckAfterMs} ms > ${expectation.recheckAtMost}`);
-    for (const word of expectation.blockedBy ?? []) assert.ok(action.blockedBy?.includes(word), `blockedBy should name "${word}": ${action.blockedBy}`);
+    if (expectation.recheckAtMost !== undefined)
+      assert.ok(
+        action.recheckAfterMs <= expectation.recheckAtMost,
+        `recheck ${action.recheckAfterMs} ms > ${expectation.recheckAtMost}`,
+      );
+    for (const word of expectation.blockedBy ?? [])
+      assert.ok(action.blockedBy?.includes(word), `blockedBy should name "${word}": ${action.blockedBy}`);
   }
 }
 
@@ -68,8 +88,17 @@ const cases: Case[] = [
   },
   {
     name: "a control plane being deleted whose etcd cannot be read waits and says how to force the deletion",
-    snapshot: () => snapshot({ machines: healthyMachines(3).machines, observed: false, error: "all endpoints refused", controlPlane: { deleting: true } }),
-    expect: { kind: "Wait", reason: ["all endpoints refused", "pre-terminate.delete.hook.machine.cluster.x-k8s.io/quorum"] },
+    snapshot: () =>
+      snapshot({
+        machines: healthyMachines(3).machines,
+        observed: false,
+        error: "all endpoints refused",
+        controlPlane: { deleting: true },
+      }),
+    expect: {
+      kind: "Wait",
+      reason: ["all endpoints refused", "pre-terminate.delete.hook.machine.cluster.x-k8s.io/quorum"],
+    },
   },
   {
     name: "a paused Cluster makes Quorum wait even with a rollout pending",
@@ -98,12 +127,20 @@ const cases: Case[] = [
   {
     name: "a surge rollout (maxSurge 1) starts by creating an up-to-date Machine",
     snapshot: () => snapshot(outdatedThree()),
-    expect: { kind: "CreateMachine", fields: { failureDomain: "fd-a" }, reason: ["rollout", "3 of 3 Machines outdated", OLD_VERSION] },
+    expect: {
+      kind: "CreateMachine",
+      fields: { failureDomain: "fd-a" },
+      reason: ["rollout", "3 of 3 Machines outdated", OLD_VERSION],
+    },
   },
   {
     name: "when the leader is on the Machine leaving, leadership moves to the new Machine first",
     snapshot: () => snapshot(surgeJoined()),
-    expect: { kind: "ForwardLeadership", fields: { fromMemberId: idOf("m-1"), toMemberId: idOf("n-1"), toMemberName: "n-1" }, reason: ["m-1", "n-1"] },
+    expect: {
+      kind: "ForwardLeadership",
+      fields: { fromMemberId: idOf("m-1"), toMemberId: idOf("n-1"), toMemberName: "n-1" },
+      reason: ["m-1", "n-1"],
+    },
   },
   {
     name: "when the leader is elsewhere, the outdated Machine's member is removed",
@@ -111,13 +148,23 @@ const cases: Case[] = [
       const h = surgeJoined();
       return snapshot({ machines: h.machines, members: withLeader(h.members, "n-1") });
     },
-    expect: { kind: "RemoveMember", fields: { memberId: idOf("m-1"), machine: "m-1" }, reason: ["outdated", "leaves 3 of 3 voters healthy"] },
+    expect: {
+      kind: "RemoveMember",
+      fields: { memberId: idOf("m-1"), machine: "m-1" },
+      reason: ["outdated", "leaves 3 of 3 voters healthy"],
+    },
   },
   {
     name: "a Machine whose member is already gone is deleted, not waited on and not called unhealthy (crash between RemoveMember and DeleteMachine)",
     snapshot: () => {
       const h = surgeJoined();
-      return snapshot({ machines: h.machines, members: withLeader(h.members.filter((candidate) => candidate.name !== "m-1"), "n-1") });
+      return snapshot({
+        machines: h.machines,
+        members: withLeader(
+          h.members.filter((candidate) => candidate.name !== "m-1"),
+          "n-1",
+        ),
+      });
     },
     expect: { kind: "DeleteMachine", fields: { machine: "m-1" }, reason: ["already gone"] },
   },
@@ -126,18 +173,48 @@ const cases: Case[] = [
     snapshot: () => {
       const h = healthyMachines(3, "m", { version: OLD_VERSION });
       // kubeadm names the member after the host; the Machine only knows its address until the Node shows up.
-      const joining = machine("n-1", { created: NOW - 2 * MINUTE, nodeName: undefined, memberName: "n-1", addresses: ["10.9.0.1"] });
-      const learner = member("ip-10-9-0-1", { learner: true, peerURLs: ["https://10.9.0.1:2380"], raftAppliedIndex: 2500, firstObserved: NOW - 90 * MINUTE, lastProgress: NOW - 10 * SECOND });
-      return snapshot({ machines: [...h.machines, joining], members: [...h.members, learner], controlPlane: { etcd: { ghostGracePeriodMs: MINUTE, learnerPromotionTimeoutMs: 120 * MINUTE, learnerStallMs: 5 * MINUTE, memberJoinGracePeriodMs: 10 * MINUTE } } });
+      const joining = machine("n-1", {
+        created: NOW - 2 * MINUTE,
+        nodeName: undefined,
+        memberName: "n-1",
+        addresses: ["10.9.0.1"],
+      });
+      const learner = member("ip-10-9-0-1", {
+        learner: true,
+        peerURLs: ["https://10.9.0.1:2380"],
+        raftAppliedIndex: 2500,
+        firstObserved: NOW - 90 * MINUTE,
+        lastProgress: NOW - 10 * SECOND,
+      });
+      return snapshot({
+        machines: [...h.machines, joining],
+        members: [...h.members, learner],
+        controlPlane: {
+          etcd: {
+            ghostGracePeriodMs: MINUTE,
+            learnerPromotionTimeoutMs: 120 * MINUTE,
+            learnerStallMs: 5 * MINUTE,
+            memberJoinGracePeriodMs: 10 * MINUTE,
+          },
+        },
+      });
     },
-    expect: { kind: "Wait", reason: ["ip-10-9-0-1", "learner", "50% caught up"], blockedBy: ["ip-10-9-0-1"], recheckAtMost: 5 * SECOND },
+    expect: {
+      kind: "Wait",
+      reason: ["ip-10-9-0-1", "learner", "50% caught up"],
+      blockedBy: ["ip-10-9-0-1"],
+      recheckAtMost: 5 * SECOND,
+    },
   },
   {
     name: "a learner that has caught up with the leader is promoted",
     snapshot: () => {
       const h = healthyMachines(3, "m", { version: OLD_VERSION });
       const joining = machine("n-1", { created: NOW - 2 * MINUTE, nodeName: undefined });
-      return snapshot({ machines: [...h.machines, joining], members: [...h.members, member("n-1", { learner: true, raftAppliedIndex: 4950, firstObserved: NOW - MINUTE })] });
+      return snapshot({
+        machines: [...h.machines, joining],
+        members: [...h.members, member("n-1", { learner: true, raftAppliedIndex: 4950, firstObserved: NOW - MINUTE })],
+      });
     },
     expect: { kind: "PromoteLearner", fields: { memberId: idOf("n-1"), memberName: "n-1" } },
   },
@@ -157,15 +234,28 @@ const cases: Case[] = [
     name: "a dead ghost past its grace period is removed when that keeps quorum",
     snapshot: () => {
       const h = outdatedThree();
-      return snapshot({ machines: h.machines, members: [...h.members, dead("old-7", { peerURLs: ["https://10.9.9.9:2380"], firstObserved: NOW - 30 * MINUTE })] });
+      return snapshot({
+        machines: h.machines,
+        members: [
+          ...h.members,
+          dead("old-7", { peerURLs: ["https://10.9.9.9:2380"], firstObserved: NOW - 30 * MINUTE }),
+        ],
+      });
     },
-    expect: { kind: "RemoveGhost", fields: { memberId: idOf("old-7"), memberName: "old-7" }, reason: ["leaves 3 of 3 voters healthy"] },
+    expect: {
+      kind: "RemoveGhost",
+      fields: { memberId: idOf("old-7"), memberName: "old-7" },
+      reason: ["leaves 3 of 3 voters healthy"],
+    },
   },
   {
     name: "a member that maps to no Machine is not a ghost within its grace period, so the rollout goes on",
     snapshot: () => {
       const h = outdatedThree();
-      return snapshot({ machines: h.machines, members: [...h.members, member("stray", { peerURLs: ["https://10.9.9.8:2380"], firstObserved: NOW - MINUTE })] });
+      return snapshot({
+        machines: h.machines,
+        members: [...h.members, member("stray", { peerURLs: ["https://10.9.9.8:2380"], firstObserved: NOW - MINUTE })],
+      });
     },
     expect: { kind: "CreateMachine" },
   },
@@ -177,7 +267,11 @@ const cases: Case[] = [
       const members = [...old.members, member("n-1"), dead("n-2")];
       return snapshot({ machines: [...old.machines, ...fresh.machines], members });
     },
-    expect: { kind: "RemoveMember", fields: { memberName: "n-2", machine: "n-2" }, reason: ["dead voter", "3 of 3 voters healthy"] },
+    expect: {
+      kind: "RemoveMember",
+      fields: { memberName: "n-2", machine: "n-2" },
+      reason: ["dead voter", "3 of 3 voters healthy"],
+    },
   },
   {
     name: "a dead voter with remediation requested loses its member before a replacement is added (1 dead of 3 leaves 2 of 2)",
@@ -187,7 +281,11 @@ const cases: Case[] = [
       h.machines[2].remediationRequested = true;
       return snapshot(h);
     },
-    expect: { kind: "RemoveMember", fields: { memberId: idOf("m-3"), machine: "m-3" }, reason: ["remediat", "leaves 2 of 2 voters healthy"] },
+    expect: {
+      kind: "RemoveMember",
+      fields: { memberId: idOf("m-3"), machine: "m-3" },
+      reason: ["remediat", "leaves 2 of 2 voters healthy"],
+    },
   },
   {
     name: "after the dead member is removed, the remediated Machine is deleted",
@@ -204,7 +302,17 @@ const cases: Case[] = [
       const h = healthyMachines(3);
       h.members[2] = dead("m-3");
       h.machines[2].remediationRequested = true;
-      return snapshot({ ...h, controlPlane: { remediation: { maxRetry: 3, retryPeriodMs: 5 * MINUTE, minHealthyPeriodMs: 60 * MINUTE, last: { machine: "m-0", time: NOW - 2 * MINUTE, retryCount: 0 } } } });
+      return snapshot({
+        ...h,
+        controlPlane: {
+          remediation: {
+            maxRetry: 3,
+            retryPeriodMs: 5 * MINUTE,
+            minHealthyPeriodMs: 60 * MINUTE,
+            last: { machine: "m-0", time: NOW - 2 * MINUTE, retryCount: 0 },
+          },
+        },
+      });
     },
     expect: { kind: "Wait", reason: ["m-3", "retryPeriod"], blockedBy: ["m-3"], recheckAtMost: 3 * MINUTE },
   },
@@ -214,7 +322,17 @@ const cases: Case[] = [
       const h = healthyMachines(3);
       h.members[2] = dead("m-3");
       h.machines[2].remediationRequested = true;
-      return snapshot({ ...h, controlPlane: { remediation: { maxRetry: 2, retryPeriodMs: 5 * MINUTE, minHealthyPeriodMs: 60 * MINUTE, last: { machine: "m-0", time: NOW - 20 * MINUTE, retryCount: 2 } } } });
+      return snapshot({
+        ...h,
+        controlPlane: {
+          remediation: {
+            maxRetry: 2,
+            retryPeriodMs: 5 * MINUTE,
+            minHealthyPeriodMs: 60 * MINUTE,
+            last: { machine: "m-0", time: NOW - 20 * MINUTE, retryCount: 2 },
+          },
+        },
+      });
     },
     expect: { kind: "Wait", reason: ["maxRetry 2", "by hand"], blockedBy: ["m-3"] },
   },
@@ -232,16 +350,42 @@ const cases: Case[] = [
     snapshot: () => {
       const h = healthyMachines(3, "m", { version: OLD_VERSION });
       const joining = machine("n-1", { created: NOW - 8 * MINUTE });
-      return snapshot({ machines: [...h.machines, joining], members: [...h.members, member("n-1", { learner: true, raftAppliedIndex: 100, firstObserved: NOW - 7 * MINUTE, lastProgress: NOW - 6 * MINUTE })] });
+      return snapshot({
+        machines: [...h.machines, joining],
+        members: [
+          ...h.members,
+          member("n-1", {
+            learner: true,
+            raftAppliedIndex: 100,
+            firstObserved: NOW - 7 * MINUTE,
+            lastProgress: NOW - 6 * MINUTE,
+          }),
+        ],
+      });
     },
-    expect: { kind: "RemoveMember", fields: { memberId: idOf("n-1"), machine: "n-1" }, reason: ["evict", "no raft progress for 6m"] },
+    expect: {
+      kind: "RemoveMember",
+      fields: { memberId: idOf("n-1"), machine: "n-1" },
+      reason: ["evict", "no raft progress for 6m"],
+    },
   },
   {
     name: "a learner still not promoted after learnerPromotionTimeout is evicted even while it progresses",
     snapshot: () => {
       const h = healthyMachines(3, "m", { version: OLD_VERSION });
       const joining = machine("n-1", { created: NOW - 12 * MINUTE });
-      return snapshot({ machines: [...h.machines, joining], members: [...h.members, member("n-1", { learner: true, raftAppliedIndex: 100, firstObserved: NOW - 11 * MINUTE, lastProgress: NOW - 5 * SECOND })] });
+      return snapshot({
+        machines: [...h.machines, joining],
+        members: [
+          ...h.members,
+          member("n-1", {
+            learner: true,
+            raftAppliedIndex: 100,
+            firstObserved: NOW - 11 * MINUTE,
+            lastProgress: NOW - 5 * SECOND,
+          }),
+        ],
+      });
     },
     expect: { kind: "RemoveMember", fields: { memberId: idOf("n-1") }, reason: ["still a learner after 11m"] },
   },
@@ -249,7 +393,10 @@ const cases: Case[] = [
     name: "the Machine of an evicted learner is deleted once its join grace period is over",
     snapshot: () => {
       const h = healthyMachines(3, "m", { version: OLD_VERSION });
-      return snapshot({ machines: [...h.machines, machine("n-1", { created: NOW - 11 * MINUTE })], members: h.members });
+      return snapshot({
+        machines: [...h.machines, machine("n-1", { created: NOW - 11 * MINUTE })],
+        members: h.members,
+      });
     },
     expect: { kind: "DeleteMachine", fields: { machine: "n-1" }, reason: ["already gone"] },
   },
@@ -257,7 +404,10 @@ const cases: Case[] = [
     name: "a Machine that never got a member within its join grace period is replaced",
     snapshot: () => {
       const h = healthyMachines(2);
-      return snapshot({ machines: [...h.machines, machine("m-3", { created: NOW - 11 * MINUTE, nodeName: undefined })], members: h.members });
+      return snapshot({
+        machines: [...h.machines, machine("m-3", { created: NOW - 11 * MINUTE, nodeName: undefined })],
+        members: h.members,
+      });
     },
     expect: { kind: "Remediate", fields: { machine: "m-3" }, reason: ["no etcd member for 11m"] },
   },
@@ -275,13 +425,22 @@ const cases: Case[] = [
       const h = healthyMachines(3, "m", { version: OLD_VERSION });
       const fresh = machine("n-1", { failureDomain: "fd-a" });
       // m-2..m-3 outdated and healthy, n-1 up to date but dead: removing an outdated voter would leave 1 of 2.
-      return snapshot({ machines: [h.machines[1], h.machines[2], fresh], members: withLeader([h.members[1], h.members[2], dead("n-1")], "m-3"), controlPlane: { maxSurge: 0 } });
+      return snapshot({
+        machines: [h.machines[1], h.machines[2], fresh],
+        members: withLeader([h.members[1], h.members[2], dead("n-1")], "m-3"),
+        controlPlane: { maxSurge: 0 },
+      });
     },
-    expect: { kind: "RemoveMember", fields: { memberName: "n-1", machine: "n-1" }, reason: ["dead voter", "2 of 2 voters healthy"] },
+    expect: {
+      kind: "RemoveMember",
+      fields: { memberName: "n-1", machine: "n-1" },
+      reason: ["dead voter", "2 of 2 voters healthy"],
+    },
   },
   {
     name: "maxSurge 0 with one replica surges instead, because removing the only member is impossible",
-    snapshot: () => snapshot({ ...healthyMachines(1, "m", { version: OLD_VERSION }), controlPlane: { maxSurge: 0, replicas: 1 } }),
+    snapshot: () =>
+      snapshot({ ...healthyMachines(1, "m", { version: OLD_VERSION }), controlPlane: { maxSurge: 0, replicas: 1 } }),
     expect: { kind: "CreateMachine", reason: ["maxSurge 0 needs 3 or more replicas"] },
   },
   {
@@ -291,7 +450,11 @@ const cases: Case[] = [
       h.machines[1].deleting = NOW - 30 * SECOND;
       return snapshot(h);
     },
-    expect: { kind: "RemoveMember", fields: { memberId: idOf("m-2"), machine: "m-2" }, reason: ["being deleted", "release its pre-terminate hook"] },
+    expect: {
+      kind: "RemoveMember",
+      fields: { memberId: idOf("m-2"), machine: "m-2" },
+      reason: ["being deleted", "release its pre-terminate hook"],
+    },
   },
   {
     name: "a Machine deleted by a user gets its hook released once its member is gone",
@@ -306,7 +469,11 @@ const cases: Case[] = [
     name: "with memberRemoval AfterDrain the outdated Machine is deleted first and keeps its member",
     snapshot: () => {
       const h = surgeJoined();
-      return snapshot({ machines: h.machines, members: withLeader(h.members, "n-1"), controlPlane: { memberRemoval: "AfterDrain" } });
+      return snapshot({
+        machines: h.machines,
+        members: withLeader(h.members, "n-1"),
+        controlPlane: { memberRemoval: "AfterDrain" },
+      });
     },
     expect: { kind: "DeleteMachine", fields: { machine: "m-1" }, reason: ["after the drain"] },
   },
@@ -316,7 +483,11 @@ const cases: Case[] = [
       const h = surgeJoined();
       h.machines[0].deleting = NOW - 20 * SECOND;
       h.machines[0].drainFinished = false;
-      return snapshot({ machines: h.machines, members: withLeader(h.members, "n-1"), controlPlane: { memberRemoval: "AfterDrain" } });
+      return snapshot({
+        machines: h.machines,
+        members: withLeader(h.members, "n-1"),
+        controlPlane: { memberRemoval: "AfterDrain" },
+      });
     },
     expect: { kind: "Wait", reason: ["draining"], blockedBy: ["m-1"], recheckAtMost: 5 * SECOND },
   },
@@ -326,7 +497,11 @@ const cases: Case[] = [
       const h = surgeJoined();
       h.machines[0].deleting = NOW - 60 * SECOND;
       h.machines[0].drainFinished = true;
-      return snapshot({ machines: h.machines, members: withLeader(h.members, "n-1"), controlPlane: { memberRemoval: "AfterDrain" } });
+      return snapshot({
+        machines: h.machines,
+        members: withLeader(h.members, "n-1"),
+        controlPlane: { memberRemoval: "AfterDrain" },
+      });
     },
     expect: { kind: "RemoveMember", fields: { memberId: idOf("m-1") } },
   },
@@ -334,7 +509,11 @@ const cases: Case[] = [
     name: "an etcd alarm stops every disruptive step and is named",
     snapshot: () => {
       const h = surgeJoined();
-      return snapshot({ machines: h.machines, members: withLeader(h.members, "n-1"), alarms: [{ memberId: idOf("m-2"), alarm: "NOSPACE" }] });
+      return snapshot({
+        machines: h.machines,
+        members: withLeader(h.members, "n-1"),
+        alarms: [{ memberId: idOf("m-2"), alarm: "NOSPACE" }],
+      });
     },
     expect: { kind: "Wait", reason: ["NOSPACE", "m-2"], blockedBy: ["alarm NOSPACE"] },
   },
@@ -353,9 +532,20 @@ const cases: Case[] = [
     name: "a scale-up waits for the joining Machine before creating the next one",
     snapshot: () => {
       const h = healthyMachines(1);
-      return snapshot({ machines: [...h.machines, machine("m-2", { created: NOW - MINUTE, nodeName: undefined, infrastructureReady: false })], members: h.members });
+      return snapshot({
+        machines: [
+          ...h.machines,
+          machine("m-2", { created: NOW - MINUTE, nodeName: undefined, infrastructureReady: false }),
+        ],
+        members: h.members,
+      });
     },
-    expect: { kind: "Wait", reason: ["m-2", "infrastructure not ready"], blockedBy: ["m-2"], recheckAtMost: 5 * SECOND },
+    expect: {
+      kind: "Wait",
+      reason: ["m-2", "infrastructure not ready"],
+      blockedBy: ["m-2"],
+      recheckAtMost: 5 * SECOND,
+    },
   },
   {
     name: "a control plane that matches its spec waits with the etcd numbers in the reason",
@@ -364,7 +554,12 @@ const cases: Case[] = [
   },
   {
     name: "a control plane being deleted removes members one by one, oldest first",
-    snapshot: () => snapshot({ ...healthyMachines(3), members: withLeader(healthyMachines(3).members, "m-3"), controlPlane: { deleting: true } }),
+    snapshot: () =>
+      snapshot({
+        ...healthyMachines(3),
+        members: withLeader(healthyMachines(3).members, "m-3"),
+        controlPlane: { deleting: true },
+      }),
     expect: { kind: "RemoveMember", fields: { memberId: idOf("m-1") }, reason: ["being deleted"] },
   },
 ];
@@ -402,13 +597,19 @@ describe("plan: walks", () => {
   it("scales 1 -> 3 -> 1 one Machine at a time, moving leadership and removing each member before its Machine", () => {
     const up = converge(snapshot({ ...healthyMachines(1), controlPlane: { replicas: 3 } }));
     assert.equal(kinds(up.actions), "CreateMachine CreateMachine");
-    assert.deepEqual(up.actions.map((action) => (action.kind === "CreateMachine" ? action.failureDomain : "")), ["fd-b", "fd-c"]);
+    assert.deepEqual(
+      up.actions.map((action) => (action.kind === "CreateMachine" ? action.failureDomain : "")),
+      ["fd-b", "fd-c"],
+    );
     assert.equal(up.end.etcd.members.length, 3);
 
     const downStart = structuredClone(up.end);
     downStart.controlPlane.replicas = 1;
     const down = converge(downStart);
-    assert.equal(kinds(down.actions), "ForwardLeadership RemoveMember DeleteMachine ReleaseHook ForwardLeadership RemoveMember DeleteMachine ReleaseHook");
+    assert.equal(
+      kinds(down.actions),
+      "ForwardLeadership RemoveMember DeleteMachine ReleaseHook ForwardLeadership RemoveMember DeleteMachine ReleaseHook",
+    );
     assert.equal(down.end.machines.length, 1);
     assert.equal(down.end.etcd.members.length, 1);
     assert.match(down.final.reason, /nothing to do/);
@@ -423,7 +624,8 @@ describe("plan: walks", () => {
     const removed = new Set<string>();
     for (const action of walk.actions) {
       if (action.kind === "RemoveMember" && action.machine) removed.add(action.machine);
-      if (action.kind === "DeleteMachine") assert.ok(removed.has(action.machine), `${action.machine} deleted before its member was removed`);
+      if (action.kind === "DeleteMachine")
+        assert.ok(removed.has(action.machine), `${action.machine} deleted before its member was removed`);
     }
   });
 
@@ -447,7 +649,11 @@ describe("plan: walks", () => {
     const last = walk.actions.filter((action) => action.kind === "DeleteMachine").at(-1);
     assert.ok(last && last.kind === "DeleteMachine");
     assert.equal(last.machine, "m-3");
-    assert.equal(walk.actions.filter((action) => action.kind === "RemoveMember").length, 2, "the last member is never removed: etcd goes with its Machine");
+    assert.equal(
+      walk.actions.filter((action) => action.kind === "RemoveMember").length,
+      2,
+      "the last member is never removed: etcd goes with its Machine",
+    );
   });
 
   it("after a crash between RemoveMember and DeleteMachine the next plan deletes the same Machine", () => {
@@ -465,7 +671,13 @@ describe("plan: walks", () => {
 describe("plan: the planner's seams are real", () => {
   const crashed = () => {
     const h = surgeJoined();
-    return snapshot({ machines: h.machines, members: withLeader(h.members.filter((candidate) => candidate.name !== "m-1"), "n-1") });
+    return snapshot({
+      machines: h.machines,
+      members: withLeader(
+        h.members.filter((candidate) => candidate.name !== "m-1"),
+        "n-1",
+      ),
+    });
   };
 
   it("a health check that demands as many members as Machines wedges after a crash, the real one does not", () => {
@@ -474,7 +686,11 @@ describe("plan: the planner's seams are real", () => {
       const verdict = assess(s, op);
       const machines = s.machines.filter((candidate) => candidate.deleting === undefined).length;
       if (machines === s.etcd.members.length) return verdict;
-      return { ...verdict, allowed: false, blockers: [{ subject: "etcd", why: `${machines} Machines but ${s.etcd.members.length} members` }] };
+      return {
+        ...verdict,
+        allowed: false,
+        blockers: [{ subject: "etcd", why: `${machines} Machines but ${s.etcd.members.length} members` }],
+      };
     };
     assert.equal(makePlanner({ assess: oneToOne })(crashed()).action.kind, "Wait");
     assert.equal(plan(crashed()).action.kind, "DeleteMachine");
@@ -493,7 +709,11 @@ describe("plan: the planner's seams are real", () => {
     const withGhost = snapshot({ machines: h.machines, members: [...withLeader(h.members, "n-1"), ghost] });
     const ghostBlind = (s: Snapshot, op: PlannedOp): Verdict => {
       const blind = structuredClone(s);
-      const mapped = new Set(assess(s, { kind: "Observe" }).members.filter((candidate) => candidate.machine !== undefined).map((candidate) => candidate.id));
+      const mapped = new Set(
+        assess(s, { kind: "Observe" })
+          .members.filter((candidate) => candidate.machine !== undefined)
+          .map((candidate) => candidate.id),
+      );
       blind.etcd.members = blind.etcd.members.filter((candidate) => mapped.has(candidate.id));
       return assess(blind, op);
     };
@@ -505,15 +725,27 @@ describe("plan: the planner's seams are real", () => {
 describe("plan: when Machines and members do not pair up", () => {
   it("N+1 Machines and N members is fine when the extra Machine is the one leaving and its member is gone", () => {
     const h = surgeJoined();
-    const s = snapshot({ machines: h.machines, members: withLeader(h.members.filter((candidate) => candidate.name !== "m-2"), "n-1") });
+    const s = snapshot({
+      machines: h.machines,
+      members: withLeader(
+        h.members.filter((candidate) => candidate.name !== "m-2"),
+        "n-1",
+      ),
+    });
     const decision = plan(s);
-    assert.deepEqual([decision.action.kind, decision.action.kind === "DeleteMachine" && decision.action.machine], ["DeleteMachine", "m-2"]);
+    assert.deepEqual(
+      [decision.action.kind, decision.action.kind === "DeleteMachine" && decision.action.machine],
+      ["DeleteMachine", "m-2"],
+    );
     assert.deepEqual(decision.check?.blockers, []);
   });
 
   it("N+1 Machines and N members while the extra Machine is still joining is a wait for that Machine, not a removal", () => {
     const h = outdatedThree();
-    const s = snapshot({ machines: [...h.machines, machine("n-1", { created: NOW - MINUTE, nodeName: undefined, bootstrapReady: false })], members: h.members });
+    const s = snapshot({
+      machines: [...h.machines, machine("n-1", { created: NOW - MINUTE, nodeName: undefined, bootstrapReady: false })],
+      members: h.members,
+    });
     check(plan(s), { kind: "Wait", reason: ["n-1", "bootstrap"], blockedBy: ["n-1"] });
   });
 
@@ -521,9 +753,28 @@ describe("plan: when Machines and members do not pair up", () => {
     const h = healthyMachines(3);
     // n-1 has not registered a Node and its member has not started: only the peer URL ties them together.
     const s = snapshot({
-      machines: [...h.machines, machine("n-1", { created: NOW - MINUTE, nodeName: undefined, addresses: ["10.5.0.1"] })],
-      members: [...h.members, member("", { id: "555", peerURLs: ["https://10.5.0.1:2380"], reachable: false, firstObserved: NOW - 40 * MINUTE })],
-      controlPlane: { replicas: 4, etcd: { ghostGracePeriodMs: MINUTE, learnerPromotionTimeoutMs: 10 * MINUTE, learnerStallMs: 5 * MINUTE, memberJoinGracePeriodMs: 60 * MINUTE } },
+      machines: [
+        ...h.machines,
+        machine("n-1", { created: NOW - MINUTE, nodeName: undefined, addresses: ["10.5.0.1"] }),
+      ],
+      members: [
+        ...h.members,
+        member("", {
+          id: "555",
+          peerURLs: ["https://10.5.0.1:2380"],
+          reachable: false,
+          firstObserved: NOW - 40 * MINUTE,
+        }),
+      ],
+      controlPlane: {
+        replicas: 4,
+        etcd: {
+          ghostGracePeriodMs: MINUTE,
+          learnerPromotionTimeoutMs: 10 * MINUTE,
+          learnerStallMs: 5 * MINUTE,
+          memberJoinGracePeriodMs: 60 * MINUTE,
+        },
+      },
     });
     const decision = plan(s);
     assert.ok(!decision.assessment.members.some((candidate) => candidate.class === "ghost"));
@@ -532,9 +783,23 @@ describe("plan: when Machines and members do not pair up", () => {
 
   it("N Machines and N+1 members is a ghost when the extra member maps to no Machine past its grace period", () => {
     const h = healthyMachines(3);
-    const s = snapshot({ machines: h.machines, members: [...h.members, member("", { id: "556", peerURLs: ["https://10.5.0.2:2380"], reachable: false, firstObserved: NOW - 40 * MINUTE })] });
+    const s = snapshot({
+      machines: h.machines,
+      members: [
+        ...h.members,
+        member("", {
+          id: "556",
+          peerURLs: ["https://10.5.0.2:2380"],
+          reachable: false,
+          firstObserved: NOW - 40 * MINUTE,
+        }),
+      ],
+    });
     const decision = plan(s);
-    assert.deepEqual(decision.assessment.members.filter((candidate) => candidate.class === "ghost").map((candidate) => candidate.id), ["556"]);
+    assert.deepEqual(
+      decision.assessment.members.filter((candidate) => candidate.class === "ghost").map((candidate) => candidate.id),
+      ["556"],
+    );
     check(decision, { kind: "RemoveGhost", fields: { memberId: "556" } });
   });
 });

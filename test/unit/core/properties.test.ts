@@ -91,7 +91,9 @@ const snapshotArb = fc
         raftAppliedIndex: spec.applied,
         errors: spec.erroring ? ["etcdserver: request timed out"] : [],
         firstObserved: NOW - spec.firstSeenMin * MINUTE,
-        ...(spec.kind === "unstarted" ? {} : { startedObserved: NOW - Math.min(spec.firstSeenMin * MINUTE, spec.startedSecondsAgo * 1_000) }),
+        ...(spec.kind === "unstarted"
+          ? {}
+          : { startedObserved: NOW - Math.min(spec.firstSeenMin * MINUTE, spec.startedSecondsAgo * 1_000) }),
         lastProgress: NOW - spec.progressMin * MINUTE,
       });
     });
@@ -109,7 +111,9 @@ const snapshotArb = fc
         lastProgress: NOW,
       });
     });
-    const candidates = members.filter((candidate) => !candidate.learner && candidate.reachable && candidate.name !== "");
+    const candidates = members.filter(
+      (candidate) => !candidate.learner && candidate.reachable && candidate.name !== "",
+    );
     if (candidates.length > 0) {
       const leader = candidates[world.leaderPick % candidates.length];
       leader.leader = true;
@@ -127,14 +131,28 @@ const snapshotArb = fc
         paused: world.paused,
         remediation: {
           ...base.remediation,
-          ...(world.lastRemediationMin !== null ? { last: { machine: "m-gone", time: NOW - world.lastRemediationMin * MINUTE, retryCount: world.retryCount } } : {}),
+          ...(world.lastRemediationMin !== null
+            ? {
+                last: {
+                  machine: "m-gone",
+                  time: NOW - world.lastRemediationMin * MINUTE,
+                  retryCount: world.retryCount,
+                },
+              }
+            : {}),
         },
       },
       cluster: clusterView({ paused: world.clusterPaused, infrastructureReady: world.infraReady }),
       machines,
-      nodes: machines.filter((candidate) => candidate.nodeName).map((candidate) => ({ name: candidate.name, ready: true, addresses: candidate.addresses })),
+      nodes: machines
+        .filter((candidate) => candidate.nodeName)
+        .map((candidate) => ({ name: candidate.name, ready: true, addresses: candidate.addresses })),
       etcd: world.observed
-        ? { observed: true, members, alarms: world.alarm && members.length > 0 ? [{ memberId: members[0].id, alarm: "NOSPACE" }] : [] }
+        ? {
+            observed: true,
+            members,
+            alarms: world.alarm && members.length > 0 ? [{ memberId: members[0].id, alarm: "NOSPACE" }] : [],
+          }
         : { observed: false, error: "dial tcp: connection refused", members: [], alarms: [] },
     };
   });
@@ -145,7 +163,11 @@ function healthyByOracle(member: MemberView): boolean {
 
 /** The member a Machine owns, by name only: the generator never lets names and addresses disagree. */
 function memberOfMachine(s: Snapshot, machine: MachineView): MemberView | undefined {
-  return s.etcd.members.find((candidate) => candidate.name !== "" && (candidate.name === machine.memberName || candidate.name === machine.nodeName || candidate.name === machine.name));
+  return s.etcd.members.find(
+    (candidate) =>
+      candidate.name !== "" &&
+      (candidate.name === machine.memberName || candidate.name === machine.nodeName || candidate.name === machine.name),
+  );
 }
 
 describe("plan: properties over random snapshots", () => {
@@ -168,7 +190,10 @@ describe("plan: properties over random snapshots", () => {
         if (action.kind !== "RemoveMember" && action.kind !== "RemoveGhost") return;
         const projected = s.etcd.members.filter((candidate) => !candidate.learner && candidate.id !== action.memberId);
         const healthy = projected.filter(healthyByOracle).length;
-        assert.ok(projected.length > 0 && healthy >= Math.floor(projected.length / 2) + 1, `${action.kind} ${action.memberName} leaves ${healthy} healthy of ${projected.length}: ${action.reason}`);
+        assert.ok(
+          projected.length > 0 && healthy >= Math.floor(projected.length / 2) + 1,
+          `${action.kind} ${action.memberName} leaves ${healthy} healthy of ${projected.length}: ${action.reason}`,
+        );
       }),
       { numRuns: RUNS },
     );
@@ -178,13 +203,20 @@ describe("plan: properties over random snapshots", () => {
     fc.assert(
       fc.property(snapshotArb, (s) => {
         const { action } = plan(s);
-        if ((action.kind !== "DeleteMachine" && action.kind !== "Remediate") || s.controlPlane.memberRemoval !== "BeforeDelete") return;
+        if (
+          (action.kind !== "DeleteMachine" && action.kind !== "Remediate") ||
+          s.controlPlane.memberRemoval !== "BeforeDelete"
+        )
+          return;
         const target = s.machines.find((candidate) => candidate.name === action.machine);
         assert.ok(target, `${action.kind} names an existing Machine`);
         const owned = memberOfMachine(s, target);
         // The only exception: the last member of a control plane being deleted goes with its Machine.
         const lastOfDeletedControlPlane = s.controlPlane.deleting && s.etcd.members.length === 1;
-        assert.ok(!owned || owned.learner || !healthyByOracle(owned) || lastOfDeletedControlPlane, `${action.kind} ${action.machine} while ${owned?.name} is a healthy voter: ${action.reason}`);
+        assert.ok(
+          !owned || owned.learner || !healthyByOracle(owned) || lastOfDeletedControlPlane,
+          `${action.kind} ${action.machine} while ${owned?.name} is a healthy voter: ${action.reason}`,
+        );
       }),
       { numRuns: RUNS },
     );
@@ -209,9 +241,15 @@ describe("plan: properties over random snapshots", () => {
         const { action } = plan(s);
         const machineNames = new Set(s.machines.map((candidate) => candidate.name));
         const memberIds = new Set(s.etcd.members.map((candidate) => candidate.id));
-        const named = action as Action & { machine?: string; memberId?: string; fromMemberId?: string; toMemberId?: string };
+        const named = action as Action & {
+          machine?: string;
+          memberId?: string;
+          fromMemberId?: string;
+          toMemberId?: string;
+        };
         if (named.machine !== undefined) assert.ok(machineNames.has(named.machine), named.machine);
-        for (const id of [named.memberId, named.fromMemberId, named.toMemberId]) if (id !== undefined) assert.ok(memberIds.has(id), id);
+        for (const id of [named.memberId, named.fromMemberId, named.toMemberId])
+          if (id !== undefined) assert.ok(memberIds.has(id), id);
         if (action.kind === "ForwardLeadership") {
           const target = s.etcd.members.find((candidate) => candidate.id === action.toMemberId);
           assert.ok(target && !target.learner && healthyByOracle(target), "leadership only goes to a healthy voter");
@@ -224,7 +262,10 @@ describe("plan: properties over random snapshots", () => {
 
 describe("plan: members that map to no Machine", () => {
   /** A started voter that answers and maps to no Machine: the generator's strays never share a name or address. */
-  const healthyStrayVoters = (s: Snapshot) => s.etcd.members.filter((candidate) => candidate.name.startsWith("stray-") && !candidate.learner && healthyByOracle(candidate));
+  const healthyStrayVoters = (s: Snapshot) =>
+    s.etcd.members.filter(
+      (candidate) => candidate.name.startsWith("stray-") && !candidate.learner && healthyByOracle(candidate),
+    );
 
   it("never removes a healthy member that maps to no Machine, nor takes away a Machine without a member while one exists", () => {
     fc.assert(
@@ -233,10 +274,17 @@ describe("plan: members that map to no Machine", () => {
         // A control plane being deleted takes every member with it: nothing is left to protect.
         if (strays.length === 0 || s.controlPlane.deleting) return;
         const { action } = plan(s);
-        if (action.kind === "RemoveMember" || action.kind === "RemoveGhost") assert.ok(!strays.some((stray) => stray.id === action.memberId), `${action.kind} of healthy ${action.memberName}: ${action.reason}`);
+        if (action.kind === "RemoveMember" || action.kind === "RemoveGhost")
+          assert.ok(
+            !strays.some((stray) => stray.id === action.memberId),
+            `${action.kind} of healthy ${action.memberName}: ${action.reason}`,
+          );
         if (action.kind === "DeleteMachine" || action.kind === "Remediate" || action.kind === "ReleaseHook") {
           const target = s.machines.find((candidate) => candidate.name === action.machine);
-          assert.ok(target && memberOfMachine(s, target), `${action.kind} ${action.machine}, which has no member, next to healthy ${strays[0].name}: ${action.reason}`);
+          assert.ok(
+            target && memberOfMachine(s, target),
+            `${action.kind} ${action.machine}, which has no member, next to healthy ${strays[0].name}: ${action.reason}`,
+          );
         }
       }),
       { numRuns: RUNS },
@@ -249,7 +297,17 @@ describe("plan: members that map to no Machine", () => {
 // it changes by itself (a dead member stays dead), so a Wait there is a Wait forever.
 const shrinkingArb = fc
   .record({
-    members: fc.array(fc.record({ dead: fc.integer({ min: 0, max: 3 }).map((n) => n === 0), erroring: fc.boolean(), marked: fc.integer({ min: 0, max: 4 }).map((n) => n === 0), old: fc.boolean(), ageMin: fc.integer({ min: 30, max: 300 }), domain: fc.constantFrom("fd-a", "fd-b", "fd-c") }), { minLength: 2, maxLength: 6 }),
+    members: fc.array(
+      fc.record({
+        dead: fc.integer({ min: 0, max: 3 }).map((n) => n === 0),
+        erroring: fc.boolean(),
+        marked: fc.integer({ min: 0, max: 4 }).map((n) => n === 0),
+        old: fc.boolean(),
+        ageMin: fc.integer({ min: 30, max: 300 }),
+        domain: fc.constantFrom("fd-a", "fd-b", "fd-c"),
+      }),
+      { minLength: 2, maxLength: 6 },
+    ),
     replicas: fc.constantFrom(1, 3, 5),
     maxSurge: fc.constantFrom<0 | 1>(0, 1),
     memberRemoval: fc.constantFrom<"BeforeDelete" | "AfterDrain">("BeforeDelete", "AfterDrain"),
@@ -299,10 +357,19 @@ const shrinkingArb = fc
     if (healthy.length > 0) healthy[world.leaderPick % healthy.length].leader = true;
     return {
       now: NOW,
-      controlPlane: { ...controlPlane(), replicas: world.replicas, maxSurge: world.maxSurge, memberRemoval: world.memberRemoval },
+      controlPlane: {
+        ...controlPlane(),
+        replicas: world.replicas,
+        maxSurge: world.maxSurge,
+        memberRemoval: world.memberRemoval,
+      },
       cluster: clusterView(),
       machines,
-      nodes: machines.map((candidate) => ({ name: candidate.nodeName ?? candidate.name, ready: true, addresses: candidate.addresses })),
+      nodes: machines.map((candidate) => ({
+        name: candidate.nodeName ?? candidate.name,
+        ready: true,
+        addresses: candidate.addresses,
+      })),
       etcd: { observed: true, members, alarms: [] },
     };
   });
@@ -310,7 +377,13 @@ const shrinkingArb = fc
 /** Fewer Machines wanted: more than replicas, or a maxSurge-0 rollout (3 or more replicas) that removes first. */
 function wantsFewer(s: Snapshot): boolean {
   const outdated = s.machines.some((candidate) => candidate.version !== s.controlPlane.version);
-  return s.machines.length > s.controlPlane.replicas || (s.controlPlane.maxSurge === 0 && s.controlPlane.replicas >= 3 && outdated && s.machines.length >= s.controlPlane.replicas);
+  return (
+    s.machines.length > s.controlPlane.replicas ||
+    (s.controlPlane.maxSurge === 0 &&
+      s.controlPlane.replicas >= 3 &&
+      outdated &&
+      s.machines.length >= s.controlPlane.replicas)
+  );
 }
 
 /**

@@ -29,7 +29,10 @@ const FORBIDDEN: { pattern: RegExp; why: string }[] = [
   { pattern: /\bMath\s*\.\s*random\b/, why: "is random (decisions must be replayable)" },
   { pattern: /\bprocess\b/, why: "reads the process (environment, time, arguments)" },
   { pattern: /\bperformance\s*\.\s*now\b/, why: "reads the clock" },
-  { pattern: /\b(?:setTimeout|setInterval|setImmediate|queueMicrotask)\b/, why: "schedules work (the core only returns data)" },
+  {
+    pattern: /\b(?:setTimeout|setInterval|setImmediate|queueMicrotask)\b/,
+    why: "schedules work (the core only returns data)",
+  },
   { pattern: /\b(?:fetch|require)\s*\(/, why: "does I/O or loads modules dynamically" },
   { pattern: /\bimport\s*\(/, why: "loads modules dynamically" },
   { pattern: /\bcrypto\b/, why: "is random or platform-specific" },
@@ -40,7 +43,10 @@ function violations(path: string, source: string): string[] {
   const file = relative(ROOT, path);
   const code = withoutComments(source);
   const found: string[] = [];
-  const specifiers = [...code.matchAll(/\b(?:import|export)\b[^;]*?\bfrom\s*["']([^"']+)["']/g), ...code.matchAll(/\bimport\s*["']([^"']+)["']/g)].map((match) => match[1]);
+  const specifiers = [
+    ...code.matchAll(/\b(?:import|export)\b[^;]*?\bfrom\s*["']([^"']+)["']/g),
+    ...code.matchAll(/\bimport\s*["']([^"']+)["']/g),
+  ].map((match) => match[1]);
   for (const specifier of specifiers) {
     if (specifier.startsWith("node:")) {
       found.push(`${file}: imports ${specifier}, a node module`);
@@ -84,8 +90,17 @@ describe("the functional core stays pure", () => {
     ];
     for (const [source, expected] of cases) {
       const found = violations(file, source);
-      assert.ok(found.some((problem) => expected.test(problem)), `${source} should be flagged, got ${JSON.stringify(found)}`);
+      assert.ok(
+        found.some((problem) => expected.test(problem)),
+        `${source} should be flagged, got ${JSON.stringify(found)}`,
+      );
     }
-    assert.deepEqual(violations(file, 'import type { Snapshot } from "./snapshot.ts";\nimport { KIND } from "../api/constants.ts";\n// Date.now() is forbidden\nconst url = "https://x";'), []);
+    assert.deepEqual(
+      violations(
+        file,
+        'import type { Snapshot } from "./snapshot.ts";\nimport { KIND } from "../api/constants.ts";\n// Date.now() is forbidden\nconst url = "https://x";',
+      ),
+      [],
+    );
   });
 });

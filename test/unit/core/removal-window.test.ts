@@ -20,7 +20,10 @@ function etcdAccepts(s: Snapshot, leavingId: string): boolean {
   const voters = s.etcd.members.filter((candidate) => !candidate.learner);
   // A peer connection to the leader exists only since both ends run: the later of the two starts.
   const leaderSince = leader.startedObserved ?? s.now;
-  const connectedSince = (candidate: MemberView) => (candidate.reachable && candidate.startedObserved !== undefined ? Math.max(candidate.startedObserved, leaderSince) : undefined);
+  const connectedSince = (candidate: MemberView) =>
+    candidate.reachable && candidate.startedObserved !== undefined
+      ? Math.max(candidate.startedObserved, leaderSince)
+      : undefined;
   const active = voters.filter((candidate) => {
     if (candidate.id === leader.id) return true;
     const since = connectedSince(candidate);
@@ -33,7 +36,13 @@ function etcdAccepts(s: Snapshot, leavingId: string): boolean {
 function threeWithYoung(startedAgo: number): Snapshot {
   const h = healthyMachines(2);
   const fresh = machine("n-1", { failureDomain: "fd-c", created: NOW - 20 * SECOND });
-  return snapshot({ machines: [...h.machines, fresh], members: withLeader([...h.members, member("n-1", { firstObserved: NOW - 20 * SECOND, startedObserved: NOW - startedAgo })], "m-2") });
+  return snapshot({
+    machines: [...h.machines, fresh],
+    members: withLeader(
+      [...h.members, member("n-1", { firstObserved: NOW - 20 * SECOND, startedObserved: NOW - startedAgo })],
+      "m-2",
+    ),
+  });
 }
 
 describe("removalWindow: etcd's 5 s rule for voter removals", () => {
@@ -43,7 +52,10 @@ describe("removalWindow: etcd's 5 s rule for voter removals", () => {
     assert.ok(window);
     assert.equal(window.waitMs, ETCD_HEALTH_INTERVAL_MS - 1_200);
     assert.equal(window.needed, 2);
-    assert.deepEqual(window.waiting.map((young) => young.id), [s.etcd.members[2].id]);
+    assert.deepEqual(
+      window.waiting.map((young) => young.id),
+      [s.etcd.members[2].id],
+    );
     assert.equal(etcdAccepts(s, s.etcd.members[0].id), false);
   });
 
@@ -55,19 +67,27 @@ describe("removalWindow: etcd's 5 s rule for voter removals", () => {
 
   it("waits when the leader itself (re)started 2 s ago, however long the other voters have run: its connections are young", () => {
     const h = healthyMachines(3);
-    const members = withLeader(h.members, "m-2").map((candidate) => (candidate.leader ? { ...candidate, startedObserved: NOW - 2_000 } : candidate));
+    const members = withLeader(h.members, "m-2").map((candidate) =>
+      candidate.leader ? { ...candidate, startedObserved: NOW - 2_000 } : candidate,
+    );
     const s = snapshot({ machines: h.machines, members });
     const window = removalWindow(s, s.etcd.members[0].id);
     assert.ok(window);
     assert.equal(window.waitMs, ETCD_HEALTH_INTERVAL_MS - 2_000);
-    assert.ok(window.waiting.some((young) => young.id === s.etcd.members[1].id), "the young leader is named");
+    assert.ok(
+      window.waiting.some((young) => young.id === s.etcd.members[1].id),
+      "the young leader is named",
+    );
     assert.equal(etcdAccepts(s, s.etcd.members[0].id), false);
     assert.equal(etcdAccepts({ ...s, now: s.now + window.waitMs }, s.etcd.members[0].id), true);
   });
 
   it("does not wait during a rollout with a surge: three settled voters of four are enough", () => {
     const h = healthyMachines(3);
-    const s = snapshot({ machines: h.machines, members: withLeader([...h.members, member("n-1", { startedObserved: NOW - 500 })], "m-2") });
+    const s = snapshot({
+      machines: h.machines,
+      members: withLeader([...h.members, member("n-1", { startedObserved: NOW - 500 })], "m-2"),
+    });
     assert.equal(removalWindow(s, s.etcd.members[0].id), undefined);
   });
 
@@ -89,31 +109,57 @@ describe("removalWindow: etcd's 5 s rule for voter removals", () => {
   });
 
   it("agrees with etcd's rule: when it says go, etcd accepts; when it waits, etcd refuses until exactly the wait is over", () => {
-    const memberArb = fc.record({ learner: fc.boolean(), reachable: fc.boolean(), startedMsAgo: fc.option(fc.integer({ min: 0, max: 12_000 }), { nil: undefined }) });
+    const memberArb = fc.record({
+      learner: fc.boolean(),
+      reachable: fc.boolean(),
+      startedMsAgo: fc.option(fc.integer({ min: 0, max: 12_000 }), { nil: undefined }),
+    });
     fc.assert(
-      fc.property(fc.array(memberArb, { minLength: 1, maxLength: 7 }), fc.nat(), fc.nat(), (specs, leaderPick, leavingPick) => {
-        // A member that never started has no name, no connection and no startedObserved.
-        const members = specs.map((spec, index) =>
-          spec.startedMsAgo === undefined
-            ? member(`x-${index}`, { learner: spec.learner, name: "", reachable: false, startedObserved: undefined })
-            : member(`x-${index}`, { learner: spec.learner, reachable: spec.reachable, startedObserved: NOW - spec.startedMsAgo }),
-        );
-        const leaders = members.filter((candidate) => !candidate.learner && candidate.reachable);
-        if (leaders.length === 0) return;
-        const leader = leaders[leaderPick % leaders.length];
-        const s = snapshot({ members: members.map((candidate) => ({ ...candidate, leader: candidate.id === leader.id })) });
-        const leaving = members[leavingPick % members.length];
-        const window = removalWindow(s, leaving.id);
-        if (window === undefined) {
-          // Either etcd accepts now, or no amount of waiting makes it accept.
-          const later = { ...s, now: s.now + 60 * MINUTE };
-          assert.ok(etcdAccepts(s, leaving.id) || !etcdAccepts(later, leaving.id), "no wait, but etcd refuses now and would accept later");
-          return;
-        }
-        assert.ok(window.waitMs > 0 && window.waitMs <= ETCD_HEALTH_INTERVAL_MS);
-        assert.equal(etcdAccepts({ ...s, now: s.now + window.waitMs - 1 }, leaving.id), false, "etcd accepts before the wait is over");
-        assert.equal(etcdAccepts({ ...s, now: s.now + window.waitMs }, leaving.id), true, "etcd still refuses after the wait");
-      }),
+      fc.property(
+        fc.array(memberArb, { minLength: 1, maxLength: 7 }),
+        fc.nat(),
+        fc.nat(),
+        (specs, leaderPick, leavingPick) => {
+          // A member that never started has no name, no connection and no startedObserved.
+          const members = specs.map((spec, index) =>
+            spec.startedMsAgo === undefined
+              ? member(`x-${index}`, { learner: spec.learner, name: "", reachable: false, startedObserved: undefined })
+              : member(`x-${index}`, {
+                  learner: spec.learner,
+                  reachable: spec.reachable,
+                  startedObserved: NOW - spec.startedMsAgo,
+                }),
+          );
+          const leaders = members.filter((candidate) => !candidate.learner && candidate.reachable);
+          if (leaders.length === 0) return;
+          const leader = leaders[leaderPick % leaders.length];
+          const s = snapshot({
+            members: members.map((candidate) => ({ ...candidate, leader: candidate.id === leader.id })),
+          });
+          const leaving = members[leavingPick % members.length];
+          const window = removalWindow(s, leaving.id);
+          if (window === undefined) {
+            // Either etcd accepts now, or no amount of waiting makes it accept.
+            const later = { ...s, now: s.now + 60 * MINUTE };
+            assert.ok(
+              etcdAccepts(s, leaving.id) || !etcdAccepts(later, leaving.id),
+              "no wait, but etcd refuses now and would accept later",
+            );
+            return;
+          }
+          assert.ok(window.waitMs > 0 && window.waitMs <= ETCD_HEALTH_INTERVAL_MS);
+          assert.equal(
+            etcdAccepts({ ...s, now: s.now + window.waitMs - 1 }, leaving.id),
+            false,
+            "etcd accepts before the wait is over",
+          );
+          assert.equal(
+            etcdAccepts({ ...s, now: s.now + window.waitMs }, leaving.id),
+            true,
+            "etcd still refuses after the wait",
+          );
+        },
+      ),
       { numRuns: 2_000 },
     );
   });
@@ -130,7 +176,10 @@ describe("plan: scaling down right after a member joined", () => {
     const { action } = plan(scaleDownAfterRollout(1_200));
     assert.equal(action.kind, "Wait", action.reason);
     assert.equal(action.recheckAfterMs, 3_800);
-    assert.match(action.reason, /etcd refuses a voter removal until 2 voters besides the leader have been connected to it for 5s \(member n-1 .*started 1\.2s ago\)/);
+    assert.match(
+      action.reason,
+      /etcd refuses a voter removal until 2 voters besides the leader have been connected to it for 5s \(member n-1 .*started 1\.2s ago\)/,
+    );
     assert.match(action.reason, /waits 3\.8s/);
     assert.match(action.kind === "Wait" ? (action.blockedBy ?? "") : "", /member n-1/);
   });

@@ -1,9 +1,25 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { assess } from "../../../src/core/assess.ts";
-import { chooseFailureDomain, isUpToDate, outdatedReasons, selectMachineForScaleDown } from "../../../src/core/selection.ts";
+import {
+  chooseFailureDomain,
+  isUpToDate,
+  outdatedReasons,
+  selectMachineForScaleDown,
+} from "../../../src/core/selection.ts";
 import type { MachineView, MemberView, Snapshot } from "../../../src/core/snapshot.ts";
-import { dead, HASH, machine, member, MINUTE, NOW, OLD_VERSION, snapshot, VERSION, type SnapshotParts } from "./fixtures.ts";
+import {
+  dead,
+  HASH,
+  machine,
+  member,
+  MINUTE,
+  NOW,
+  OLD_VERSION,
+  snapshot,
+  VERSION,
+  type SnapshotParts,
+} from "./fixtures.ts";
 
 function pick(s: Snapshot): string | undefined {
   return selectMachineForScaleDown(s, assess(s, { kind: "Observe" }))?.machine;
@@ -13,15 +29,32 @@ function joined(name: string, overrides: Partial<MachineView> = {}, memberOverri
   return { machine: machine(name, overrides), member: member(name, memberOverrides) };
 }
 
-function build(entries: { machine: MachineView; member?: MemberView }[], controlPlane: SnapshotParts["controlPlane"] = { replicas: entries.length - 1 }): Snapshot {
-  return snapshot({ machines: entries.map((entry) => entry.machine), members: entries.flatMap((entry) => (entry.member ? [entry.member] : [])), controlPlane });
+function build(
+  entries: { machine: MachineView; member?: MemberView }[],
+  controlPlane: SnapshotParts["controlPlane"] = { replicas: entries.length - 1 },
+): Snapshot {
+  return snapshot({
+    machines: entries.map((entry) => entry.machine),
+    members: entries.flatMap((entry) => (entry.member ? [entry.member] : [])),
+    controlPlane,
+  });
 }
 
 describe("scale-down selection", () => {
-  const table: { name: string; entries: () => { machine: MachineView; member?: MemberView }[]; controlPlane?: SnapshotParts["controlPlane"]; expect: string }[] = [
+  const table: {
+    name: string;
+    entries: () => { machine: MachineView; member?: MemberView }[];
+    controlPlane?: SnapshotParts["controlPlane"];
+    expect: string;
+  }[] = [
     {
       name: "a Machine whose member is already gone goes first, before a marked or outdated one",
-      entries: () => [joined("a", { version: OLD_VERSION, created: NOW - 90 * MINUTE }), joined("b", { markedForDeletion: true }), { machine: machine("c", { version: OLD_VERSION, created: NOW - 80 * MINUTE }) }, joined("d")],
+      entries: () => [
+        joined("a", { version: OLD_VERSION, created: NOW - 90 * MINUTE }),
+        joined("b", { markedForDeletion: true }),
+        { machine: machine("c", { version: OLD_VERSION, created: NOW - 80 * MINUTE }) },
+        joined("d"),
+      ],
       expect: "c",
     },
     {
@@ -36,22 +69,37 @@ describe("scale-down selection", () => {
     },
     {
       name: "an unhealthy outdated Machine goes before a healthy outdated one",
-      entries: () => [joined("a", { version: OLD_VERSION, created: NOW - 90 * MINUTE }), { machine: machine("b", { version: OLD_VERSION }), member: dead("b") }, joined("c")],
+      entries: () => [
+        joined("a", { version: OLD_VERSION, created: NOW - 90 * MINUTE }),
+        { machine: machine("b", { version: OLD_VERSION }), member: dead("b") },
+        joined("c"),
+      ],
       expect: "b",
     },
     {
       name: "an outdated Machine goes before an up-to-date one",
-      entries: () => [joined("a", { created: NOW - 90 * MINUTE }), joined("b", { templateHash: "tmpl-0", created: NOW - 10 * MINUTE }), joined("c")],
+      entries: () => [
+        joined("a", { created: NOW - 90 * MINUTE }),
+        joined("b", { templateHash: "tmpl-0", created: NOW - 10 * MINUTE }),
+        joined("c"),
+      ],
       expect: "b",
     },
     {
       name: "among equals, one from the failure domain with the most Machines goes",
-      entries: () => [joined("a", { failureDomain: "fd-a", created: NOW - 90 * MINUTE }), joined("b", { failureDomain: "fd-b", created: NOW - 50 * MINUTE }), joined("c", { failureDomain: "fd-b", created: NOW - 40 * MINUTE })],
+      entries: () => [
+        joined("a", { failureDomain: "fd-a", created: NOW - 90 * MINUTE }),
+        joined("b", { failureDomain: "fd-b", created: NOW - 50 * MINUTE }),
+        joined("c", { failureDomain: "fd-b", created: NOW - 40 * MINUTE }),
+      ],
       expect: "b",
     },
     {
       name: "among equals in equal failure domains, the oldest goes",
-      entries: () => [joined("a", { failureDomain: "fd-a", created: NOW - 50 * MINUTE }), joined("b", { failureDomain: "fd-b", created: NOW - 90 * MINUTE })],
+      entries: () => [
+        joined("a", { failureDomain: "fd-a", created: NOW - 50 * MINUTE }),
+        joined("b", { failureDomain: "fd-b", created: NOW - 90 * MINUTE }),
+      ],
       expect: "b",
     },
     {
@@ -61,7 +109,12 @@ describe("scale-down selection", () => {
     },
     {
       name: "during a rollout the surge Machine that has not joined yet is never picked as 'member gone'",
-      entries: () => [joined("a", { version: OLD_VERSION }), joined("b", { version: OLD_VERSION }), joined("c", { version: OLD_VERSION }), { machine: machine("n", { created: NOW - MINUTE }) }],
+      entries: () => [
+        joined("a", { version: OLD_VERSION }),
+        joined("b", { version: OLD_VERSION }),
+        joined("c", { version: OLD_VERSION }),
+        { machine: machine("n", { created: NOW - MINUTE }) },
+      ],
       controlPlane: { replicas: 3 },
       expect: "a",
     },
@@ -73,7 +126,11 @@ describe("scale-down selection", () => {
     },
     {
       name: "a Machine already being deleted is not picked again",
-      entries: () => [joined("a", { deleting: NOW, version: OLD_VERSION }), joined("b", { created: NOW - 90 * MINUTE }), joined("c")],
+      entries: () => [
+        joined("a", { deleting: NOW, version: OLD_VERSION }),
+        joined("b", { created: NOW - 90 * MINUTE }),
+        joined("c"),
+      ],
       expect: "b",
     },
   ];
@@ -82,9 +139,15 @@ describe("scale-down selection", () => {
   }
 
   it("picks the same Machine again after its member was removed (the choice survives a crash)", () => {
-    const entries = [joined("a", { version: OLD_VERSION, created: NOW - 5 * MINUTE }), joined("b", { version: OLD_VERSION, created: NOW - 4 * MINUTE }), joined("n")];
+    const entries = [
+      joined("a", { version: OLD_VERSION, created: NOW - 5 * MINUTE }),
+      joined("b", { version: OLD_VERSION, created: NOW - 4 * MINUTE }),
+      joined("n"),
+    ];
     const before = pick(build(entries));
-    const after = pick(build(entries.map((entry) => (entry.machine.name === before ? { machine: entry.machine } : entry))));
+    const after = pick(
+      build(entries.map((entry) => (entry.machine.name === before ? { machine: entry.machine } : entry))),
+    );
     assert.equal(after, before);
   });
 
@@ -100,15 +163,30 @@ describe("up-to-date checks", () => {
 
   it("names each way a Machine is outdated: version, template, rolloutAfter", () => {
     const s = snapshot({ controlPlane: { rolloutAfter: NOW - MINUTE } });
-    assert.deepEqual(outdatedReasons(s, machine("a", { version: OLD_VERSION, templateHash: "other", created: NOW - 2 * MINUTE })), [`version ${OLD_VERSION} → ${VERSION}`, "machine template changed", "created before spec.rolloutAfter"]);
+    assert.deepEqual(
+      outdatedReasons(s, machine("a", { version: OLD_VERSION, templateHash: "other", created: NOW - 2 * MINUTE })),
+      [`version ${OLD_VERSION} → ${VERSION}`, "machine template changed", "created before spec.rolloutAfter"],
+    );
   });
 
   it("rolloutAfter in the future outdates nothing yet", () => {
-    assert.equal(isUpToDate(snapshot({ controlPlane: { rolloutAfter: NOW + MINUTE } }), machine("a", { created: NOW - 2 * MINUTE })), true);
+    assert.equal(
+      isUpToDate(
+        snapshot({ controlPlane: { rolloutAfter: NOW + MINUTE } }),
+        machine("a", { created: NOW - 2 * MINUTE }),
+      ),
+      true,
+    );
   });
 
   it("a Machine created after rolloutAfter is up to date", () => {
-    assert.equal(isUpToDate(snapshot({ controlPlane: { rolloutAfter: NOW - 2 * MINUTE } }), machine("a", { created: NOW - MINUTE })), true);
+    assert.equal(
+      isUpToDate(
+        snapshot({ controlPlane: { rolloutAfter: NOW - 2 * MINUTE } }),
+        machine("a", { created: NOW - MINUTE }),
+      ),
+      true,
+    );
   });
 
   it("a Machine without a recorded template hash is not rolled out for that alone", () => {
@@ -119,12 +197,16 @@ describe("up-to-date checks", () => {
 
 describe("failure domain for a new Machine", () => {
   it("goes to the failure domain with the fewest Machines", () => {
-    const s = snapshot({ machines: [machine("a", { failureDomain: "fd-a" }), machine("b", { failureDomain: "fd-c" })] });
+    const s = snapshot({
+      machines: [machine("a", { failureDomain: "fd-a" }), machine("b", { failureDomain: "fd-c" })],
+    });
     assert.equal(chooseFailureDomain(s), "fd-b");
   });
 
   it("breaks ties by name and ignores Machines being deleted", () => {
-    const s = snapshot({ machines: [machine("a", { failureDomain: "fd-a", deleting: NOW }), machine("b", { failureDomain: "fd-b" })] });
+    const s = snapshot({
+      machines: [machine("a", { failureDomain: "fd-a", deleting: NOW }), machine("b", { failureDomain: "fd-b" })],
+    });
     assert.equal(chooseFailureDomain(s), "fd-a");
   });
 

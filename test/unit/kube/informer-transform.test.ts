@@ -6,7 +6,9 @@ import { ManualClock, settle } from "./manual-clock.ts";
 
 /** Keeps ConfigMaps whose name starts with "keep-", with their value upper-cased. */
 const keepAndShout = (obj: ConfigMap): ConfigMap | undefined =>
-  obj.metadata.name.startsWith("keep-") ? { metadata: obj.metadata, data: { value: (obj.data?.value ?? "").toUpperCase() } } : undefined;
+  obj.metadata.name.startsWith("keep-")
+    ? { metadata: obj.metadata, data: { value: (obj.data?.value ?? "").toUpperCase() } }
+    : undefined;
 
 async function startedInformer(api: FakeApi) {
   const events: string[] = [];
@@ -32,7 +34,13 @@ describe("Informer with a transform", () => {
     api.put("keep-a", "x2");
     await settle();
     assert.deepEqual(events, ["add keep-a=X", "add keep-c=Z", "update keep-a=X->X2"]);
-    assert.deepEqual(informer.list().map((obj) => `${obj.metadata.name}=${obj.data?.value}`).sort(), ["keep-a=X2", "keep-c=Z"]);
+    assert.deepEqual(
+      informer
+        .list()
+        .map((obj) => `${obj.metadata.name}=${obj.data?.value}`)
+        .sort(),
+      ["keep-a=X2", "keep-c=Z"],
+    );
     assert.equal(informer.get("ns/drop-b"), undefined);
     await informer.stop();
   });
@@ -74,9 +82,21 @@ describe("Informer with a transform", () => {
 
 describe("stripManagedFields (the Manager's default transform)", () => {
   it("drops metadata.managedFields and keeps everything else, without changing the object it was given", () => {
-    const received = { metadata: { name: "m", namespace: "ns", resourceVersion: "7", labels: { a: "b" }, managedFields: [{ manager: "capi", operation: "Update" }] }, data: { value: "x" } } as ConfigMap & { metadata: { managedFields: unknown[] } };
+    const received = {
+      metadata: {
+        name: "m",
+        namespace: "ns",
+        resourceVersion: "7",
+        labels: { a: "b" },
+        managedFields: [{ manager: "capi", operation: "Update" }],
+      },
+      data: { value: "x" },
+    } as ConfigMap & { metadata: { managedFields: unknown[] } };
     const cached = stripManagedFields(received);
-    assert.deepEqual(cached, { metadata: { name: "m", namespace: "ns", resourceVersion: "7", labels: { a: "b" } }, data: { value: "x" } });
+    assert.deepEqual(cached, {
+      metadata: { name: "m", namespace: "ns", resourceVersion: "7", labels: { a: "b" } },
+      data: { value: "x" },
+    });
     assert.equal(received.metadata.managedFields.length, 1);
   });
 });

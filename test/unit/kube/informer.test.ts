@@ -20,10 +20,8 @@ function recorder() {
 
 function logRecorder() {
   const lines: { level: string; message: string; meta?: Record<string, unknown> }[] = [];
-  const at =
-    (level: string) =>
-    (message: string, meta?: Record<string, unknown>) =>
-      void lines.push({ level, message, meta });
+  const at = (level: string) => (message: string, meta?: Record<string, unknown>) =>
+    void lines.push({ level, message, meta });
   const logger: Logger = { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") };
   return { lines, logger };
 }

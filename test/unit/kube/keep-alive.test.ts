@@ -15,10 +15,17 @@ describe("reuseConnections", () => {
 
   before(async () => {
     const ca = await createCA("keep-alive-test", validFor(oneDay));
-    const serving = await issueCertificate(ca, { commonName: "127.0.0.1", ipAddresses: ["127.0.0.1"], usages: "server", validity: validFor(oneHour) });
+    const serving = await issueCertificate(ca, {
+      commonName: "127.0.0.1",
+      ipAddresses: ["127.0.0.1"],
+      usages: "server",
+      validity: validFor(oneHour),
+    });
     caPem = ca.certPem;
     server = createServer({ cert: serving.certPem, key: serving.keyPem }, (_request, response) => {
-      response.writeHead(200, { "Content-Type": "application/json" }).end(JSON.stringify({ apiVersion: "v1", kind: "NamespaceList", metadata: {}, items: [] }));
+      response
+        .writeHead(200, { "Content-Type": "application/json" })
+        .end(JSON.stringify({ apiVersion: "v1", kind: "NamespaceList", metadata: {}, items: [] }));
     });
     server.on("secureConnection", () => connections++);
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -33,7 +40,14 @@ describe("reuseConnections", () => {
   function kubeConfig(): KubeConfig {
     const config = new KubeConfig();
     config.loadFromOptions({
-      clusters: [{ name: "c", server: `https://127.0.0.1:${port}`, caData: Buffer.from(caPem).toString("base64"), skipTLSVerify: false }],
+      clusters: [
+        {
+          name: "c",
+          server: `https://127.0.0.1:${port}`,
+          caData: Buffer.from(caPem).toString("base64"),
+          skipTLSVerify: false,
+        },
+      ],
       users: [{ name: "u", token: "t" }],
       contexts: [{ name: "x", cluster: "c", user: "u" }],
       currentContext: "x",

@@ -149,7 +149,13 @@ describe("LeaderElector", () => {
         onStartedLeading: () => undefined,
         onStoppedLeading: () => undefined,
       });
-    assert.throws(() => make({ leaseDurationMs: 10_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 }), /renew deadline/);
-    assert.throws(() => make({ leaseDurationMs: 15_000, renewDeadlineMs: 2_000, retryPeriodMs: 2_000 }), /retry period/);
+    assert.throws(
+      () => make({ leaseDurationMs: 10_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 }),
+      /renew deadline/,
+    );
+    assert.throws(
+      () => make({ leaseDurationMs: 15_000, renewDeadlineMs: 2_000, retryPeriodMs: 2_000 }),
+      /retry period/,
+    );
   });
 });

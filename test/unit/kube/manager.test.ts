@@ -49,7 +49,10 @@ describe("Manager", () => {
       ],
       reconcile: async (key, ctx) => {
         const own = ctx.informer<ConfigMap>(primary).get(key);
-        const owned = ctx.informer<ConfigMap>(secondary).list().map((o) => o.metadata.name);
+        const owned = ctx
+          .informer<ConfigMap>(secondary)
+          .list()
+          .map((o) => o.metadata.name);
         w.steps.push(`reconcile ${key} (exists: ${own !== undefined}, secondaries: ${owned.join(",")})`);
       },
     };

@@ -9,15 +9,32 @@ import type { KubeRest } from "../../../src/adapters/kube/rest.ts";
 function fakeApiServer(users: Record<string, string>, readers: string[], options: { down?: () => boolean } = {}) {
   const calls: string[] = [];
   const rest = {
-    async request(method: string, path: string, request: { body: { spec: { token?: string; user?: string; nonResourceAttributes?: { path: string; verb: string } } } }) {
+    async request(
+      method: string,
+      path: string,
+      request: {
+        body: { spec: { token?: string; user?: string; nonResourceAttributes?: { path: string; verb: string } } };
+      },
+    ) {
       calls.push(path.split("/")[4]);
       if (options.down?.()) throw new Error("connect ECONNREFUSED 10.96.0.1:443");
       const spec = request.body.spec;
       if (path.endsWith("/tokenreviews")) {
         const username = users[spec.token ?? ""];
-        return { status: username ? { authenticated: true, user: { username, groups: ["system:authenticated"] } } : { authenticated: false, error: "invalid bearer token" } };
+        return {
+          status: username
+            ? { authenticated: true, user: { username, groups: ["system:authenticated"] } }
+            : { authenticated: false, error: "invalid bearer token" },
+        };
       }
-      return { status: { allowed: readers.includes(spec.user ?? "") && spec.nonResourceAttributes?.path === "/metrics" && spec.nonResourceAttributes.verb === "get" } };
+      return {
+        status: {
+          allowed:
+            readers.includes(spec.user ?? "") &&
+            spec.nonResourceAttributes?.path === "/metrics" &&
+            spec.nonResourceAttributes.verb === "get",
+        },
+      };
     },
   };
   return { rest: rest as unknown as KubeRest, calls };
@@ -35,10 +52,17 @@ describe("the /metrics authorizer", () => {
   });
 
   it("gives 401 to an unknown token, 403 to a user without get /metrics, and 200 to a reader", async () => {
-    const api = fakeApiServer({ "t-prom": "system:serviceaccount:monitoring:prometheus", "t-nosy": "system:serviceaccount:monitoring:nosy" }, ["system:serviceaccount:monitoring:prometheus"]);
+    const api = fakeApiServer(
+      { "t-prom": "system:serviceaccount:monitoring:prometheus", "t-nosy": "system:serviceaccount:monitoring:nosy" },
+      ["system:serviceaccount:monitoring:prometheus"],
+    );
     const authorize = kubeMetricsAuthorizer(api.rest);
     const unknown = await authorize("Bearer t-forged");
-    assert.deepEqual(unknown, { allowed: false, status: 401, message: "the bearer token is not valid (invalid bearer token)" });
+    assert.deepEqual(unknown, {
+      allowed: false,
+      status: 401,
+      message: "the bearer token is not valid (invalid bearer token)",
+    });
     const nosy = await authorize("Bearer t-nosy");
     assert.equal(nosy.allowed ? 200 : nosy.status, 403);
     assert.match(nosy.allowed ? "" : nosy.message, /^system:serviceaccount:monitoring:nosy may not get \/metrics/);
@@ -64,7 +88,10 @@ describe("the /metrics authorizer", () => {
     const authorize = kubeMetricsAuthorizer(api.rest);
     const failed = await authorize("Bearer t-prom");
     assert.equal(failed.allowed ? 200 : failed.status, 500);
-    assert.match(failed.allowed ? "" : failed.message, /could not check the token with the API server: connect ECONNREFUSED/);
+    assert.match(
+      failed.allowed ? "" : failed.message,
+      /could not check the token with the API server: connect ECONNREFUSED/,
+    );
     down = false;
     assert.deepEqual(await authorize("Bearer t-prom"), { allowed: true });
   });

@@ -18,31 +18,58 @@ describe("controller flags", () => {
   });
 
   it("rejects a bad value with the flag's name and an example of a good one", () => {
-    assert.throws(() => parseFlags(["--etcd-poll-interval", "often"], {}), /--etcd-poll-interval must be a positive duration such as 500ms, 10s or 1m \(got "often"\)/);
+    assert.throws(
+      () => parseFlags(["--etcd-poll-interval", "often"], {}),
+      /--etcd-poll-interval must be a positive duration such as 500ms, 10s or 1m \(got "often"\)/,
+    );
     assert.throws(() => parseFlags(["--concurrency", "0"], {}), /--concurrency must be a whole number >= 1/);
     assert.throws(() => parseFlags(["--log-format", "xml"], {}), /--log-format must be json or text/);
   });
 
   it("refuses duration flags outside their bounds, naming the flag and the limit, so 1,000 days cannot overflow a timer into a hot loop", () => {
     // setTimeout fires after 1 ms for anything above 2^31-1 ms (~24.8 days).
-    assert.throws(() => parseFlags(["--etcd-poll-interval=24000h"], {}), /^Error: --etcd-poll-interval must be between 500ms and 1h \(got "24000h"\): /);
-    assert.throws(() => parseFlags(["--etcd-poll-interval", "1h0m1s"], {}), /--etcd-poll-interval must be between 500ms and 1h/);
-    assert.throws(() => parseFlags(["--etcd-poll-interval", "100ms"], {}), /--etcd-poll-interval must be between 500ms and 1h \(got "100ms"\)/);
-    assert.throws(() => parseFlags(["--etcd-call-timeout", "10m"], {}), /--etcd-call-timeout must be between 100ms and 1m \(got "10m"\)/);
-    assert.throws(() => parseFlags(["--etcd-call-timeout", "50ms"], {}), /--etcd-call-timeout must be between 100ms and 1m/);
+    assert.throws(
+      () => parseFlags(["--etcd-poll-interval=24000h"], {}),
+      /^Error: --etcd-poll-interval must be between 500ms and 1h \(got "24000h"\): /,
+    );
+    assert.throws(
+      () => parseFlags(["--etcd-poll-interval", "1h0m1s"], {}),
+      /--etcd-poll-interval must be between 500ms and 1h/,
+    );
+    assert.throws(
+      () => parseFlags(["--etcd-poll-interval", "100ms"], {}),
+      /--etcd-poll-interval must be between 500ms and 1h \(got "100ms"\)/,
+    );
+    assert.throws(
+      () => parseFlags(["--etcd-call-timeout", "10m"], {}),
+      /--etcd-call-timeout must be between 100ms and 1m \(got "10m"\)/,
+    );
+    assert.throws(
+      () => parseFlags(["--etcd-call-timeout", "50ms"], {}),
+      /--etcd-call-timeout must be between 100ms and 1m/,
+    );
     const atTheLimits = parseFlags(["--etcd-poll-interval", "1h", "--etcd-call-timeout", "100ms"], {});
     assert.equal(atTheLimits.etcdPollIntervalMs, 3_600_000);
     assert.equal(atTheLimits.etcdCallTimeoutMs, 100);
-    assert.equal(parseFlags(["--etcd-poll-interval", "500ms", "--etcd-call-timeout", "1m"], {}).etcdPollIntervalMs, 500);
+    assert.equal(
+      parseFlags(["--etcd-poll-interval", "500ms", "--etcd-call-timeout", "1m"], {}).etcdPollIntervalMs,
+      500,
+    );
   });
 
   it("serves /metrics on :8443 over HTTPS with authentication by default, and plain HTTP only when asked", () => {
     const defaults = parseFlags([], {});
-    assert.deepEqual(parseBindAddress("--metrics-bind-address", defaults.metricsBindAddress), { host: "0.0.0.0", port: 8443 });
+    assert.deepEqual(parseBindAddress("--metrics-bind-address", defaults.metricsBindAddress), {
+      host: "0.0.0.0",
+      port: 8443,
+    });
     assert.equal(defaults.metricsSecure, true);
     assert.equal(defaults.metricsCertDir, undefined);
     assert.equal(parseFlags(["--metrics-secure=false"], {}).metricsSecure, false);
-    assert.equal(parseFlags(["--metrics-cert-dir", "/tmp/k8s-metrics-server/serving-certs"], {}).metricsCertDir, "/tmp/k8s-metrics-server/serving-certs");
+    assert.equal(
+      parseFlags(["--metrics-cert-dir", "/tmp/k8s-metrics-server/serving-certs"], {}).metricsCertDir,
+      "/tmp/k8s-metrics-server/serving-certs",
+    );
     assert.throws(() => parseFlags(["--metrics-secure=no"], {}), /--metrics-secure must be true or false \(got "no"\)/);
   });
 

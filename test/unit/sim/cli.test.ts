@@ -23,13 +23,21 @@ describe("npm run sim", () => {
     const run = sim("--schedules", "300", "--seed", "1", "--variant", "random-scale-down", "--max-reports", "1");
     assert.equal(run.code, 1);
     assert.match(run.lines.at(-1)!, /^sim: 300 schedules, [1-9]\d* violations, \d+ stuck$/);
-    const replay = run.lines.map((line) => /^ {2}replay: npm run sim -- (--replay (\d+) --trace --variant random-scale-down)$/.exec(line)).find(Boolean);
+    const replay = run.lines
+      .map((line) => /^ {2}replay: npm run sim -- (--replay (\d+) --trace --variant random-scale-down)$/.exec(line))
+      .find(Boolean);
     assert.ok(replay, `no replay command in:\n${run.lines.join("\n")}`);
 
     const again = sim(...replay[1].split(" "));
     assert.equal(again.code, 1);
-    assert.ok(again.lines.some((line) => /^#1 t\+10s /.test(line)), "the trace starts at step 1");
-    assert.ok(again.lines.some((line) => line.startsWith("VIOLATION [")), "the trace ends with the violation");
+    assert.ok(
+      again.lines.some((line) => /^#1 t\+10s /.test(line)),
+      "the trace starts at step 1",
+    );
+    assert.ok(
+      again.lines.some((line) => line.startsWith("VIOLATION [")),
+      "the trace ends with the violation",
+    );
     assert.equal(again.lines.at(-1), "sim: 1 schedules, 1 violations, 0 stuck");
   });
 

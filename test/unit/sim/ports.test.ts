@@ -48,7 +48,10 @@ describe("the simulated world's ports", () => {
     const leader = world.members.find((member) => member.id === world.leaderId)!;
     const leaving = voters(world).find((member) => member.id !== leader.id)!;
     leader.activeSince = world.now - 1_000;
-    await assert.rejects(etcd.removeMember(leaving.id), (error: unknown) => (error as { etcdMessage?: string }).etcdMessage === "etcdserver: unhealthy cluster");
+    await assert.rejects(
+      etcd.removeMember(leaving.id),
+      (error: unknown) => (error as { etcdMessage?: string }).etcdMessage === "etcdserver: unhealthy cluster",
+    );
     world.now += STEP_MS;
     assert.deepEqual(await etcd.removeMember(leaving.id), { removed: true });
     assert.deepEqual(await etcd.removeMember(leaving.id), { removed: false });

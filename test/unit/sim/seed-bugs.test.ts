@@ -11,7 +11,12 @@ const RUN_SEED = 1;
 const BUDGET = 2000;
 
 /** Runs schedules until one ends with `outcome` (under `rule`, if given); undefined after `budget` schedules. */
-async function firstWith(variant: PlannerName, outcome: ScheduleResult["outcome"], rule?: RegExp, budget = BUDGET): Promise<ScheduleResult | undefined> {
+async function firstWith(
+  variant: PlannerName,
+  outcome: ScheduleResult["outcome"],
+  rule?: RegExp,
+  budget = BUDGET,
+): Promise<ScheduleResult | undefined> {
   for (let index = 0; index < budget; index++) {
     const result = await runSchedule(scheduleSeed(RUN_SEED, index), PLANNERS[variant]);
     if (result.outcome === outcome && (!rule || rule.test(result.finding?.rule ?? ""))) return result;
@@ -63,7 +68,8 @@ describe("seed bugs the simulator must catch", () => {
     const failures: string[] = [];
     for (let index = 0; index < 200; index++) {
       const result = await runSchedule(scheduleSeed(RUN_SEED, index), PLANNERS.real);
-      if (result.outcome !== "ok") failures.push(`seed ${result.seed}: ${result.outcome} [${result.finding?.rule}] ${result.finding?.message}`);
+      if (result.outcome !== "ok")
+        failures.push(`seed ${result.seed}: ${result.outcome} [${result.finding?.rule}] ${result.finding?.message}`);
     }
     assert.deepEqual(failures, []);
   });

@@ -18,21 +18,32 @@ const removesAnyVoter: PlannerFactory = () => (snapshot: Snapshot) => {
 /** Deletes the oldest Machine straight away, never touching its member. */
 const deletesMachinesFirst: PlannerFactory = () => (snapshot: Snapshot) => {
   const machine = snapshot.machines.find((candidate) => candidate.deleting === undefined);
-  return { action: machine && snapshot.machines.length > 1 ? { kind: "DeleteMachine", machine: machine.name, reason: "toy" } : wait };
+  return {
+    action:
+      machine && snapshot.machines.length > 1 ? { kind: "DeleteMachine", machine: machine.name, reason: "toy" } : wait,
+  };
 };
 
 /** Lets every deleting Machine go at once, and otherwise deletes Machines down to one. */
 const releasesHooksEagerly: PlannerFactory = () => (snapshot: Snapshot) => {
-  const deleting = snapshot.machines.find((candidate) => candidate.deleting !== undefined && candidate.hasPreTerminateHook);
+  const deleting = snapshot.machines.find(
+    (candidate) => candidate.deleting !== undefined && candidate.hasPreTerminateHook,
+  );
   if (deleting) return { action: { kind: "ReleaseHook", machine: deleting.name, reason: "toy" } };
   const machine = snapshot.machines.find((candidate) => candidate.deleting === undefined);
-  return { action: machine && snapshot.machines.length > 1 ? { kind: "DeleteMachine", machine: machine.name, reason: "toy" } : wait };
+  return {
+    action:
+      machine && snapshot.machines.length > 1 ? { kind: "DeleteMachine", machine: machine.name, reason: "toy" } : wait,
+  };
 };
 
 /** Never does anything. */
 const alwaysWaits: PlannerFactory = () => () => ({ action: wait });
 
-async function outcomes(planner: PlannerFactory, schedules: number): Promise<{ violation: number; stuck: number; ok: number; rules: Set<string> }> {
+async function outcomes(
+  planner: PlannerFactory,
+  schedules: number,
+): Promise<{ violation: number; stuck: number; ok: number; rules: Set<string> }> {
   const counts = { violation: 0, stuck: 0, ok: 0, rules: new Set<string>() };
   for (let index = 0; index < schedules; index++) {
     const result = await runSchedule(scheduleSeed(7, index), planner);
@@ -45,7 +56,10 @@ async function outcomes(planner: PlannerFactory, schedules: number): Promise<{ v
 describe("simulator", () => {
   it("reports a violation when a planner removes voters without regard to quorum", async () => {
     const result = await outcomes(removesAnyVoter, 50);
-    assert.ok(result.violation > 0, `expected violations, got ${JSON.stringify({ ...result, rules: [...result.rules] })}`);
+    assert.ok(
+      result.violation > 0,
+      `expected violations, got ${JSON.stringify({ ...result, rules: [...result.rules] })}`,
+    );
     assert.ok(result.rules.has("2 projected healthy majority") || result.rules.has("1 quorum kept"));
   });
 
@@ -80,7 +94,14 @@ describe("simulator", () => {
 
 describe("prng", () => {
   it("gives the same sequence for the same seed and another for another seed", () => {
-    const draw = (seed: number) => Array.from({ length: 5 }, ((rng) => () => rng.uint32())(new Prng(seed)));
+    const draw = (seed: number) =>
+      Array.from(
+        { length: 5 },
+        (
+          (rng) => () =>
+            rng.uint32()
+        )(new Prng(seed)),
+      );
     assert.deepEqual(draw(42), draw(42));
     assert.notDeepEqual(draw(42), draw(43));
   });

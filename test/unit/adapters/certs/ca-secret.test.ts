@@ -4,7 +4,13 @@ import { createPrivateKey, webcrypto, X509Certificate } from "node:crypto";
 import { before, describe, it } from "node:test";
 import * as x509 from "@peculiar/x509";
 import { readCASecret } from "../../../../src/adapters/certs/ca-secret.ts";
-import { createCA, issueCertificate, oneDay, validFor, type CertificateAuthority } from "../../../../src/adapters/certs/pki.ts";
+import {
+  createCA,
+  issueCertificate,
+  oneDay,
+  validFor,
+  type CertificateAuthority,
+} from "../../../../src/adapters/certs/pki.ts";
 import {
   AdapterError,
   CAKeyMismatchError,
@@ -26,7 +32,10 @@ describe("reading a CA Secret", () => {
   before(async () => {
     ca = await createCA("etcd-ca", validFor(365 * oneDay, now));
     otherCA = await createCA("other-ca", validFor(365 * oneDay, now));
-    expiredCA = await createCA("old-ca", { notBefore: new Date(now.getTime() - 10 * oneDay), notAfter: new Date(now.getTime() - oneDay) });
+    expiredCA = await createCA("old-ca", {
+      notBefore: new Date(now.getTime() - 10 * oneDay),
+      notAfter: new Date(now.getTime() - oneDay),
+    });
     leaf = await issueCertificate(ca, { commonName: "leaf", usages: "client", validity: validFor(oneDay, now) });
   });
 
@@ -44,7 +53,11 @@ describe("reading a CA Secret", () => {
     const secret = store.seed(ref.namespace, ref.name, { "tls.crt": rsa.certPem, "tls.key": rsa.keyPem });
     assert.match(rsa.keyPem, /^-----BEGIN RSA PRIVATE KEY-----/);
     const loaded = await readCASecret(ref, secret, now, "to test");
-    const leafCert = await issueCertificate(loaded, { commonName: "client", usages: "client", validity: validFor(oneDay, now) });
+    const leafCert = await issueCertificate(loaded, {
+      commonName: "client",
+      usages: "client",
+      validity: validFor(oneDay, now),
+    });
     assert.ok(new X509Certificate(leafCert.certPem).verify(new X509Certificate(rsa.certPem).publicKey));
   });
 
@@ -55,19 +68,61 @@ describe("reading a CA Secret", () => {
     message: RegExp;
     at?: Date;
   }[] = [
-    { name: "the Secret does not exist", type: SecretMissingError, message: /Secret team-a\/prod-etcd not found: .*to test.*create it with tls\.crt and tls\.key/ },
-    { name: "tls.crt is empty", data: () => ({ "tls.crt": "", "tls.key": ca.keyPem }), type: SecretGarbageError, message: /Secret team-a\/prod-etcd: data key "tls\.crt" is missing or empty: put a PEM CA certificate/ },
-    { name: "tls.crt is garbage", data: () => ({ "tls.crt": "hello world", "tls.key": ca.keyPem }), type: SecretGarbageError, message: /Secret team-a\/prod-etcd: data key "tls\.crt" does not hold a PEM certificate/ },
+    {
+      name: "the Secret does not exist",
+      type: SecretMissingError,
+      message: /Secret team-a\/prod-etcd not found: .*to test.*create it with tls\.crt and tls\.key/,
+    },
+    {
+      name: "tls.crt is empty",
+      data: () => ({ "tls.crt": "", "tls.key": ca.keyPem }),
+      type: SecretGarbageError,
+      message: /Secret team-a\/prod-etcd: data key "tls\.crt" is missing or empty: put a PEM CA certificate/,
+    },
+    {
+      name: "tls.crt is garbage",
+      data: () => ({ "tls.crt": "hello world", "tls.key": ca.keyPem }),
+      type: SecretGarbageError,
+      message: /Secret team-a\/prod-etcd: data key "tls\.crt" does not hold a PEM certificate/,
+    },
     {
       name: "tls.crt has a PEM block with garbage inside",
-      data: () => ({ "tls.crt": "-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydA==\n-----END CERTIFICATE-----\n", "tls.key": ca.keyPem }),
+      data: () => ({
+        "tls.crt": "-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydA==\n-----END CERTIFICATE-----\n",
+        "tls.key": ca.keyPem,
+      }),
       type: SecretGarbageError,
       message: /team-a\/prod-etcd: data key "tls\.crt" does not hold a PEM certificate/,
     },
-    { name: "tls.key is missing", data: () => ({ "tls.crt": ca.certPem }), type: SecretGarbageError, message: /team-a\/prod-etcd: data key "tls\.key" is missing or empty/ },
-    { name: "tls.key is garbage", data: () => ({ "tls.crt": ca.certPem, "tls.key": "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n" }), type: SecretGarbageError, message: /team-a\/prod-etcd: data key "tls\.key" does not hold a PEM private key/ },
-    { name: "tls.key belongs to another CA", data: () => ({ "tls.crt": ca.certPem, "tls.key": otherCA.keyPem }), type: CAKeyMismatchError, message: /Secret team-a\/prod-etcd: tls\.key is not the private key of the certificate in tls\.crt \(CN=etcd-ca\): put the key that was generated with this CA/ },
-    { name: "the CA has expired", data: () => ({ "tls.crt": expiredCA.certPem, "tls.key": expiredCA.keyPem }), type: CertificateExpiredError, message: /Secret team-a\/prod-etcd: certificate CN=old-ca expired at .* \(now 2030-01-01T00:00:00\.000Z\): rotate it/ },
+    {
+      name: "tls.key is missing",
+      data: () => ({ "tls.crt": ca.certPem }),
+      type: SecretGarbageError,
+      message: /team-a\/prod-etcd: data key "tls\.key" is missing or empty/,
+    },
+    {
+      name: "tls.key is garbage",
+      data: () => ({
+        "tls.crt": ca.certPem,
+        "tls.key": "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
+      }),
+      type: SecretGarbageError,
+      message: /team-a\/prod-etcd: data key "tls\.key" does not hold a PEM private key/,
+    },
+    {
+      name: "tls.key belongs to another CA",
+      data: () => ({ "tls.crt": ca.certPem, "tls.key": otherCA.keyPem }),
+      type: CAKeyMismatchError,
+      message:
+        /Secret team-a\/prod-etcd: tls\.key is not the private key of the certificate in tls\.crt \(CN=etcd-ca\): put the key that was generated with this CA/,
+    },
+    {
+      name: "the CA has expired",
+      data: () => ({ "tls.crt": expiredCA.certPem, "tls.key": expiredCA.keyPem }),
+      type: CertificateExpiredError,
+      message:
+        /Secret team-a\/prod-etcd: certificate CN=old-ca expired at .* \(now 2030-01-01T00:00:00\.000Z\): rotate it/,
+    },
     {
       name: "the CA is not valid yet",
       data: () => ({ "tls.crt": ca.certPem, "tls.key": ca.keyPem }),
@@ -75,7 +130,12 @@ describe("reading a CA Secret", () => {
       type: CertificateExpiredError,
       message: /Secret team-a\/prod-etcd: certificate CN=etcd-ca is not valid until .*: check the clock of this host/,
     },
-    { name: "tls.crt is a leaf certificate, not a CA", data: () => ({ "tls.crt": leaf.certPem, "tls.key": leaf.keyPem }), type: SecretGarbageError, message: /team-a\/prod-etcd: data key "tls\.crt" cannot be used as a signing CA \(.*not a CA/ },
+    {
+      name: "tls.crt is a leaf certificate, not a CA",
+      data: () => ({ "tls.crt": leaf.certPem, "tls.key": leaf.keyPem }),
+      type: SecretGarbageError,
+      message: /team-a\/prod-etcd: data key "tls\.crt" cannot be used as a signing CA \(.*not a CA/,
+    },
   ];
 
   for (const testCase of cases) {
@@ -93,7 +153,12 @@ describe("reading a CA Secret", () => {
 
 /** A self-signed RSA CA with a PKCS#1 key, built without the helpers under test. */
 async function rsaCA(commonName: string): Promise<{ certPem: string; keyPem: string }> {
-  const algorithm = { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256", publicExponent: new Uint8Array([1, 0, 1]), modulusLength: 2048 };
+  const algorithm = {
+    name: "RSASSA-PKCS1-v1_5",
+    hash: "SHA-256",
+    publicExponent: new Uint8Array([1, 0, 1]),
+    modulusLength: 2048,
+  };
   const keys = (await webcrypto.subtle.generateKey(algorithm, true, ["sign", "verify"])) as CryptoKeyPair;
   const certificate = await x509.X509CertificateGenerator.createSelfSigned({
     serialNumber: "01",
@@ -102,9 +167,14 @@ async function rsaCA(commonName: string): Promise<{ certPem: string; keyPem: str
     notAfter: new Date(now.getTime() + 365 * oneDay),
     signingAlgorithm: algorithm,
     keys,
-    extensions: [new x509.BasicConstraintsExtension(true, undefined, true), new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign, true)],
+    extensions: [
+      new x509.BasicConstraintsExtension(true, undefined, true),
+      new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign, true),
+    ],
   });
   const pkcs8 = Buffer.from(await webcrypto.subtle.exportKey("pkcs8", keys.privateKey));
-  const keyPem = createPrivateKey({ key: pkcs8, format: "der", type: "pkcs8" }).export({ format: "pem", type: "pkcs1" }).toString();
+  const keyPem = createPrivateKey({ key: pkcs8, format: "der", type: "pkcs8" })
+    .export({ format: "pem", type: "pkcs1" })
+    .toString();
   return { certPem: certificate.toString("pem"), keyPem };
 }

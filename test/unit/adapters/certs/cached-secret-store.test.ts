@@ -19,7 +19,11 @@ afterEach(async () => {
 
 /** A cache over `api`, started; synced unless the test holds the list. */
 async function cacheOver(api: FakeSecretApi, options: { waitForSync?: boolean } = {}): Promise<CachedSecretStore> {
-  const store = new CachedSecretStore({ inner: api.store, listerWatcher: api, informer: { clock: new ManualClock(), minWatchMs: 0 } });
+  const store = new CachedSecretStore({
+    inner: api.store,
+    listerWatcher: api,
+    informer: { clock: new ManualClock(), minWatchMs: 0 },
+  });
   running.push(store);
   store.start();
   if (options.waitForSync ?? true) await store.waitForSync();
@@ -43,7 +47,8 @@ async function rotateKubeconfig(store: CachedSecretStore, value: string) {
 describe("CachedSecretStore", () => {
   it("serves the cluster's CA and kubeconfig Secrets from the cache after the first list, without a GET", async () => {
     const api = new FakeSecretApi();
-    for (const name of ["prod-ca", "prod-etcd", "prod-sa", "prod-proxy", "prod-kubeconfig"]) api.put(namespace, name, { "tls.crt": name }, labels);
+    for (const name of ["prod-ca", "prod-etcd", "prod-sa", "prod-proxy", "prod-kubeconfig"])
+      api.put(namespace, name, { "tls.crt": name }, labels);
     const store = await cacheOver(api);
     for (let round = 0; round < 3; round++) {
       for (const name of ["prod-ca", "prod-etcd", "prod-sa", "prod-proxy", "prod-kubeconfig"]) {
@@ -111,7 +116,10 @@ describe("CachedSecretStore", () => {
     const api = new FakeSecretApi();
     const store = await cacheOver(api);
     api.holdEvents = true;
-    const created = await store.create({ metadata: { namespace, name: "prod-sa", labels }, data: { "tls.key": "a2V5" } });
+    const created = await store.create({
+      metadata: { namespace, name: "prod-sa", labels },
+      data: { "tls.key": "a2V5" },
+    });
     assert.equal(created, "created");
     assert.equal((await store.get(ref("prod-sa")))?.data?.["tls.key"], "a2V5");
     assert.equal(api.gets, 1);

@@ -4,7 +4,11 @@ import { describe, it } from "node:test";
 import { readCASecret } from "../../../../src/adapters/certs/ca-secret.ts";
 import type { Cluster } from "../../../../src/api/capi.ts";
 import type { QuorumControlPlane, QuorumControlPlaneStatus } from "../../../../src/api/types.ts";
-import { ensureClusterCertificates, generateSecretData, runningControlPlaneEvidence } from "../../../../src/adapters/certs/cluster-secrets.ts";
+import {
+  ensureClusterCertificates,
+  generateSecretData,
+  runningControlPlaneEvidence,
+} from "../../../../src/adapters/certs/cluster-secrets.ts";
 import { RunningClusterSecretMissingError } from "../../../../src/adapters/errors.ts";
 import { dataText } from "../../../../src/adapters/certs/secret-store.ts";
 import { MemorySecretStore } from "../memory-secret-store.ts";
@@ -23,10 +27,21 @@ describe("cluster certificate Secrets", () => {
       assert.equal(secret.type, "cluster.x-k8s.io/secret");
       assert.equal(secret.metadata.labels?.["cluster.x-k8s.io/cluster-name"], "prod");
       assert.deepEqual(secret.metadata.ownerReferences, [
-        { apiVersion: "controlplane.cluster.x-k8s.io/v1beta1", kind: "QuorumControlPlane", name: "prod-cp", uid: owner.uid, controller: true, blockOwnerDeletion: true },
+        {
+          apiVersion: "controlplane.cluster.x-k8s.io/v1beta1",
+          kind: "QuorumControlPlane",
+          name: "prod-cp",
+          uid: owner.uid,
+          controller: true,
+          blockOwnerDeletion: true,
+        },
       ]);
     }
-    for (const [name, commonName] of [["prod-ca", "kubernetes"], ["prod-etcd", "etcd-ca"], ["prod-proxy", "front-proxy-ca"]]) {
+    for (const [name, commonName] of [
+      ["prod-ca", "kubernetes"],
+      ["prod-etcd", "etcd-ca"],
+      ["prod-proxy", "front-proxy-ca"],
+    ]) {
       const ca = await readCASecret({ namespace: "team-a", name }, store.secrets.get(`team-a/${name}`), now, "to test");
       assert.equal(ca.commonName, commonName);
       assert.ok(new X509Certificate(ca.certPem).ca);
@@ -63,7 +78,12 @@ describe("cluster certificate Secrets", () => {
 
   it("leaves Secrets that already exist byte-for-byte unchanged and creates only the missing ones", async () => {
     const store = new MemorySecretStore();
-    const userCA = store.seed("team-a", "prod-ca", { "tls.crt": "user cert", "tls.key": "user key" }, { type: "Opaque" });
+    const userCA = store.seed(
+      "team-a",
+      "prod-ca",
+      { "tls.crt": "user cert", "tls.key": "user key" },
+      { type: "Opaque" },
+    );
     const userEtcd = store.seed("team-a", "prod-etcd", { "tls.crt": "their etcd cert", "tls.key": "their etcd key" });
     const result = await ensureClusterCertificates(store, "prod", owner, now);
     assert.deepEqual(result.existing.sort(), ["prod-ca", "prod-etcd"]);
@@ -89,7 +109,8 @@ describe("cluster certificate Secrets", () => {
     racing.get = async (ref) => {
       const found = await store.get(ref);
       // Another writer creates prod-etcd right after Quorum saw it absent.
-      if (ref.name === "prod-etcd" && !found) store.seed("team-a", "prod-etcd", { "tls.crt": "theirs", "tls.key": "theirs" });
+      if (ref.name === "prod-etcd" && !found)
+        store.seed("team-a", "prod-etcd", { "tls.crt": "theirs", "tls.key": "theirs" });
       return found;
     };
     const result = await ensureClusterCertificates(racing, "prod", owner, now);
@@ -109,7 +130,9 @@ describe("cluster certificate Secrets", () => {
       (error: unknown) =>
         error instanceof RunningClusterSecretMissingError &&
         error.needsUser &&
-        error.message.startsWith("Secrets team-a/prod-etcd, team-a/prod-sa not found, but the cluster is running (Cluster team-a/prod reports its control plane initialized): ") &&
+        error.message.startsWith(
+          "Secrets team-a/prod-etcd, team-a/prod-sa not found, but the cluster is running (Cluster team-a/prod reports its control plane initialized): ",
+        ) &&
         error.message.includes("restore team-a/prod-etcd, team-a/prod-sa from backup; Quorum does not regenerate"),
     );
     assert.equal(store.writes.length, writes, "no Secret may be created on a running cluster");
@@ -120,7 +143,13 @@ describe("cluster certificate Secrets", () => {
     const store = new MemorySecretStore();
     await ensureClusterCertificates(store, "prod", owner, now);
     const writes = store.writes.length;
-    const result = await ensureClusterCertificates(store, "prod", owner, now, "QuorumControlPlane team-a/prod-cp counts 3 Machines");
+    const result = await ensureClusterCertificates(
+      store,
+      "prod",
+      owner,
+      now,
+      "QuorumControlPlane team-a/prod-cp counts 3 Machines",
+    );
     assert.deepEqual(result.existing.sort(), ["prod-ca", "prod-etcd", "prod-proxy", "prod-sa"]);
     assert.equal(store.writes.length, writes);
   });
@@ -128,18 +157,66 @@ describe("cluster certificate Secrets", () => {
 
 describe("whether a cluster's control plane already runs (its CAs are in use)", () => {
   const controlPlane = (status?: QuorumControlPlaneStatus): QuorumControlPlane =>
-    ({ apiVersion: "controlplane.cluster.x-k8s.io/v1beta1", kind: "QuorumControlPlane", metadata: { name: "prod-cp", namespace: "team-a" }, spec: {}, ...(status ? { status } : {}) }) as QuorumControlPlane;
-  const cluster = (status?: Cluster["status"]): Cluster => ({ metadata: { name: "prod", namespace: "team-a" }, ...(status ? { status } : {}) });
+    ({
+      apiVersion: "controlplane.cluster.x-k8s.io/v1beta1",
+      kind: "QuorumControlPlane",
+      metadata: { name: "prod-cp", namespace: "team-a" },
+      spec: {},
+      ...(status ? { status } : {}),
+    }) as QuorumControlPlane;
+  const cluster = (status?: Cluster["status"]): Cluster => ({
+    metadata: { name: "prod", namespace: "team-a" },
+    ...(status ? { status } : {}),
+  });
   const member = { id: "8e9e05c52164694d", name: "prod-cp-x7k2p", learner: false, healthy: true, leader: true };
 
   const cases: [string, QuorumControlPlane, Cluster, string | undefined][] = [
     ["a just-created QuorumControlPlane and Cluster", controlPlane(), cluster(), undefined],
-    ["a status written before the first Machine (0 replicas, no members)", controlPlane({ replicas: 0, etcd: { members: [] }, initialization: { controlPlaneInitialized: false } }), cluster({ initialization: { infrastructureProvisioned: true } }), undefined],
-    ["a Cluster whose control plane is initialized", controlPlane(), cluster({ initialization: { controlPlaneInitialized: true } }), "Cluster team-a/prod reports its control plane initialized"],
-    ["a Cluster with the ControlPlaneInitialized condition", controlPlane(), cluster({ conditions: [{ type: "ControlPlaneInitialized", status: "True", reason: "Initialized", lastTransitionTime: "2030-01-01T00:00:00Z" }] as never }), "Cluster team-a/prod reports its control plane initialized"],
-    ["our own initialized flag", controlPlane({ initialization: { controlPlaneInitialized: true } }), cluster(), "QuorumControlPlane team-a/prod-cp reports it initialized"],
-    ["a first Machine still booting", controlPlane({ replicas: 1 }), cluster(), "QuorumControlPlane team-a/prod-cp counts 1 Machine"],
-    ["etcd members in the status", controlPlane({ etcd: { members: [member] } }), cluster(), "QuorumControlPlane team-a/prod-cp lists 1 etcd member"],
+    [
+      "a status written before the first Machine (0 replicas, no members)",
+      controlPlane({ replicas: 0, etcd: { members: [] }, initialization: { controlPlaneInitialized: false } }),
+      cluster({ initialization: { infrastructureProvisioned: true } }),
+      undefined,
+    ],
+    [
+      "a Cluster whose control plane is initialized",
+      controlPlane(),
+      cluster({ initialization: { controlPlaneInitialized: true } }),
+      "Cluster team-a/prod reports its control plane initialized",
+    ],
+    [
+      "a Cluster with the ControlPlaneInitialized condition",
+      controlPlane(),
+      cluster({
+        conditions: [
+          {
+            type: "ControlPlaneInitialized",
+            status: "True",
+            reason: "Initialized",
+            lastTransitionTime: "2030-01-01T00:00:00Z",
+          },
+        ] as never,
+      }),
+      "Cluster team-a/prod reports its control plane initialized",
+    ],
+    [
+      "our own initialized flag",
+      controlPlane({ initialization: { controlPlaneInitialized: true } }),
+      cluster(),
+      "QuorumControlPlane team-a/prod-cp reports it initialized",
+    ],
+    [
+      "a first Machine still booting",
+      controlPlane({ replicas: 1 }),
+      cluster(),
+      "QuorumControlPlane team-a/prod-cp counts 1 Machine",
+    ],
+    [
+      "etcd members in the status",
+      controlPlane({ etcd: { members: [member] } }),
+      cluster(),
+      "QuorumControlPlane team-a/prod-cp lists 1 etcd member",
+    ],
   ];
   for (const [name, qcp, capiCluster, expected] of cases) {
     it(`${expected === undefined ? "counts as new" : "counts as running"}: ${name}`, () => {

@@ -9,7 +9,13 @@ import {
   kubeconfigFromSecret,
   parseKubeconfig,
 } from "../../../../src/adapters/certs/kubeconfig.ts";
-import { createCA, issueCertificate, oneDay, validFor, type CertificateAuthority } from "../../../../src/adapters/certs/pki.ts";
+import {
+  createCA,
+  issueCertificate,
+  oneDay,
+  validFor,
+  type CertificateAuthority,
+} from "../../../../src/adapters/certs/pki.ts";
 import { dataText } from "../../../../src/adapters/certs/secret-store.ts";
 import { CAKeyMismatchError, SecretGarbageError, SecretMissingError } from "../../../../src/adapters/errors.ts";
 import { MemorySecretStore } from "../memory-secret-store.ts";
@@ -19,9 +25,25 @@ const start = new Date("2030-01-01T00:00:00Z");
 const server = "https://10.0.0.10:6443";
 const endpoint = { host: "10.0.0.10", port: 6443 };
 
-async function kubeconfigWith(ca: CertificateAuthority, issuedAt: Date, lifetimeMs: number, serverURL = server): Promise<string> {
-  const client = await issueCertificate(ca, { commonName: "kubernetes-admin", organization: "system:masters", usages: "client", validity: validFor(lifetimeMs, issuedAt) });
-  return buildKubeconfig({ cluster: "prod", server: serverURL, caPem: ca.certPem, certPem: client.certPem, keyPem: client.keyPem });
+async function kubeconfigWith(
+  ca: CertificateAuthority,
+  issuedAt: Date,
+  lifetimeMs: number,
+  serverURL = server,
+): Promise<string> {
+  const client = await issueCertificate(ca, {
+    commonName: "kubernetes-admin",
+    organization: "system:masters",
+    usages: "client",
+    validity: validFor(lifetimeMs, issuedAt),
+  });
+  return buildKubeconfig({
+    cluster: "prod",
+    server: serverURL,
+    caPem: ca.certPem,
+    certPem: client.certPem,
+    keyPem: client.keyPem,
+  });
 }
 
 describe("kubeconfig rotation decision", () => {
@@ -34,7 +56,9 @@ describe("kubeconfig rotation decision", () => {
 
   it("keeps a kubeconfig whose certificate is in the first half of its lifetime", async () => {
     const text = await kubeconfigWith(ca, start, 100 * oneDay);
-    assert.deepEqual(kubeconfigDecision(text, { server, caPem: ca.certPem }, new Date(start.getTime() + 45 * oneDay)), { rotate: false });
+    assert.deepEqual(kubeconfigDecision(text, { server, caPem: ca.certPem }, new Date(start.getTime() + 45 * oneDay)), {
+      rotate: false,
+    });
   });
 
   it("rotates once half of the certificate's lifetime is gone", async () => {
@@ -47,21 +71,44 @@ describe("kubeconfig rotation decision", () => {
   const rotations: { name: string; text: () => Promise<string | undefined>; reason: RegExp }[] = [
     { name: "the Secret is absent", text: async () => undefined, reason: /absent/ },
     { name: "the kubeconfig is garbage", text: async () => "::: not yaml [", reason: /unreadable/ },
-    { name: "it points at another server", text: () => kubeconfigWith(ca, start, 100 * oneDay, "https://10.9.9.9:6443"), reason: /server https:\/\/10\.9\.9\.9:6443 is not the control-plane endpoint/ },
-    { name: "its client certificate comes from another CA", text: async () => {
-      const text = await kubeconfigWith(otherCA, start, 100 * oneDay);
-      const contents = parseKubeconfig(text);
-      return buildKubeconfig({ ...contents, caPem: ca.certPem });
-    }, reason: /not signed by the cluster CA/ },
-    { name: "someone added an exec stanza to its user", text: async () => {
-      const text = await kubeconfigWith(ca, start, 100 * oneDay);
-      return text.replace("client-key-data:", "exec:\n        command: /bin/sh\n        args: [-c, touch MARKER]\n      client-key-data:");
-    }, reason: /unreadable: field users\[0\] "prod-admin"\.user\.exec is refused/ },
-    { name: "someone added a user with an exec stanza next to Quorum's", text: async () => {
-      const text = await kubeconfigWith(ca, start, 100 * oneDay);
-      return text.replace("users:\n", "users:\n  - name: extra\n    user:\n      exec:\n        command: /bin/sh\n");
-    }, reason: /holds fields Quorum does not write/ },
-    { name: "its CA data is not the cluster CA", text: () => kubeconfigWith(otherCA, start, 100 * oneDay), reason: /CA is not the cluster CA/ },
+    {
+      name: "it points at another server",
+      text: () => kubeconfigWith(ca, start, 100 * oneDay, "https://10.9.9.9:6443"),
+      reason: /server https:\/\/10\.9\.9\.9:6443 is not the control-plane endpoint/,
+    },
+    {
+      name: "its client certificate comes from another CA",
+      text: async () => {
+        const text = await kubeconfigWith(otherCA, start, 100 * oneDay);
+        const contents = parseKubeconfig(text);
+        return buildKubeconfig({ ...contents, caPem: ca.certPem });
+      },
+      reason: /not signed by the cluster CA/,
+    },
+    {
+      name: "someone added an exec stanza to its user",
+      text: async () => {
+        const text = await kubeconfigWith(ca, start, 100 * oneDay);
+        return text.replace(
+          "client-key-data:",
+          "exec:\n        command: /bin/sh\n        args: [-c, touch MARKER]\n      client-key-data:",
+        );
+      },
+      reason: /unreadable: field users\[0\] "prod-admin"\.user\.exec is refused/,
+    },
+    {
+      name: "someone added a user with an exec stanza next to Quorum's",
+      text: async () => {
+        const text = await kubeconfigWith(ca, start, 100 * oneDay);
+        return text.replace("users:\n", "users:\n  - name: extra\n    user:\n      exec:\n        command: /bin/sh\n");
+      },
+      reason: /holds fields Quorum does not write/,
+    },
+    {
+      name: "its CA data is not the cluster CA",
+      text: () => kubeconfigWith(otherCA, start, 100 * oneDay),
+      reason: /CA is not the cluster CA/,
+    },
   ];
   for (const rotation of rotations) {
     it(`rewrites the kubeconfig when ${rotation.name}`, async () => {
@@ -98,11 +145,26 @@ describe("the <cluster>-kubeconfig Secret", () => {
     await ensureClusterCertificates(store, "prod", owner, start);
     await ensureKubeconfig(store, { cluster: "prod", owner, endpoint, now: start, lifetimeMs: 10 * oneDay });
     const first = store.secrets.get("team-a/prod-kubeconfig")!;
-    assert.deepEqual(await ensureKubeconfig(store, { cluster: "prod", owner, endpoint, now: new Date(start.getTime() + 4 * oneDay), lifetimeMs: 10 * oneDay }), { action: "unchanged" });
+    assert.deepEqual(
+      await ensureKubeconfig(store, {
+        cluster: "prod",
+        owner,
+        endpoint,
+        now: new Date(start.getTime() + 4 * oneDay),
+        lifetimeMs: 10 * oneDay,
+      }),
+      { action: "unchanged" },
+    );
     assert.deepEqual(store.secrets.get("team-a/prod-kubeconfig"), first);
 
     const later = new Date(start.getTime() + 6 * oneDay);
-    const result = await ensureKubeconfig(store, { cluster: "prod", owner, endpoint, now: later, lifetimeMs: 10 * oneDay });
+    const result = await ensureKubeconfig(store, {
+      cluster: "prod",
+      owner,
+      endpoint,
+      now: later,
+      lifetimeMs: 10 * oneDay,
+    });
     assert.equal(result.action, "rotated");
     const second = store.secrets.get("team-a/prod-kubeconfig")!;
     assert.notEqual(dataText(second, "value"), dataText(first, "value"));
@@ -114,26 +176,42 @@ describe("the <cluster>-kubeconfig Secret", () => {
     const store = new MemorySecretStore();
     await ensureClusterCertificates(store, "prod", owner, start);
     await ensureKubeconfig(store, { cluster: "prod", owner, endpoint, now: start });
-    const result = await ensureKubeconfig(store, { cluster: "prod", owner, endpoint: { host: "lb.example.com", port: 443 }, now: start });
+    const result = await ensureKubeconfig(store, {
+      cluster: "prod",
+      owner,
+      endpoint: { host: "lb.example.com", port: 443 },
+      now: start,
+    });
     assert.equal(result.action, "rotated");
-    assert.equal(parseKubeconfig(dataText(store.secrets.get("team-a/prod-kubeconfig")!, "value")!).server, "https://lb.example.com:443");
+    assert.equal(
+      parseKubeconfig(dataText(store.secrets.get("team-a/prod-kubeconfig")!, "value")!).server,
+      "https://lb.example.com:443",
+    );
   });
 
   it("is never touched when no QuorumControlPlane owns it (a user manages it)", async () => {
     const store = new MemorySecretStore();
     await ensureClusterCertificates(store, "prod", owner, start);
     const theirs = store.seed("team-a", "prod-kubeconfig", { value: "their kubeconfig" });
-    assert.deepEqual(await ensureKubeconfig(store, { cluster: "prod", owner, endpoint, now: start }), { action: "not-owned" });
+    assert.deepEqual(await ensureKubeconfig(store, { cluster: "prod", owner, endpoint, now: start }), {
+      action: "not-owned",
+    });
     assert.deepEqual(store.secrets.get("team-a/prod-kubeconfig"), theirs);
   });
 
   it("cannot be written without the cluster CA, and says which Secret is missing", async () => {
     const store = new MemorySecretStore();
-    await assert.rejects(ensureKubeconfig(store, { cluster: "prod", owner, endpoint, now: start }), (error: unknown) => {
-      assert.ok(error instanceof SecretMissingError);
-      assert.match(error.message, /Secret team-a\/prod-ca not found: Quorum needs it to sign the client certificate of the cluster's kubeconfig/);
-      return true;
-    });
+    await assert.rejects(
+      ensureKubeconfig(store, { cluster: "prod", owner, endpoint, now: start }),
+      (error: unknown) => {
+        assert.ok(error instanceof SecretMissingError);
+        assert.match(
+          error.message,
+          /Secret team-a\/prod-ca not found: Quorum needs it to sign the client certificate of the cluster's kubeconfig/,
+        );
+        return true;
+      },
+    );
   });
 
   it("cannot be written with a cluster CA whose key does not match, and names that Secret", async () => {
@@ -141,20 +219,29 @@ describe("the <cluster>-kubeconfig Secret", () => {
     const ca = await createCA("kubernetes", validFor(oneDay, start));
     const other = await createCA("kubernetes", validFor(oneDay, start));
     store.seed("team-a", "prod-ca", { "tls.crt": ca.certPem, "tls.key": other.keyPem });
-    await assert.rejects(ensureKubeconfig(store, { cluster: "prod", owner, endpoint, now: start }), (error: unknown) => {
-      assert.ok(error instanceof CAKeyMismatchError);
-      assert.match(error.message, /Secret team-a\/prod-ca: tls\.key is not the private key/);
-      return true;
-    });
+    await assert.rejects(
+      ensureKubeconfig(store, { cluster: "prod", owner, endpoint, now: start }),
+      (error: unknown) => {
+        assert.ok(error instanceof CAKeyMismatchError);
+        assert.match(error.message, /Secret team-a\/prod-ca: tls\.key is not the private key/);
+        return true;
+      },
+    );
   });
 
   it("reports a kubeconfig Secret with garbage in it as SecretGarbageError naming the Secret", () => {
     const store = new MemorySecretStore();
     const secret = store.seed("team-a", "prod-kubeconfig", { value: "clusters: 3" });
-    assert.throws(() => kubeconfigFromSecret({ namespace: "team-a", name: "prod-kubeconfig" }, secret), (error: unknown) => {
-      assert.ok(error instanceof SecretGarbageError);
-      assert.match(error.message, /Secret team-a\/prod-kubeconfig: data key "value" has no context named by current-context null: delete the Secret/);
-      return true;
-    });
+    assert.throws(
+      () => kubeconfigFromSecret({ namespace: "team-a", name: "prod-kubeconfig" }, secret),
+      (error: unknown) => {
+        assert.ok(error instanceof SecretGarbageError);
+        assert.match(
+          error.message,
+          /Secret team-a\/prod-kubeconfig: data key "value" has no context named by current-context null: delete the Secret/,
+        );
+        return true;
+      },
+    );
   });
 });

@@ -5,7 +5,13 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { certificateMatchesKey, createCA, issueCertificate, oneDay, validFor } from "../../../../src/adapters/certs/pki.ts";
+import {
+  certificateMatchesKey,
+  createCA,
+  issueCertificate,
+  oneDay,
+  validFor,
+} from "../../../../src/adapters/certs/pki.ts";
 import { selfSignedServingCertificate, servingCertificateFromDir } from "../../../../src/adapters/certs/serving.ts";
 
 describe("the metrics serving certificate", () => {
@@ -22,7 +28,10 @@ describe("the metrics serving certificate", () => {
   it("is read from tls.crt and tls.key of --metrics-cert-dir, and a missing or mismatched file is named", async () => {
     const dir = mkdtempSync(join(tmpdir(), "quorum-serving-"));
     try {
-      assert.throws(() => servingCertificateFromDir(dir), /--metrics-cert-dir: cannot read .*tls\.crt .*: mount a TLS Secret there/);
+      assert.throws(
+        () => servingCertificateFromDir(dir),
+        /--metrics-cert-dir: cannot read .*tls\.crt .*: mount a TLS Secret there/,
+      );
       const ca = await createCA("test", validFor(oneDay));
       const one = await issueCertificate(ca, { commonName: "metrics", usages: "server", validity: validFor(oneDay) });
       const other = await issueCertificate(ca, { commonName: "metrics", usages: "server", validity: validFor(oneDay) });

@@ -26,8 +26,14 @@ describe("etcd client without a live member", () => {
     try {
       await assert.rejects(client.listMembers(), (error: unknown) => {
         assert.ok(error instanceof EndpointUnreachableError);
-        assert.match(error.message, /^etcd of cluster team-a\/prod \(member list\): no endpoint answered within 300 ms/);
-        assert.match(error.message, new RegExp(`http://127\\.0\\.0\\.1:${deadPort}: .*(ECONNREFUSED|No connection established)`));
+        assert.match(
+          error.message,
+          /^etcd of cluster team-a\/prod \(member list\): no endpoint answered within 300 ms/,
+        );
+        assert.match(
+          error.message,
+          new RegExp(`http://127\\.0\\.0\\.1:${deadPort}: .*(ECONNREFUSED|No connection established)`),
+        );
         assert.match(error.message, new RegExp(`http://127\\.0\\.0\\.1:${silentPort}: no answer within 300 ms`));
         assert.match(error.message, /check that the control-plane Machines are running/);
         return true;
@@ -45,7 +51,13 @@ describe("etcd client without a live member", () => {
         { id: "2", name: "", peerURLs: ["http://127.0.0.1:1"], clientURLs: [], learner: true },
       ]);
       assert.deepEqual(statuses, [
-        { memberId: "1", endpoint: `http://127.0.0.1:${silentPort}`, reachable: false, leader: false, errors: ["no answer within 300 ms"] },
+        {
+          memberId: "1",
+          endpoint: `http://127.0.0.1:${silentPort}`,
+          reachable: false,
+          leader: false,
+          errors: ["no answer within 300 ms"],
+        },
         { memberId: "2", reachable: false, leader: false, errors: ["member has not started yet (no client URLs)"] },
       ]);
     } finally {
@@ -55,15 +67,33 @@ describe("etcd client without a live member", () => {
 
   it("keeps costing at most one deadline per status round when a kept client asks a frozen member again and again", async () => {
     const client = createEtcdClusterClient({ endpoints: [], callDeadlineMs: 300 });
-    const frozen = { id: "1", name: "frozen", peerURLs: [], clientURLs: [`http://127.0.0.1:${silentPort}`], learner: false };
-    const refusing = { id: "2", name: "dead", peerURLs: [], clientURLs: [`http://127.0.0.1:${deadPort}`], learner: false };
+    const frozen = {
+      id: "1",
+      name: "frozen",
+      peerURLs: [],
+      clientURLs: [`http://127.0.0.1:${silentPort}`],
+      learner: false,
+    };
+    const refusing = {
+      id: "2",
+      name: "dead",
+      peerURLs: [],
+      clientURLs: [`http://127.0.0.1:${deadPort}`],
+      learner: false,
+    };
     try {
       for (let round = 1; round <= 4; round++) {
         const started = performance.now();
         const statuses = await client.memberStatuses([frozen, refusing]);
         const elapsedMs = performance.now() - started;
         assert.ok(elapsedMs <= 1.2 * 300, `round ${round} took ${Math.round(elapsedMs)} ms with a 300 ms deadline`);
-        assert.deepEqual(statuses.map((status) => [status.memberId, status.reachable]), [["1", false], ["2", false]]);
+        assert.deepEqual(
+          statuses.map((status) => [status.memberId, status.reachable]),
+          [
+            ["1", false],
+            ["2", false],
+          ],
+        );
         assert.deepEqual(statuses[0].errors, ["no answer within 300 ms"]);
       }
     } finally {
@@ -72,7 +102,11 @@ describe("etcd client without a live member", () => {
   });
 
   it("says there is no endpoint to ask when it was given none", async () => {
-    const client = createEtcdClusterClient({ endpoints: [], callDeadlineMs: 300, context: "etcd of cluster team-a/prod" });
+    const client = createEtcdClusterClient({
+      endpoints: [],
+      callDeadlineMs: 300,
+      context: "etcd of cluster team-a/prod",
+    });
     await assert.rejects(client.listMembers(), /etcd of cluster team-a\/prod \(member list\): no endpoint to ask/);
     await client.close();
   });

@@ -67,7 +67,10 @@ describe("etcd client certificates", () => {
     const certificates = new EtcdClientCertificates(store);
     await assert.rejects(certificates.get("team-a", "prod", start), (error: unknown) => {
       assert.ok(error instanceof SecretMissingError);
-      assert.match(error.message, /Secret team-a\/prod-etcd not found: Quorum needs it to issue Quorum's etcd client certificate/);
+      assert.match(
+        error.message,
+        /Secret team-a\/prod-etcd not found: Quorum needs it to issue Quorum's etcd client certificate/,
+      );
       return true;
     });
     store.seed("team-a", "prod-etcd", { "tls.crt": "garbage", "tls.key": "garbage" });

@@ -12,11 +12,11 @@ describe("etcd endpoints", () => {
   });
 
   it("asks an endpoint once even when a Machine and the member list both name it", () => {
-    const endpoints = etcdEndpoints(
-      [{ addresses: ["10.0.0.1", "10.0.0.1"] }, { addresses: ["10.0.0.2"] }],
-      2379,
-      [{ clientURLs: ["https://10.0.0.2:2379/"] }, { clientURLs: ["https://10.0.0.3:2379"] }, { clientURLs: [] }],
-    );
+    const endpoints = etcdEndpoints([{ addresses: ["10.0.0.1", "10.0.0.1"] }, { addresses: ["10.0.0.2"] }], 2379, [
+      { clientURLs: ["https://10.0.0.2:2379/"] },
+      { clientURLs: ["https://10.0.0.3:2379"] },
+      { clientURLs: [] },
+    ]);
     assert.deepEqual(endpoints, ["https://10.0.0.1:2379", "https://10.0.0.2:2379", "https://10.0.0.3:2379"]);
   });
 

@@ -1,7 +1,12 @@
 // A counting EtcdClusterClientFactory: every client it opened, with the options it was opened with and whether
 // (and how often) it was closed. Each client answers listMembers() with one member named after its serial
 // number, so a test can tell which client a lease talks to.
-import type { EtcdClientOptions, EtcdClusterClient, EtcdClusterClientFactory, EtcdMember } from "../../../../src/adapters/etcd/types.ts";
+import type {
+  EtcdClientOptions,
+  EtcdClusterClient,
+  EtcdClusterClientFactory,
+  EtcdMember,
+} from "../../../../src/adapters/etcd/types.ts";
 
 export interface FakeClient extends EtcdClusterClient {
   readonly serial: number;
@@ -17,7 +22,13 @@ export class FakeEtcdClients {
   readonly factory: EtcdClusterClientFactory = (options) => {
     const serial = this.opened.length + 1;
     const fakes = this;
-    const member = (): EtcdMember => ({ id: String(serial), name: `client-${serial}`, peerURLs: [], clientURLs: [], learner: false });
+    const member = (): EtcdMember => ({
+      id: String(serial),
+      name: `client-${serial}`,
+      peerURLs: [],
+      clientURLs: [],
+      learner: false,
+    });
     const client: FakeClient = {
       serial,
       options,

@@ -44,7 +44,10 @@ describe("etcd client pool", () => {
     assert.equal(await reconcile(etcdClients, "team-a/prod", optionsFor("team-a/prod")), "client-1");
     assert.equal(await reconcile(etcdClients, "team-b/prod", optionsFor("team-b/prod")), "client-2");
     assert.equal(await reconcile(etcdClients, "team-a/prod", optionsFor("team-a/prod")), "client-1");
-    assert.deepEqual(fakes.opened.map((client) => client.options.context), ["etcd of cluster team-a/prod", "etcd of cluster team-b/prod"]);
+    assert.deepEqual(
+      fakes.opened.map((client) => client.options.context),
+      ["etcd of cluster team-a/prod", "etcd of cluster team-b/prod"],
+    );
     assert.equal(etcdClients.size, 2);
   });
 
@@ -52,14 +55,21 @@ describe("etcd client pool", () => {
     const fakes = new FakeEtcdClients();
     const etcdClients = pool(fakes);
     await reconcile(etcdClients, "team-a/prod", optionsFor("team-a/prod"));
-    await reconcile(etcdClients, "team-a/prod", optionsFor("team-a/prod", { endpoints: ["10.0.0.3:2379", "https://10.0.0.1:2379/", "https://10.0.0.2:2379"] }));
+    await reconcile(
+      etcdClients,
+      "team-a/prod",
+      optionsFor("team-a/prod", { endpoints: ["10.0.0.3:2379", "https://10.0.0.1:2379/", "https://10.0.0.2:2379"] }),
+    );
     assert.equal(fakes.opened.length, 1);
   });
 
   const changes: { change: string; options: Partial<EtcdClientOptions> }[] = [
     { change: "a Machine joined (one more endpoint)", options: { endpoints: [...endpoints, "https://10.0.0.4:2379"] } },
     { change: "a Machine left (one endpoint fewer)", options: { endpoints: endpoints.slice(1) } },
-    { change: "the client certificate was renewed", options: { credentials: { ...credentials, certPem: "cert-2", keyPem: "key-2" } } },
+    {
+      change: "the client certificate was renewed",
+      options: { credentials: { ...credentials, certPem: "cert-2", keyPem: "key-2" } },
+    },
     { change: "the etcd CA was rotated", options: { credentials: { ...credentials, caPem: "ca-2" } } },
   ];
   for (const { change, options } of changes) {
@@ -68,7 +78,10 @@ describe("etcd client pool", () => {
       const etcdClients = pool(fakes);
       await reconcile(etcdClients, "team-a/prod", optionsFor("team-a/prod"));
       assert.equal(await reconcile(etcdClients, "team-a/prod", optionsFor("team-a/prod", options)), "client-2");
-      assert.deepEqual(fakes.opened.map((client) => client.closes), [1, 0]);
+      assert.deepEqual(
+        fakes.opened.map((client) => client.closes),
+        [1, 0],
+      );
       assert.equal(await reconcile(etcdClients, "team-a/prod", optionsFor("team-a/prod", options)), "client-2");
       assert.equal(fakes.opened.length, 2);
     });
@@ -88,7 +101,10 @@ describe("etcd client pool", () => {
     await reconcile(etcdClients, "team-a/prod", optionsFor("team-a/prod"));
     await reconcile(etcdClients, "team-b/prod", optionsFor("team-b/prod"));
     await etcdClients.forget("team-a/prod");
-    assert.deepEqual(fakes.opened.map((client) => client.closes), [1, 0]);
+    assert.deepEqual(
+      fakes.opened.map((client) => client.closes),
+      [1, 0],
+    );
     await etcdClients.forget("team-a/prod");
     assert.equal(fakes.opened[0].closes, 1);
     assert.equal(await reconcile(etcdClients, "team-a/prod", optionsFor("team-a/prod")), "client-3");
@@ -99,7 +115,10 @@ describe("etcd client pool", () => {
     const etcdClients = pool(fakes);
     for (const key of ["team-a/prod", "team-b/prod", "team-c/prod"]) await reconcile(etcdClients, key, optionsFor(key));
     await etcdClients.closeAll();
-    assert.deepEqual(fakes.opened.map((client) => client.closes), [1, 1, 1]);
+    assert.deepEqual(
+      fakes.opened.map((client) => client.closes),
+      [1, 1, 1],
+    );
     assert.equal(etcdClients.size, 0);
     assert.equal(await reconcile(etcdClients, "team-a/prod", optionsFor("team-a/prod")), "client-4");
   });
@@ -116,7 +135,10 @@ describe("etcd client pool", () => {
     assert.equal(await etcdClients.closeIdle(), 0);
     now = 120_000;
     assert.equal(await etcdClients.closeIdle(), 1);
-    assert.deepEqual(fakes.opened.map((client) => client.closes), [1, 0]);
+    assert.deepEqual(
+      fakes.opened.map((client) => client.closes),
+      [1, 0],
+    );
     assert.equal(await reconcile(etcdClients, "team-a/prod", optionsFor("team-a/prod")), "client-3");
   });
 
@@ -138,12 +160,18 @@ describe("etcd client pool", () => {
     const fakes = new FakeEtcdClients();
     const etcdClients = pool(fakes);
     const first = await etcdClients.acquire("team-a/prod", optionsFor("team-a/prod"));
-    const second = await etcdClients.acquire("team-a/prod", optionsFor("team-a/prod", { endpoints: endpoints.slice(0, 2) }));
+    const second = await etcdClients.acquire(
+      "team-a/prod",
+      optionsFor("team-a/prod", { endpoints: endpoints.slice(0, 2) }),
+    );
     assert.equal((await first.listMembers())[0].name, "client-1");
     assert.equal((await second.listMembers())[0].name, "client-2");
     assert.equal(fakes.opened[0].closes, 0);
     await first.close();
-    assert.deepEqual(fakes.opened.map((client) => client.closes), [1, 0]);
+    assert.deepEqual(
+      fakes.opened.map((client) => client.closes),
+      [1, 0],
+    );
     await second.close();
     assert.equal(fakes.opened[1].closes, 0);
   });
@@ -166,7 +194,10 @@ describe("etcd client pool", () => {
     const etcdClients = pool(fakes);
     const etcd = await etcdClients.acquire("team-a/prod", optionsFor("team-a/prod"));
     await etcd.close();
-    await assert.rejects(etcd.listMembers(), /^Error: etcd client of cluster team-a\/prod: used after close\(\); ask WorkloadAccess\.etcd\(\) for a new one/);
+    await assert.rejects(
+      etcd.listMembers(),
+      /^Error: etcd client of cluster team-a\/prod: used after close\(\); ask WorkloadAccess\.etcd\(\) for a new one/,
+    );
   });
 
   it("keeps the working client when a new one cannot be opened for the changed endpoints", async () => {
@@ -174,7 +205,8 @@ describe("etcd client pool", () => {
     let refuse = false;
     const etcdClients = new EtcdClientPool({
       factory: (options) => {
-        if (refuse) throw new Error(`etcd of cluster team-a/prod: cannot open a client for ${options.endpoints.at(-1)}`);
+        if (refuse)
+          throw new Error(`etcd of cluster team-a/prod: cannot open a client for ${options.endpoints.at(-1)}`);
         return fakes.factory(options);
       },
       log: silentLogger,
@@ -182,7 +214,13 @@ describe("etcd client pool", () => {
     });
     await reconcile(etcdClients, "team-a/prod", optionsFor("team-a/prod"));
     refuse = true;
-    await assert.rejects(etcdClients.acquire("team-a/prod", optionsFor("team-a/prod", { endpoints: [...endpoints, "https://10.0.0.9:2379"] })), /cannot open a client for https:\/\/10\.0\.0\.9:2379/);
+    await assert.rejects(
+      etcdClients.acquire(
+        "team-a/prod",
+        optionsFor("team-a/prod", { endpoints: [...endpoints, "https://10.0.0.9:2379"] }),
+      ),
+      /cannot open a client for https:\/\/10\.0\.0\.9:2379/,
+    );
     assert.equal(await reconcile(etcdClients, "team-a/prod", optionsFor("team-a/prod")), "client-1");
     assert.equal(fakes.opened[0].closes, 0);
   });
@@ -193,7 +231,12 @@ describe("etcd client pool", () => {
     const etcdClients = pool(fakes, { log: { ...silentLogger, warn: (message: string) => warnings.push(message) } });
     await reconcile(etcdClients, "team-a/prod", optionsFor("team-a/prod"));
     fakes.failCloseWith = "socket already destroyed";
-    assert.equal(await reconcile(etcdClients, "team-a/prod", optionsFor("team-a/prod", { endpoints: endpoints.slice(1) })), "client-2");
-    assert.deepEqual(warnings, ["closing the etcd client of cluster team-a/prod (its endpoints or credentials changed) failed: socket already destroyed"]);
+    assert.equal(
+      await reconcile(etcdClients, "team-a/prod", optionsFor("team-a/prod", { endpoints: endpoints.slice(1) })),
+      "client-2",
+    );
+    assert.deepEqual(warnings, [
+      "closing the etcd client of cluster team-a/prod (its endpoints or credentials changed) failed: socket already destroyed",
+    ]);
   });
 });

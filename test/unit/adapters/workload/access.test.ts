@@ -5,7 +5,11 @@ import { describe, it } from "node:test";
 import type { Cluster } from "../../../../src/api/capi.ts";
 import type { QuorumControlPlane } from "../../../../src/api/types.ts";
 import { createCA, oneHour, validFor } from "../../../../src/adapters/certs/pki.ts";
-import { CertificateExpiredError, RunningClusterSecretMissingError, SecretGarbageError } from "../../../../src/adapters/errors.ts";
+import {
+  CertificateExpiredError,
+  RunningClusterSecretMissingError,
+  SecretGarbageError,
+} from "../../../../src/adapters/errors.ts";
 import { silentLogger } from "../../../../src/adapters/kube/log.ts";
 import { ClusterWorkloadAccess } from "../../../../src/adapters/workload/access.ts";
 import { FakeEtcdClients } from "../etcd/fake-clients.ts";
@@ -19,7 +23,13 @@ function controlPlane(namespace: string, name: string): QuorumControlPlane {
     apiVersion: "controlplane.cluster.x-k8s.io/v1beta1",
     kind: "QuorumControlPlane",
     metadata: { name, namespace, uid: `uid-${namespace}-${name}` },
-    spec: { version: "v1.31.0", machineTemplate: { infrastructureRef: { kind: "X", name: "x" }, bootstrapConfigTemplateRef: { kind: "Y", name: "y" } } },
+    spec: {
+      version: "v1.31.0",
+      machineTemplate: {
+        infrastructureRef: { kind: "X", name: "x" },
+        bootstrapConfigTemplateRef: { kind: "Y", name: "y" },
+      },
+    },
   } as QuorumControlPlane;
 }
 
@@ -50,7 +60,12 @@ async function setup(options: { lifetimeMs?: number } = {}) {
 }
 
 /** One reconcile's etcd use, as src/controller/reconcile.ts does it: etcd(), calls, close() in finally. */
-async function reconcile(access: ClusterWorkloadAccess, namespace: string, name: string, reachable = endpoints): Promise<string> {
+async function reconcile(
+  access: ClusterWorkloadAccess,
+  namespace: string,
+  name: string,
+  reachable = endpoints,
+): Promise<string> {
   const etcd = await access.etcd(controlPlane(namespace, name), cluster(namespace, name), reachable);
   try {
     return (await etcd.listMembers())[0].name;
@@ -64,10 +79,13 @@ describe("workload access: etcd clients across reconciles", () => {
     const { fakes, access } = await setup();
     for (let i = 0; i < 3; i++) assert.equal(await reconcile(access, "team-a", "prod"), "client-1");
     assert.equal(await reconcile(access, "team-b", "prod"), "client-2");
-    assert.deepEqual(fakes.opened.map((client) => [client.options.context, client.closes]), [
-      ["etcd of cluster team-a/prod", 0],
-      ["etcd of cluster team-b/prod", 0],
-    ]);
+    assert.deepEqual(
+      fakes.opened.map((client) => [client.options.context, client.closes]),
+      [
+        ["etcd of cluster team-a/prod", 0],
+        ["etcd of cluster team-b/prod", 0],
+      ],
+    );
     await access.closeAll();
   });
 
@@ -77,7 +95,10 @@ describe("workload access: etcd clients across reconciles", () => {
     const rotatedCA = await seedEtcdCA(store, "team-a", "prod");
     assert.equal(await reconcile(access, "team-a", "prod"), "client-2");
     assert.equal(fakes.opened[1].options.credentials?.caPem, rotatedCA);
-    assert.deepEqual(fakes.opened.map((client) => client.closes), [1, 0]);
+    assert.deepEqual(
+      fakes.opened.map((client) => client.closes),
+      [1, 0],
+    );
     await access.closeAll();
   });
 
@@ -90,7 +111,10 @@ describe("workload access: etcd clients across reconciles", () => {
     advance(0.2 * oneHour);
     assert.equal(await reconcile(access, "team-a", "prod"), "client-2");
     assert.notEqual(fakes.opened[1].options.credentials?.certPem, fakes.opened[0].options.credentials?.certPem);
-    assert.deepEqual(fakes.opened.map((client) => client.closes), [1, 0]);
+    assert.deepEqual(
+      fakes.opened.map((client) => client.closes),
+      [1, 0],
+    );
     await access.closeAll();
   });
 
@@ -99,7 +123,10 @@ describe("workload access: etcd clients across reconciles", () => {
     await reconcile(access, "team-a", "prod");
     assert.equal(await reconcile(access, "team-a", "prod", [...endpoints, "https://10.0.0.4:2379"]), "client-2");
     assert.deepEqual(fakes.opened[1].options.endpoints, [...endpoints, "https://10.0.0.4:2379"]);
-    assert.deepEqual(fakes.opened.map((client) => client.closes), [1, 0]);
+    assert.deepEqual(
+      fakes.opened.map((client) => client.closes),
+      [1, 0],
+    );
     await access.closeAll();
   });
 
@@ -107,7 +134,10 @@ describe("workload access: etcd clients across reconciles", () => {
     const { fakes, access } = await setup();
     await reconcile(access, "team-a", "prod");
     assert.equal(await reconcile(access, "team-a", "prod", []), "client-2");
-    assert.deepEqual(fakes.opened.map((client) => client.closes), [0, 1]);
+    assert.deepEqual(
+      fakes.opened.map((client) => client.closes),
+      [0, 1],
+    );
     assert.equal(await reconcile(access, "team-a", "prod"), "client-1");
     await access.closeAll();
   });
@@ -117,7 +147,10 @@ describe("workload access: etcd clients across reconciles", () => {
     await reconcile(access, "team-a", "prod");
     await reconcile(access, "team-b", "prod");
     await access.forget("team-a", "prod");
-    assert.deepEqual(fakes.opened.map((client) => client.closes), [1, 0]);
+    assert.deepEqual(
+      fakes.opened.map((client) => client.closes),
+      [1, 0],
+    );
     await access.closeAll();
   });
 
@@ -126,21 +159,30 @@ describe("workload access: etcd clients across reconciles", () => {
     await reconcile(access, "team-a", "prod");
     await reconcile(access, "team-b", "prod");
     await access.closeAll();
-    assert.deepEqual(fakes.opened.map((client) => client.closes), [1, 1]);
+    assert.deepEqual(
+      fakes.opened.map((client) => client.closes),
+      [1, 1],
+    );
   });
 });
 
 describe("workload access: certificate checks across reconciles", () => {
   const ns = "team-c";
   const name = "prod";
-  const withEndpoint = (): Cluster => ({ metadata: { name, namespace: ns }, spec: { controlPlaneEndpoint: { host: "10.0.0.9", port: 6443 } } });
+  const withEndpoint = (): Cluster => ({
+    metadata: { name, namespace: ns },
+    spec: { controlPlaneEndpoint: { host: "10.0.0.9", port: 6443 } },
+  });
 
   it("reports a CA Secret that turned to garbage at the very next reconcile, even right after a passed check", async () => {
     const { store, access } = await setup();
     await access.ensureCertificates(controlPlane(ns, name), withEndpoint());
     await access.ensureCertificates(controlPlane(ns, name), withEndpoint());
     store.seed(ns, `${name}-ca`, { "tls.crt": "not a certificate", "tls.key": "nor a key" });
-    await assert.rejects(access.ensureCertificates(controlPlane(ns, name), withEndpoint()), (error: unknown) => error instanceof SecretGarbageError && error.message.includes(`${ns}/${name}-ca`));
+    await assert.rejects(
+      access.ensureCertificates(controlPlane(ns, name), withEndpoint()),
+      (error: unknown) => error instanceof SecretGarbageError && error.message.includes(`${ns}/${name}-ca`),
+    );
     await access.closeAll();
   });
 
@@ -159,7 +201,10 @@ describe("workload access: certificate checks across reconciles", () => {
   it("refuses to regenerate the etcd CA a user deleted on a running cluster, naming the Secret and the fix", async () => {
     const { store, access, advance } = await setup();
     await access.ensureCertificates(controlPlane(ns, name), withEndpoint());
-    const running: QuorumControlPlane = { ...controlPlane(ns, name), status: { replicas: 3, initialization: { controlPlaneInitialized: true } } };
+    const running: QuorumControlPlane = {
+      ...controlPlane(ns, name),
+      status: { replicas: 3, initialization: { controlPlaneInitialized: true } },
+    };
     const initialized: Cluster = { ...withEndpoint(), status: { initialization: { controlPlaneInitialized: true } } };
     store.secrets.delete(`${ns}/${name}-etcd`);
     const writes = store.writes.length;
@@ -169,7 +214,9 @@ describe("workload access: certificate checks across reconciles", () => {
         access.ensureCertificates(running, initialized),
         (error: unknown) =>
           error instanceof RunningClusterSecretMissingError &&
-          error.message.startsWith(`Secret ${ns}/${name}-etcd not found, but the cluster is running (Cluster ${ns}/${name} reports its control plane initialized): restore ${ns}/${name}-etcd from backup`),
+          error.message.startsWith(
+            `Secret ${ns}/${name}-etcd not found, but the cluster is running (Cluster ${ns}/${name} reports its control plane initialized): restore ${ns}/${name}-etcd from backup`,
+          ),
       );
     }
     assert.equal(store.secrets.has(`${ns}/${name}-etcd`), false, "no new etcd CA");

@@ -11,8 +11,19 @@ import { MemorySecretStore } from "../memory-secret-store.ts";
 async function kubeconfigFor(server: string): Promise<string> {
   const now = new Date();
   const ca = await createCA("kubernetes", validFor(oneDay, now));
-  const client = await issueCertificate(ca, { commonName: "kubernetes-admin", organization: "system:masters", usages: "client", validity: validFor(oneDay, now) });
-  return buildKubeconfig({ cluster: "prod", server, caPem: ca.certPem, certPem: client.certPem, keyPem: client.keyPem });
+  const client = await issueCertificate(ca, {
+    commonName: "kubernetes-admin",
+    organization: "system:masters",
+    usages: "client",
+    validity: validFor(oneDay, now),
+  });
+  return buildKubeconfig({
+    cluster: "prod",
+    server,
+    caPem: ca.certPem,
+    certPem: client.certPem,
+    keyPem: client.keyPem,
+  });
 }
 
 describe("workload API access", () => {
@@ -30,7 +41,10 @@ describe("workload API access", () => {
     const clients = new WorkloadClients(new MemorySecretStore());
     await assert.rejects(clients.listNodes("team-a", "prod"), (error: unknown) => {
       assert.ok(error instanceof SecretMissingError);
-      assert.match(error.message, /^Secret team-a\/prod-kubeconfig not found: Quorum needs it to reach the workload cluster's API/);
+      assert.match(
+        error.message,
+        /^Secret team-a\/prod-kubeconfig not found: Quorum needs it to reach the workload cluster's API/,
+      );
       return true;
     });
   });
@@ -48,20 +62,31 @@ describe("workload API access", () => {
   it("reports an API server nobody listens on as WorkloadApiError naming the server and the Secret", async () => {
     const store = new MemorySecretStore();
     store.seed("team-a", "prod-kubeconfig", { value: await kubeconfigFor(`https://127.0.0.1:${deadPort}`) });
-    await assert.rejects(new WorkloadClients(store, { timeoutMs: 2000 }).listNodes("team-a", "prod"), (error: unknown) => {
-      assert.ok(error instanceof WorkloadApiError);
-      assert.match(error.message, new RegExp(`^workload API server https://127\\.0\\.0\\.1:${deadPort} \\(from Secret team-a/prod-kubeconfig\\) could not be reached \\(.*ECONNREFUSED`));
-      return true;
-    });
+    await assert.rejects(
+      new WorkloadClients(store, { timeoutMs: 2000 }).listNodes("team-a", "prod"),
+      (error: unknown) => {
+        assert.ok(error instanceof WorkloadApiError);
+        assert.match(
+          error.message,
+          new RegExp(
+            `^workload API server https://127\\.0\\.0\\.1:${deadPort} \\(from Secret team-a/prod-kubeconfig\\) could not be reached \\(.*ECONNREFUSED`,
+          ),
+        );
+        return true;
+      },
+    );
   });
 
   it("gives up on an API server that accepts connections but never answers, after its deadline", async () => {
     const store = new MemorySecretStore();
     store.seed("team-a", "prod-kubeconfig", { value: await kubeconfigFor(`https://127.0.0.1:${silentPort}`) });
-    await assert.rejects(new WorkloadClients(store, { timeoutMs: 300 }).listNodes("team-a", "prod"), (error: unknown) => {
-      assert.ok(error instanceof WorkloadApiError);
-      assert.match(error.message, /did not answer within 300 ms/);
-      return true;
-    });
+    await assert.rejects(
+      new WorkloadClients(store, { timeoutMs: 300 }).listNodes("team-a", "prod"),
+      (error: unknown) => {
+        assert.ok(error instanceof WorkloadApiError);
+        assert.match(error.message, /did not answer within 300 ms/);
+        return true;
+      },
+    );
   });
 });
