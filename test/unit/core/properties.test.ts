@@ -163,10 +163,16 @@ function healthyByOracle(member: MemberView): boolean {
 
 /** The member a Machine owns, by name only: the generator never lets names and addresses disagree. */
 function memberOfMachine(s: Snapshot, machine: MachineView): MemberView | undefined {
+  // By name, or (an unstarted member has none yet) by its peer URL on one of the Machine's addresses.
+  const atAddress = (candidate: MemberView) =>
+    candidate.peerURLs.some((url) => machine.addresses.some((address) => url.includes(`//${address}:`)));
   return s.etcd.members.find(
     (candidate) =>
-      candidate.name !== "" &&
-      (candidate.name === machine.memberName || candidate.name === machine.nodeName || candidate.name === machine.name),
+      (candidate.name !== "" &&
+        (candidate.name === machine.memberName ||
+          candidate.name === machine.nodeName ||
+          candidate.name === machine.name)) ||
+      atAddress(candidate),
   );
 }
 
