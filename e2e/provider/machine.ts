@@ -268,7 +268,15 @@ export class ProcessMachineRuntime {
         });
         try {
           await client.addMember([this.peerURL], { learner: true });
-          return await client.listMembers();
+          // etcd serves the member list from the member asked, and a follower may not have applied the add yet: a
+          // list without this member makes etcd refuse to start ("couldn't find local name ... in the initial
+          // cluster configuration"), which failed the lifecycle scenario once. Ask until the add shows.
+          for (let attempt = 0; attempt < 50; attempt++) {
+            const members = await client.listMembers();
+            if (members.some((member) => member.peerURLs.includes(this.peerURL))) return members;
+            await sleep(200);
+          }
+          lastError = "the member list never showed the member just added";
         } catch (error) {
           // etcd refuses a second learner ("too many learner members") and adds right after a start ("unhealthy
           // cluster"); kubeadm retries the same way.
