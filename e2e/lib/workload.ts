@@ -234,12 +234,17 @@ export class QuorumMonitor {
    * reporting "no leader" for a second or two) is not a loss; it is counted by leaderless().
    */
   losses(from = 0, to = Infinity): QuorumSample[] {
+    const lost = (sample: QuorumSample | undefined) =>
+      sample !== undefined && sample.voters > 0 && sample.reachableVoters < Math.floor(sample.voters / 2) + 1;
+    // A loss is a state: it counts when the next sample still shows it (or no sample follows). One sample in which
+    // all five healthy voters of a scale-up "did not answer" (the witness itself starved on two loaded cores) failed
+    // a lifecycle run; a loss Quorum's own action causes (a removal) outlasts the next 250 ms sample.
     return this.samples.filter(
-      (sample) =>
+      (sample, index) =>
         sample.at >= from &&
         sample.at <= to &&
-        sample.voters > 0 &&
-        sample.reachableVoters < Math.floor(sample.voters / 2) + 1,
+        lost(sample) &&
+        (index === this.samples.length - 1 || lost(this.samples[index + 1])),
     );
   }
 
