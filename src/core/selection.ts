@@ -96,11 +96,16 @@ export function selectMachineForScaleDown(snapshot: Snapshot, verdict: Verdict):
   const perDomain = machinesPerDomain(candidates);
   // A marked Machine whose voter is healthy cannot leave while another voter is dead (the strict policy): the dead
   // voter's Machine goes first then, or the scale-down would wait on the marked one forever.
-  const someDeadVoter = candidates.some((machine) => hasDeadVoter(verdict, machine));
+  // During a rollout an up-to-date Machine whose voter is down is the one the rollout keeps: its member is expected
+  // back (e2e member-down: removing the new Machine's briefly killed member stalled the rollout for the join grace).
+  const rollingOut = candidates.some((machine) => !isUpToDate(snapshot, machine));
+  const goesFirstAsDead = (machine: MachineView) =>
+    hasDeadVoter(verdict, machine) && (!rollingOut || !isUpToDate(snapshot, machine));
+  const someDeadVoter = candidates.some(goesFirstAsDead);
   const ranked = candidates.map((machine) => {
     const outdated = outdatedReasons(snapshot, machine);
     const gone = memberAlreadyGone(snapshot, verdict, machine);
-    const deadVoter = hasDeadVoter(verdict, machine);
+    const deadVoter = goesFirstAsDead(machine);
     const marked =
       (machine.markedForDeletion || machine.remediationRequested || machine.failed) && (deadVoter || !someDeadVoter);
     const sick = unhealthy(verdict, machine);

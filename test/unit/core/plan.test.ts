@@ -260,18 +260,14 @@ const cases: Case[] = [
     expect: { kind: "CreateMachine" },
   },
   {
-    name: "a dead voter during a surge rollout leaves first, because removing it never costs quorum while every healthy removal is refused",
+    name: "a new Machine's voter that is down during a surge rollout is waited for, not removed: the rollout keeps it and it is expected back",
     snapshot: () => {
       const old = healthyMachines(2, "m", { version: OLD_VERSION });
       const fresh = healthyMachines(2, "n");
       const members = [...old.members, member("n-1"), dead("n-2")];
       return snapshot({ machines: [...old.machines, ...fresh.machines], members });
     },
-    expect: {
-      kind: "RemoveMember",
-      fields: { memberName: "n-2", machine: "n-2" },
-      reason: ["dead voter", "3 of 3 voters healthy"],
-    },
+    expect: { kind: "Wait", reason: ["member n-2 is an unhealthy voter"] },
   },
   {
     name: "a dead voter with remediation requested loses its member before a replacement is added (1 dead of 3 leaves 2 of 2)",
@@ -420,7 +416,7 @@ const cases: Case[] = [
     expect: { kind: "RemoveMember", fields: { memberId: idOf("m-1") }, reason: ["maxSurge 0"] },
   },
   {
-    name: "maxSurge 0 with a dead voter removes the dead one first and nothing healthy (2 of 2 left)",
+    name: "maxSurge 0 with the new Machine's voter down removes nothing healthy and waits for it (e2e member-down)",
     snapshot: () => {
       const h = healthyMachines(3, "m", { version: OLD_VERSION });
       const fresh = machine("n-1", { failureDomain: "fd-a" });
@@ -431,11 +427,7 @@ const cases: Case[] = [
         controlPlane: { maxSurge: 0 },
       });
     },
-    expect: {
-      kind: "RemoveMember",
-      fields: { memberName: "n-1", machine: "n-1" },
-      reason: ["dead voter", "2 of 2 voters healthy"],
-    },
+    expect: { kind: "Wait", reason: ["member n-1 is an unhealthy voter"] },
   },
   {
     name: "maxSurge 0 with one replica surges instead, because removing the only member is impossible",

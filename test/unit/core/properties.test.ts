@@ -400,7 +400,16 @@ function someRemovalSafe(s: Snapshot): boolean {
   const voters = s.etcd.members;
   const healthy = voters.filter(healthyByOracle).length;
   if (healthy < Math.floor(voters.length / 2) + 1) return false;
+  // During a rollout the up-to-date Machine's down voter is the one the rollout keeps: it is waited for, not removed.
+  const rollingOut = s.machines.some((machine) => machine.version !== s.controlPlane.version);
+  const kept = (leaving: MemberView) =>
+    rollingOut &&
+    !healthyByOracle(leaving) &&
+    s.machines.some(
+      (machine) => machine.version === s.controlPlane.version && memberOfMachine(s, machine)?.id === leaving.id,
+    );
   return voters.some((leaving) => {
+    if (kept(leaving)) return false;
     const left = healthy - (healthyByOracle(leaving) ? 1 : 0);
     const strictHolds = !healthyByOracle(leaving) || healthy === voters.length;
     return voters.length > 1 && left >= Math.floor((voters.length - 1) / 2) + 1 && strictHolds;
