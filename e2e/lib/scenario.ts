@@ -15,6 +15,11 @@ import { QuorumMonitor, TrafficClient, WorkloadCluster } from "./workload.ts";
 export interface ControllerAction {
   at: number;
   decidedAt: number;
+  /**
+   * For a member removal: when Quorum last confirmed, right before sending it, that the other voters still answered.
+   * The removal rests on that observation, not on the older one it was planned on.
+   */
+  confirmedAt?: number;
   kind: string;
   message: string;
   quorum: string;
@@ -339,7 +344,13 @@ export class Scenario {
       let decided: { at: number; kind: string } | undefined;
       for (const line of readFileSync(quorum.logFile, "utf8").split("\n")) {
         if (!line.startsWith("{")) continue;
-        let entry: { message?: string; action?: string; timestamp?: string; level?: string };
+        let entry: {
+          message?: string;
+          action?: string;
+          timestamp?: string;
+          level?: string;
+          votersConfirmedAt?: string;
+        };
         try {
           entry = JSON.parse(line);
         } catch {
@@ -357,6 +368,7 @@ export class Scenario {
           actions.push({
             at,
             decidedAt: decided?.kind === entry.action ? decided.at : at,
+            ...(entry.votersConfirmedAt ? { confirmedAt: Date.parse(entry.votersConfirmedAt) } : {}),
             kind: entry.action,
             message: entry.message ?? "",
             quorum: quorum.label,

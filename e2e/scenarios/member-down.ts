@@ -105,12 +105,24 @@ export const memberDown: ScenarioDefinition = {
         },
       },
     );
-    const during = s.controllerActions().filter((action) => action.decidedAt > killedAt && action.decidedAt < backAt);
+    const actions = s.controllerActions();
+    // Members removed before the kill: those Quorum removed (from its log: the list of member events is sampled and
+    // can lag the kill by a few hundred ms) and those the sampler saw go.
+    const removedBefore = actions.filter(
+      (action) => action.kind === "RemoveMember" && (action.confirmedAt ?? action.decidedAt) < killedAt,
+    );
+    // (The process provider names each member after its Machine.)
+    const goneBeforeKill = (machine: string) =>
+      alreadyGone.has(machine) || removedBefore.some((action) => action.message.includes(`member ${machine} (`));
+    // A removal is judged by the last health confirmation it rested on (taken right before it was sent).
+    const during = actions.filter(
+      (action) => (action.confirmedAt ?? action.decidedAt) > killedAt && action.decidedAt < backAt,
+    );
     const disruptive = during.filter((action) => isDisruptive({ kind: action.kind } as unknown as Action));
     // Finishing the deletion of a Machine whose member was removed before the kill changes no membership.
     const offending = disruptive.filter(
       (action) =>
-        ![...alreadyGone].some((machine) => action.kind === "DeleteMachine" && action.message.includes(machine)),
+        !(action.kind === "DeleteMachine" && goneBeforeKill(/deleted Machine (\S+)/.exec(action.message)?.[1] ?? "")),
     );
     s.notes.push(
       `member of ${victim} down for ${((backAt - killedAt) / 1000).toFixed(1)} s; actions meanwhile: ${during.map((action) => action.kind).join(", ") || "none"}`,

@@ -8,6 +8,7 @@ import type { Action } from "../core/actions.ts";
 import type { Snapshot } from "../core/snapshot.ts";
 import { buildMachineObjects, nextMachineName } from "./machine-factory.ts";
 import type { EtcdClusterClient, ManagementApi } from "../ports/index.ts";
+import { confirmVotersStillHealthy } from "./preflight.ts";
 
 export interface ExecutionContext {
   controlPlane: QuorumControlPlane;
@@ -17,6 +18,7 @@ export interface ExecutionContext {
   management: ManagementApi;
   /** Opened lazily: only actions on etcd need it. */
   etcd: () => Promise<EtcdClusterClient>;
+  clock: () => number;
 }
 
 export interface ExecutionResult {
@@ -26,7 +28,14 @@ export interface ExecutionResult {
   statusUpdate?: Record<string, unknown>;
   /** The call was refused for now (a learner etcd finds not caught up yet): look again after this long. */
   retryAfterMs?: number;
+  /** Nothing was done: what the plan rested on changed (message says what); the next reconcile re-plans. */
+  deferred?: boolean;
+  /** Facts for the log line (e.g. when the voters were last confirmed healthy before a removal). */
+  logMeta?: Record<string, unknown>;
 }
+
+/** After a pre-flight found a voter gone, look again soon: the next plan sees it. */
+const PREFLIGHT_RETRY_MS = 250;
 
 /** etcd compares a learner with the leader itself; when it disagrees with our reading, ask again shortly. */
 const PROMOTE_RETRY_MS = 250;
@@ -49,9 +58,23 @@ export async function execute(action: Action, context: ExecutionContext): Promis
       return { message: `moved etcd leadership to ${action.toMemberName}` };
     case "RemoveMember":
     case "RemoveGhost": {
-      const { removed } = await (await context.etcd()).removeMember(action.memberId);
+      const etcd = await context.etcd();
+      const { lost, confirmedAt } = await confirmVotersStillHealthy(
+        etcd,
+        context.snapshot,
+        action.memberId,
+        context.clock,
+      );
+      if (lost.length > 0)
+        return {
+          deferred: true,
+          retryAfterMs: PREFLIGHT_RETRY_MS,
+          message: `not removing etcd member ${action.memberName}: voter${lost.length === 1 ? "" : "s"} ${lost.join(", ")} stopped answering since the plan`,
+        };
+      const { removed } = await etcd.removeMember(action.memberId);
       return {
         message: `${removed ? "removed" : "found already removed"} etcd member ${action.memberName} (${action.memberId})`,
+        logMeta: { votersConfirmedAt: new Date(confirmedAt).toISOString() },
       };
     }
     case "DeleteMachine":

@@ -263,8 +263,14 @@ async function act(action: Action, context: ActContext, deps: ReconcilerDeps, lo
       snapshot: context.snapshot,
       management: deps.management,
       etcd: async () => context.etcd() ?? (await deps.workload.etcd(controlPlane, context.cluster, [])),
+      clock: deps.clock,
     });
-    log("info", result.message, { action: action.kind });
+    if (result.deferred) {
+      const message = `${action.kind} deferred: ${result.message}`;
+      log("info", message, { action: action.kind });
+      return { kind: "deferred", problem: { reason: `${action.kind}Deferred`, message } };
+    }
+    log("info", result.message, { action: action.kind, ...result.logMeta });
     await event("Normal", action.kind, `${result.message} — ${action.reason}`);
     return { kind: "done", result };
   } catch (error) {

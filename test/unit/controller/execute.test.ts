@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { execute, type ExecutionContext } from "../../../src/controller/execute.ts";
-import type { ManagementApi } from "../../../src/ports/index.ts";
+import type { EtcdClusterClient, EtcdMember, ManagementApi } from "../../../src/ports/index.ts";
 import { buildSnapshot } from "../../../src/controller/snapshot-builder.ts";
 import { cluster, controlPlane, machine } from "./fixtures.ts";
 
@@ -50,10 +50,93 @@ function context(calls: string[], last?: { machine: string; time: string; retryC
     snapshot,
     management: recordingManagement(calls),
     etcd: async () => assert.fail("no etcd call expected"),
+    clock: () => Date.parse("2026-11-29T12:00:01Z"),
   };
 }
 
+/** A fake etcd (unit test only): three started voters a, b, c; `down` stop answering status calls. */
+function threeVoters(calls: string[], down: Set<string>): { members: EtcdMember[]; client: EtcdClusterClient } {
+  const members: EtcdMember[] = ["a", "b", "c"].map((name, index) => ({
+    id: String(index + 1),
+    name,
+    peerURLs: [`https://10.0.0.${index + 1}:2380`],
+    clientURLs: [`https://10.0.0.${index + 1}:2379`],
+    learner: false,
+  }));
+  const refuse = async (): Promise<never> => assert.fail("unexpected etcd call");
+  const client: EtcdClusterClient = {
+    listMembers: async () => members,
+    memberStatuses: async (asked = members) => {
+      calls.push(`memberStatuses ${asked.map((member) => member.name).join(",")}`);
+      return asked.map((member) => ({
+        memberId: member.id,
+        reachable: !down.has(member.name),
+        leader: member.name === "a",
+        errors: down.has(member.name) ? ["connection refused"] : [],
+      }));
+    },
+    alarms: async () => [],
+    addMember: refuse,
+    promoteLearner: refuse,
+    removeMember: async (memberId) => {
+      calls.push(`removeMember ${memberId}`);
+      return { removed: true };
+    },
+    moveLeader: refuse,
+    close: async () => {},
+  };
+  return { members, client };
+}
+
+function removalContext(calls: string[], down: Set<string>): ExecutionContext {
+  const base = context(calls);
+  const { members, client } = threeVoters(calls, down);
+  const snapshot = buildSnapshot({
+    now: Date.parse("2026-11-29T12:00:00Z"),
+    controlPlane: base.controlPlane,
+    cluster: cluster(),
+    machines: base.machines,
+    nodes: [],
+    etcd: {
+      observed: true,
+      members: members.map((member) => ({
+        ...member,
+        reachable: true,
+        leader: member.name === "a",
+        errors: [],
+        firstObserved: 0,
+        startedObserved: 0,
+        lastProgress: 0,
+      })),
+      alarms: [],
+    },
+  });
+  return { ...base, snapshot, etcd: async () => client };
+}
+
 describe("executor", () => {
+  it("removes a member only after every other voter that was healthy in the plan answers again", async () => {
+    const calls: string[] = [];
+    const result = await execute(
+      { kind: "RemoveMember", memberId: "3", memberName: "c", machine: "cp-c", reason: "test" },
+      removalContext(calls, new Set()),
+    );
+    assert.deepEqual(calls, ["memberStatuses a,b", "removeMember 3"]);
+    assert.equal(result.deferred, undefined);
+    assert.equal(result.logMeta?.votersConfirmedAt, "2026-11-29T12:00:01.000Z");
+  });
+
+  it("does not remove a member when a voter stopped answering since the plan (the e2e member-down race)", async () => {
+    const calls: string[] = [];
+    const result = await execute(
+      { kind: "RemoveMember", memberId: "3", memberName: "c", machine: "cp-c", reason: "test" },
+      removalContext(calls, new Set(["b"])),
+    );
+    assert.deepEqual(calls, ["memberStatuses a,b"]);
+    assert.equal(result.deferred, true);
+    assert.match(result.message, /voter b stopped answering since the plan/);
+  });
+
   it("records a remediation in status before deleting the Machine, so a crash in between keeps the retry count", async () => {
     const calls: string[] = [];
     await execute({ kind: "Remediate", machine: "cp-a", reason: "test" }, context(calls));
