@@ -4,7 +4,19 @@
 // temporary ones end, so a world whose faults stopped can always be finished by a correct controller.
 import { survivesLosing } from "./evolve.ts";
 import type { Prng } from "./prng.ts";
-import { cameUp, electLeader, liveMachines, markDeleting, newMemberId, type BootFault, type World } from "./world.ts";
+import {
+  cameUp,
+  electLeader,
+  healthy,
+  healthyVoterCount,
+  liveMachines,
+  markDeleting,
+  newMemberId,
+  quorumSize,
+  voters,
+  type BootFault,
+  type World,
+} from "./world.ts";
 
 export interface FaultProfile {
   /** Probability that a step brings one fault. */
@@ -240,4 +252,22 @@ export function endFaults(world: World): string {
 
 function label(name: string, id: string): string {
   return name === "" ? `(unstarted ${id})` : name;
+}
+
+/**
+ * The racingOutage trait: right after the controller planned a removal, another up voter goes down before the
+ * removal is sent, when the cluster keeps quorum without it. Returns what happened, for the trace.
+ */
+export function racingOutage(world: World, rng: Prng, removing: string): string | undefined {
+  if (!world.traits.racingOutage || world.step >= world.faultsUntil || !rng.chance(0.5)) return undefined;
+  const candidates = world.members.filter(
+    (member) => member.up && !member.learner && member.id !== removing && healthy(world, member),
+  );
+  // Only outages the cluster survives: quorum lost by the fault itself is not the controller's doing.
+  if (candidates.length === 0 || healthyVoterCount(world) - 1 < quorumSize(voters(world).length)) return undefined;
+  const member = rng.pick(candidates);
+  member.up = false;
+  member.downUntil = world.step + rng.int(1, 8);
+  electLeader(world);
+  return `member ${label(member.name, member.id)} went down after the plan, until step ${member.downUntil}`;
 }

@@ -10,7 +10,7 @@ import { reconcile, type ReconcilerDeps } from "../../src/controller/reconcile.t
 import type { Logger } from "../../src/ports/index.ts";
 import { CallGate, SimCrash, SimViolation, type CrashPoint } from "./calls.ts";
 import { evolve } from "./evolve.ts";
-import { bootFaultFor, endFaults, injectFault } from "./faults.ts";
+import { bootFaultFor, endFaults, injectFault, racingOutage } from "./faults.ts";
 import { followUnmappedMemberFix } from "./operator.ts";
 import { checkQuorumKept, converged, fingerprint, type Finding } from "./invariants.ts";
 import type { Prng } from "./prng.ts";
@@ -87,7 +87,12 @@ export async function runSchedule(
     // While faults are on, the Machine informer sometimes lags one reconcile behind.
     ports.lagging = faulting && ports.canLag && rngs.controller.chance(profile.staleCacheRate);
     const crash = faulting && rngs.controller.chance(profile.crashRate) ? crashPoint(rngs.controller) : undefined;
-    const step = await reconcileOnce(world, ports, plan, crash);
+    const step = await reconcileOnce(world, ports, plan, crash, (planned) =>
+      planned.kind === "RemoveMember" || planned.kind === "RemoveGhost"
+        ? racingOutage(world, rngs.race, planned.memberId)
+        : undefined,
+    );
+    if (step.raced) events.push(step.raced);
     if (step.plannerError !== undefined) {
       const error = step.plannerError;
       return finish("violation", {
@@ -196,6 +201,8 @@ interface ReconcileStep {
   plannerError?: unknown;
   /** An error reconcile() let out that is neither its own ReconcileError nor the simulated crash. */
   unexpected?: unknown;
+  /** What changed in the world between the plan and the action. */
+  raced?: string;
 }
 
 /** One real reconcile() against the world's ports, through a fresh CallGate. */
@@ -204,6 +211,8 @@ async function reconcileOnce(
   ports: SimPorts,
   plan: Plan,
   crash: CrashPoint | undefined,
+  /** Changes the world between the plan and the action (the racingOutage trait); returns what it did. */
+  afterPlan?: (action: Action) => string | undefined,
 ): Promise<ReconcileStep> {
   const gate = new CallGate(
     world,
@@ -225,6 +234,8 @@ async function reconcileOnce(
       }
       result.action = decision.action;
       gate.planned(snapshot);
+      const raced = afterPlan?.(decision.action);
+      if (raced) result.raced = raced;
       // A toy planner may return only its action; status is then built from the plain assessment.
       return { action: decision.action, assessment: decision.assessment ?? assess(snapshot, { kind: "Observe" }) };
     },

@@ -18,7 +18,7 @@ import {
 } from "./world.ts";
 
 /** How often a schedule has each trait of WorldTraits. */
-export const TRAIT_WEIGHTS = { nodeRefLag: 0.25, addressLag: 0.25, secondOwner: 0.15 } as const;
+export const TRAIT_WEIGHTS = { nodeRefLag: 0.25, addressLag: 0.25, secondOwner: 0.15, racingOutage: 0.25 } as const;
 
 /** Faults stop by this step at the latest. */
 export const MAX_FAULT_STEPS = 40;
@@ -28,7 +28,7 @@ export interface Scenario {
   world: World;
   profile: FaultProfile;
   /** Separate streams (world faults; controller crashes and cache lag; random planner variants), so that drawing more for one concern does not change another's draws. */
-  rngs: { faults: Prng; controller: Prng; planner: Prng };
+  rngs: { faults: Prng; controller: Prng; planner: Prng; race: Prng };
 }
 
 export function createScenario(seed: number): Scenario {
@@ -43,7 +43,7 @@ export function createScenario(seed: number): Scenario {
   const world: World = {
     step: 0,
     now: EPOCH,
-    traits: { nodeRefLag: false, addressLag: false, secondOwner: false },
+    traits: { nodeRefLag: false, addressLag: false, secondOwner: false, racingOutage: false },
     spec: {
       replicas,
       version: "v1.30.2",
@@ -91,10 +91,11 @@ export function createScenario(seed: number): Scenario {
     nodeRefLag: traits.chance(TRAIT_WEIGHTS.nodeRefLag),
     addressLag: traits.chance(TRAIT_WEIGHTS.addressLag),
     secondOwner: traits.chance(TRAIT_WEIGHTS.secondOwner),
+    racingOutage: traits.chance(TRAIT_WEIGHTS.racingOutage),
   };
   if (world.traits.secondOwner) world.copy = { finalizers: [] };
   for (const machine of world.machines) drawLags(world, machine);
-  return { world, profile, rngs };
+  return { world, profile, rngs: { ...rngs, race: traits.fork() } };
 }
 
 /** A healthy control plane at the spec: one running Machine, Node and voter per replica. */

@@ -138,6 +138,11 @@ export interface WorldTraits {
   addressLag: boolean;
   /** A second QuorumControlPlane claims the same Cluster (World.copy). */
   secondOwner: boolean;
+  /**
+   * A voter goes down after the controller planned a removal and before it sends it (a member SIGKILLed while the
+   * controller planned: the e2e member-down race). The controller acts on a snapshot that is already stale.
+   */
+  racingOutage: boolean;
 }
 
 export interface World {
