@@ -181,13 +181,14 @@ export class WorkloadApiError extends AdapterError {
   readonly needsUser = false;
   constructor(
     readonly server: string,
-    readonly kubeconfigSecret: SecretRef,
+    /** Where the credentials came from: `from Secret ns/c-kubeconfig`, or Quorum's own certificate and its CA Secret. */
+    readonly credentialsFrom: string,
     cause: string,
     options?: { cause?: unknown },
   ) {
     super(
-      `workload API server ${server} (from Secret ${secretKey(kubeconfigSecret)}) ${cause}: check that the ` +
-        "control-plane endpoint is up and that the kubeconfig Secret's client certificate is signed by the cluster CA",
+      `workload API server ${server} (${credentialsFrom}) ${cause}: check that the control-plane endpoint is up and ` +
+        "that its API server trusts the cluster CA that signed the client certificate",
       options,
     );
   }

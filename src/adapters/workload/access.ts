@@ -1,6 +1,6 @@
 // The controller's WorkloadAccess port, assembled from the certificate, etcd and workload-API adapters.
-// Holds the per-cluster caches: etcd client certificates, workload API clients, and one etcd client per cluster
-// kept between reconciles (pool.ts; what etcd() returns is a lease the caller closes after each reconcile).
+// Holds the per-cluster caches: etcd and workload API client certificates, workload API clients, and one etcd client
+// per cluster kept between reconciles (pool.ts; what etcd() returns is a lease the caller closes after each reconcile).
 // Call closeAll() at shutdown.
 import { createHash } from "node:crypto";
 import type { Cluster, Node } from "../../api/capi.ts";
@@ -163,7 +163,12 @@ export class ClusterWorkloadAccess implements WorkloadAccess {
   }
 
   async nodes(controlPlane: QuorumControlPlane, cluster: Cluster): Promise<Node[]> {
-    return this.workloadClients.listNodes(namespaceOf(controlPlane), cluster.metadata.name);
+    return this.workloadClients.listNodes(
+      namespaceOf(controlPlane),
+      cluster.metadata.name,
+      cluster.spec?.controlPlaneEndpoint,
+      this.clock(),
+    );
   }
 
   async forget(namespace: string, clusterName: string): Promise<void> {
