@@ -64,6 +64,20 @@ function grants(rules: PolicyRule[]): Set<string> {
   return granted;
 }
 
+/** Fails naming the grants missing from `granted` and those it has beyond `wanted`. */
+function assertSameGrants(granted: Set<string>, wanted: Set<string>): void {
+  assert.deepEqual(
+    [...wanted].filter((g) => !granted.has(g)),
+    [],
+    "missing grants",
+  );
+  assert.deepEqual(
+    [...granted].filter((g) => !wanted.has(g)),
+    [],
+    "grants the controller does not use",
+  );
+}
+
 function expected(calls: Record<string, string[]>): Set<string> {
   return new Set(Object.entries(calls).flatMap(([resource, verbs]) => verbs.map((verb) => `${resource} ${verb}`)));
 }
@@ -171,16 +185,7 @@ describe("install manifests", () => {
     );
     const granted = grants(effectiveRules(installed, "quorum-system", account));
     const wanted = expected(CONTROLLER_CALLS);
-    assert.deepEqual(
-      [...wanted].filter((g) => !granted.has(g)),
-      [],
-      "missing grants",
-    );
-    assert.deepEqual(
-      [...granted].filter((g) => !wanted.has(g)),
-      [],
-      "grants the controller does not use",
-    );
+    assertSameGrants(granted, wanted);
   });
 
   test("the controller may create and renew its Lease only in its own namespace, through a Role", () => {
@@ -221,16 +226,7 @@ describe("install manifests", () => {
       effectiveRules([...installed, ...samples], "quorum-system", deployment.spec.template.spec.serviceAccountName),
     );
     const wanted = new Set([...expected(CONTROLLER_CALLS), ...expected(PROCESS_PROVIDER_CALLS)]);
-    assert.deepEqual(
-      [...wanted].filter((g) => !granted.has(g)),
-      [],
-      "missing grants",
-    );
-    assert.deepEqual(
-      [...granted].filter((g) => !wanted.has(g)),
-      [],
-      "extra grants",
-    );
+    assertSameGrants(granted, wanted);
   });
 
   test("CAPI's core manager gets QuorumControlPlanes through the cluster.x-k8s.io/aggregate-to-manager label", () => {
@@ -499,16 +495,7 @@ describe("the namespaced install (config/namespaced, for --namespace)", () => {
         (g) => !CLUSTER_SCOPED.has(g.split(" ")[0]),
       ),
     );
-    assert.deepEqual(
-      [...wanted].filter((g) => !granted.has(g)),
-      [],
-      "missing grants",
-    );
-    assert.deepEqual(
-      [...granted].filter((g) => !wanted.has(g)),
-      [],
-      "grants the controller does not use",
-    );
+    assertSameGrants(granted, wanted);
   });
 
   test("runs the same Deployment as config/default, watching only its own namespace", () => {
