@@ -54,8 +54,9 @@ export class WorkloadClients {
     options: WorkloadClientsOptions = {},
   ) {
     this.timeoutMs = options.timeoutMs ?? DEFAULT_WORKLOAD_TIMEOUT_MS;
-    // system:masters, like the admin kubeconfig Quorum writes and KCP's workload client: the kubeadm flavour writes
-    // kube-system objects, and a workload cluster has no role Quorum could rely on before it is initialised.
+    // system:masters, the identity of the admin kubeconfig Quorum already writes for this cluster (so no new power): a
+    // workload cluster whose control plane is still forming has no role Quorum could be bound to beforehand, and a
+    // role inside it would be one its tenant can edit. Quorum only lists Nodes with it today.
     this.ownCertificates = new ClientCertificates(store, {
       caSecret: secretName.ca,
       commonName: WORKLOAD_CLIENT_COMMON_NAME,
