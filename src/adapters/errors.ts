@@ -2,6 +2,7 @@
 // Each message names the object (Secret namespace/name or endpoint), the cause and the fix, because it ends
 // up verbatim in a condition or an Event a user reads. The controller decides what to do with them: none of
 // these is retried inside the adapters, and none is thrown past the reconcile.
+import { REASON_WORKLOAD_KUBECONFIG_REJECTED } from "../api/constants.ts";
 
 /** Where a Secret lives; messages print it as `namespace/name`. */
 export interface SecretRef {
@@ -83,7 +84,7 @@ export class SecretGarbageError extends AdapterError {
  * insecure-skip-tls-verify): honouring it would let whoever writes the Secret run code or read files in the controller.
  */
 export class KubeconfigRefusedError extends AdapterError {
-  readonly reason = "KubeconfigRefused";
+  readonly reason = REASON_WORKLOAD_KUBECONFIG_REJECTED;
   readonly needsUser = true;
   constructor(
     readonly secret: SecretRef,
@@ -180,13 +181,14 @@ export class WorkloadApiError extends AdapterError {
   readonly needsUser = false;
   constructor(
     readonly server: string,
-    readonly kubeconfigSecret: SecretRef,
+    /** Where the credentials came from: `from Secret ns/c-kubeconfig`, or Quorum's own certificate and its CA Secret. */
+    readonly credentialsFrom: string,
     cause: string,
     options?: { cause?: unknown },
   ) {
     super(
-      `workload API server ${server} (from Secret ${secretKey(kubeconfigSecret)}) ${cause}: check that the ` +
-        "control-plane endpoint is up and that the kubeconfig Secret's client certificate is signed by the cluster CA",
+      `workload API server ${server} (${credentialsFrom}) ${cause}: check that the control-plane endpoint is up and ` +
+        "that its API server trusts the cluster CA that signed the client certificate",
       options,
     );
   }

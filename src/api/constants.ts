@@ -62,6 +62,13 @@ export const CONDITION = {
 } as const;
 export type ConditionType = (typeof CONDITION)[keyof typeof CONDITION];
 
+/**
+ * MachinesReady's reason while the workload kubeconfig Secret holds a field Quorum refuses (exec, auth-provider, a
+ * file reference, a proxy, insecure-skip-tls-verify): only a user can fix that Secret, so it gets its own reason
+ * (alerting can match it) instead of the generic NotReady.
+ */
+export const REASON_WORKLOAD_KUBECONFIG_REJECTED = "WorkloadKubeconfigRejected";
+
 /** Secret names the CAPI contract expects for a cluster. */
 export const secretName = {
   ca: (cluster: string) => `${cluster}-ca`,

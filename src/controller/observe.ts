@@ -16,6 +16,8 @@ export interface ObservedWorld {
   etcd?: EtcdClusterClient;
   /** Why the workload Nodes could not be listed, when they could not (shown in status, never fatal). */
   nodesError?: string;
+  /** The adapter's reason for nodesError, when it gave one (e.g. WorkloadKubeconfigRejected). */
+  nodesErrorReason?: string;
 }
 
 export async function observe(
@@ -47,6 +49,7 @@ export async function observe(
     observation,
     ...(etcdResult.client ? { etcd: etcdResult.client } : {}),
     ...(nodesResult.error ? { nodesError: nodesResult.error } : {}),
+    ...(nodesResult.reason ? { nodesErrorReason: nodesResult.reason } : {}),
   };
 }
 
@@ -92,7 +95,7 @@ async function listNodes(
   controlPlane: QuorumControlPlane,
   cluster: Cluster,
   workload: WorkloadAccess,
-): Promise<{ nodes: Node[]; error?: string }> {
+): Promise<{ nodes: Node[]; error?: string; reason?: string }> {
   if (
     !cluster.status?.initialization?.controlPlaneInitialized &&
     !controlPlane.status?.initialization?.controlPlaneInitialized
@@ -101,7 +104,13 @@ async function listNodes(
   try {
     return { nodes: await workload.nodes(controlPlane, cluster) };
   } catch (error) {
-    return { nodes: [], error: error instanceof Error ? error.message : String(error) };
+    // The adapters' typed errors carry a reason (src/adapters/errors.ts); the controller reads it, never imports them.
+    const reason = (error as { reason?: unknown } | undefined)?.reason;
+    return {
+      nodes: [],
+      error: error instanceof Error ? error.message : String(error),
+      ...(typeof reason === "string" ? { reason } : {}),
+    };
   }
 }
 

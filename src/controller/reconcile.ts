@@ -130,6 +130,7 @@ export async function reconcile(
       action,
       verdict,
       ...(world.nodesError ? { nodesError: world.nodesError } : {}),
+      ...(world.nodesErrorReason ? { nodesErrorReason: world.nodesErrorReason } : {}),
       ...(actionStatus ? { actionStatus } : {}),
     };
     const written = write({ observed, ...(problem ? { problem } : {}) });

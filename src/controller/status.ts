@@ -1,7 +1,7 @@
 // The QuorumControlPlane status a reconcile wants: the CAPI contract counters (v1beta2 and v1beta1), conditions,
 // the etcd member list and quorum margin, and the single next action. Pure: the same inputs give the same status,
 // so an idle control plane produces an unchanged status and no write.
-import { CONDITION, LABEL_CONTROL_PLANE_NAME } from "../api/constants.ts";
+import { CONDITION, LABEL_CONTROL_PLANE_NAME, REASON_WORKLOAD_KUBECONFIG_REJECTED } from "../api/constants.ts";
 import type { Condition, EtcdMemberStatus, QuorumControlPlane, QuorumControlPlaneStatus } from "../api/types.ts";
 import type { Action } from "../core/actions.ts";
 import { describeBlockers, memberStatuses, quorumStatus, unmappedFix, type Verdict } from "../core/assess.ts";
@@ -18,6 +18,8 @@ export interface StatusInputs {
   verdict: Verdict;
   /** Why the workload Nodes could not be listed, if they could not. */
   nodesError?: string;
+  /** The reason the adapter gave for nodesError (WorkloadKubeconfigRejected gets its own MachinesReady reason). */
+  nodesErrorReason?: string;
   /** Fields the executed action asked to record (remediation history). */
   actionStatus?: Record<string, unknown>;
 }
@@ -226,12 +228,7 @@ function conditionInputs(
           : "the QuorumControlPlane has the cluster.x-k8s.io/paused annotation"
         : "",
     },
-    {
-      type: CONDITION.MachinesReady,
-      status: counts.ready === counts.replicas && counts.replicas > 0 ? "True" : "False",
-      reason: counts.ready === counts.replicas && counts.replicas > 0 ? "Ready" : "NotReady",
-      message: `${counts.ready} of ${counts.replicas} Machines ready${inputs.nodesError ? ` (workload Nodes not readable: ${inputs.nodesError})` : ""}`,
-    },
+    machinesReadyCondition(inputs, counts),
     ownershipCondition(snapshot),
     {
       type: CONDITION.Reconciled,
@@ -240,6 +237,21 @@ function conditionInputs(
       message: "",
     },
   ];
+}
+
+/**
+ * MachinesReady. A refused workload kubeconfig makes it False with its own reason: Node readiness cannot be checked
+ * until a user fixes the Secret (the message names it, the field and the fix), while etcd is still reconciled.
+ */
+function machinesReadyCondition(inputs: StatusInputs, counts: { ready: number; replicas: number }): ConditionInput {
+  const allReady = counts.ready === counts.replicas && counts.replicas > 0;
+  const rejected = inputs.nodesErrorReason === REASON_WORKLOAD_KUBECONFIG_REJECTED;
+  return {
+    type: CONDITION.MachinesReady,
+    status: allReady && !rejected ? "True" : "False",
+    reason: rejected ? REASON_WORKLOAD_KUBECONFIG_REJECTED : allReady ? "Ready" : "NotReady",
+    message: `${counts.ready} of ${counts.replicas} Machines ready${inputs.nodesError ? ` (workload Nodes not readable: ${inputs.nodesError})` : ""}`,
+  };
 }
 
 /** OwnershipConflict: another control plane claims the Cluster or Machines labelled for this one (src/core/ownership.ts). */

@@ -150,7 +150,7 @@ describe("cluster certificates on a real kube-apiserver", () => {
     assert.equal(contents.caPem.trim(), userCA.certPem.trim());
   });
 
-  it("generates Secrets a real etcd (server, peer, client) and a real kube-apiserver accept, and a kubeconfig that lists Nodes", async () => {
+  it("generates Secrets a real etcd (server, peer, client) and a real kube-apiserver accept; Quorum's own workload client certificate and the kubeconfig each list Nodes", async () => {
     const apiserverPort = await freePort("127.0.0.1");
     const qcp = controlPlane("wl-cp", "00000000-0000-4000-8000-0000000000a1");
     const workloadCluster = cluster("wl", { host: "127.0.0.1", port: apiserverPort });
@@ -185,16 +185,31 @@ describe("cluster certificates on a real kube-apiserver", () => {
       await etcd.close();
     }
 
-    // The kubeconfig Secret, as CAPI and Quorum read it, authenticates as an admin and lists Nodes.
-    assert.deepEqual(await access.nodes(qcp, workloadCluster), []);
+    // Quorum's own short-lived client certificate, issued in memory from wl-ca, authenticates as an admin and lists
+    // Nodes at the control-plane endpoint; the kubeconfig Secret is not even read (this store refuses to show it).
+    const kubeconfigHidden: SecretStore = {
+      ...store,
+      get: async (ref) => {
+        if (ref.name === "wl-kubeconfig") throw new Error("the workload client read the kubeconfig Secret");
+        return store.get(ref);
+      },
+    };
+    const ownAccess = new ClusterWorkloadAccess({ secrets: kubeconfigHidden, etcdCallDeadlineMs: 5000 });
+    assert.deepEqual(await ownAccess.nodes(qcp, workloadCluster), []);
     const workloadCore = workload.adminKubeConfigCore;
     await workloadCore.createNode({
       body: { metadata: { name: "wl-node-1" }, spec: { providerID: "process://wl-node-1" } },
     });
-    const nodes = await access.nodes(qcp, workloadCluster);
+    const nodes = await ownAccess.nodes(qcp, workloadCluster);
     assert.deepEqual(
       nodes.map((node) => [node.metadata.name, node.spec?.providerID]),
       [["wl-node-1", "process://wl-node-1"]],
+    );
+    await ownAccess.closeAll();
+    // The kubeconfig Secret, as CAPI reads it (and Quorum without an endpoint), authenticates as an admin too.
+    assert.deepEqual(
+      (await new WorkloadClients(store).listNodes(namespace, "wl")).map((node) => node.metadata.name),
+      ["wl-node-1"],
     );
   });
 

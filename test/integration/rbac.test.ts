@@ -3,6 +3,7 @@
 // workload cluster's CA keys must not be able to take over kube-system's leader Leases, rewrite arbitrary Secrets,
 // delete CRDs or start pods.
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { after, before, describe, it } from "node:test";
 import { kubeRequestOk } from "../env/kube.ts";
 import { CONTROLLER_SERVICE_ACCOUNT, startStack, type ControllerStack } from "./controller/stack.ts";
@@ -126,6 +127,33 @@ const ALLOWED: Access[] = [
   },
 ];
 
+/** Whether the API server lets the controller's ServiceAccount do `access` (a SubjectAccessReview). */
+async function isAllowed(stack: ControllerStack, access: Access): Promise<boolean> {
+  const review = await kubeRequestOk<{ status: { allowed?: boolean } }>(
+    stack.kubeConfig,
+    "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+    {
+      body: {
+        apiVersion: "authorization.k8s.io/v1",
+        kind: "SubjectAccessReview",
+        spec: {
+          user: CONTROLLER_SERVICE_ACCOUNT,
+          groups: ["system:serviceaccounts", "system:serviceaccounts:quorum-system", "system:authenticated"],
+          resourceAttributes: {
+            verb: access.verb,
+            group: access.group ?? "",
+            resource: access.resource,
+            subresource: access.subresource ?? "",
+            namespace: access.namespace ?? "",
+            name: access.name ?? "",
+          },
+        },
+      },
+    },
+  );
+  return review.status.allowed === true;
+}
+
 describe(
   "the controller's ServiceAccount, with config/default's RBAC, asked through SubjectAccessReview",
   { timeout: 300_000 },
@@ -141,31 +169,7 @@ describe(
       await stack?.stop();
     });
 
-    async function allowed(access: Access): Promise<boolean> {
-      const review = await kubeRequestOk<{ status: { allowed?: boolean } }>(
-        stack.kubeConfig,
-        "/apis/authorization.k8s.io/v1/subjectaccessreviews",
-        {
-          body: {
-            apiVersion: "authorization.k8s.io/v1",
-            kind: "SubjectAccessReview",
-            spec: {
-              user: CONTROLLER_SERVICE_ACCOUNT,
-              groups: ["system:serviceaccounts", "system:serviceaccounts:quorum-system", "system:authenticated"],
-              resourceAttributes: {
-                verb: access.verb,
-                group: access.group ?? "",
-                resource: access.resource,
-                subresource: access.subresource ?? "",
-                namespace: access.namespace ?? "",
-                name: access.name ?? "",
-              },
-            },
-          },
-        },
-      );
-      return review.status.allowed === true;
-    }
+    const allowed = (access: Access) => isAllowed(stack, access);
 
     it("may not do anything it does not need, Leases outside its own included", async () => {
       const granted: string[] = [];
@@ -177,6 +181,108 @@ describe(
       const denied: string[] = [];
       for (const access of ALLOWED) if (!(await allowed(access))) denied.push(describeAccess(access));
       assert.deepEqual(denied, [], "the ServiceAccount may not do these, and needs to");
+    });
+  },
+);
+
+/** The namespaced install manages quorum-system only: another namespace, and cluster-wide lists, are out of reach. */
+const OWN = "quorum-system";
+const FORBIDDEN_NAMESPACED: Access[] = [
+  ...FORBIDDEN,
+  { verb: "get", resource: "secrets", namespace: "tenant-a", name: "c1-ca" },
+  { verb: "list", resource: "secrets", namespace: "tenant-a" },
+  { verb: "list", resource: "secrets" },
+  { verb: "watch", resource: "secrets" },
+  { verb: "create", resource: "secrets", namespace: "tenant-a" },
+  { verb: "update", resource: "secrets", namespace: "tenant-a", name: "c1-kubeconfig" },
+  { verb: "list", group: "cluster.x-k8s.io", resource: "machines" },
+  { verb: "list", group: "cluster.x-k8s.io", resource: "machines", namespace: "tenant-a" },
+  { verb: "delete", group: "cluster.x-k8s.io", resource: "machines", namespace: "tenant-a", name: "c1-abcde" },
+  { verb: "list", group: "cluster.x-k8s.io", resource: "clusters" },
+  { verb: "list", group: "controlplane.cluster.x-k8s.io", resource: "quorumcontrolplanes" },
+  {
+    verb: "patch",
+    group: "controlplane.cluster.x-k8s.io",
+    resource: "quorumcontrolplanes",
+    subresource: "status",
+    namespace: "tenant-a",
+    name: "c1",
+  },
+  { verb: "create", resource: "events", namespace: "tenant-a" },
+  { verb: "get", group: "infrastructure.cluster.x-k8s.io", resource: "testmachinetemplates", namespace: "tenant-a" },
+];
+const ALLOWED_NAMESPACED: Access[] = [
+  { verb: "list", group: "cluster.x-k8s.io", resource: "machines", namespace: OWN },
+  { verb: "delete", group: "cluster.x-k8s.io", resource: "machines", namespace: OWN, name: "c1-abcde" },
+  { verb: "list", resource: "secrets", namespace: OWN },
+  { verb: "update", resource: "secrets", namespace: OWN, name: "c1-kubeconfig" },
+  {
+    verb: "patch",
+    group: "controlplane.cluster.x-k8s.io",
+    resource: "quorumcontrolplanes",
+    subresource: "status",
+    namespace: OWN,
+    name: "c1",
+  },
+  { verb: "create", resource: "events", namespace: OWN },
+  { verb: "get", group: "infrastructure.cluster.x-k8s.io", resource: "testmachinetemplates", namespace: OWN },
+  {
+    verb: "get",
+    group: "apiextensions.k8s.io",
+    resource: "customresourcedefinitions",
+    name: "kubeadmconfigtemplates.bootstrap.cluster.x-k8s.io",
+  },
+  { verb: "create", group: "authentication.k8s.io", resource: "tokenreviews" },
+  { verb: "create", group: "authorization.k8s.io", resource: "subjectaccessreviews" },
+  {
+    verb: "update",
+    group: "coordination.k8s.io",
+    resource: "leases",
+    namespace: OWN,
+    name: "quorum-controller-leader",
+  },
+];
+
+describe(
+  "the controller's ServiceAccount with config/namespaced's RBAC only (--namespace install)",
+  { timeout: 400_000 },
+  () => {
+    let stack: ControllerStack;
+
+    before(async () => {
+      stack = await startStack();
+      await stack.installControllerRbac("config/namespaced");
+    });
+
+    after(async () => {
+      await stack?.stop();
+    });
+
+    it("may not read Secrets, Machines or anything else in another namespace, nor list them cluster-wide", async () => {
+      const granted: string[] = [];
+      for (const access of FORBIDDEN_NAMESPACED)
+        if (await isAllowed(stack, access)) granted.push(describeAccess(access));
+      assert.deepEqual(granted, [], "the ServiceAccount may do these, and must not");
+    });
+
+    it("may do what the controller needs in its own namespace, and the three cluster-scoped reads and reviews", async () => {
+      const denied: string[] = [];
+      for (const access of ALLOWED_NAMESPACED)
+        if (!(await isAllowed(stack, access))) denied.push(describeAccess(access));
+      assert.deepEqual(denied, [], "the ServiceAccount may not do these, and needs to");
+    });
+
+    it("runs a control plane in its namespace with --namespace and that RBAC alone, and leaves another namespace's alone", async () => {
+      await stack.createCluster(OWN, "ns-c1", { replicas: 1, version: "v1.31.0" });
+      await stack.createCluster("tenant-a", "elsewhere", { replicas: 1, version: "v1.31.0" });
+      const controller = await stack.startController({ asServiceAccount: true, args: ["--namespace", OWN] });
+      const converged = await stack.waitConverged(OWN, "ns-c1", 1);
+      assert.equal(converged.status?.etcd?.quorum?.voters, 1);
+      assert.deepEqual(await stack.machines("tenant-a", "elsewhere"), [], "it acted outside --namespace");
+      const other = await stack.getControlPlane("tenant-a", "elsewhere");
+      assert.equal(other.status, undefined, "it wrote the status of a QuorumControlPlane outside --namespace");
+      const logs = readFileSync(controller.process.logFile, "utf8");
+      assert.doesNotMatch(logs, /forbidden|HTTP 403/i, "a request of the controller was refused");
     });
   },
 );

@@ -571,6 +571,21 @@ describe("the Dockerfile", () => {
     assert.ok(/^\d+$/.test(user) ? Number(user) > 0 : user === "node", `USER ${runtime.user} is a known non-root user`);
   });
 
+  test("both stages use one current Node LTS image (Node 22 or 24), pinned by digest or saying why not", () => {
+    const images = new Set(stages.map((stage) => stage.image));
+    assert.equal(images.size, 1, `one base image for every stage: ${[...images].join(", ")}`);
+    const [image] = images;
+    const match = /^node:(\d+)(?:[-.][\w.-]+)?(@sha256:[0-9a-f]{64})?$/.exec(image);
+    assert.ok(match, `FROM ${image} is an official node image, by tag and optionally digest`);
+    assert.ok(["22", "24"].includes(match[1]), `FROM ${image}: Node ${match[1]} is not a current LTS line`);
+    if (!match[2])
+      assert.match(
+        readFileSync(join(repoRoot, "Dockerfile"), "utf8"),
+        /KNOWN GAP: referenced by tag, not pinned by digest/,
+        "an image not pinned by digest says so in the Dockerfile",
+      );
+  });
+
   test("the build is multi-stage: only a production install made without install scripts and the compiled dist/ reach the image, and the runtime stage runs nothing", () => {
     assert.ok(stages.length >= 2);
     assert.deepEqual(
@@ -608,9 +623,8 @@ describe("the Dockerfile", () => {
     "replaying the Dockerfile's stages here gives a production tree, installed with --ignore-scripts, whose node dist/main.js --help loads every module and exits 0",
     { skip: mainExists ? false : "src/main.ts not yet written", timeout: 600_000 },
     async () => {
-      // The base image must carry the Node major this machine runs, or the replay proves nothing about it.
-      for (const stage of stages)
-        assert.match(stage.image, new RegExp(`^node:${process.versions.node.split(".")[0]}\\b`), `FROM ${stage.image}`);
+      // Replayed with this machine's Node, which may be older than the image's (see the Dockerfile's header): this
+      // proves the production tree, installed without install scripts, loads every module; not on which Node major.
       const dockerignore = readFileSync(join(repoRoot, ".dockerignore"), "utf8")
         .split("\n")
         .map((line) => line.trim())

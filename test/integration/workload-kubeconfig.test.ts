@@ -11,7 +11,7 @@ import { CAPI_API_VERSION } from "../../src/api/constants.ts";
 import { kubeRequestOk } from "../env/kube.ts";
 import { freePort } from "../env/net.ts";
 import { makeTempDir } from "../env/processes.ts";
-import { startStack, type ControllerProcess, type ControllerStack } from "./controller/stack.ts";
+import { startStack, type ControllerProcess, type ControllerStack, type QuorumMonitor } from "./controller/stack.ts";
 
 const NS = "tenant-a";
 const b64 = (text: string) => Buffer.from(text, "utf8").toString("base64");
@@ -28,17 +28,19 @@ function tenantKubeconfig(cluster: string, port: number, user: Record<string, un
   });
 }
 
-async function machinesReadyMessage(
+/** MachinesReady once its message matches `pattern`. */
+async function machinesReady(
   stack: ControllerStack,
   name: string,
   pattern: RegExp,
   timeoutMs = 90_000,
-): Promise<string> {
+): Promise<{ status: string; reason: string; message: string }> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const qcp = await stack.getControlPlane(NS, name);
-    const message = qcp.status?.conditions?.find((condition) => condition.type === "MachinesReady")?.message ?? "";
-    if (pattern.test(message)) return message;
+    const condition = qcp.status?.conditions?.find((candidate) => candidate.type === "MachinesReady");
+    const message = condition?.message ?? "";
+    if (pattern.test(message)) return { status: condition?.status ?? "", reason: condition?.reason ?? "", message };
     if (Date.now() > deadline)
       throw new Error(
         `QuorumControlPlane ${NS}/${name}: MachinesReady never matched ${pattern}; status: ${JSON.stringify(qcp.status)}`,
@@ -50,13 +52,16 @@ async function machinesReadyMessage(
 describe("a workload kubeconfig Secret that asks to run a command", { timeout: 600_000 }, () => {
   let stack: ControllerStack;
   let controller: ControllerProcess;
+  let execUserMonitor: QuorumMonitor;
   const markers = makeTempDir("kubeconfig-markers");
   const marker = (name: string) => join(markers, name);
 
   before(async () => {
     stack = await startStack();
     const unusedPort = await freePort();
-    await stack.createCluster(NS, "exec-user", { replicas: 1, version: "v1.31.0" });
+    // The two tenant clusters have no control-plane endpoint yet, so Quorum cannot reach their API with its own client
+    // certificate (it would, and never read the Secret, once the endpoint is set): it falls back to the Secret.
+    execUserMonitor = stack.monitor(await stack.createCluster(NS, "exec-user", { replicas: 1, version: "v1.31.0" }));
     await stack.createCluster(NS, "auth-provider", { replicas: 1, version: "v1.31.0" });
     await stack.createCluster(NS, "owned", { replicas: 1, version: "v1.31.0" });
     // Quorum writes (and owns) this one's kubeconfig once the endpoint is known; nothing listens there.
@@ -104,18 +109,38 @@ describe("a workload kubeconfig Secret that asks to run a command", { timeout: 6
 
   it("never runs a user's exec command, names the Secret and the field, and keeps reconciling etcd", async () => {
     await stack.waitConverged(NS, "exec-user", 1);
-    const message = await machinesReadyMessage(stack, "exec-user", /Secret tenant-a\/exec-user-kubeconfig/);
+    const { status, reason, message } = await machinesReady(
+      stack,
+      "exec-user",
+      /Secret tenant-a\/exec-user-kubeconfig/,
+    );
+    assert.equal(status, "False");
+    assert.equal(reason, "WorkloadKubeconfigRejected");
     assert.match(
       message,
       /Secret tenant-a\/exec-user-kubeconfig: data key "value": field users\[0\] "exec-user-admin"\.user\.exec is refused \(Quorum never runs a command/,
     );
     assert.match(message, /remove it; Quorum reads only the current context's server/);
     assert.equal(existsSync(marker("exec-user")), false, "the exec command ran");
+
+    // Still reconciling etcd safely with the Secret refused: a scale-up adds two members without losing quorum.
+    await stack.patchSpec(NS, "exec-user", { replicas: 3 });
+    const scaled = await stack.waitConverged(NS, "exec-user", 3);
+    assert.equal(scaled.status?.etcd?.quorum?.voters, 3);
+    assert.deepEqual(execUserMonitor.losses, [], "etcd lost quorum during the scale-up");
+    assert.ok(execUserMonitor.samples.length > 0, "the quorum monitor sampled etcd");
+    assert.equal((await machinesReady(stack, "exec-user", /exec is refused/)).reason, "WorkloadKubeconfigRejected");
+    assert.equal(existsSync(marker("exec-user")), false, "the exec command ran");
   });
 
   it("never runs an auth-provider's cmd-path, and names the Secret and the field", async () => {
     await stack.waitConverged(NS, "auth-provider", 1);
-    const message = await machinesReadyMessage(stack, "auth-provider", /Secret tenant-a\/auth-provider-kubeconfig/);
+    const { reason, message } = await machinesReady(
+      stack,
+      "auth-provider",
+      /Secret tenant-a\/auth-provider-kubeconfig/,
+    );
+    assert.equal(reason, "WorkloadKubeconfigRejected");
     assert.match(message, /field users\[0\] "auth-provider-admin"\.user\.auth-provider is refused \(.*cmd-path/);
     assert.equal(existsSync(marker("auth-provider")), false, "the auth-provider command ran");
   });

@@ -69,6 +69,20 @@ function checkedCA(secret: SecretObject): Promise<CheckedCA> {
   return outcome;
 }
 
+/**
+ * Drops the parsed CA (its private key included) kept for the Secret `ref`, e.g. when its cluster is gone; without a
+ * ref, every one (a controller that stopped leading needs none).
+ */
+export function forgetCheckedCA(ref?: SecretRef): void {
+  if (ref) checkedCAs.delete(`${ref.namespace}/${ref.name}`);
+  else checkedCAs.clear();
+}
+
+/** namespace/name of every CA Secret whose parsed CA (and key) is kept (for tests of forgetCheckedCA). */
+export function checkedCASecrets(): string[] {
+  return [...checkedCAs.keys()];
+}
+
 async function checkCA(secret: SecretObject): Promise<CheckedCA> {
   const { certPem, keyPem } = caMaterial(secret);
   const certificate = decodeCertificatePem(certPem);

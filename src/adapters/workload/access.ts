@@ -1,19 +1,20 @@
 // The controller's WorkloadAccess port, assembled from the certificate, etcd and workload-API adapters.
-// Holds the per-cluster caches: etcd client certificates, workload API clients, and one etcd client per cluster
-// kept between reconciles (pool.ts; what etcd() returns is a lease the caller closes after each reconcile).
-// Call closeAll() at shutdown.
+// Holds the per-cluster caches: etcd and workload API client certificates, workload API clients, and one etcd client
+// per cluster kept between reconciles (pool.ts; what etcd() returns is a lease the caller closes after each reconcile).
+// Private keys are dropped with their cluster (forget) and all of them by closeAll() (shutdown, lost leadership).
 import { createHash } from "node:crypto";
 import type { Cluster, Node } from "../../api/capi.ts";
 import type { QuorumControlPlane } from "../../api/types.ts";
 import type { WorkloadAccess } from "../../ports/index.ts";
 import {
+  CLUSTER_CERTIFICATE_PURPOSES,
   ensureClusterCertificates,
   runningControlPlaneEvidence,
   type ControlPlaneOwner,
   type EnsureCertificatesResult,
 } from "../certs/cluster-secrets.ts";
 import { secretName } from "../../api/constants.ts";
-import { readCASecret } from "../certs/ca-secret.ts";
+import { forgetCheckedCA, readCASecret } from "../certs/ca-secret.ts";
 import { ensureKubeconfig, type EnsureKubeconfigResult } from "../certs/kubeconfig.ts";
 import type { SecretStore } from "../certs/secret-store.ts";
 import { createEtcdClusterClient } from "../etcd/client.ts";
@@ -163,22 +164,42 @@ export class ClusterWorkloadAccess implements WorkloadAccess {
   }
 
   async nodes(controlPlane: QuorumControlPlane, cluster: Cluster): Promise<Node[]> {
-    return this.workloadClients.listNodes(namespaceOf(controlPlane), cluster.metadata.name);
+    return this.workloadClients.listNodes(
+      namespaceOf(controlPlane),
+      cluster.metadata.name,
+      cluster.spec?.controlPlaneEndpoint,
+      this.clock(),
+    );
   }
 
+  /**
+   * Drops everything kept for a cluster that is gone: its etcd client, Quorum's etcd and workload API client
+   * certificates and their private keys, the workload API client, and the parsed CAs (keys included) of its CA Secrets.
+   */
   async forget(namespace: string, clusterName: string): Promise<void> {
     this.etcdCertificates.forget(namespace, clusterName);
     this.checkedCertificates.delete(`${namespace}/${clusterName}`);
     this.workloadClients.forget(namespace, clusterName);
+    for (const purpose of CLUSTER_CERTIFICATE_PURPOSES)
+      forgetCheckedCA({ namespace, name: secretName[purpose](clusterName) });
     await this.etcdClients.forget(clusterKey(namespace, clusterName));
   }
 
   /**
-   * Closes every kept etcd client (process shutdown; also worth calling on losing leadership). Leases still held
-   * stop working; a later etcd() opens a new client.
+   * Closes every kept etcd client and drops every private key this object holds (process shutdown, and losing
+   * leadership: a standby needs none). Leases still held stop working; a later etcd() opens a new client.
    */
   async closeAll(): Promise<void> {
+    this.etcdCertificates.forget();
+    this.workloadClients.forget();
+    this.checkedCertificates.clear();
+    forgetCheckedCA();
     await this.etcdClients.closeAll();
+  }
+
+  /** namespace/cluster of every cluster for which a private key Quorum issued is held (for tests of forget). */
+  heldPrivateKeys(): string[] {
+    return [...new Set([...this.etcdCertificates.heldClusters(), ...this.workloadClients.heldClusters()])].sort();
   }
 }
 

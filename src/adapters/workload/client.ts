@@ -1,77 +1,170 @@
-// Access to a workload cluster's Kubernetes API through its `<cluster>-kubeconfig` Secret (the one Quorum
-// maintains, or a user's). One client per cluster, rebuilt when the Secret changes (rotation, new endpoint);
-// every call has a deadline because an unreachable control-plane endpoint must not stall a reconcile. The Secret is
-// data, not code: only its server, CA and client certificate/key or token are used (kubeConfigOf).
+// Access to a workload cluster's Kubernetes API. Where Quorum holds the cluster CA's key (`<cluster>-ca`) and the Cluster
+// has a control-plane endpoint, it presents its own short-lived client certificate from that CA, issued in memory, as
+// it does for etcd: nothing a tenant writes into a Secret is used then. Otherwise it falls back to the
+// `<cluster>-kubeconfig` Secret, read as data, not code: only its server, CA and client certificate/key or token are
+// used (kubeConfigOf, src/adapters/certs/kubeconfig-data.ts). One client per cluster, rebuilt when its credentials
+// change (renewal, rotation, new endpoint); every call has a deadline because an unreachable control-plane endpoint
+// must not stall a reconcile.
 import { createHash } from "node:crypto";
 import { ApiException, CoreV1Api, KubeConfig, Observable, type V1Node } from "@kubernetes/client-node";
 import type { Node } from "../../api/capi.ts";
 import { secretName } from "../../api/constants.ts";
-import { kubeconfigFromSecret, type KubeconfigContents } from "../certs/kubeconfig.ts";
-import type { SecretStore } from "../certs/secret-store.ts";
-import { SecretMissingError, statusMessageOf, WorkloadApiError, type SecretRef } from "../errors.ts";
+import { TLS_KEY } from "../certs/ca-secret.ts";
+import { ClientCertificates } from "../certs/client-certificates.ts";
+import { ADMIN_GROUP, kubeconfigFromSecret, serverURL, type KubeconfigContents } from "../certs/kubeconfig.ts";
+import { dataText, type SecretStore } from "../certs/secret-store.ts";
+import { SecretMissingError, secretKey, statusMessageOf, WorkloadApiError } from "../errors.ts";
 import { reuseConnections } from "../kube/keep-alive.ts";
 import { errorMessage } from "../kube/log.ts";
 
 export const DEFAULT_WORKLOAD_TIMEOUT_MS = 10_000;
+/** The user Quorum's own workload API client certificate names (in the workload API server's audit log). */
+export const WORKLOAD_CLIENT_COMMON_NAME = "quorum-controller";
+/** Short-lived: it only ever lives in this process's memory, and a new one costs milliseconds. */
+export const WORKLOAD_CLIENT_CERT_LIFETIME_MS = 60 * 60 * 1000;
 
 interface CachedClient {
   fingerprint: string;
   server: string;
+  /** Where its credentials came from, for error messages. */
+  credentialsFrom: string;
   core: CoreV1Api;
+}
+
+/** Server, CA and credentials for one cluster, before a client is built from them. */
+interface Access {
+  contents: KubeconfigContents;
+  credentialsFrom: string;
+  fingerprint: string;
+}
+
+export interface WorkloadClientsOptions {
+  timeoutMs?: number;
+  /** Lifetime of Quorum's own workload API client certificate. */
+  clientCertLifetimeMs?: number;
 }
 
 export class WorkloadClients {
   private readonly cache = new Map<string, CachedClient>();
   private readonly timeoutMs: number;
+  private readonly ownCertificates: ClientCertificates;
 
   constructor(
     private readonly store: SecretStore,
-    options: { timeoutMs?: number } = {},
+    options: WorkloadClientsOptions = {},
   ) {
     this.timeoutMs = options.timeoutMs ?? DEFAULT_WORKLOAD_TIMEOUT_MS;
+    // system:masters, the identity of the admin kubeconfig Quorum already writes for this cluster (so no new power): a
+    // workload cluster whose control plane is still forming has no role Quorum could be bound to beforehand, and a
+    // role inside it would be one its tenant can edit. Quorum only lists Nodes with it today.
+    this.ownCertificates = new ClientCertificates(store, {
+      caSecret: secretName.ca,
+      commonName: WORKLOAD_CLIENT_COMMON_NAME,
+      organization: ADMIN_GROUP,
+      purpose: "to issue Quorum's client certificate for the workload cluster's API",
+      lifetimeMs: options.clientCertLifetimeMs ?? WORKLOAD_CLIENT_CERT_LIFETIME_MS,
+    });
   }
 
   /**
-   * The workload cluster's Nodes. Throws SecretMissingError / SecretGarbageError / KubeconfigRefusedError for the kubeconfig Secret,
-   * WorkloadApiError when the API server does not answer in time or refuses.
+   * The workload cluster's Nodes, through `endpoint` (Cluster.spec.controlPlaneEndpoint) with Quorum's own client
+   * certificate when `<cluster>-ca` holds a key, else through the kubeconfig Secret. Throws SecretMissingError /
+   * SecretGarbageError / KubeconfigRefusedError for the kubeconfig Secret, the CA errors of readCASecret for
+   * `<cluster>-ca`, WorkloadApiError when the API server does not answer in time or refuses.
    */
-  async listNodes(namespace: string, cluster: string): Promise<Node[]> {
-    const ref = { namespace, name: secretName.kubeconfig(cluster) };
-    const client = await this.clientFor(ref);
+  async listNodes(
+    namespace: string,
+    cluster: string,
+    endpoint?: { host?: string; port?: number },
+    now: Date = new Date(),
+  ): Promise<Node[]> {
+    const client = await this.clientFor(namespace, cluster, endpoint, now);
     const signal = AbortSignal.timeout(this.timeoutMs);
     try {
       const list = await client.core.listNode({}, withSignal(signal));
       return list.items.map(toNode);
     } catch (error) {
-      throw new WorkloadApiError(client.server, ref, describe(error, signal, this.timeoutMs), { cause: error });
+      throw new WorkloadApiError(client.server, client.credentialsFrom, describe(error, signal, this.timeoutMs), {
+        cause: error,
+      });
     }
   }
 
-  forget(namespace: string, cluster: string): void {
-    this.cache.delete(`${namespace}/${cluster}`);
+  /** Drops the cluster's client and Quorum's client certificate and private key for it; every cluster's without arguments. */
+  forget(namespace?: string, cluster?: string): void {
+    if (namespace === undefined || cluster === undefined) this.cache.clear();
+    else this.cache.delete(`${namespace}/${cluster}`);
+    this.ownCertificates.forget(namespace, cluster);
   }
 
-  private async clientFor(ref: SecretRef): Promise<CachedClient> {
+  /** namespace/cluster of every cluster with a kept client or a held private key (for tests of forget). */
+  heldClusters(): string[] {
+    return [...new Set([...this.cache.keys(), ...this.ownCertificates.heldClusters()])];
+  }
+
+  private async clientFor(
+    namespace: string,
+    cluster: string,
+    endpoint: { host?: string; port?: number } | undefined,
+    now: Date,
+  ): Promise<CachedClient> {
+    const access =
+      (await this.ownAccess(namespace, cluster, endpoint, now)) ?? (await this.kubeconfigAccess(namespace, cluster));
+    const key = `${namespace}/${cluster}`;
+    const cached = this.cache.get(key);
+    if (cached?.fingerprint === access.fingerprint) return cached;
+    const config = kubeConfigOf(access.contents);
+    // Nodes are listed on every reconcile: keep the connection instead of a TLS handshake each time.
+    reuseConnections(config);
+    const client = {
+      fingerprint: access.fingerprint,
+      server: access.contents.server,
+      credentialsFrom: access.credentialsFrom,
+      core: config.makeApiClient(CoreV1Api),
+    };
+    this.cache.set(key, client);
+    return client;
+  }
+
+  /** Quorum's own certificate, when the endpoint is known and the cluster CA's key is in `<cluster>-ca`. */
+  private async ownAccess(
+    namespace: string,
+    cluster: string,
+    endpoint: { host?: string; port?: number } | undefined,
+    now: Date,
+  ): Promise<Access | undefined> {
+    if (!endpoint?.host || !endpoint.port) return undefined;
+    const caRef = this.ownCertificates.caRef(namespace, cluster);
+    const caSecret = await this.store.get(caRef);
+    // A CA whose key lives elsewhere (a user's external PKI) cannot sign for Quorum: the kubeconfig Secret it is.
+    if (!caSecret || dataText(caSecret, TLS_KEY) === undefined) return undefined;
+    const credentials = await this.ownCertificates.get(namespace, cluster, now);
+    const server = serverURL({ host: endpoint.host, port: endpoint.port });
+    return {
+      contents: { cluster, server, ...credentials },
+      credentialsFrom: `with Quorum's own client certificate from the CA in Secret ${secretKey(caRef)}`,
+      fingerprint: fingerprintOf("own", { server, ca: credentials.caPem, cert: credentials.certPem }),
+    };
+  }
+
+  private async kubeconfigAccess(namespace: string, cluster: string): Promise<Access> {
+    const ref = { namespace, name: secretName.kubeconfig(cluster) };
     const secret = await this.store.get(ref);
     if (!secret) {
       throw new SecretMissingError(
         ref,
         "to reach the workload cluster's API (list Nodes)",
-        "Quorum writes it once Cluster.spec.controlPlaneEndpoint is set and the <cluster>-ca Secret is valid; check the " +
-          "QuorumControlPlane's CertificatesAvailable condition",
+        "Quorum uses its own client certificate once Cluster.spec.controlPlaneEndpoint is set and the <cluster>-ca " +
+          "Secret holds the CA key, and writes this Secret then; until then, or with a CA whose key it does not hold, " +
+          "create it with a kubeconfig for the cluster (client-certificate-data/client-key-data or token)",
       );
     }
-    const key = `${ref.namespace}/${ref.name}`;
-    const fingerprint = fingerprintOf(secret.metadata.resourceVersion, secret.data);
-    const cached = this.cache.get(key);
-    if (cached?.fingerprint === fingerprint) return cached;
     const { contents } = kubeconfigFromSecret(ref, secret);
-    const config = kubeConfigOf(contents);
-    // Nodes are listed on every reconcile: keep the connection instead of a TLS handshake each time.
-    reuseConnections(config);
-    const client = { fingerprint, server: contents.server, core: config.makeApiClient(CoreV1Api) };
-    this.cache.set(key, client);
-    return client;
+    return {
+      contents,
+      credentialsFrom: `from Secret ${secretKey(ref)}`,
+      fingerprint: fingerprintOf(secret.metadata.resourceVersion ?? "", secret.data),
+    };
   }
 }
 
@@ -138,8 +231,8 @@ function toNode(node: V1Node): Node {
   return result;
 }
 
-function fingerprintOf(resourceVersion: string | undefined, data: Record<string, string> | undefined): string {
-  const hash = createHash("sha256").update(resourceVersion ?? "");
+function fingerprintOf(prefix: string, data: Record<string, string> | undefined): string {
+  const hash = createHash("sha256").update(prefix);
   for (const key of Object.keys(data ?? {}).sort()) hash.update(`\0${key}\0${data?.[key]}`);
   return hash.digest("hex");
 }

@@ -161,11 +161,11 @@ export class ControllerStack {
   }
 
   /**
-   * Installs config/default's RBAC (ServiceAccount, ClusterRoles, the leader-election Role, bindings) plus a ClusterRole for the test kinds
+   * Installs an overlay's RBAC (config/default's unless told: ServiceAccount, ClusterRoles, the leader-election Role, bindings) plus a ClusterRole for the test kinds
    * carrying the aggregation label, as a provider would ship it. The stack runs no kube-controller-manager, so the
    * aggregated role is filled here the way its aggregation controller would.
    */
-  async installControllerRbac(): Promise<void> {
+  async installControllerRbac(overlay = "config/default"): Promise<void> {
     const kc = this.kubeConfig;
     const rbacKinds = new Set([
       "Namespace",
@@ -175,7 +175,7 @@ export class ControllerStack {
       "Role",
       "RoleBinding",
     ]);
-    const objects = kustomize("config/default").filter((object) => rbacKinds.has(object.kind));
+    const objects = kustomize(overlay).filter((object) => rbacKinds.has(object.kind));
     objects.push({
       apiVersion: "rbac.authorization.k8s.io/v1",
       kind: "ClusterRole",
@@ -205,7 +205,7 @@ export class ControllerStack {
     const aggregated = roles.items.find(
       (role) => role.aggregationRule !== undefined && role.metadata.name.startsWith("quorum-"),
     );
-    if (!aggregated) throw new Error("config/default has no aggregated ClusterRole for the controller");
+    if (!aggregated) throw new Error(`${overlay} has no aggregated ClusterRole for the controller`);
     aggregated.rules = roles.items
       .filter((role) => role.metadata.labels?.[AGGREGATION_LABEL] === "true")
       .flatMap((role) => role.rules ?? []);
@@ -227,6 +227,8 @@ export class ControllerStack {
       asServiceAccount?: boolean;
       secureMetrics?: boolean;
       metricsCertDir?: string;
+      /** More flags, e.g. --namespace. */
+      args?: string[];
     } = {},
   ): Promise<ControllerProcess> {
     const port = await freePort();
@@ -264,6 +266,7 @@ export class ControllerStack {
       ...(options.leaderElect
         ? ["--leader-elect", "--leader-election-namespace", "default", "--leader-election-id", "quorum-test-leader"]
         : []),
+      ...(options.args ?? []),
     ];
     const process = startProcess({
       name: `quorum controller ${identity}`,

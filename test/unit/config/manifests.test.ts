@@ -64,6 +64,20 @@ function grants(rules: PolicyRule[]): Set<string> {
   return granted;
 }
 
+/** Fails naming the grants missing from `granted` and those it has beyond `wanted`. */
+function assertSameGrants(granted: Set<string>, wanted: Set<string>): void {
+  assert.deepEqual(
+    [...wanted].filter((g) => !granted.has(g)),
+    [],
+    "missing grants",
+  );
+  assert.deepEqual(
+    [...granted].filter((g) => !wanted.has(g)),
+    [],
+    "grants the controller does not use",
+  );
+}
+
 function expected(calls: Record<string, string[]>): Set<string> {
   return new Set(Object.entries(calls).flatMap(([resource, verbs]) => verbs.map((verb) => `${resource} ${verb}`)));
 }
@@ -171,16 +185,7 @@ describe("install manifests", () => {
     );
     const granted = grants(effectiveRules(installed, "quorum-system", account));
     const wanted = expected(CONTROLLER_CALLS);
-    assert.deepEqual(
-      [...wanted].filter((g) => !granted.has(g)),
-      [],
-      "missing grants",
-    );
-    assert.deepEqual(
-      [...granted].filter((g) => !wanted.has(g)),
-      [],
-      "grants the controller does not use",
-    );
+    assertSameGrants(granted, wanted);
   });
 
   test("the controller may create and renew its Lease only in its own namespace, through a Role", () => {
@@ -221,16 +226,7 @@ describe("install manifests", () => {
       effectiveRules([...installed, ...samples], "quorum-system", deployment.spec.template.spec.serviceAccountName),
     );
     const wanted = new Set([...expected(CONTROLLER_CALLS), ...expected(PROCESS_PROVIDER_CALLS)]);
-    assert.deepEqual(
-      [...wanted].filter((g) => !granted.has(g)),
-      [],
-      "missing grants",
-    );
-    assert.deepEqual(
-      [...granted].filter((g) => !wanted.has(g)),
-      [],
-      "extra grants",
-    );
+    assertSameGrants(granted, wanted);
   });
 
   test("CAPI's core manager gets QuorumControlPlanes through the cluster.x-k8s.io/aggregate-to-manager label", () => {
@@ -431,6 +427,102 @@ describe("clusterctl release artefacts", () => {
     assert.deepEqual(
       metadata.releaseSeries.find((series) => series.major === major && series.minor === minor),
       { major, minor, contract: "v1beta2" },
+    );
+  });
+});
+
+/** Resources Kubernetes has only at cluster scope, which a Role cannot grant. */
+const CLUSTER_SCOPED = new Set([
+  "apiextensions.k8s.io/customresourcedefinitions",
+  "authentication.k8s.io/tokenreviews",
+  "authorization.k8s.io/subjectaccessreviews",
+]);
+
+/** The rules a ServiceAccount gets from RoleBindings in `namespace` (to Roles, or to aggregated ClusterRoles). */
+function namespacedRules(objects: ManifestObject[], namespace: string, serviceAccount: string): PolicyRule[] {
+  const roles = objects.filter((o): o is ClusterRole => o.kind === "Role" || o.kind === "ClusterRole");
+  const bindings = byKind<
+    ManifestObject & {
+      roleRef: { kind: string; name: string };
+      subjects: { kind: string; name: string; namespace?: string }[];
+    }
+  >(objects, "RoleBinding").filter(
+    (b) =>
+      b.metadata.namespace === namespace &&
+      b.subjects.some((s) => s.kind === "ServiceAccount" && s.name === serviceAccount && s.namespace === namespace),
+  );
+  return bindings.flatMap((binding) => {
+    const role = roles.find(
+      (r) =>
+        r.kind === binding.roleRef.kind &&
+        r.metadata.name === binding.roleRef.name &&
+        (r.kind === "ClusterRole" || r.metadata.namespace === namespace),
+    );
+    assert.ok(
+      role,
+      `RoleBinding ${binding.metadata.name} refers to missing ${binding.roleRef.kind} ${binding.roleRef.name}`,
+    );
+    if (!role.aggregationRule) return role.rules ?? [];
+    const selectors = role.aggregationRule.clusterRoleSelectors.map((s) => s.matchLabels);
+    return roles
+      .filter((r) => r.kind === "ClusterRole" && r !== role && selectors.some((s) => labelsMatch(r.metadata.labels, s)))
+      .flatMap((r) => r.rules ?? []);
+  });
+}
+
+describe("the namespaced install (config/namespaced, for --namespace)", () => {
+  let installed: ManifestObject[];
+  let samples: ManifestObject[];
+  let account: string;
+  before(() => {
+    installed = kustomize("config/namespaced");
+    samples = kustomize("config/samples");
+    const [deployment] = byKind<Deployment>(installed, "Deployment");
+    account = deployment.spec.template.spec.serviceAccountName;
+  });
+
+  test("grants cluster-wide only the three cluster-scoped calls: one CRD read, TokenReview and SubjectAccessReview", () => {
+    const granted = [...grants(effectiveRules(installed, "quorum-system", account))].sort();
+    const wanted = [...expected(CONTROLLER_CALLS)].filter((g) => CLUSTER_SCOPED.has(g.split(" ")[0])).sort();
+    assert.equal(wanted.length, 3);
+    assert.deepEqual(granted, wanted);
+  });
+
+  test("grants every namespaced call the controller makes, its Lease and the provider kinds through RoleBindings in its namespace only", () => {
+    const granted = grants(namespacedRules([...installed, ...samples], "quorum-system", account));
+    const wanted = new Set(
+      [...expected(CONTROLLER_CALLS), ...expected(LEADER_ELECTION_CALLS), ...expected(PROCESS_PROVIDER_CALLS)].filter(
+        (g) => !CLUSTER_SCOPED.has(g.split(" ")[0]),
+      ),
+    );
+    assertSameGrants(granted, wanted);
+  });
+
+  test("runs the same Deployment as config/default, watching only its own namespace", () => {
+    const [deployment] = byKind<Deployment>(installed, "Deployment");
+    const [clusterWide] = byKind<Deployment>(kustomize("config/default"), "Deployment");
+    const container = deployment.spec.template.spec.containers[0];
+    assert.deepEqual(container.args, [
+      ...(clusterWide.spec.template.spec.containers[0].args ?? []),
+      "--namespace=$(POD_NAMESPACE)",
+    ]);
+    const env = (
+      container as Container & { env?: { name: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[] }
+    ).env;
+    assert.equal(
+      env?.find((variable) => variable.name === "POD_NAMESPACE")?.valueFrom?.fieldRef?.fieldPath,
+      "metadata.namespace",
+      "$(POD_NAMESPACE) is the pod's namespace",
+    );
+    assert.equal(parseFlags(container.args ?? [], {}).namespace, "$(POD_NAMESPACE)");
+    assert.deepEqual(
+      { ...deployment.spec.template.spec, containers: [] },
+      { ...clusterWide.spec.template.spec, containers: [] },
+    );
+    assert.deepEqual(
+      { ...container, args: [] },
+      { ...clusterWide.spec.template.spec.containers[0], args: [] },
+      "the same image, probes and hardened securityContext",
     );
   });
 });

@@ -193,7 +193,7 @@ describe("a kubeconfig Secret with a refused field", () => {
       () => kubeconfigFromSecret({ namespace: "team-a", name: "prod-kubeconfig" }, secret),
       (error: unknown) => {
         assert.ok(error instanceof KubeconfigRefusedError);
-        assert.equal(error.reason, "KubeconfigRefused");
+        assert.equal(error.reason, "WorkloadKubeconfigRejected");
         assert.match(
           error.message,
           /^Secret team-a\/prod-kubeconfig: data key "value": field users\[0\] "prod-admin"\.user\.exec is refused \(.*\): remove it; .*client-certificate-data/,

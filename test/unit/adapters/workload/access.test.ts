@@ -5,10 +5,12 @@ import { describe, it } from "node:test";
 import type { Cluster } from "../../../../src/api/capi.ts";
 import type { QuorumControlPlane } from "../../../../src/api/types.ts";
 import { createCA, oneHour, validFor } from "../../../../src/adapters/certs/pki.ts";
+import { checkedCASecrets, readCASecret } from "../../../../src/adapters/certs/ca-secret.ts";
 import {
   CertificateExpiredError,
   RunningClusterSecretMissingError,
   SecretGarbageError,
+  WorkloadApiError,
 } from "../../../../src/adapters/errors.ts";
 import { silentLogger } from "../../../../src/adapters/kube/log.ts";
 import { ClusterWorkloadAccess } from "../../../../src/adapters/workload/access.ts";
@@ -163,6 +165,46 @@ describe("workload access: etcd clients across reconciles", () => {
       fakes.opened.map((client) => client.closes),
       [1, 1],
     );
+  });
+});
+
+describe("workload access: private keys live as long as their cluster", () => {
+  /** A cluster whose etcd and workload API Quorum reached once: both client keys issued, the cluster CA parsed. */
+  async function touch(store: MemorySecretStore, access: ClusterWorkloadAccess, namespace: string) {
+    const ca = await createCA("kubernetes", validFor(365 * 24 * oneHour, start));
+    store.seed(namespace, "prod-ca", { "tls.crt": ca.certPem, "tls.key": ca.keyPem });
+    const withEndpoint: Cluster = {
+      metadata: { name: "prod", namespace },
+      // Nothing listens on port 1: the call fails, after Quorum issued its workload API client certificate.
+      spec: { controlPlaneEndpoint: { host: "127.0.0.1", port: 1 } },
+    };
+    await reconcile(access, namespace, "prod");
+    await assert.rejects(access.nodes(controlPlane(namespace, "prod"), withEndpoint), WorkloadApiError);
+    await readCASecret({ namespace, name: "prod-ca" }, await store.get({ namespace, name: "prod-ca" }), start, "test");
+  }
+
+  it("drops a forgotten cluster's etcd and workload client keys and its parsed CAs, keeping the other clusters'", async () => {
+    const { store, access } = await setup();
+    await touch(store, access, "team-a");
+    await touch(store, access, "team-b");
+    assert.deepEqual(access.heldPrivateKeys(), ["team-a/prod", "team-b/prod"]);
+    assert.ok(checkedCASecrets().includes("team-a/prod-ca"));
+    assert.ok(checkedCASecrets().includes("team-a/prod-etcd"));
+
+    await access.forget("team-a", "prod");
+    assert.deepEqual(access.heldPrivateKeys(), ["team-b/prod"]);
+    assert.ok(!checkedCASecrets().includes("team-a/prod-ca"), "team-a's parsed cluster CA (and key) is still kept");
+    assert.ok(!checkedCASecrets().includes("team-a/prod-etcd"), "team-a's parsed etcd CA (and key) is still kept");
+    assert.ok(checkedCASecrets().includes("team-b/prod-ca"));
+    await access.closeAll();
+  });
+
+  it("drops every key on closeAll (a controller that stopped leading holds none)", async () => {
+    const { store, access } = await setup();
+    await touch(store, access, "team-a");
+    await access.closeAll();
+    assert.deepEqual(access.heldPrivateKeys(), []);
+    assert.deepEqual(checkedCASecrets(), []);
   });
 });
 
