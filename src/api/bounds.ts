@@ -42,6 +42,11 @@ export const SPEC_DURATION_MINIMUMS: Readonly<Record<string, DurationMinimum>> =
     minMs: 60_000,
     why: "a shorter one counts no failed replacement as a retry, which switches maxRetry off",
   },
+  "spec.deletion.etcdMemberRemovalTimeout": {
+    min: "30s",
+    minMs: 30_000,
+    why: "a shorter one gives up before etcd lets a removal through, since etcd refuses removals for 5s after leadership moves",
+  },
 };
 
 /** The message the CRD and the controller give for a value below the minimum of `path`. */

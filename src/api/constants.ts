@@ -88,6 +88,7 @@ export const DEFAULTS = {
   remediationMaxRetry: 3,
   remediationRetryPeriodSeconds: 300,
   remediationMinHealthyPeriodSeconds: 3600,
+  deletionEtcdMemberRemovalTimeoutSeconds: 600,
   maxSurge: 1 as 0 | 1,
   memberRemoval: "BeforeDelete" as MemberRemoval,
 } as const;

@@ -72,6 +72,14 @@ export interface EtcdSpec {
   memberJoinGracePeriod?: string;
 }
 
+export interface DeletionSpec {
+  /**
+   * How long after the deletionTimestamp Quorum keeps removing etcd members before it releases the hooks and deletes
+   * the remaining Machines without removing theirs (at once when etcd cannot be read or has lost quorum).
+   */
+  etcdMemberRemovalTimeout?: string;
+}
+
 export interface QuorumControlPlaneSpec {
   replicas?: number;
   version: string;
@@ -80,6 +88,7 @@ export interface QuorumControlPlaneSpec {
   rolloutAfter?: string;
   remediation?: RemediationSpec;
   etcd?: EtcdSpec;
+  deletion?: DeletionSpec;
 }
 
 export interface Condition {

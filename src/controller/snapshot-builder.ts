@@ -72,6 +72,7 @@ function controlPlaneView(qcp: QuorumControlPlane): ControlPlaneView {
   const rolling = spec.rolloutStrategy?.rollingUpdate;
   const last = qcp.status?.lastRemediation;
   const rolloutAfter = spec.rolloutAfter ? Date.parse(spec.rolloutAfter) : undefined;
+  const deletionStartedAt = qcp.metadata.deletionTimestamp ? Date.parse(qcp.metadata.deletionTimestamp) : undefined;
   return {
     namespace: qcp.metadata.namespace ?? "default",
     name: qcp.metadata.name,
@@ -122,6 +123,14 @@ function controlPlaneView(qcp: QuorumControlPlane): ControlPlaneView {
         `${key} spec.etcd.memberJoinGracePeriod`,
         spec.etcd?.memberJoinGracePeriod,
         DEFAULTS.memberJoinGracePeriodSeconds * 1000,
+      ),
+    },
+    deletion: {
+      ...(deletionStartedAt !== undefined && !Number.isNaN(deletionStartedAt) ? { startedAt: deletionStartedAt } : {}),
+      etcdMemberRemovalTimeoutMs: durationOr(
+        `${key} spec.deletion.etcdMemberRemovalTimeout`,
+        spec.deletion?.etcdMemberRemovalTimeout,
+        DEFAULTS.deletionEtcdMemberRemovalTimeoutSeconds * 1000,
       ),
     },
   };

@@ -43,6 +43,13 @@ export interface ControlPlaneView {
     learnerStallMs: number;
     memberJoinGracePeriodMs: number;
   };
+  /** How the control plane is taken down once deleted (src/core/deletion.ts). */
+  deletion: {
+    /** metadata.deletionTimestamp: the bound below is counted from it. Set exactly when `deleting` is. */
+    startedAt?: number;
+    /** After this long, remaining Machines are deleted and their hooks released without removing their members. */
+    etcdMemberRemovalTimeoutMs: number;
+  };
 }
 
 export interface ClusterView {

@@ -368,6 +368,7 @@ test("duration fields accept exactly what the controller's parseDuration accepts
       durationFields.push(path);
   });
   assert.deepEqual(durationFields.sort(), [
+    "spec.deletion.etcdMemberRemovalTimeout",
     "spec.etcd.ghostMemberGracePeriod",
     "spec.etcd.learnerPromotionTimeout",
     "spec.etcd.learnerStallTimeout",
@@ -521,6 +522,7 @@ test("the schema defaults equal DEFAULTS in src/api/constants.ts", () => {
     remediationMaxRetry: ["spec.remediation.maxRetry", (value) => value],
     remediationRetryPeriodSeconds: ["spec.remediation.retryPeriod", seconds],
     remediationMinHealthyPeriodSeconds: ["spec.remediation.minHealthyPeriod", seconds],
+    deletionEtcdMemberRemovalTimeoutSeconds: ["spec.deletion.etcdMemberRemovalTimeout", seconds],
     maxSurge: ["spec.rolloutStrategy.rollingUpdate.maxSurge", (value) => value],
     memberRemoval: ["spec.rolloutStrategy.rollingUpdate.memberRemoval", (value) => value],
   };

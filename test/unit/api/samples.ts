@@ -58,6 +58,7 @@ export const completeSpec: DeepRequired<QuorumControlPlaneSpec> = {
     learnerStallTimeout: "5m",
     memberJoinGracePeriod: "15m",
   },
+  deletion: { etcdMemberRemovalTimeout: "5m" },
 };
 
 export const completeStatus: DeepRequired<QuorumControlPlaneStatus> = {
@@ -118,6 +119,7 @@ export const completeTemplateSpec: DeepRequired<QuorumControlPlaneTemplate["spec
       rolloutAfter: completeSpec.rolloutAfter,
       remediation: completeSpec.remediation,
       etcd: completeSpec.etcd,
+      deletion: completeSpec.deletion,
     },
   },
 };

@@ -37,6 +37,7 @@ export function controlPlane(overrides: Partial<ControlPlaneView> = {}): Control
       learnerStallMs: 5 * MINUTE,
       memberJoinGracePeriodMs: 10 * MINUTE,
     },
+    deletion: { etcdMemberRemovalTimeoutMs: 10 * MINUTE },
     ...overrides,
   };
 }
