@@ -57,6 +57,11 @@ export const CONDITION = {
   MachinesReady: "MachinesReady",
   CertificatesAvailable: "CertificatesAvailable",
   Reconciled: "Reconciled",
+  /**
+   * True while the QuorumControlPlane is being deleted: reason RemovingEtcdMembers while members are still removed one
+   * at a time, EtcdMembersNotRemoved once Machines go without (src/core/deletion.ts), naming the members left.
+   */
+  Deleting: "Deleting",
   /** True while another control plane claims this Cluster or its Machines: Quorum then acts less or not at all. */
   OwnershipConflict: "OwnershipConflict",
 } as const;

@@ -150,8 +150,9 @@ type Log = (level: "info" | "warn" | "error" | "debug", message: string, meta?: 
 type Write = (request: Omit<StatusRequest, "controlPlane" | "now">) => Promise<void>;
 
 /**
- * What must hold before observing: an owning Cluster that exists, Quorum's finalizer, the cluster's certificates,
- * and (for a QuorumControlPlane being deleted) Machines left to care for. Otherwise the reconcile ends here.
+ * What must hold before observing: an owning Cluster that exists, Quorum's finalizer, and either (for a
+ * QuorumControlPlane being deleted) Machines left to care for or (for any other) the cluster's certificates.
+ * Otherwise the reconcile ends here.
  */
 async function gate(
   controlPlane: QuorumControlPlane,
@@ -192,6 +193,28 @@ async function gate(
     await deps.management.setFinalizers(controlPlane, [...finalizers, FINALIZER]);
     return { result: { requeueAfterMs: 0 } };
   }
+  // Ours are only the Machines whose controller is this object and whose spec.clusterName is our Cluster; the rest are
+  // reported and shown to the planner as other claimants (src/api/ownership.ts).
+  const { owned: machines, foreign } = claimMachines(
+    await deps.management.listControlPlaneMachines(namespace, name, clusterName),
+    controlPlane,
+    clusterName,
+  );
+  if (controlPlane.metadata.deletionTimestamp) {
+    if (machines.length === 0) {
+      await deps.management.setFinalizers(
+        controlPlane,
+        finalizers.filter((finalizer) => finalizer !== FINALIZER),
+      );
+      await deps.workload.forget(namespace, clusterName);
+      log("info", "all Machines are gone; released the finalizer");
+      return { result: {} };
+    }
+    // Deletion comes before any certificate work and creates no Secret: in a namespace being deleted the Secrets
+    // are gone and creates are Forbidden, and a garbage CA must not keep the finalizer. etcd is still read with the
+    // existing etcd CA when it can be; when it cannot, the planner lets the Machines go (src/core/deletion.ts).
+    return { cluster, clusterName, machines, foreign };
+  }
   try {
     // A QuorumControlPlane the Cluster does not name must not create or rewrite the Cluster's Secrets (it would take
     // over the kubeconfig Secret of the control plane that does run the Cluster); the planner says why it waits.
@@ -203,22 +226,6 @@ async function gate(
       problem: { reason: "CertificatesUnavailable", message, condition: CONDITION.CertificatesAvailable },
     }).catch(warnStatus(log));
     throw new ReconcileError(message, "CertificatesUnavailable", { cause: error });
-  }
-  // Ours are only the Machines whose controller is this object and whose spec.clusterName is our Cluster; the rest are
-  // reported and shown to the planner as other claimants (src/api/ownership.ts).
-  const { owned: machines, foreign } = claimMachines(
-    await deps.management.listControlPlaneMachines(namespace, name, clusterName),
-    controlPlane,
-    clusterName,
-  );
-  if (controlPlane.metadata.deletionTimestamp && machines.length === 0) {
-    await deps.management.setFinalizers(
-      controlPlane,
-      finalizers.filter((finalizer) => finalizer !== FINALIZER),
-    );
-    await deps.workload.forget(namespace, clusterName);
-    log("info", "all Machines are gone; released the finalizer");
-    return { result: {} };
   }
   return { cluster, clusterName, machines, foreign };
 }
@@ -272,7 +279,11 @@ async function act(action: Action, context: ActContext, deps: ReconcilerDeps, lo
       return { kind: "deferred", problem: { reason: `${action.kind}Deferred`, message } };
     }
     log("info", result.message, { action: action.kind, ...result.logMeta });
-    await event("Normal", action.kind, `${result.message} — ${action.reason}`);
+    // A deletion that gave up on etcd says which members it leaves there, where users look for what went wrong.
+    const left = "membersLeft" in action ? action.membersLeft : undefined;
+    if (left && left.length > 0)
+      await event("Warning", "EtcdMembersNotRemoved", `${result.message} — ${action.reason}`);
+    else await event("Normal", action.kind, `${result.message} — ${action.reason}`);
     return { kind: "done", result };
   } catch (error) {
     // A conflict means the decision was made on an object that changed meanwhile (a stale cache): look

@@ -5,6 +5,8 @@ import { CONDITION, LABEL_CONTROL_PLANE_NAME, REASON_WORKLOAD_KUBECONFIG_REJECTE
 import type { Condition, EtcdMemberStatus, QuorumControlPlane, QuorumControlPlaneStatus } from "../api/types.ts";
 import type { Action } from "../core/actions.ts";
 import { describeBlockers, memberStatuses, quorumStatus, unmappedFix, type Verdict } from "../core/assess.ts";
+import { forcedDeletion, memberRemovalDeadline, membersLeft } from "../core/deletion.ts";
+import { formatDuration } from "../core/format.ts";
 import { persisted, unobserved } from "../core/memory.ts";
 import { ownershipConflict } from "../core/ownership.ts";
 import { isUpToDate } from "../core/selection.ts";
@@ -129,8 +131,8 @@ export function statusFor(request: StatusRequest): QuorumControlPlaneStatus {
     ? computeStatus({ controlPlane, ...observed })
     : { ...(controlPlane.status ?? {}) };
   const updates: ConditionInput[] = [];
-  // Observing comes after the certificates were ensured.
-  if (observed)
+  // Observing comes after the certificates were ensured, except for a deletion, which does not look at them.
+  if (observed && !observed.snapshot.controlPlane.deleting)
     updates.push({ type: CONDITION.CertificatesAvailable, status: "True", reason: "Available", message: "" });
   if (problem) {
     updates.push({ type: CONDITION.Reconciled, status: "False", reason: problem.reason, message: problem.message });
@@ -230,6 +232,7 @@ function conditionInputs(
     },
     machinesReadyCondition(inputs, counts),
     ownershipCondition(snapshot),
+    deletingCondition(snapshot, verdict),
     {
       type: CONDITION.Reconciled,
       status: "True",
@@ -251,6 +254,35 @@ function machinesReadyCondition(inputs: StatusInputs, counts: { ready: number; r
     status: allReady && !rejected ? "True" : "False",
     reason: rejected ? REASON_WORKLOAD_KUBECONFIG_REJECTED : allReady ? "Ready" : "NotReady",
     message: `${counts.ready} of ${counts.replicas} Machines ready${inputs.nodesError ? ` (workload Nodes not readable: ${inputs.nodesError})` : ""}`,
+  };
+}
+
+/** Deleting: whether members are still removed one at a time, or Machines go without theirs (src/core/deletion.ts). */
+function deletingCondition(snapshot: Snapshot, verdict: Verdict): ConditionInput {
+  const type = CONDITION.Deleting;
+  if (!snapshot.controlPlane.deleting) return { type, status: "False", reason: "NotDeleting", message: "" };
+  const machines = snapshot.machines.map((machine) => machine.name).join(", ");
+  const forced = forcedDeletion(snapshot, verdict);
+  if (forced) {
+    const left = membersLeft(snapshot, verdict);
+    return {
+      type,
+      status: "True",
+      reason: "EtcdMembersNotRemoved",
+      message:
+        `${forced.why}: the pre-terminate hooks are released and the remaining Machines (${machines || "none"}) deleted ` +
+        `without removing their etcd members${left.length > 0 ? `; left in etcd: ${left.join(", ")}` : ""}`,
+    };
+  }
+  const timeout = snapshot.controlPlane.deletion.etcdMemberRemovalTimeoutMs;
+  return {
+    type,
+    status: "True",
+    reason: "RemovingEtcdMembers",
+    message:
+      `removing the etcd members of ${machines || "no Machine"} one at a time while etcd keeps quorum; from ` +
+      `${new Date(memberRemovalDeadline(snapshot)).toISOString()} (spec.deletion.etcdMemberRemovalTimeout ${formatDuration(timeout)} ` +
+      `after the deletion), or at once if etcd cannot be read or loses quorum, the remaining Machines go without removing their members`,
   };
 }
 

@@ -3,12 +3,12 @@
 // truth (KCP's stuck-after-crash bug came from a check that could not be re-derived mid-operation).
 //
 // Order of concerns, each a small step below:
-//   pause -> missing hooks -> etcd unreadable -> finishing work (hooks of gone members, Machines whose member is
+//   pause -> deletion that gave up on etcd (deletion.ts) -> missing hooks -> etcd unreadable -> finishing work (hooks of gone members, Machines whose member is
 //   already gone, ghosts, Machines being deleted) -> repairs (stalled joiners, remediation, learner promotion)
 //   -> converging to the spec (joiners, scale down, scale up, rollout) -> nothing to do.
 // Every health question goes to `assess` and every "which Machine" question to `selectForScaleDown`, so the
 // simulator can swap either for a known-bad variant and prove it notices.
-import { PRE_TERMINATE_HOOK, REMOVE_MEMBER_ANNOTATION } from "../api/constants.ts";
+import { REMOVE_MEMBER_ANNOTATION } from "../api/constants.ts";
 import type { Action } from "./actions.ts";
 import {
   assess,
@@ -21,6 +21,7 @@ import {
   type PlannedOp,
   type Verdict,
 } from "./assess.ts";
+import { forcedDeletion, forcedDeletionStep } from "./deletion.ts";
 import { formatDuration, formatSeconds } from "./format.ts";
 import { allowedDespite, ownershipConflict } from "./ownership.ts";
 import {
@@ -162,6 +163,22 @@ function decide(snapshot: Snapshot, parts: PlannerParts): Decision {
     return decided({ action: waitFor(`${key} is being deleted and all its Machines are gone`, RECHECK_MS.idle) });
   }
 
+  // A deletion that can no longer remove members (etcd unreadable or without quorum, or its bound passed) lets the
+  // Machines go without: before the hook step, since re-adding hooks to Machines about to go would only slow it.
+  const forced = forcedDeletion(snapshot, base);
+  if (forced) {
+    const step = forcedDeletionStep(snapshot, base, forced);
+    if (step) return decided({ action: step });
+    const going = byName(snapshot.machines).map((machine) => `machine ${machine.name}`);
+    return decided({
+      action: waitFor(
+        `${key} is being deleted and ${forced.why}: every hook is released; waiting for CAPI to delete ${going.join(", ")}`,
+        RECHECK_MS.blocked,
+        going.join(", "),
+      ),
+    });
+  }
+
   // The hook is what makes a deletion by anyone (user, MachineHealthCheck) wait for the member removal, so it goes
   // on before Quorum does anything that could lead to a deletion.
   const unhooked = byName(activeMachines(snapshot).filter((machine) => !machine.hasPreTerminateHook))[0];
@@ -186,13 +203,11 @@ function decide(snapshot: Snapshot, parts: PlannerParts): Decision {
       );
     }
     const cause = snapshot.etcd.error ?? "no etcd endpoint answered";
-    // Without the member list no removal, deletion or promotion can be judged; waiting is the only safe step.
-    const force = spec.deleting
-      ? `; if this etcd is gone for good, remove the annotation ${PRE_TERMINATE_HOOK} from its Machines and delete them by hand`
-      : "";
+    // Without the member list no removal, deletion or promotion can be judged; waiting is the only safe step (a
+    // control plane being deleted does not get here: forcedDeletion lets its Machines go).
     return decided({
       action: waitFor(
-        `etcd is not observed: ${cause}; nothing disruptive happens until the member list can be read${force}`,
+        `etcd is not observed: ${cause}; nothing disruptive happens until the member list can be read`,
         RECHECK_MS.converging,
         "etcd",
       ),

@@ -87,7 +87,7 @@ const cases: Case[] = [
     expect: { kind: "Wait", reason: ["connection refused"], blockedBy: ["etcd"], recheckAtMost: 5 * SECOND },
   },
   {
-    name: "a control plane being deleted whose etcd cannot be read waits and says how to force the deletion",
+    name: "a control plane being deleted whose etcd cannot be read deletes its Machines without removing members",
     snapshot: () =>
       snapshot({
         machines: healthyMachines(3).machines,
@@ -96,8 +96,9 @@ const cases: Case[] = [
         controlPlane: { deleting: true },
       }),
     expect: {
-      kind: "Wait",
-      reason: ["all endpoints refused", "pre-terminate.delete.hook.machine.cluster.x-k8s.io/quorum"],
+      kind: "DeleteMachine",
+      fields: { machine: "m-1" },
+      reason: ["all endpoints refused", "without removing etcd member m-1"],
     },
   },
   {
