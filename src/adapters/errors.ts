@@ -199,6 +199,20 @@ export function isAdapterError(error: unknown): error is AdapterError {
 }
 
 /** The message of a metav1.Status in an API error body (client-node 1.x keeps the body as a JSON string). */
+/**
+ * Whether an API error body is the Forbidden a namespace being deleted gives every create (Status cause
+ * NamespaceTerminating): not an RBAC problem, and nothing a user should grant.
+ */
+export function isNamespaceTerminating(body: unknown): boolean {
+  const text = typeof body === "string" ? body : JSON.stringify(body ?? "");
+  try {
+    const status = JSON.parse(text) as { details?: { causes?: { type?: unknown }[] } };
+    return (status?.details?.causes ?? []).some((cause) => cause?.type === "NamespaceTerminating");
+  } catch {
+    return false;
+  }
+}
+
 export function statusMessageOf(body: unknown): string {
   const text = typeof body === "string" ? body : JSON.stringify(body ?? "");
   try {

@@ -3,7 +3,7 @@
 // reads) in production.
 import { ApiException, type CoreV1Api, type V1Secret } from "@kubernetes/client-node";
 import type { OwnerReference } from "../../api/types.ts";
-import { secretKey, statusMessageOf, type SecretRef } from "../errors.ts";
+import { isNamespaceTerminating, secretKey, statusMessageOf, type SecretRef } from "../errors.ts";
 import { errorMessage } from "../kube/log.ts";
 
 /** A Secret as plain JSON. `data` values are base64, as the API serves them. */
@@ -128,11 +128,13 @@ function apiError(verb: string, ref: SecretRef, error: unknown): Error {
   if (error instanceof ApiException) {
     const detail = statusMessageOf(error.body);
     const fix =
-      error.code === 403
-        ? "grant Quorum's ServiceAccount get/create/update on secrets in this namespace"
-        : error.code === 409
-          ? "it changed meanwhile; the next reconcile reads it again"
-          : "retry on the next reconcile";
+      error.code === 403 && isNamespaceTerminating(error.body)
+        ? `namespace ${ref.namespace} is being deleted, so nothing new can be created in it; the QuorumControlPlane there is deleted with it and needs no new Secret`
+        : error.code === 403
+          ? "grant Quorum's ServiceAccount get/create/update on secrets in this namespace"
+          : error.code === 409
+            ? "it changed meanwhile; the next reconcile reads it again"
+            : "retry on the next reconcile";
     return new Error(`Secret ${secretKey(ref)}: ${verb} failed with HTTP ${error.code}: ${detail}: ${fix}`, {
       cause: error,
     });
