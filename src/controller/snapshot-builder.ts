@@ -73,6 +73,16 @@ function controlPlaneView(qcp: QuorumControlPlane): ControlPlaneView {
   const last = qcp.status?.lastRemediation;
   const rolloutAfter = spec.rolloutAfter ? Date.parse(spec.rolloutAfter) : undefined;
   const deletionStartedAt = qcp.metadata.deletionTimestamp ? Date.parse(qcp.metadata.deletionTimestamp) : undefined;
+  // A control plane being deleted is taken down with the defaults in place of invalid settings: refusing to plan would
+  // keep its finalizer (and its namespace) forever over a setting that no longer matters.
+  const duration = (field: string, text: string | undefined, defaultMs: number): number => {
+    if (deletionStartedAt === undefined) return durationOr(field, text, defaultMs);
+    try {
+      return durationOr(field, text, defaultMs);
+    } catch {
+      return defaultMs;
+    }
+  };
   return {
     namespace: qcp.metadata.namespace ?? "default",
     name: qcp.metadata.name,
@@ -91,12 +101,12 @@ function controlPlaneView(qcp: QuorumControlPlane): ControlPlaneView {
       .filter((id) => id !== ""),
     remediation: {
       maxRetry: spec.remediation?.maxRetry ?? DEFAULTS.remediationMaxRetry,
-      retryPeriodMs: durationOr(
+      retryPeriodMs: duration(
         `${key} spec.remediation.retryPeriod`,
         spec.remediation?.retryPeriod,
         DEFAULTS.remediationRetryPeriodSeconds * 1000,
       ),
-      minHealthyPeriodMs: durationOr(
+      minHealthyPeriodMs: duration(
         `${key} spec.remediation.minHealthyPeriod`,
         spec.remediation?.minHealthyPeriod,
         DEFAULTS.remediationMinHealthyPeriodSeconds * 1000,
@@ -104,22 +114,22 @@ function controlPlaneView(qcp: QuorumControlPlane): ControlPlaneView {
       ...(last ? { last: { machine: last.machine, time: Date.parse(last.time), retryCount: last.retryCount } } : {}),
     },
     etcd: {
-      ghostGracePeriodMs: durationOr(
+      ghostGracePeriodMs: duration(
         `${key} spec.etcd.ghostMemberGracePeriod`,
         spec.etcd?.ghostMemberGracePeriod,
         DEFAULTS.ghostMemberGracePeriodSeconds * 1000,
       ),
-      learnerPromotionTimeoutMs: durationOr(
+      learnerPromotionTimeoutMs: duration(
         `${key} spec.etcd.learnerPromotionTimeout`,
         spec.etcd?.learnerPromotionTimeout,
         DEFAULTS.learnerPromotionTimeoutSeconds * 1000,
       ),
-      learnerStallMs: durationOr(
+      learnerStallMs: duration(
         `${key} spec.etcd.learnerStallTimeout`,
         spec.etcd?.learnerStallTimeout,
         DEFAULTS.learnerStallSeconds * 1000,
       ),
-      memberJoinGracePeriodMs: durationOr(
+      memberJoinGracePeriodMs: duration(
         `${key} spec.etcd.memberJoinGracePeriod`,
         spec.etcd?.memberJoinGracePeriod,
         DEFAULTS.memberJoinGracePeriodSeconds * 1000,
@@ -127,7 +137,7 @@ function controlPlaneView(qcp: QuorumControlPlane): ControlPlaneView {
     },
     deletion: {
       ...(deletionStartedAt !== undefined && !Number.isNaN(deletionStartedAt) ? { startedAt: deletionStartedAt } : {}),
-      etcdMemberRemovalTimeoutMs: durationOr(
+      etcdMemberRemovalTimeoutMs: duration(
         `${key} spec.deletion.etcdMemberRemovalTimeout`,
         spec.deletion?.etcdMemberRemovalTimeout,
         DEFAULTS.deletionEtcdMemberRemovalTimeoutSeconds * 1000,

@@ -75,6 +75,18 @@ describe("buildSnapshot", () => {
     );
   });
 
+  it("takes a control plane being deleted down with the default in place of an invalid duration", () => {
+    const deleted = controlPlane({
+      etcd: { ghostMemberGracePeriod: "0s" },
+      deletion: { etcdMemberRemovalTimeout: "five minutes" },
+    });
+    deleted.metadata.deletionTimestamp = "2026-11-29T11:59:00Z";
+    const view = buildSnapshot(observation({ controlPlane: deleted })).controlPlane;
+    assert.equal(view.etcd.ghostGracePeriodMs, 300_000);
+    assert.equal(view.deletion.etcdMemberRemovalTimeoutMs, 600_000);
+    assert.equal(view.deletion.startedAt, Date.parse("2026-11-29T11:59:00Z"));
+  });
+
   it("changes the template hash when the infrastructure template changes but not when a drain timeout changes", () => {
     const base = machineTemplateHash(controlPlane());
     const otherInfra = controlPlane();
