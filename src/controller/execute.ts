@@ -125,7 +125,9 @@ export async function execute(action: Action, context: ExecutionContext): Promis
         message:
           action.kind === "AddHook"
             ? `added the pre-terminate hook to Machine ${action.machine}`
-            : `released the pre-terminate hook of Machine ${action.machine}: its etcd member is gone`,
+            : action.membersLeft && action.membersLeft.length > 0
+              ? `released the pre-terminate hook of Machine ${action.machine}; its etcd member was not removed`
+              : `released the pre-terminate hook of Machine ${action.machine}: its etcd member is gone`,
       };
     }
   }
