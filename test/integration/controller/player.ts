@@ -5,6 +5,7 @@
 //    and start with --initial-cluster-state existing (kubeadm join), then it reports the Machine's address;
 //  - on deletion waits until every pre-terminate hook is gone (as CAPI does), then kills the member's process
 //    without touching membership (that is Quorum's job) and lets the Machine go.
+import { setTimeout as sleep } from "node:timers/promises";
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { Machine } from "../../../src/api/capi.ts";
 import { API_VERSION, CAPI_API_VERSION, LABEL_CLUSTER_NAME, secretName } from "../../../src/api/constants.ts";
@@ -162,9 +163,11 @@ export class MachinePlayer {
   private async deleteInfrastructure(name: string): Promise<void> {
     const member = this.members.get(name);
     if (member && this.etcd) {
-      const stillMember = (await this.etcd.memberList().catch(() => [])).some((entry) =>
-        entry.peerURLs.includes(member.peerURL),
-      );
+      // CAPI does not ask etcd; the player does only to record a member left behind. A frozen etcd would hold the
+      // deletion up for the client's retries (tens of seconds per Machine), so it is asked for 2 s at most and an
+      // etcd that does not answer records nothing.
+      const listed = await Promise.race([this.etcd.memberList().catch(() => []), sleep(2_000).then(() => [])]);
+      const stillMember = listed.some((entry) => entry.peerURLs.includes(member.peerURL));
       if (stillMember) this.deletedWithMember.push(name);
       await member.kill();
     }
