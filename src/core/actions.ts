@@ -6,6 +6,11 @@ export type Action =
   | { kind: "ForwardLeadership"; fromMemberId: string; toMemberId: string; toMemberName: string; reason: string }
   /** Remove the member of a Machine that is leaving (scale-down, rollout, remediation, deleted by a user). */
   | { kind: "RemoveMember"; memberId: string; memberName: string; machine?: string; reason: string }
+  /**
+   * `membersLeft` (here and on ReleaseHook): the etcd members this step lets go with their Machine's infrastructure
+   * without removing them, which only a deletion of the control plane that gave up on etcd does
+   * (src/core/deletion.ts). The controller records such a step as a Warning Event naming them.
+   */
   | { kind: "DeleteMachine"; machine: string; reason: string; membersLeft?: string[] }
   /** The Machine is deleting and its member is gone: let CAPI delete its infrastructure. */
   | { kind: "ReleaseHook"; machine: string; reason: string; membersLeft?: string[] }
@@ -17,11 +22,6 @@ export type Action =
   | { kind: "Remediate"; machine: string; reason: string }
   | { kind: "Wait"; reason: string; blockedBy?: string; recheckAfterMs: number };
 
-/**
- * `membersLeft` (DeleteMachine, ReleaseHook): the etcd members this step lets go with their Machine's infrastructure
- * without removing them — only a deletion of the control plane that gave up on etcd does that (src/core/deletion.ts).
- * The controller records such a step as a Warning Event naming them.
- */
 export type ActionKind = Action["kind"];
 
 export const ACTION_KINDS: readonly ActionKind[] = [

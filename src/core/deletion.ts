@@ -45,7 +45,7 @@ export function memberRemovalDeadline(snapshot: Snapshot): number {
  * The etcd members a Machine leaves behind if it goes now: its member when etcd was read, or, unread, the member
  * it would have (a Machine that never joined has none, which nobody can tell without etcd).
  */
-export function membersOf(snapshot: Snapshot, base: Verdict, machine: MachineView): string[] {
+export function membersOf(base: Verdict, machine: MachineView): string[] {
   if (!base.observed) return [`etcd member ${machine.memberName} (machine ${machine.name}), if it has one`];
   const memberId = base.machines.find((candidate) => candidate.name === machine.name)?.memberId;
   const member = memberId === undefined ? undefined : base.members.find((candidate) => candidate.id === memberId);
@@ -54,7 +54,7 @@ export function membersOf(snapshot: Snapshot, base: Verdict, machine: MachineVie
 
 /** Every member the forced deletion leaves in etcd: those of the remaining Machines, and those that map to none. */
 export function membersLeft(snapshot: Snapshot, base: Verdict): string[] {
-  const ofMachines = snapshot.machines.flatMap((machine) => membersOf(snapshot, base, machine));
+  const ofMachines = snapshot.machines.flatMap((machine) => membersOf(base, machine));
   const unmapped = base.members
     .filter((member) => member.machine === undefined)
     .map((member) => `${member.label} (id ${member.id}, no Machine)`);
@@ -81,7 +81,7 @@ export function forcedDeletionStep(
     .sort((a, b) => (a.deleting ?? 0) - (b.deleting ?? 0) || (a.name < b.name ? -1 : 1));
   const release = hooked[0];
   if (release) {
-    const left = membersOf(snapshot, base, release);
+    const left = membersOf(base, release);
     return {
       kind: "ReleaseHook",
       machine: release.name,
@@ -91,7 +91,7 @@ export function forcedDeletionStep(
   }
   const active = byName(snapshot.machines.filter((machine) => machine.deleting === undefined))[0];
   if (active) {
-    const left = membersOf(snapshot, base, active);
+    const left = membersOf(base, active);
     // Without Quorum's hook CAPI deletes the infrastructure at once, so this step is the one that leaves the member.
     const then = active.hasPreTerminateHook ? "; its hook is released next" : "";
     return {

@@ -3,8 +3,8 @@
 // truth (KCP's stuck-after-crash bug came from a check that could not be re-derived mid-operation).
 //
 // Order of concerns, each a small step below:
-//   pause -> deletion that gave up on etcd (deletion.ts) -> missing hooks -> etcd unreadable -> finishing work (hooks of gone members, Machines whose member is
-//   already gone, ghosts, Machines being deleted) -> repairs (stalled joiners, remediation, learner promotion)
+//   pause -> deletion that gave up on etcd (deletion.ts) -> missing hooks -> etcd unreadable -> finishing work
+//   (hooks of gone members, Machines whose member is already gone, ghosts, Machines being deleted) -> repairs (stalled joiners, remediation, learner promotion)
 //   -> converging to the spec (joiners, scale down, scale up, rollout) -> nothing to do.
 // Every health question goes to `assess` and every "which Machine" question to `selectForScaleDown`, so the
 // simulator can swap either for a known-bad variant and prove it notices.

@@ -25,6 +25,7 @@ interface QuorumControlPlaneObject {
     rolloutStrategy?: { type?: string; rollingUpdate?: { maxSurge?: number; memberRemoval?: string } };
     etcd?: Record<string, string>;
     remediation?: Record<string, string>;
+    deletion?: Record<string, string>;
   };
   status?: Record<string, unknown>;
 }
@@ -131,6 +132,12 @@ const invalidCreates: Array<{ case: string; spec: Partial<QuorumControlPlaneObje
     message: /spec\.remediation\.minHealthyPeriod: Invalid value.*must be at least 1m \(got "0"\)/,
   },
   {
+    case: "deletion etcdMemberRemovalTimeout 10s",
+    spec: { deletion: { etcdMemberRemovalTimeout: "10s" } },
+    message:
+      /spec\.deletion\.etcdMemberRemovalTimeout: Invalid value.*deletion\.etcdMemberRemovalTimeout must be at least 30s \(got "10s"\): a shorter one gives up before etcd lets a removal through/,
+  },
+  {
     // The format rule alone answers; the minimum rule must not add a CEL evaluation error.
     case: "ghostMemberGracePeriod 5 minutes",
     spec: { etcd: { ghostMemberGracePeriod: "5 minutes" } },
@@ -174,6 +181,7 @@ test("every duration at its minimum, in any unit Go accepts, and 7 replicas are 
       learnerStallTimeout: "30s",
     },
     remediation: { retryPeriod: "30000000µs", minHealthyPeriod: "60s" },
+    deletion: { etcdMemberRemovalTimeout: "0.5m" },
   });
   const created = await kubeRequest<QuorumControlPlaneObject>(apiServer.kubeConfig, collection, { body: atMinimum });
   assert.equal(created.status, 201, statusMessage(created));
