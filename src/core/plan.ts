@@ -4,8 +4,9 @@
 //
 // Order of concerns, each a small step below:
 //   pause -> deletion that gave up on etcd (deletion.ts) -> missing hooks -> etcd unreadable -> finishing work
-//   (hooks of gone members, Machines whose member is already gone, ghosts, Machines being deleted) -> repairs (stalled joiners, remediation, learner promotion)
-//   -> converging to the spec (joiners, scale down, scale up, rollout) -> nothing to do.
+//   (hooks of gone members, Machines whose member is already gone, ghosts, Machines being deleted) -> repairs
+//   (stalled joiners, remediation, learner promotion) -> converging to the spec (joiners, scale down, scale up,
+//   rollout) -> nothing to do.
 // Every health question goes to `assess` and every "which Machine" question to `selectForScaleDown`, so the
 // simulator can swap either for a known-bad variant and prove it notices.
 import { REMOVE_MEMBER_ANNOTATION } from "../api/constants.ts";
