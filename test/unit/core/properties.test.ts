@@ -161,6 +161,17 @@ function healthyByOracle(member: MemberView): boolean {
   return member.name !== "" && member.reachable && member.errors.length === 0;
 }
 
+/**
+ * A control plane being deleted whose etcd cannot be read or has no healthy quorum: no member can be removed, so its
+ * Machines go with their members (src/core/deletion.ts), and every such step must say so.
+ */
+function deletionGaveUpOnEtcd(s: Snapshot): boolean {
+  if (!s.controlPlane.deleting) return false;
+  if (!s.etcd.observed) return true;
+  const voters = s.etcd.members.filter((candidate) => !candidate.learner);
+  return voters.filter(healthyByOracle).length < Math.floor(voters.length / 2) + 1;
+}
+
 /** The member a Machine owns, by name only: the generator never lets names and addresses disagree. */
 function memberOfMachine(s: Snapshot, machine: MachineView): MemberView | undefined {
   // By name, or (an unstarted member has none yet) by its peer URL on one of the Machine's addresses.
@@ -217,10 +228,12 @@ describe("plan: properties over random snapshots", () => {
         const target = s.machines.find((candidate) => candidate.name === action.machine);
         assert.ok(target, `${action.kind} names an existing Machine`);
         const owned = memberOfMachine(s, target);
-        // The only exception: the last member of a control plane being deleted goes with its Machine.
+        // The exceptions: the last member of a control plane being deleted goes with its Machine, and so does every
+        // member of one whose etcd can no longer remove any, saying so.
         const lastOfDeletedControlPlane = s.controlPlane.deleting && s.etcd.members.length === 1;
+        const gaveUp = deletionGaveUpOnEtcd(s) && action.reason.includes("without removing");
         assert.ok(
-          !owned || owned.learner || !healthyByOracle(owned) || lastOfDeletedControlPlane,
+          !owned || owned.learner || !healthyByOracle(owned) || lastOfDeletedControlPlane || gaveUp,
           `${action.kind} ${action.machine} while ${owned?.name} is a healthy voter: ${action.reason}`,
         );
       }),
@@ -235,7 +248,15 @@ describe("plan: properties over random snapshots", () => {
         assert.ok(action.reason.length > 0);
         if (action.kind === "Wait") assert.ok(action.recheckAfterMs >= MIN_RECHECK_MS);
         if (s.controlPlane.paused || s.cluster.paused) assert.equal(action.kind, "Wait");
-        if (!s.etcd.observed) assert.ok(!isDisruptive(action), `${action.kind} without the member list`);
+        if (!s.etcd.observed && !s.controlPlane.deleting)
+          assert.ok(!isDisruptive(action), `${action.kind} without the member list`);
+        // A control plane being deleted lets its Machines go without the member list, and says so.
+        if (!s.etcd.observed && s.controlPlane.deleting && action.kind !== "Wait")
+          assert.ok(
+            (action.kind === "DeleteMachine" || action.kind === "ReleaseHook") &&
+              action.reason.includes("without removing"),
+            `${action.kind} without the member list: ${action.reason}`,
+          );
       }),
       { numRuns: RUNS },
     );
