@@ -1,11 +1,13 @@
 // Leader election on a coordination.k8s.io/v1 Lease, following client-go's leaderelection package:
 // - a candidate takes the Lease when it is free (no holder) or expired; expiry is judged by when *this*
-//   process saw the holder's record change, plus the record's leaseDurationSeconds, so clock skew between
-//   machines cannot make a live holder look expired;
+//   process saw the holder's record change, plus the record's leaseDurationSeconds, both on this process's
+//   monotonic clock, so neither skew between machines nor a wall-clock step here can make a live holder look
+//   expired (the renewTime in the record is wall time, written for humans and never compared);
 // - every write carries the resourceVersion it read, so of two candidates racing for one expired Lease
 //   exactly one wins (the other gets 409 Conflict);
 // - the holder renews every retryPeriod; if no renewal has succeeded within renewDeadline (counted from when
-//   the last successful renewal was *sent*), or the Lease names someone else, it stops leading at once. As
+//   the last successful renewal was *sent*, on the monotonic clock), or the Lease names someone else, it stops
+//   leading at once. As
 //   renewDeadline < leaseDuration, its workers stop before any other process may consider the Lease expired;
 // - on graceful shutdown the holder clears holderIdentity so a successor takes over within one retryPeriod.
 import { hostname } from "node:os";
@@ -137,7 +139,7 @@ export class LeaderElector {
   private releaseOnStop = true;
   private loop: Promise<void> | undefined;
   private leading = false;
-  /** The last Lease record seen, serialised, and when this process first saw it (local clock). */
+  /** The last Lease record seen, serialised, and when this process first saw it (local monotonic clock). */
   private observedRecord = "";
   private observedAt = 0;
   private observedHolder: string | undefined = undefined;
@@ -210,7 +212,7 @@ export class LeaderElector {
     this.logger.info("leader election: campaigning", { lease: this.client.description, identity: this.identity });
     let retriedConflict = false;
     while (!stop.aborted) {
-      const sentAt = this.clock.now();
+      const sentAt = this.clock.monotonic();
       try {
         const result = await this.withTimeout(stop, this.timings.renewDeadlineMs, (signal) =>
           this.tryAcquireOrRenew(signal),
@@ -248,7 +250,7 @@ export class LeaderElector {
     let deadlineTimer: TimerHandle | undefined;
     const armDeadline = (lastRenewSentAt: number) => {
       if (deadlineTimer !== undefined) this.clock.clearTimeout(deadlineTimer);
-      const remaining = lastRenewSentAt + this.timings.renewDeadlineMs - this.clock.now();
+      const remaining = lastRenewSentAt + this.timings.renewDeadlineMs - this.clock.monotonic();
       deadlineTimer = this.clock.setTimeout(
         () => endTerm(`could not renew ${this.client.description} within ${this.timings.renewDeadlineMs} ms`),
         Math.max(0, remaining),
@@ -297,7 +299,7 @@ export class LeaderElector {
       }
       const retriedAtOnce: boolean = retryAtOnce;
       retryAtOnce = false;
-      const sentAt = this.clock.now();
+      const sentAt = this.clock.monotonic();
       try {
         const result = await this.withTimeout(term.signal, this.timings.renewDeadlineMs, (signal) =>
           this.tryAcquireOrRenew(signal),
@@ -401,7 +403,7 @@ export class LeaderElector {
     ]);
     if (record !== this.observedRecord) {
       this.observedRecord = record;
-      this.observedAt = this.clock.now();
+      this.observedAt = this.clock.monotonic();
     }
     const holder = spec.holderIdentity || undefined;
     if (holder !== this.observedHolder) {
@@ -416,7 +418,7 @@ export class LeaderElector {
 
   private observedExpired(spec: LeaseSpec): boolean {
     const durationMs = (spec.leaseDurationSeconds ?? this.timings.leaseDurationMs / 1000) * 1000;
-    return this.clock.now() >= this.observedAt + durationMs;
+    return this.clock.monotonic() >= this.observedAt + durationMs;
   }
 
   /** The holder this process last saw in the Lease (undefined: none). */
