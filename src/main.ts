@@ -9,6 +9,7 @@ import { coreV1SecretStore } from "./adapters/certs/secret-store.ts";
 import { selfSignedServingCertificate, servingCertificateFromDir } from "./adapters/certs/serving.ts";
 import { Manager } from "./adapters/kube/manager.ts";
 import { reuseConnections } from "./adapters/kube/keep-alive.ts";
+import { withRequestDeadline } from "./adapters/kube/request-deadline.ts";
 import { kubeMetricsAuthorizer } from "./adapters/kube/metrics-auth.ts";
 import { KubeRest } from "./adapters/kube/rest.ts";
 import { ClusterWorkloadAccess } from "./adapters/workload/access.ts";
@@ -45,7 +46,7 @@ function loadKubeConfig(flags: Flags): KubeConfig {
     throw new Error(
       "no management cluster: pass --kubeconfig FILE, set KUBECONFIG, or run in a pod with a service account",
     );
-  return reuseConnections(kubeConfig);
+  return reuseConnections(withRequestDeadline(kubeConfig, flags.apiRequestTimeoutMs));
 }
 
 /** HTTPS and the API server's say on who reads /metrics, unless --metrics-secure=false. */
@@ -67,7 +68,7 @@ async function main(argv: string[]): Promise<void> {
   const kubeConfig = loadKubeConfig(flags);
   const metrics = createMetrics();
   const management = new ManagementClient(kubeConfig);
-  const rest = new KubeRest(kubeConfig);
+  const rest = new KubeRest(kubeConfig, { requestTimeoutMs: flags.apiRequestTimeoutMs });
   // Cluster Secrets are read on every reconcile: from a watch-backed cache (CAPI's own selector), not the API server.
   const secrets = new CachedSecretStore({
     inner: coreV1SecretStore(kubeConfig.makeApiClient(CoreV1Api)),
