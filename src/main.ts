@@ -58,6 +58,12 @@ async function metricsSecurity(flags: Flags, rest: KubeRest): Promise<ServerSecu
   return { tls, authorize: kubeMetricsAuthorizer(rest) };
 }
 
+/** Exits at once, in this very call: no timer, promise callback or I/O callback of a reconcile runs again. */
+function exitOnLostLeadership(log: winston.Logger, reason: string): never {
+  log.error("leadership lost: exiting so that no reconcile in flight acts again", { reason, exitCode: 1 });
+  process.exit(1);
+}
+
 async function main(argv: string[]): Promise<void> {
   const flags = parseFlags(argv);
   if (flags.help) {
@@ -106,6 +112,11 @@ async function main(argv: string[]): Promise<void> {
         }
       : {}),
     queue: { concurrency: flags.concurrency },
+    cacheSyncTimeoutMs: flags.cacheSyncTimeoutMs,
+    // As controller-runtime does: a reconcile in flight may be between two port calls (an etcd member removed, its
+    // Machine not yet deleted) and only ending the process stops its next call for certain; the Deployment
+    // restarts it as a standby. README, "Leadership".
+    onLostLeadership: (reason) => exitOnLostLeadership(log, reason),
     logger: log,
     onEvent: (event) => {
       if (event.type === "starting-workers") metrics.leader.set(1);

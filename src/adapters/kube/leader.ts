@@ -144,6 +144,8 @@ export class LeaderElector {
   private observedAt = 0;
   private observedHolder: string | undefined = undefined;
   private lastLease: Lease | undefined;
+  /** Ends the current term; set while leading. */
+  private endCurrentTerm: ((reason: string) => void) | undefined;
 
   constructor(options: LeaderElectorOptions) {
     this.options = options;
@@ -179,6 +181,14 @@ export class LeaderElector {
 
   isLeader(): boolean {
     return this.leading;
+  }
+
+  /**
+   * Gives up the current term as if the Lease had been lost (the holder cannot do its work, e.g. its caches never
+   * synced): onStoppedLeading runs, then campaigning resumes. No-op when not leading.
+   */
+  resign(reason: string): void {
+    this.endCurrentTerm?.(reason);
   }
 
   /** Campaigns, leads, and campaigns again after losing the Lease, until `stop`. */
@@ -244,6 +254,7 @@ export class LeaderElector {
     const endTerm = (reason: string) => {
       if (!term.signal.aborted) term.abort(new LeadershipEnded(reason));
     };
+    this.endCurrentTerm = endTerm;
     const onStop = () => endTerm("shutting down");
     stop.addEventListener("abort", onStop, { once: true });
 
@@ -269,6 +280,7 @@ export class LeaderElector {
 
     await ended;
     this.leading = false;
+    this.endCurrentTerm = undefined;
     if (deadlineTimer !== undefined) this.clock.clearTimeout(deadlineTimer);
     stop.removeEventListener("abort", onStop);
     const reason = (term.signal.reason as Error).message;
