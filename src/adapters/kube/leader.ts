@@ -252,7 +252,14 @@ export class LeaderElector {
     const stop = this.stopController.signal;
     const term = new AbortController();
     const endTerm = (reason: string) => {
-      if (!term.signal.aborted) term.abort(new LeadershipEnded(reason));
+      if (term.signal.aborted) return;
+      // Logged before the abort: a listener of the term's signal may end the process (the controller does).
+      this.logger.warn("leader election: stopped leading", {
+        lease: this.client.description,
+        identity: this.identity,
+        reason,
+      });
+      term.abort(new LeadershipEnded(reason));
     };
     this.endCurrentTerm = endTerm;
     const onStop = () => endTerm("shutting down");
@@ -284,11 +291,6 @@ export class LeaderElector {
     if (deadlineTimer !== undefined) this.clock.clearTimeout(deadlineTimer);
     stop.removeEventListener("abort", onStop);
     const reason = (term.signal.reason as Error).message;
-    this.logger.warn("leader election: stopped leading", {
-      lease: this.client.description,
-      identity: this.identity,
-      reason,
-    });
     await this.invokeAndWait("onStoppedLeading", () => this.options.onStoppedLeading(reason));
     // Only after our own renewals have ended may we clear the Lease, or a late renewal could re-take it.
     await renewing;
