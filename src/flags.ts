@@ -12,6 +12,10 @@ export interface Flags {
   concurrency: number;
   etcdPollIntervalMs: number;
   etcdCallTimeoutMs: number;
+  /** Deadline of every management API request (watches excepted: they have an idle timeout). */
+  apiRequestTimeoutMs: number;
+  /** A leader whose informer caches have not synced this long after it took the Lease gives it up (exits). */
+  cacheSyncTimeoutMs: number;
   metricsBindAddress: string;
   /** HTTPS with TokenReview + SubjectAccessReview on /metrics (false: plain, open HTTP for local use). */
   metricsSecure: boolean;
@@ -39,10 +43,22 @@ export const DURATION_FLAG_BOUNDS: Readonly<Record<string, { min: string; max: s
     max: "1m",
     why: "shorter fails healthy members across a network, longer stalls reconciles on a frozen one",
   },
+  "--api-request-timeout": {
+    min: "1s",
+    max: "5m",
+    why: "shorter fails large lists on a busy API server, longer lets one hung call stall a reconcile",
+  },
+  "--cache-sync-timeout": {
+    min: "10s",
+    max: "30m",
+    why: "shorter gives up on a large management cluster still listing, longer holds the Lease while doing nothing",
+  },
 };
 
 const POLL = DURATION_FLAG_BOUNDS["--etcd-poll-interval"];
 const CALL = DURATION_FLAG_BOUNDS["--etcd-call-timeout"];
+const API = DURATION_FLAG_BOUNDS["--api-request-timeout"];
+const SYNC = DURATION_FLAG_BOUNDS["--cache-sync-timeout"];
 
 export const USAGE = `quorum-controller — Cluster API control-plane provider for stacked etcd
 
@@ -61,6 +77,12 @@ Usage: node dist/main.js [flags]
   --etcd-call-timeout DURATION         hard deadline of each call to one etcd member (default: 2s;
                                        ${CALL.min} to ${CALL.max}:
                                        ${CALL.why})
+  --api-request-timeout DURATION       deadline of each management API request (default: 30s;
+                                       ${API.min} to ${API.max}:
+                                       ${API.why})
+  --cache-sync-timeout DURATION        a leader whose caches have not synced this long after it took the
+                                       Lease exits, so another replica can lead (default: 2m, as
+                                       controller-runtime; ${SYNC.min} to ${SYNC.max})
   --metrics-bind-address HOST:PORT     Prometheus /metrics (default: :8443, all interfaces; "0" disables)
   --metrics-secure=true|false          serve /metrics over HTTPS to a bearer token the API server authenticates
                                        (TokenReview) and allows to get /metrics (SubjectAccessReview)
@@ -86,6 +108,8 @@ export function parseFlags(argv: string[], env: NodeJS.ProcessEnv = process.env)
       concurrency: { type: "string", default: "10" },
       "etcd-poll-interval": { type: "string", default: "10s" },
       "etcd-call-timeout": { type: "string", default: "2s" },
+      "api-request-timeout": { type: "string", default: "30s" },
+      "cache-sync-timeout": { type: "string", default: "2m" },
       "metrics-bind-address": { type: "string", default: ":8443" },
       "metrics-secure": { type: "string", default: "true" },
       "metrics-cert-dir": { type: "string" },
@@ -117,6 +141,8 @@ export function parseFlags(argv: string[], env: NodeJS.ProcessEnv = process.env)
     concurrency,
     etcdPollIntervalMs: durationFlag("--etcd-poll-interval", values["etcd-poll-interval"]),
     etcdCallTimeoutMs: durationFlag("--etcd-call-timeout", values["etcd-call-timeout"]),
+    apiRequestTimeoutMs: durationFlag("--api-request-timeout", values["api-request-timeout"]),
+    cacheSyncTimeoutMs: durationFlag("--cache-sync-timeout", values["cache-sync-timeout"]),
     metricsBindAddress: values["metrics-bind-address"],
     metricsSecure: metricsSecure === "true",
     ...(values["metrics-cert-dir"] ? { metricsCertDir: values["metrics-cert-dir"] } : {}),

@@ -9,6 +9,7 @@ import { coreV1SecretStore } from "./adapters/certs/secret-store.ts";
 import { selfSignedServingCertificate, servingCertificateFromDir } from "./adapters/certs/serving.ts";
 import { Manager } from "./adapters/kube/manager.ts";
 import { reuseConnections } from "./adapters/kube/keep-alive.ts";
+import { withRequestDeadline } from "./adapters/kube/request-deadline.ts";
 import { kubeMetricsAuthorizer } from "./adapters/kube/metrics-auth.ts";
 import { KubeRest } from "./adapters/kube/rest.ts";
 import { ClusterWorkloadAccess } from "./adapters/workload/access.ts";
@@ -45,7 +46,7 @@ function loadKubeConfig(flags: Flags): KubeConfig {
     throw new Error(
       "no management cluster: pass --kubeconfig FILE, set KUBECONFIG, or run in a pod with a service account",
     );
-  return reuseConnections(kubeConfig);
+  return reuseConnections(withRequestDeadline(kubeConfig, flags.apiRequestTimeoutMs));
 }
 
 /** HTTPS and the API server's say on who reads /metrics, unless --metrics-secure=false. */
@@ -55,6 +56,12 @@ async function metricsSecurity(flags: Flags, rest: KubeRest): Promise<ServerSecu
     ? servingCertificateFromDir(flags.metricsCertDir)
     : await selfSignedServingCertificate();
   return { tls, authorize: kubeMetricsAuthorizer(rest) };
+}
+
+/** Exits at once, in this very call: no timer, promise callback or I/O callback of a reconcile runs again. */
+function exitOnLostLeadership(log: winston.Logger, reason: string): never {
+  log.error("leadership lost: exiting so that no reconcile in flight acts again", { reason, exitCode: 1 });
+  process.exit(1);
 }
 
 async function main(argv: string[]): Promise<void> {
@@ -67,7 +74,7 @@ async function main(argv: string[]): Promise<void> {
   const kubeConfig = loadKubeConfig(flags);
   const metrics = createMetrics();
   const management = new ManagementClient(kubeConfig);
-  const rest = new KubeRest(kubeConfig);
+  const rest = new KubeRest(kubeConfig, { requestTimeoutMs: flags.apiRequestTimeoutMs });
   // Cluster Secrets are read on every reconcile: from a watch-backed cache (CAPI's own selector), not the API server.
   const secrets = new CachedSecretStore({
     inner: coreV1SecretStore(kubeConfig.makeApiClient(CoreV1Api)),
@@ -105,6 +112,11 @@ async function main(argv: string[]): Promise<void> {
         }
       : {}),
     queue: { concurrency: flags.concurrency },
+    cacheSyncTimeoutMs: flags.cacheSyncTimeoutMs,
+    // As controller-runtime does: a reconcile in flight may be between two port calls (an etcd member removed, its
+    // Machine not yet deleted) and only ending the process stops its next call for certain; the Deployment
+    // restarts it as a standby. README, "Leadership".
+    onLostLeadership: (reason) => exitOnLostLeadership(log, reason),
     logger: log,
     onEvent: (event) => {
       if (event.type === "starting-workers") metrics.leader.set(1);

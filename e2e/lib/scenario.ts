@@ -233,7 +233,16 @@ export class Scenario {
       }
       for (const quorum of this.stack.quorums) {
         const exit = quorum.process.exitStatus();
-        if (exit && exit.code !== 137 && exit.code !== 0 && exit.signal !== "SIGKILL" && exit.signal !== "SIGTERM") {
+        // A replica that loses the Lease exits (1) on purpose, saying so in its last log lines.
+        const lostLeadership = exit?.code === 1 && quorum.process.lastLogLines(5).includes("leadership lost: exiting");
+        if (
+          exit &&
+          !lostLeadership &&
+          exit.code !== 137 &&
+          exit.code !== 0 &&
+          exit.signal !== "SIGKILL" &&
+          exit.signal !== "SIGTERM"
+        ) {
           throw new ScenarioFailure(
             `Quorum ${quorum.label} exited with ${exit.code ?? exit.signal}; last log lines:\n${quorum.process.lastLogLines(20)}`,
           );

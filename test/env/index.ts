@@ -9,3 +9,4 @@ export * from "./kube.ts";
 export * from "./crds.ts";
 export * from "./capi.ts";
 export * from "./wait.ts";
+export * from "./tcp-proxy.ts";

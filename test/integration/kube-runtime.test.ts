@@ -1,10 +1,9 @@
 // The informer and REST layer against a real kube-apiserver: events for core and custom resources, label
 // selectors, and recovery when the connection breaks or silently stalls.
 import assert from "node:assert/strict";
-import { createServer, connect, type Server, type Socket } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { KubeConfig } from "@kubernetes/client-node";
-import { startApiServer, type ApiServer } from "../env/index.ts";
+import { startApiServer, startTcpProxy, type ApiServer, type TcpProxy } from "../env/index.ts";
 import { freshNamespace, waitFor } from "./fixtures/kube.ts";
 import {
   Informer,
@@ -88,77 +87,6 @@ function newInformer<T extends KubeObject>(
   });
 }
 
-/**
- * A TCP proxy in front of the API server that can cut every connection, refuse new ones, or stall the open
- * ones (keep them open but forward nothing, like a half-dead load balancer).
- */
-interface Proxy {
-  url: string;
-  cutAll(): void;
-  refuse(on: boolean): void;
-  stallOpenConnections(): void;
-  close(): Promise<void>;
-}
-
-async function startProxy(targetUrl: string): Promise<Proxy> {
-  const target = new URL(targetUrl);
-  const pairs = new Set<{ client: Socket; upstream: Socket }>();
-  // Paused sockets are not active handles: if close() waited for them, the event loop would run dry.
-  const stalled = new Set<{ client: Socket; upstream: Socket }>();
-  let refusing = false;
-  const server: Server = createServer((client) => {
-    if (refusing) {
-      client.destroy();
-      return;
-    }
-    const upstream = connect(Number(target.port), target.hostname);
-    const pair = { client, upstream };
-    pairs.add(pair);
-    const close = () => {
-      pairs.delete(pair);
-      client.destroy();
-      upstream.destroy();
-    };
-    client.on("error", close).on("close", close);
-    upstream.on("error", close).on("close", close);
-    client.pipe(upstream);
-    upstream.pipe(client);
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const address = server.address();
-  const port = typeof address === "object" && address ? address.port : 0;
-  return {
-    url: `https://127.0.0.1:${port}`,
-    cutAll: () => {
-      for (const { client, upstream } of [...pairs]) {
-        client.destroy();
-        upstream.destroy();
-      }
-    },
-    refuse: (on) => {
-      refusing = on;
-    },
-    stallOpenConnections: () => {
-      for (const pair of [...pairs]) {
-        pair.upstream.unpipe(pair.client);
-        pair.client.unpipe(pair.upstream);
-        pair.upstream.pause();
-        pair.client.pause();
-        pairs.delete(pair);
-        stalled.add(pair);
-      }
-    },
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const { client, upstream } of [...pairs, ...stalled]) {
-          client.destroy();
-          upstream.destroy();
-        }
-        server.close(() => resolve());
-      }),
-  };
-}
-
 function kubeConfigVia(server: string): KubeConfig {
   const original = apiServer.kubeConfig;
   const cluster = original.getCurrentCluster();
@@ -179,13 +107,13 @@ async function withInformerBehindProxy(
   namespace: string,
   options: { resyncMs?: number; source?: KubeListerWatcherOptions },
   body: (ctx: {
-    proxy: Proxy;
+    proxy: TcpProxy;
     viaProxy: KubeRest;
     seen: ReturnType<typeof recorder>;
     informer: Informer<KubeObject>;
   }) => Promise<void>,
 ): Promise<void> {
-  const proxy = await startProxy(apiServer.url);
+  const proxy = await startTcpProxy(apiServer.url);
   const viaProxy = new KubeRest(kubeConfigVia(proxy.url));
   const seen = recorder();
   const informer = newInformer(viaProxy, { resource: CONFIGMAPS, namespace }, seen.logger, options);

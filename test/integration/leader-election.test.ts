@@ -263,4 +263,36 @@ describe("leader election against a real kube-apiserver", { timeout: 300_000 }, 
     assert.equal(first.isLeader(), false, "the old holder stays a standby while the new one renews");
     assert.equal((await readLease(namespace)).spec?.holderIdentity, "second");
   });
+
+  it("gives up leadership, naming the cache, when a cache cannot sync within the bound, and never starts its workers", async () => {
+    const namespace = await newNamespace();
+    const log: LoggedStep[] = [];
+    const lost: { at: number; reason: string }[] = [];
+    // A resource the API server does not serve: every list is a 404, so this cache never syncs.
+    const missing: ResourceRef = { group: "nothing.quorum.test", version: "v1", plural: "ghosts", namespaced: true };
+    const manager = new Manager({
+      rest,
+      controllers: [
+        {
+          name: "ghosts",
+          watches: [{ target: { resource: missing, namespace } }, { target: { resource: CONFIGMAPS, namespace } }],
+          reconcile: async (key) => void log.push({ at: Date.now(), who: "blind", type: "reconciled", key }),
+        },
+      ],
+      leaderElection: { namespace, name: LEASE_NAME, identity: "blind", ...timings },
+      cacheSyncTimeoutMs: 3_000,
+      onLostLeadership: (reason) => void lost.push({ at: Date.now(), reason }),
+      onEvent: (event: ManagerEvent) => log.push({ at: Date.now(), who: "blind", type: event.type }),
+    });
+    manager.start();
+    cleanups.push(() => manager.stop());
+    await waitFor("the manager to give up its term", () => lost.length > 0);
+    const startedAt = log.find((s) => s.type === "starting-informers")!.at;
+    const gaveUpAfterMs = lost[0].at - startedAt;
+    assert.ok(gaveUpAfterMs >= 2_900 && gaveUpAfterMs < 8_000, `gave up ${gaveUpAfterMs} ms after starting informers`);
+    assert.match(lost[0].reason, /caches not synced within 3000 ms \(ghosts\.nothing\.quorum\.test in namespace /);
+    assert.doesNotMatch(lost[0].reason, /configmaps/, "only the cache that did not sync is named");
+    await waitFor("the term to end", () => log.some((s) => s.type === "informers-stopped"));
+    assert.ok(!log.some((s) => s.type === "starting-workers" || s.type === "reconciled"), "no worker ran");
+  });
 });

@@ -4,14 +4,20 @@
 export type TimerHandle = unknown;
 
 export interface Clock {
-  /** Milliseconds since the epoch. */
+  /** Wall time, milliseconds since the epoch: only for timestamps other processes read (a Lease's renewTime). */
   now(): number;
+  /**
+   * Milliseconds from an arbitrary origin that never steps (NTP, a VM resume, an operator's `date -s`): every
+   * "has this much time passed" judgement uses it, or a clock step would shorten or stretch a lease.
+   */
+  monotonic(): number;
   setTimeout(fn: () => void, ms: number): TimerHandle;
   clearTimeout(handle: TimerHandle): void;
 }
 
 export const systemClock: Clock = {
   now: () => Date.now(),
+  monotonic: () => performance.now(),
   setTimeout: (fn, ms) => setTimeout(fn, ms),
   clearTimeout: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
 };

@@ -1,11 +1,13 @@
 // Leader election on a coordination.k8s.io/v1 Lease, following client-go's leaderelection package:
 // - a candidate takes the Lease when it is free (no holder) or expired; expiry is judged by when *this*
-//   process saw the holder's record change, plus the record's leaseDurationSeconds, so clock skew between
-//   machines cannot make a live holder look expired;
+//   process saw the holder's record change, plus the record's leaseDurationSeconds, both on this process's
+//   monotonic clock, so neither skew between machines nor a wall-clock step here can make a live holder look
+//   expired (the renewTime in the record is wall time, written for humans and never compared);
 // - every write carries the resourceVersion it read, so of two candidates racing for one expired Lease
 //   exactly one wins (the other gets 409 Conflict);
 // - the holder renews every retryPeriod; if no renewal has succeeded within renewDeadline (counted from when
-//   the last successful renewal was *sent*), or the Lease names someone else, it stops leading at once. As
+//   the last successful renewal was *sent*, on the monotonic clock), or the Lease names someone else, it stops
+//   leading at once. As
 //   renewDeadline < leaseDuration, its workers stop before any other process may consider the Lease expired;
 // - on graceful shutdown the holder clears holderIdentity so a successor takes over within one retryPeriod.
 import { hostname } from "node:os";
@@ -137,11 +139,13 @@ export class LeaderElector {
   private releaseOnStop = true;
   private loop: Promise<void> | undefined;
   private leading = false;
-  /** The last Lease record seen, serialised, and when this process first saw it (local clock). */
+  /** The last Lease record seen, serialised, and when this process first saw it (local monotonic clock). */
   private observedRecord = "";
   private observedAt = 0;
   private observedHolder: string | undefined = undefined;
   private lastLease: Lease | undefined;
+  /** Ends the current term; set while leading. */
+  private endCurrentTerm: ((reason: string) => void) | undefined;
 
   constructor(options: LeaderElectorOptions) {
     this.options = options;
@@ -179,6 +183,14 @@ export class LeaderElector {
     return this.leading;
   }
 
+  /**
+   * Gives up the current term as if the Lease had been lost (the holder cannot do its work, e.g. its caches never
+   * synced): onStoppedLeading runs, then campaigning resumes. No-op when not leading.
+   */
+  resign(reason: string): void {
+    this.endCurrentTerm?.(reason);
+  }
+
   /** Campaigns, leads, and campaigns again after losing the Lease, until `stop`. */
   start(): void {
     if (this.loop) throw new Error(`leader elector for ${this.client.description}: already started`);
@@ -210,7 +222,7 @@ export class LeaderElector {
     this.logger.info("leader election: campaigning", { lease: this.client.description, identity: this.identity });
     let retriedConflict = false;
     while (!stop.aborted) {
-      const sentAt = this.clock.now();
+      const sentAt = this.clock.monotonic();
       try {
         const result = await this.withTimeout(stop, this.timings.renewDeadlineMs, (signal) =>
           this.tryAcquireOrRenew(signal),
@@ -240,15 +252,23 @@ export class LeaderElector {
     const stop = this.stopController.signal;
     const term = new AbortController();
     const endTerm = (reason: string) => {
-      if (!term.signal.aborted) term.abort(new LeadershipEnded(reason));
+      if (term.signal.aborted) return;
+      // Logged before the abort: a listener of the term's signal may end the process (the controller does).
+      this.logger.warn("leader election: stopped leading", {
+        lease: this.client.description,
+        identity: this.identity,
+        reason,
+      });
+      term.abort(new LeadershipEnded(reason));
     };
+    this.endCurrentTerm = endTerm;
     const onStop = () => endTerm("shutting down");
     stop.addEventListener("abort", onStop, { once: true });
 
     let deadlineTimer: TimerHandle | undefined;
     const armDeadline = (lastRenewSentAt: number) => {
       if (deadlineTimer !== undefined) this.clock.clearTimeout(deadlineTimer);
-      const remaining = lastRenewSentAt + this.timings.renewDeadlineMs - this.clock.now();
+      const remaining = lastRenewSentAt + this.timings.renewDeadlineMs - this.clock.monotonic();
       deadlineTimer = this.clock.setTimeout(
         () => endTerm(`could not renew ${this.client.description} within ${this.timings.renewDeadlineMs} ms`),
         Math.max(0, remaining),
@@ -267,14 +287,10 @@ export class LeaderElector {
 
     await ended;
     this.leading = false;
+    this.endCurrentTerm = undefined;
     if (deadlineTimer !== undefined) this.clock.clearTimeout(deadlineTimer);
     stop.removeEventListener("abort", onStop);
     const reason = (term.signal.reason as Error).message;
-    this.logger.warn("leader election: stopped leading", {
-      lease: this.client.description,
-      identity: this.identity,
-      reason,
-    });
     await this.invokeAndWait("onStoppedLeading", () => this.options.onStoppedLeading(reason));
     // Only after our own renewals have ended may we clear the Lease, or a late renewal could re-take it.
     await renewing;
@@ -297,7 +313,7 @@ export class LeaderElector {
       }
       const retriedAtOnce: boolean = retryAtOnce;
       retryAtOnce = false;
-      const sentAt = this.clock.now();
+      const sentAt = this.clock.monotonic();
       try {
         const result = await this.withTimeout(term.signal, this.timings.renewDeadlineMs, (signal) =>
           this.tryAcquireOrRenew(signal),
@@ -401,7 +417,7 @@ export class LeaderElector {
     ]);
     if (record !== this.observedRecord) {
       this.observedRecord = record;
-      this.observedAt = this.clock.now();
+      this.observedAt = this.clock.monotonic();
     }
     const holder = spec.holderIdentity || undefined;
     if (holder !== this.observedHolder) {
@@ -416,7 +432,7 @@ export class LeaderElector {
 
   private observedExpired(spec: LeaseSpec): boolean {
     const durationMs = (spec.leaseDurationSeconds ?? this.timings.leaseDurationMs / 1000) * 1000;
-    return this.clock.now() >= this.observedAt + durationMs;
+    return this.clock.monotonic() >= this.observedAt + durationMs;
   }
 
   /** The holder this process last saw in the Lease (undefined: none). */

@@ -6,7 +6,12 @@
 //   4. start the workers.
 // Losing the lease stops the workers at once (their signal aborts), then the informers. A graceful stop
 // drains the workers while the lease is still held and renewed, then releases it.
-import type { Clock } from "./clock.ts";
+//
+// A term also ends when its caches have not synced within `cacheSyncTimeoutMs` (controller-runtime: 2 minutes):
+// a leader that can never start its workers must not hold the Lease for ever. Both ways of losing a term call
+// `onLostLeadership`, which the controller process wires to exit (README, "Leadership"): a reconcile in flight
+// may be between two port calls, and only ending the process stops its next one for certain.
+import { systemClock, type Clock } from "./clock.ts";
 import { errorMessage, silentLogger, type Logger } from "./log.ts";
 import {
   describeTarget,
@@ -99,9 +104,20 @@ export interface ManagerOptions {
   logger?: Logger;
   /** Time for the elector, queues and informers (tests drive it by hand). */
   clock?: Clock;
+  /**
+   * Called synchronously, before anything else happens, when a term ends other than by `stop()`: the Lease was lost
+   * (renew deadline passed, another holder) or the caches did not sync in time. The controller process exits here,
+   * as controller-runtime does. Without it the manager stops the term's workers and informers and campaigns again.
+   */
+  onLostLeadership?: (reason: string) => void;
+  /** A term whose caches have not all synced this long after it began is given up. Default: 2 minutes. */
+  cacheSyncTimeoutMs?: number;
   /** Sees every lifecycle step in order; for logs, probes and the tests that assert the order. */
   onEvent?: (event: ManagerEvent) => void;
 }
+
+/** controller-runtime's default CacheSyncTimeout. */
+export const DEFAULT_CACHE_SYNC_TIMEOUT_MS = 120_000;
 
 interface Term {
   number: number;
@@ -245,6 +261,8 @@ export class Manager {
   }
 
   private beginTerm(signal: AbortSignal): void {
+    // Registered here, synchronously, so no lifecycle step or reconcile can run between the loss and the call.
+    signal.addEventListener("abort", () => this.lostLeadership(reasonOf(signal)), { once: true });
     this.termStarting = this.runTerm(signal).catch((err: unknown) => {
       this.logger.error("controller manager could not start its controllers", { error: errorMessage(err) });
     });
@@ -301,12 +319,7 @@ export class Manager {
     for (const informer of term.informers.values()) informer.start();
 
     // 3. Every cache synced, so the first reconcile sees the whole world, not a partial list.
-    try {
-      await Promise.all([...term.informers.values()].map((informer) => informer.waitForSync(signal)));
-    } catch (err) {
-      if (signal.aborted || term.ending) return;
-      throw err;
-    }
+    if (!(await this.waitForCaches(term, signal))) return;
     if (signal.aborted || term.ending) return;
     term.synced = true;
     this.emit({ type: "caches-synced", term: term.number });
@@ -316,6 +329,49 @@ export class Manager {
     for (const controller of this.options.controllers) {
       const queue = term.queues.get(controller.name) as WorkQueue;
       queue.start((key, queueSignal) => controller.reconcile(key, { ...caches, signal: queueSignal }));
+    }
+  }
+
+  /** True once every cache of the term synced; false when the term ended first or gave up waiting. */
+  private async waitForCaches(term: Term, signal: AbortSignal): Promise<boolean> {
+    const clock = this.options.clock ?? systemClock;
+    const timeoutMs = this.options.cacheSyncTimeoutMs ?? DEFAULT_CACHE_SYNC_TIMEOUT_MS;
+    const waiting = new AbortController();
+    const onEnd = () => waiting.abort(signal.reason);
+    signal.addEventListener("abort", onEnd, { once: true });
+    let timedOut = false;
+    const timer = clock.setTimeout(() => {
+      timedOut = true;
+      waiting.abort(new Error(`caches did not sync within ${timeoutMs} ms`));
+    }, timeoutMs);
+    try {
+      await Promise.all([...term.informers.values()].map((informer) => informer.waitForSync(waiting.signal)));
+      return true;
+    } catch (err) {
+      if (signal.aborted || term.ending) return false;
+      if (!timedOut) throw err;
+      const unsynced = [...term.informers.values()].filter((informer) => !informer.hasSynced());
+      const reason =
+        `caches not synced within ${timeoutMs} ms (${unsynced.map((informer) => informer.description).join("; ")}): ` +
+        "giving up leadership so that a replica that can reach the API server leads";
+      this.logger.error("manager: cache sync timed out", { term: term.number, reason });
+      // With an elector, resigning aborts the term's signal, which reports the loss (beginTerm).
+      if (this.elector) this.elector.resign(reason);
+      else this.lostLeadership(reason);
+      await this.endTerm(reason);
+      return false;
+    } finally {
+      clock.clearTimeout(timer);
+      signal.removeEventListener("abort", onEnd);
+    }
+  }
+
+  private lostLeadership(reason: string): void {
+    if (this.stopping || !this.options.onLostLeadership) return;
+    try {
+      this.options.onLostLeadership(reason);
+    } catch (err) {
+      this.logger.error("manager: onLostLeadership failed", { reason, error: errorMessage(err) });
     }
   }
 
@@ -382,4 +438,8 @@ export class Manager {
       this.logger.error("manager event hook failed", { event: event.type, error: errorMessage(err) });
     }
   }
+}
+
+function reasonOf(signal: AbortSignal): string {
+  return signal.reason instanceof Error ? signal.reason.message : String(signal.reason ?? "leadership ended");
 }

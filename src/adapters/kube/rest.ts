@@ -54,9 +54,12 @@ export interface RequestOptions {
   /** Defaults to application/json; use application/merge-patch+json for merge patches. */
   contentType?: string;
   signal?: AbortSignal;
-  /** Whole-request deadline; defaults to 30 s. */
+  /** Whole-request deadline; defaults to the client's `requestTimeoutMs`. */
   timeoutMs?: number;
 }
+
+/** The deadline of a request that names none (`--api-request-timeout`'s default). */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 
 /** A non-2xx answer from the API server, with its Status. */
 export class KubeApiError extends Error {
@@ -100,10 +103,13 @@ interface Connection {
 
 export class KubeRest {
   private readonly kc: KubeConfig;
+  private readonly requestTimeoutMs: number;
   private agent: http.Agent | undefined;
 
-  constructor(kc: KubeConfig) {
+  /** `requestTimeoutMs` bounds every request that names no deadline of its own (watches have an idle timeout). */
+  constructor(kc: KubeConfig, options: { requestTimeoutMs?: number } = {}) {
     this.kc = kc;
+    this.requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
   }
 
   /** The API server URL this client talks to. */
@@ -122,7 +128,7 @@ export class KubeRest {
       headers["Content-Type"] = options.contentType ?? "application/json";
       headers["Content-Length"] = String(Buffer.byteLength(payload));
     }
-    const timeoutMs = options.timeoutMs ?? 30_000;
+    const timeoutMs = options.timeoutMs ?? this.requestTimeoutMs;
     const signal = options.signal;
     return new Promise<T>((resolve, reject) => {
       if (signal?.aborted) {

@@ -2,6 +2,7 @@
 // whose etcd members are real processes started by a MachinePlayer, the Quorum controller as its own process,
 // and a quorum monitor that samples the real etcd every 250 ms.
 import { writeFileSync } from "node:fs";
+import { KubeConfig } from "@kubernetes/client-node";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Machine } from "../../../src/api/capi.ts";
@@ -13,6 +14,7 @@ import { startApiServer, type ApiServer } from "../../env/apiserver.ts";
 import { installCRDs } from "../../env/crds.ts";
 import { kubeRequest, kubeRequestOk } from "../../env/kube.ts";
 import { freePort } from "../../env/net.ts";
+import { startTcpProxy, type TcpProxy } from "../../env/tcp-proxy.ts";
 import { makeTempDir, startProcess, type ManagedProcess } from "../../env/processes.ts";
 import { kustomize, type ManifestObject } from "../../unit/config/kustomize.ts";
 import { MachinePlayer } from "./player.ts";
@@ -26,6 +28,8 @@ export interface ControllerProcess {
   identity: string;
   /** The API user the controller authenticates as. */
   username: string;
+  /** With `viaProxy`: the TCP proxy that is this controller's only way to the API server (etcd is reached directly). */
+  proxy?: TcpProxy;
 }
 
 /** The ServiceAccount config/default deploys the controller as. */
@@ -227,25 +231,31 @@ export class ControllerStack {
       asServiceAccount?: boolean;
       secureMetrics?: boolean;
       metricsCertDir?: string;
+      /** The API user (in system:masters) to tell this replica's requests apart in the audit log. */
+      username?: string;
+      /** Reach the API server through a TCP proxy of its own that the test can black-hole. */
+      viaProxy?: boolean;
       /** More flags, e.g. --namespace. */
       args?: string[];
     } = {},
   ): Promise<ControllerProcess> {
     const port = await freePort();
     const identity = options.identity ?? `quorum-${this.controllers.length + 1}`;
-    const username = options.asServiceAccount ? CONTROLLER_SERVICE_ACCOUNT : "quorum-controller";
+    const username = options.asServiceAccount ? CONTROLLER_SERVICE_ACCOUNT : (options.username ?? "quorum-controller");
     const user = await this.apiServer.userKubeConfig(
       username,
       options.asServiceAccount
         ? ["system:serviceaccounts", "system:serviceaccounts:quorum-system", "system:authenticated"]
         : ["system:masters"],
     );
+    const proxy = options.viaProxy ? await startTcpProxy(this.apiServer.url) : undefined;
+    const kubeconfigPath = proxy ? kubeconfigVia(user.kubeConfig, proxy.url) : user.kubeconfigPath;
     const args = [
       "--import",
       "tsx",
       join(REPO, "src/main.ts"),
       "--kubeconfig",
-      user.kubeconfigPath,
+      kubeconfigPath,
       "--etcd-poll-interval",
       "1s",
       "--etcd-call-timeout",
@@ -280,6 +290,7 @@ export class ControllerStack {
       metricsUrl: `${options.secureMetrics ? "https" : "http"}://127.0.0.1:${port}/metrics`,
       identity,
       username,
+      ...(proxy ? { proxy } : {}),
     };
     this.controllers.push(controller);
     return controller;
@@ -358,11 +369,31 @@ export class ControllerStack {
   }
 
   async stop(): Promise<void> {
-    for (const controller of this.controllers) await controller.process.stop(5_000);
+    for (const controller of this.controllers) {
+      await controller.process.stop(5_000);
+      await controller.proxy?.close();
+    }
     for (const monitor of this.monitors) await monitor.stop();
     for (const player of this.players) await player.stop();
     await this.apiServer.stop();
   }
+}
+
+/** A kubeconfig file like `kubeConfig` (same user and CA) whose server is `server`. */
+function kubeconfigVia(kubeConfig: KubeConfig, server: string): string {
+  const cluster = kubeConfig.getCurrentCluster();
+  const user = kubeConfig.getCurrentUser();
+  if (!cluster || !user) throw new Error("kubeconfig without a current cluster or user");
+  const via = new KubeConfig();
+  via.loadFromOptions({
+    clusters: [{ ...cluster, server }],
+    users: [user],
+    contexts: [{ name: "via-proxy", cluster: cluster.name, user: user.name }],
+    currentContext: "via-proxy",
+  });
+  const path = join(makeTempDir("kubeconfig"), "kubeconfig");
+  writeFileSync(path, via.exportConfig());
+  return path;
 }
 
 export interface QuorumSample {

@@ -12,7 +12,7 @@ const timings = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodM
  */
 async function twoCandidates() {
   const clock = new ManualClock();
-  const start = clock.now();
+  const start = clock.monotonic();
   const store = new LeaseStore();
   const log: string[] = [];
   const candidate = (identity: string) => {
@@ -25,9 +25,9 @@ async function twoCandidates() {
       clock,
       onStartedLeading: (signal) => {
         leadingSignal = signal;
-        log.push(`${clock.now() - start}ms ${identity} started`);
+        log.push(`${clock.monotonic() - start}ms ${identity} started`);
       },
-      onStoppedLeading: () => void log.push(`${clock.now() - start}ms ${identity} stopped`),
+      onStoppedLeading: () => void log.push(`${clock.monotonic() - start}ms ${identity} stopped`),
     });
     return { elector, client, signal: () => leadingSignal };
   };
@@ -91,6 +91,24 @@ describe("LeaderElector", () => {
     // take over from 19 s, on its first retry at or after that: 20 s.
     assert.deepEqual(log, ["0ms a started", "14000ms a stopped", "20000ms b started"]);
   });
+
+  for (const [direction, stepMs] of [
+    ["forward", 3_600_000],
+    ["back", -3_600_000],
+  ] as const) {
+    it(`times lease expiry on the monotonic clock when the wall clock steps an hour ${direction}`, async (t) => {
+      const { clock, log, a, stopBoth } = await twoCandidates();
+      t.after(stopBoth);
+      await clock.advance(4_500);
+      // a renewed at 4 s and is cut off; b saw that record at 4 s. A wall step forward must not make b take over
+      // before a has stopped (two leaders), a step back must not keep b from ever taking over.
+      a.client.partitioned = true;
+      await clock.advance(500);
+      clock.stepWallClock(stepMs);
+      await clock.advance(30_000);
+      assert.deepEqual(log, ["0ms a started", "14000ms a stopped", "20000ms b started"]);
+    });
+  }
 
   it("stops leading, aborting the leader's signal, when the lease shows another holder", async (t) => {
     const { clock, store, log, a, b, stopBoth } = await twoCandidates();

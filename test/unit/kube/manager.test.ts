@@ -174,4 +174,85 @@ describe("Manager", () => {
     assert.ok(events.includes("2 informers-stopped"));
     await manager.stop();
   });
+
+  it("reports a lost Lease through onLostLeadership at once, before the reconcile in flight runs again, and not on a graceful stop", async (t) => {
+    const clock = new ManualClock();
+    const w = world();
+    w.primaryApi.put("a", "1");
+    const store = new LeaseStore();
+    const seen: string[] = [];
+    const options: ManagerOptions = {
+      controllers: [
+        {
+          name: "primary",
+          watches: [{ target: primary }],
+          // The first term's reconcile is in flight until aborted; later ones finish at once.
+          reconcile: async (_key, ctx) => {
+            if (seen.length > 0) return;
+            await new Promise<void>((resolve) => ctx.signal.addEventListener("abort", () => resolve()));
+            seen.push("reconcile saw the abort");
+          },
+        },
+      ],
+      listerWatcherFor: w.listerWatcherFor,
+      clock,
+      leaderElection: { namespace: "ns", name: "test", identity: "me", client: store.clientFor() },
+      onLostLeadership: (reason) => void seen.push(`lost: ${reason}`),
+    };
+    const manager = new Manager(options);
+    manager.start();
+    t.after(() => manager.stop());
+    await settle();
+    store.setHolder("someone-else");
+    await clock.advance(2_000);
+    assert.deepEqual(seen, ["lost: Lease ns/test is now held by someone-else", "reconcile saw the abort"]);
+
+    store.setHolder("me");
+    await clock.advance(2_000);
+    assert.equal(manager.isLeader(), true);
+    await manager.stop();
+    assert.equal(seen.length, 2, `a graceful stop is no loss: ${seen.join("; ")}`);
+  });
+
+  for (const leaderElect of [true, false]) {
+    it(`gives up a term whose caches have not synced within the bound${leaderElect ? "" : ", without leader election too"}, naming the cache, and starts no worker`, async (t) => {
+      const clock = new ManualClock();
+      const w = world();
+      w.primaryApi.put("a", "1");
+      let releaseList: () => void = () => undefined;
+      w.secondaryApi.listGate = new Promise((resolve) => (releaseList = resolve));
+      const lost: string[] = [];
+      const events: string[] = [];
+      const store = new LeaseStore();
+      const manager = new Manager({
+        controllers: [
+          {
+            name: "primary",
+            watches: [{ target: primary }, { target: secondary }],
+            reconcile: async () => void events.push("reconciled"),
+          },
+        ],
+        listerWatcherFor: w.listerWatcherFor,
+        clock,
+        cacheSyncTimeoutMs: 120_000,
+        ...(leaderElect
+          ? { leaderElection: { namespace: "ns", name: "test", identity: "me", client: store.clientFor() } }
+          : {}),
+        onLostLeadership: (reason) => void lost.push(reason),
+        onEvent: (e) => events.push(`${e.term} ${e.type}`),
+      });
+      manager.start();
+      t.after(async () => {
+        releaseList();
+        await manager.stop();
+      });
+      await clock.advance(119_000);
+      assert.deepEqual(lost, []);
+      await clock.advance(1_000);
+      assert.equal(lost.length, 1, lost.join("\n"));
+      assert.match(lost[0] ?? "", /^caches not synced within 120000 ms \(secondary configmaps\): giving up leadership/);
+      assert.ok(events.includes("1 stopped-leading"), events.join("\n"));
+      assert.ok(!events.includes("1 starting-workers") && !events.includes("reconciled"), events.join("\n"));
+    });
+  }
 });

@@ -9,6 +9,8 @@ interface Timer {
 
 export class ManualClock implements Clock {
   private current: number;
+  /** How far the wall clock has been stepped away from the monotonic one (`stepWallClock`). */
+  private wallOffset = 0;
   private nextId = 1;
   private timers: Timer[] = [];
 
@@ -17,7 +19,16 @@ export class ManualClock implements Clock {
   }
 
   now(): number {
+    return this.current + this.wallOffset;
+  }
+
+  monotonic(): number {
     return this.current;
+  }
+
+  /** Steps the wall clock (as NTP or `date -s` would) without moving the monotonic clock or firing timers. */
+  stepWallClock(ms: number): void {
+    this.wallOffset += ms;
   }
 
   setTimeout(fn: () => void, ms: number): TimerHandle {

@@ -57,6 +57,21 @@ describe("controller flags", () => {
     );
   });
 
+  it("gives every management API request a 30 s deadline and a leader 2 minutes to sync its caches by default, within bounds", () => {
+    const defaults = parseFlags([], {});
+    assert.equal(defaults.apiRequestTimeoutMs, 30_000);
+    assert.equal(defaults.cacheSyncTimeoutMs, 120_000);
+    assert.equal(parseFlags(["--api-request-timeout", "5s"], {}).apiRequestTimeoutMs, 5_000);
+    assert.throws(
+      () => parseFlags(["--api-request-timeout", "24000h"], {}),
+      /--api-request-timeout must be between 1s and 5m \(got "24000h"\)/,
+    );
+    assert.throws(
+      () => parseFlags(["--cache-sync-timeout", "1s"], {}),
+      /--cache-sync-timeout must be between 10s and 30m \(got "1s"\)/,
+    );
+  });
+
   it("serves /metrics on :8443 over HTTPS with authentication by default, and plain HTTP only when asked", () => {
     const defaults = parseFlags([], {});
     assert.deepEqual(parseBindAddress("--metrics-bind-address", defaults.metricsBindAddress), {
