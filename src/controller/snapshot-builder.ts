@@ -23,6 +23,7 @@ import type {
   MachineView,
   NodeView,
   Snapshot,
+  WorkloadView,
 } from "../core/snapshot.ts";
 
 export interface Observation {
@@ -31,6 +32,8 @@ export interface Observation {
   cluster: Cluster;
   machines: Machine[];
   nodes: Node[];
+  /** Whether the workload API exists and answered the Node list (absent: no workload API to ask). */
+  workload?: WorkloadView;
   /** What etcd showed, with each member's memory (core/memory.ts) recalled from status and updated. */
   etcd: EtcdView;
   /** Machines listed with ours that claimMachines (src/api/ownership.ts) found not to be ours. */
@@ -45,6 +48,7 @@ export function buildSnapshot(observation: Observation): Snapshot {
     cluster: clusterView(cluster, observation.foreignMachines ?? []),
     machines: observation.machines.map(machineView).sort((a, b) => a.name.localeCompare(b.name)),
     nodes: observation.nodes.map(nodeView).sort((a, b) => a.name.localeCompare(b.name)),
+    ...(observation.workload ? { workload: observation.workload } : {}),
     etcd: observation.etcd,
   };
 }

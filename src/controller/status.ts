@@ -249,11 +249,19 @@ function conditionInputs(
 function machinesReadyCondition(inputs: StatusInputs, counts: { ready: number; replicas: number }): ConditionInput {
   const allReady = counts.ready === counts.replicas && counts.replicas > 0;
   const rejected = inputs.nodesErrorReason === REASON_WORKLOAD_KUBECONFIG_REJECTED;
+  // A workload API that should answer and does not holds back removals of healthy voters (servingGate in plan.ts).
+  const unreadable = inputs.nodesError !== undefined && inputs.snapshot.workload?.expected === true;
   return {
     type: CONDITION.MachinesReady,
-    status: allReady && !rejected ? "True" : "False",
-    reason: rejected ? REASON_WORKLOAD_KUBECONFIG_REJECTED : allReady ? "Ready" : "NotReady",
-    message: `${counts.ready} of ${counts.replicas} Machines ready${inputs.nodesError ? ` (workload Nodes not readable: ${inputs.nodesError})` : ""}`,
+    status: allReady && !rejected && !unreadable ? "True" : "False",
+    reason: rejected
+      ? REASON_WORKLOAD_KUBECONFIG_REJECTED
+      : unreadable
+        ? "WorkloadAPIUnreadable"
+        : allReady
+          ? "Ready"
+          : "NotReady",
+    message: `${counts.ready} of ${counts.replicas} Machines ready${inputs.nodesError ? ` (workload Nodes not readable: ${inputs.nodesError}${unreadable ? "; removals of healthy voters wait until the Machines that stay are seen Ready" : ""})` : ""}`,
   };
 }
 

@@ -24,6 +24,7 @@ import {
 } from "./assess.ts";
 import { forcedDeletion, forcedDeletionStep } from "./deletion.ts";
 import { formatDuration, formatSeconds } from "./format.ts";
+import { nodeOfMachine } from "./identity.ts";
 import { allowedDespite, ownershipConflict } from "./ownership.ts";
 import {
   activeMachines,
@@ -673,6 +674,10 @@ class Context {
     const member = this.memberOf(choice.machine);
     const why = `${this.scaleDownContext()}; machine ${choice.machine} goes because ${choice.why}`;
     const lastMember = this.spec.deleting && this.snapshot.etcd.members.length === 1 && member !== undefined;
+    if (member && !member.learner && member.healthy && !this.spec.deleting) {
+      const serving = this.servingGate(choice.machine, why);
+      if (serving) return serving;
+    }
     if (!member || lastMember || (this.spec.memberRemoval === "AfterDrain" && !member.learner)) {
       const verdict = this.check({ kind: "DeleteMachine", machine: choice.machine });
       if (!verdict.allowed) return this.blocked(`${why}, but deleting it is blocked`, verdict);
@@ -691,6 +696,47 @@ class Context {
       };
     }
     return this.removeMember(member, choice.machine, why, "then delete the Machine");
+  }
+
+  /**
+   * A control plane exists to serve the workload API: a healthy voter leaves (scale-down, rollout) only once every
+   * Machine that stays with a voter is seen serving, its Node Ready through the workload API (the replacement's
+   * etcd member being healthy proves nothing about its API server). While that API cannot be read, such removals
+   * wait and say why. No workload API to ask (no control-plane endpoint) means no Node to check. Repairs (dead
+   * voters, remediation, Machines a user deleted, ghosts) and the deletion of the control plane are not held back.
+   */
+  servingGate(leaving: string, why: string): Step | undefined {
+    const workload = this.snapshot.workload;
+    if (!workload?.expected) return undefined;
+    if (!workload.readable) {
+      return {
+        action: waitFor(
+          `${why}, but the workload API cannot be read (${workload.error ?? "no answer"}): Quorum removes a voter only once the Machines that stay are seen Ready through it; fix the kubeconfig Secret or the control-plane endpoint`,
+          RECHECK_MS.converging,
+          "workload API",
+        ),
+      };
+    }
+    const notServing = byName(this.active).filter((machine) => {
+      if (machine.name === leaving || this.info(machine.name)?.class !== "joined") return false;
+      return nodeOfMachine(machine, this.snapshot.nodes)?.ready !== true;
+    });
+    if (notServing.length === 0) return undefined;
+    const detail = notServing
+      .map((machine) => {
+        const node = nodeOfMachine(machine, this.snapshot.nodes);
+        return node
+          ? `machine ${machine.name}'s Node ${node.name} is not Ready`
+          : `machine ${machine.name} has no Node yet`;
+      })
+      .join("; ");
+    return {
+      action: waitFor(
+        `${why}, but ${detail}: a voter leaves only once the Machines that stay are seen serving`,
+        RECHECK_MS.converging,
+        notServing.map((machine) => `machine ${machine.name}`).join(", "),
+      ),
+    };
   }
 
   scaleUp(): Step | undefined {
@@ -722,6 +768,27 @@ class Context {
           `${this.active.length} of ${this.desired} Machines, but ${labels} maps to no Machine: ${unmapped.map(unmappedFix).join("; ")}`,
           RECHECK_MS.idle,
           labels,
+        ),
+      };
+    }
+    if (!this.base.hasQuorum) {
+      // Nothing Quorum may do helps: no membership change can commit. Say what blocks, not "nothing to do".
+      const down = this.base.members.filter((member) => !member.learner && !member.healthy);
+      return {
+        action: waitFor(
+          `etcd has lost quorum: only ${healthyVoters} of ${voters} voters are healthy (quorum ${quorumSize}); ${down.map((member) => `${member.label} is down (${member.error ?? "unhealthy"})`).join("; ")}; no membership change can commit until enough of them recover: restart them, or restore etcd from a backup if they are lost`,
+          RECHECK_MS.converging,
+          down.map((member) => member.label).join(", ") || "etcd quorum",
+        ),
+      };
+    }
+    const workload = this.snapshot.workload;
+    if (workload?.expected && !workload.readable) {
+      return {
+        action: waitFor(
+          `${this.active.length} of ${this.desired} Machines up to date and etcd ${healthyVoters} of ${voters} voters healthy, but the workload API cannot be read (${workload.error ?? "no answer"}): whether the control plane serves is unknown, and removals wait until it can be read`,
+          RECHECK_MS.idle,
+          "workload API",
         ),
       };
     }

@@ -9,7 +9,25 @@ export interface Snapshot {
   machines: MachineView[];
   /** Nodes of the workload cluster; empty when the workload API is not reachable yet. */
   nodes: NodeView[];
+  /** Whether the workload API (where the Nodes are) exists and could be read; absent: no workload API to ask. */
+  workload?: WorkloadView;
   etcd: EtcdView;
+}
+
+/**
+ * The workload cluster's API as one reconcile saw it. A control plane exists to serve that API, so an old Machine
+ * leaves only once the Machines that stay are seen serving (their Nodes Ready), which needs this API to be readable.
+ */
+export interface WorkloadView {
+  /**
+   * There is a workload API to ask: the Cluster has a control-plane endpoint and the control plane is initialised.
+   * Without an endpoint no kubeconfig can reach one (clusters whose Machines run etcd only, like the integration
+   * stacks), so there is nothing to check Nodes with.
+   */
+  expected: boolean;
+  /** The Nodes were listed; false with `error` when the API could not be read. */
+  readable: boolean;
+  error?: string;
 }
 
 export interface ControlPlaneView {

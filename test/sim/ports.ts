@@ -47,6 +47,8 @@ import {
   NAMESPACE,
   newAddress,
   SIM_TIMERS,
+  nodeReady,
+  workloadReadable,
   type BootFault,
   type SimMachine,
   type SimMember,
@@ -230,6 +232,10 @@ export class SimPorts {
       // The workload apiserver answers only while its etcd has a leader.
       if (this.world.leaderId === undefined)
         throw this.gate.fail(new Error("the workload cluster's API server did not answer: etcdserver: no leader"));
+      if (!workloadReadable(this.world))
+        throw this.gate.fail(
+          new Error("workload API server https://sim.example:6443: x509: certificate signed by unknown authority"),
+        );
       return nodeObjects(this.world);
     },
     etcd: async (_controlPlane, _cluster, endpoints) => {
@@ -306,6 +312,7 @@ export class SimPorts {
       metadata: { name: CLUSTER, namespace: NAMESPACE, uid: "cluster-uid" },
       spec: {
         paused: this.world.spec.clusterPaused,
+        controlPlaneEndpoint: { host: "sim.example", port: 6443 },
         controlPlaneRef: { apiGroup: "controlplane.cluster.x-k8s.io", kind: KIND, name: CONTROL_PLANE },
       },
       status: {
@@ -478,8 +485,7 @@ function nodeObjects(world: World): Node[] {
   const ready = (value: boolean) => ({ conditions: [{ type: "Ready", status: value ? "True" : "False" }] });
   for (const machine of world.machines) {
     if (!machine.nodeRegistered) continue;
-    const member = machine.memberId === undefined ? undefined : findMember(world, machine.memberId);
-    const up = machine.phase === "running" && member !== undefined && member.up;
+    const up = nodeReady(world, machine);
     const providerID = world.step >= (machine.nodeRefAt ?? 0) ? { providerID: `sim://${machine.name}` } : {};
     nodes.push({
       metadata: { name: machine.hostName },
