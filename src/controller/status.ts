@@ -243,25 +243,41 @@ function conditionInputs(
 }
 
 /**
- * MachinesReady. A refused workload kubeconfig makes it False with its own reason: Node readiness cannot be checked
- * until a user fixes the Secret (the message names it, the field and the fix), while etcd is still reconciled.
+ * MachinesReady: how many Machines serve, and what keeps the rest from counting. A refused workload kubeconfig has its
+ * own reason: Node readiness cannot be checked until a user fixes the Secret (the message names it, the field and
+ * the fix), while etcd is still reconciled. A workload API that should answer and does not holds back removals of
+ * healthy voters (servingGate in plan.ts). A Machine Quorum cannot read is named with what is wrong with it.
  */
 function machinesReadyCondition(inputs: StatusInputs, counts: { ready: number; replicas: number }): ConditionInput {
-  const allReady = counts.ready === counts.replicas && counts.replicas > 0;
+  const { snapshot, nodesError } = inputs;
+  const malformed = snapshot.machines.filter((machine) => machine.malformed !== undefined);
   const rejected = inputs.nodesErrorReason === REASON_WORKLOAD_KUBECONFIG_REJECTED;
-  // A workload API that should answer and does not holds back removals of healthy voters (servingGate in plan.ts).
-  const unreadable = inputs.nodesError !== undefined && inputs.snapshot.workload?.expected === true;
+  const unreadable = nodesError !== undefined && snapshot.workload?.expected === true;
+  const allReady = counts.ready === counts.replicas && counts.replicas > 0 && malformed.length === 0;
+  const notes = [
+    ...(nodesError !== undefined
+      ? [
+          `workload Nodes not readable: ${nodesError}${unreadable ? "; removals of healthy voters wait until the Machines that stay are seen Ready" : ""}`,
+        ]
+      : []),
+    ...malformed.map(
+      (machine) =>
+        `Machine ${snapshot.controlPlane.namespace}/${machine.name} cannot be read (${machine.malformed}): it is counted but never rolled out or remediated on a guess; fix or delete it`,
+    ),
+  ];
   return {
     type: CONDITION.MachinesReady,
     status: allReady && !rejected && !unreadable ? "True" : "False",
     reason: rejected
       ? REASON_WORKLOAD_KUBECONFIG_REJECTED
-      : unreadable
-        ? "WorkloadAPIUnreadable"
-        : allReady
-          ? "Ready"
-          : "NotReady",
-    message: `${counts.ready} of ${counts.replicas} Machines ready${inputs.nodesError ? ` (workload Nodes not readable: ${inputs.nodesError}${unreadable ? "; removals of healthy voters wait until the Machines that stay are seen Ready" : ""})` : ""}`,
+      : malformed.length > 0
+        ? "MachineMalformed"
+        : unreadable
+          ? "WorkloadAPIUnreadable"
+          : allReady
+            ? "Ready"
+            : "NotReady",
+    message: `${counts.ready} of ${counts.replicas} Machines ready${notes.length > 0 ? ` (${notes.join("; ")})` : ""}`,
   };
 }
 

@@ -526,7 +526,7 @@ class Context {
     // A Machine that lost (or never got) its member is replaced only when it is needed; with Machines to spare
     // the scale-down selection decides, and it prefers exactly such a Machine.
     const lostAndNeeded = (machine: MachineView) =>
-      !this.scaleDownWanted && this.info(machine.name)?.class === "member-lost";
+      !this.scaleDownWanted && machine.malformed === undefined && this.info(machine.name)?.class === "member-lost";
     const targets = this.active
       .filter((machine) => machine.remediationRequested || machine.failed || lostAndNeeded(machine))
       .map((machine) => ({ machine, member: this.memberOf(machine.name) }))

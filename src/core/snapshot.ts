@@ -129,6 +129,14 @@ export interface MachineView {
    * only then. Unset when unknown: treated as finished, so a missing signal cannot wedge a deletion.
    */
   drainFinished?: boolean;
+  /**
+   * Why this Machine could not be read as a CAPI Machine (no spec, no spec.bootstrap, no spec.version...), when it
+   * could not. It is still counted and its member still maps to it (by name, annotation or whatever was readable),
+   * so nothing treats its member as a ghost. It is never judged outdated nor remediated as member-lost, and a
+   * scale-down takes it after the well-formed Machines unless it has no member (then nothing in etcd is lost); the
+   * MachinesReady condition names it. Finishing work on it (its deletion, its hook) goes on.
+   */
+  malformed?: string;
 }
 
 export interface NodeView {
