@@ -80,7 +80,12 @@ async function observeEtcdOf(
     client = await workload.etcd(controlPlane, cluster, endpoints);
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
-    return { view: () => ({ observed: false, error: message, members: [], alarms: [] }) };
+    // The adapters' errors say whether only a user can fix them (src/adapters/errors.ts, read structurally: the
+    // controller reaches adapters only through ports).
+    const needsUser = (error as { needsUser?: unknown } | null)?.needsUser === true;
+    return {
+      view: () => ({ observed: false, error: message, ...(needsUser ? { needsUser } : {}), members: [], alarms: [] }),
+    };
   }
   const raw = toEtcdView(await observeEtcd(client));
   return {

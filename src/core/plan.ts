@@ -207,10 +207,12 @@ function decide(snapshot: Snapshot, parts: PlannerParts): Decision {
     const cause = snapshot.etcd.error ?? "no etcd endpoint answered";
     // Without the member list no removal, deletion or promotion can be judged; waiting is the only safe step (a
     // control plane being deleted does not get here: forcedDeletion lets its Machines go).
+    // A cause only a user can fix (a garbage Secret) is not worth a status round every second.
+    const needsUser = snapshot.etcd.needsUser === true;
     return decided({
       action: waitFor(
-        `etcd is not observed: ${cause}; nothing disruptive happens until the member list can be read`,
-        RECHECK_MS.converging,
+        `etcd is not observed: ${cause}; nothing disruptive happens until the member list can be read${needsUser ? " (waiting alone will not fix this)" : ""}`,
+        needsUser ? RECHECK_MS.blocked : RECHECK_MS.converging,
         "etcd",
       ),
     });

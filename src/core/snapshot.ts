@@ -151,6 +151,11 @@ export interface EtcdView {
   observed: boolean;
   /** Why the member list could not be read, for the status and the Wait reason. */
   error?: string;
+  /**
+   * Only a user can fix why it could not be read (a garbage etcd CA Secret, an expired certificate): look again
+   * less often, since waiting changes nothing. From the adapter error's `needsUser`.
+   */
+  needsUser?: boolean;
   members: MemberView[];
   /** Cluster-wide alarms (NOSPACE, CORRUPT), with the member they were raised on. */
   alarms: { memberId: string; alarm: string }[];

@@ -117,3 +117,20 @@ describe("the next action says what blocks progress", () => {
     assert.match(action.reason, /^nothing to do/);
   });
 });
+
+describe("an etcd Quorum cannot read", () => {
+  it("is looked at every 15 s, not every second, when only a user can fix why", () => {
+    const h = healthyMachines(3);
+    const base = snapshot({
+      machines: h.machines,
+      observed: false,
+      error: "Secret ns/c1-etcd: data key tls.key is empty",
+    });
+    const { action } = plan({ ...base, etcd: { ...base.etcd, needsUser: true } });
+    assert.equal(action.kind, "Wait");
+    assert.equal(action.kind === "Wait" && action.recheckAfterMs, 15_000);
+    assert.match(action.reason, /waiting alone will not fix this/);
+    const transient = plan(snapshot({ machines: h.machines, observed: false, error: "connection refused" })).action;
+    assert.equal(transient.kind === "Wait" && transient.recheckAfterMs, 1_000);
+  });
+});
