@@ -8,7 +8,6 @@ import { CONDITION, FINALIZER, KIND, LABEL_CLUSTER_NAME } from "../api/constants
 import { claimMachines, namesControlPlane, type ForeignMachine } from "../api/ownership.ts";
 import type { QuorumControlPlane, QuorumControlPlaneStatus } from "../api/types.ts";
 import { isDisruptive, type Action } from "../core/actions.ts";
-import type { Verdict } from "../core/assess.ts";
 import type { Decision } from "../core/plan.ts";
 import type { Snapshot } from "../core/snapshot.ts";
 import type { CrashInjector } from "./crash.ts";
@@ -145,7 +144,8 @@ export async function reconcile(
       throw new ReconcileError(outcome.problem.message, outcome.problem.reason, { cause: outcome.error });
     }
     await written;
-    recordEtcdMetrics(deps.metrics, `${namespace}/${clusterName}`, verdict);
+    if (verdict.observed)
+      deps.metrics?.recordEtcd(`${namespace}/${name}`, `${namespace}/${clusterName}`, verdict.quorum);
     return { requeueAfterMs: requeueAfter(action, outcome, deps.etcdPollIntervalMs), action };
   } finally {
     await etcd?.close().catch((error: unknown) => log("warn", `closing the etcd client failed: ${errorText(error)}`));
@@ -355,13 +355,6 @@ async function writeStatus(
 
 function warnStatus(log: Log): (error: unknown) => void {
   return (error) => log("warn", `could not write status: ${errorText(error)}`);
-}
-
-function recordEtcdMetrics(metrics: ControllerMetrics | undefined, cluster: string, verdict: Verdict): void {
-  if (!metrics || !verdict.observed) return;
-  metrics.etcdVoters.set({ cluster }, verdict.quorum.voters);
-  metrics.etcdHealthyVoters.set({ cluster }, verdict.quorum.healthyVoters);
-  metrics.etcdFailuresTolerated.set({ cluster }, verdict.quorum.failuresTolerated);
 }
 
 function isConflict(error: unknown): boolean {
