@@ -92,6 +92,7 @@ export function computeStatus(inputs: StatusInputs): QuorumControlPlaneStatus {
         ? withMemory(memberStatuses(verdict), snapshot)
         : unobserved(previous.etcd?.members ?? []),
       quorum,
+      ...membershipChanged(previous.etcd, verdict, now),
       summary: verdict.observed ? `${quorum.healthyVoters}/${quorum.voters}` : "unknown",
     },
     nextAction: nextAction(action),
@@ -378,6 +379,27 @@ function nextAction(action: Action): NonNullable<QuorumControlPlaneStatus["nextA
     ...(action.kind === "Wait" && action.blockedBy ? { blockedBy: action.blockedBy } : {}),
     ...(target ? { target } : {}),
   };
+}
+
+/**
+ * status.etcd.lastObserved: when Quorum last saw the member list change (a member added, started, promoted or
+ * removed). Writing the time of every read would rewrite an idle cluster's status on every poll; the time of the
+ * last change says as much about staleness (status is rewritten on any change) and costs no write at idle.
+ */
+function membershipChanged(
+  previous: QuorumControlPlaneStatus["etcd"],
+  verdict: Verdict,
+  now: string,
+): { lastObserved?: string } {
+  const kept = previous?.lastObserved !== undefined ? { lastObserved: previous.lastObserved } : {};
+  if (!verdict.observed) return kept;
+  const shape = (members: { id: string; name: string; learner: boolean }[]) =>
+    members
+      .map((member) => `${member.id}/${member.name}/${member.learner}`)
+      .sort()
+      .join(",");
+  const changed = previous?.lastObserved === undefined || shape(previous.members ?? []) !== shape(verdict.members);
+  return changed ? { lastObserved: now } : kept;
 }
 
 /** Adds the per-member memory (src/core/memory.ts) to each member's entry, as status keeps it. */
