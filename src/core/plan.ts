@@ -45,6 +45,27 @@ export interface PlannerParts {
   selectForScaleDown: typeof selectMachineForScaleDown;
   /** Who else claims the Cluster or its Machines (src/core/ownership.ts). */
   ownershipConflict: typeof ownershipConflict;
+  /** Which Machines that stay are not seen serving (servingGate). */
+  notServing: typeof notServing;
+}
+
+/**
+ * What keeps the Machines that stay from being seen serving: the workload API cannot be read, or these Machines have
+ * no Ready Node (by nodeRef or providerID). Nothing when there is no workload API to ask (no control-plane endpoint).
+ */
+export function notServing(
+  snapshot: Snapshot,
+  staying: MachineView[],
+): { unreadable?: string; machines: { machine: MachineView; node?: string }[] } {
+  const workload = snapshot.workload;
+  if (!workload?.expected) return { machines: [] };
+  if (!workload.readable) return { unreadable: workload.error ?? "no answer", machines: [] };
+  const machines = [];
+  for (const machine of staying) {
+    const node = nodeOfMachine(machine, snapshot.nodes);
+    if (node?.ready !== true) machines.push({ machine, ...(node ? { node: node.name } : {}) });
+  }
+  return { machines };
 }
 
 export interface Decision {
@@ -115,7 +136,13 @@ function byDeletion(machines: MachineView[]): MachineView[] {
 }
 
 export function makePlanner(parts?: Partial<PlannerParts>): (s: Snapshot) => Decision {
-  const used: PlannerParts = { assess, selectForScaleDown: selectMachineForScaleDown, ownershipConflict, ...parts };
+  const used: PlannerParts = {
+    assess,
+    selectForScaleDown: selectMachineForScaleDown,
+    ownershipConflict,
+    notServing,
+    ...parts,
+  };
   return (snapshot: Snapshot) => holdBesideOtherOwners(snapshot, decide(snapshot, used), used);
 }
 
@@ -708,35 +735,30 @@ class Context {
    * voters, remediation, Machines a user deleted, ghosts) and the deletion of the control plane are not held back.
    */
   servingGate(leaving: string, why: string): Step | undefined {
-    const workload = this.snapshot.workload;
-    if (!workload?.expected) return undefined;
-    if (!workload.readable) {
+    const staying = byName(this.active).filter(
+      (machine) => machine.name !== leaving && this.info(machine.name)?.class === "joined",
+    );
+    const found = this.parts.notServing(this.snapshot, staying);
+    if (found.unreadable !== undefined) {
       return {
         action: waitFor(
-          `${why}, but the workload API cannot be read (${workload.error ?? "no answer"}): Quorum removes a voter only once the Machines that stay are seen Ready through it; fix the kubeconfig Secret or the control-plane endpoint`,
+          `${why}, but the workload API cannot be read (${found.unreadable}): Quorum removes a voter only once the Machines that stay are seen Ready through it; fix the kubeconfig Secret or the control-plane endpoint`,
           RECHECK_MS.converging,
           "workload API",
         ),
       };
     }
-    const notServing = byName(this.active).filter((machine) => {
-      if (machine.name === leaving || this.info(machine.name)?.class !== "joined") return false;
-      return nodeOfMachine(machine, this.snapshot.nodes)?.ready !== true;
-    });
-    if (notServing.length === 0) return undefined;
-    const detail = notServing
-      .map((machine) => {
-        const node = nodeOfMachine(machine, this.snapshot.nodes);
-        return node
-          ? `machine ${machine.name}'s Node ${node.name} is not Ready`
-          : `machine ${machine.name} has no Node yet`;
-      })
+    if (found.machines.length === 0) return undefined;
+    const detail = found.machines
+      .map(({ machine, node }) =>
+        node ? `machine ${machine.name}'s Node ${node} is not Ready` : `machine ${machine.name} has no Node yet`,
+      )
       .join("; ");
     return {
       action: waitFor(
         `${why}, but ${detail}: a voter leaves only once the Machines that stay are seen serving`,
         RECHECK_MS.converging,
-        notServing.map((machine) => `machine ${machine.name}`).join(", "),
+        found.machines.map(({ machine }) => `machine ${machine.name}`).join(", "),
       ),
     };
   }
