@@ -1,14 +1,17 @@
 // Issue 13: memory and metrics of a deleted QuorumControlPlane are dropped. 500 QuorumControlPlanes are created and
 // deleted against the real API server while the controller (its own process) reconciles each: it adds its finalizer,
 // observes, records the per-cluster etcd series, and releases the finalizer on deletion. Afterwards no per-cluster
-// series is left, and the heap is back near where it was after a warm-up round. Each QuorumControlPlane is labelled for
+// series is left, and the live heap (after a full collection) is back near where it was after a warm-up round. Each QuorumControlPlane is labelled for
 // a Cluster that names no control plane, so the controller does everything per key but generate certificates (which
 // would make the churn cost minutes instead of seconds).
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
+import { readdirSync, rmSync, statSync } from "node:fs";
+import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { API_VERSION, CAPI_API_VERSION, KIND, LABEL_CLUSTER_NAME } from "../../src/api/constants.ts";
 import { kubeRequest, kubeRequestOk } from "../env/kube.ts";
+import { makeTempDir } from "../env/processes.ts";
 import { startStack, type ControllerProcess, type ControllerStack } from "./controller/stack.ts";
 import { BOOTSTRAP_GROUP, INFRA_GROUP } from "./controller/test-kinds.ts";
 
@@ -17,8 +20,8 @@ const ROUND = 500;
 const WARM_UP = 100;
 /** Parallel API requests of the test itself. */
 const PARALLEL = 16;
-/** Heap noise without a forced GC: the V8 heap of an idle controller moves by a few MB between samples. */
-const HEAP_TOLERANCE_BYTES = 30 * 1024 * 1024;
+/** What the live heap may move by between two full collections of an idle controller. */
+const HEAP_TOLERANCE_BYTES = 5 * 1024 * 1024;
 
 async function inParallel(count: number, fn: (i: number) => Promise<unknown>): Promise<void> {
   let next = 0;
@@ -53,26 +56,40 @@ async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 
   }
 }
 
-/** The lowest heap of a few samples a second apart: V8 collects at idle, so the minimum is the live heap's best estimate. */
-async function settledHeap(controller: ControllerProcess): Promise<number> {
-  let lowest = Infinity;
-  for (let i = 0; i < 6; i++) {
-    await sleep(1_000);
-    lowest = Math.min(lowest, heapUsed(await scrape(controller)));
-  }
-  return lowest;
+/**
+ * The live heap: the controller runs with --heapsnapshot-signal, and writing a heap snapshot starts with a full
+ * garbage collection, so the heap read right after it holds only what is still referenced.
+ */
+async function liveHeap(controller: ControllerProcess, diagnosticDir: string): Promise<number> {
+  const before = new Set(readdirSync(diagnosticDir));
+  process.kill(controller.process.pid, "SIGUSR2");
+  let snapshot: string | undefined;
+  let size = -1;
+  await waitFor("the heap snapshot", async () => {
+    snapshot ??= readdirSync(diagnosticDir).find((file) => file.endsWith(".heapsnapshot") && !before.has(file));
+    if (!snapshot) return false;
+    const now = statSync(join(diagnosticDir, snapshot)).size;
+    const done = now > 0 && now === size;
+    size = now;
+    return done;
+  });
+  rmSync(join(diagnosticDir, snapshot!), { force: true });
+  return heapUsed(await scrape(controller));
 }
 
 describe("a churn of QuorumControlPlanes leaves nothing behind", { timeout: 600_000 }, () => {
   let stack: ControllerStack;
   let controller: ControllerProcess;
+  const diagnosticDir = makeTempDir("churn-heap");
 
   before(async () => {
     stack = await startStack();
     await kubeRequest(stack.kubeConfig, "/api/v1/namespaces", {
       body: { apiVersion: "v1", kind: "Namespace", metadata: { name: NS } },
     });
-    controller = await stack.startController();
+    controller = await stack.startController({
+      env: { NODE_OPTIONS: `--heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${diagnosticDir}` },
+    });
     await waitFor("the controller's /metrics", async () => {
       try {
         return (await fetch(controller.metricsUrl)).ok;
@@ -141,11 +158,11 @@ describe("a churn of QuorumControlPlanes leaves nothing behind", { timeout: 600_
     const started = Date.now();
     await round("warm", WARM_UP);
     await waitFor("the warm-up's series dropped", async () => etcdSeries(await scrape(controller)) === 0, 30_000);
-    const baseline = await settledHeap(controller);
+    const baseline = await liveHeap(controller, diagnosticDir);
 
     await round("churn", ROUND);
     await waitFor("every series dropped", async () => etcdSeries(await scrape(controller)) === 0, 30_000);
-    const afterChurn = await settledHeap(controller);
+    const afterChurn = await liveHeap(controller, diagnosticDir);
     const grown = afterChurn - baseline;
     assert.ok(
       grown < HEAP_TOLERANCE_BYTES,
