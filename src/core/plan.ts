@@ -51,7 +51,7 @@ export interface PlannerParts {
 
 /**
  * What keeps the Machines that stay from being seen serving: the workload API cannot be read, or these Machines have
- * no Ready Node (by nodeRef or providerID). Nothing when there is no workload API to ask (no control-plane endpoint).
+ * no Ready Node (by nodeRef or providerID). Nothing when there is no workload API to ask (snapshot.workload.expected).
  */
 export function notServing(
   snapshot: Snapshot,
@@ -731,7 +731,7 @@ class Context {
    * A control plane exists to serve the workload API: a healthy voter leaves (scale-down, rollout) only once every
    * Machine that stays with a voter is seen serving, its Node Ready through the workload API (the replacement's
    * etcd member being healthy proves nothing about its API server). While that API cannot be read, such removals
-   * wait and say why. No workload API to ask (no control-plane endpoint) means no Node to check. Repairs (dead
+   * wait and say why. No workload API to ask (no endpoint, and none answered) means no Node to check. Repairs (dead
    * voters, remediation, Machines a user deleted, ghosts) and the deletion of the control plane are not held back.
    */
   servingGate(leaving: string, why: string): Step | undefined {
@@ -801,7 +801,7 @@ class Context {
       return {
         action: waitFor(
           `etcd has lost quorum: only ${healthyVoters} of ${voters} voters are healthy (quorum ${quorumSize}); ${down.map((member) => `${member.label} is down (${member.error ?? "unhealthy"})`).join("; ")}; no membership change can commit until enough of them recover: restart them, or restore etcd from a backup if they are lost`,
-          RECHECK_MS.converging,
+          RECHECK_MS.blocked,
           down.map((member) => member.label).join(", ") || "etcd quorum",
         ),
       };

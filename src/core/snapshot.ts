@@ -20,9 +20,9 @@ export interface Snapshot {
  */
 export interface WorkloadView {
   /**
-   * There is a workload API to ask: the Cluster has a control-plane endpoint and the control plane is initialised.
-   * Without an endpoint no kubeconfig can reach one (clusters whose Machines run etcd only, like the integration
-   * stacks), so there is nothing to check Nodes with.
+   * There is a workload API to ask: the control plane is initialised and the Cluster has a control-plane endpoint,
+   * or a workload API answered anyway (a user's kubeconfig Secret). Without either there is nothing to check Nodes
+   * with (clusters whose Machines run etcd only, like the integration stacks), and nothing is held back for it.
    */
   expected: boolean;
   /** The Nodes were listed; false with `error` when the API could not be read. */
