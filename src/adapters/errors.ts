@@ -15,11 +15,15 @@ export function secretKey(ref: SecretRef): string {
 }
 
 export abstract class AdapterError extends Error {
-  /** CamelCase reason for a condition or an Event (e.g. "SecretMissing"). */
+  /**
+   * CamelCase reason (e.g. "SecretMissing"); the controller reads its presence to know the message already names
+   * the object, the cause and the fix (src/controller/etcd-view.ts).
+   */
   abstract readonly reason: string;
   /**
    * True when only a user can fix it (bad Secret content); false when waiting may fix it (an endpoint that
-   * is still booting). Lets the controller back off long instead of hammering a Secret nobody will fix.
+   * is still booting). The planner then rechecks an unreadable etcd every 15 s instead of every second
+   * (EtcdView.needsUser, src/controller/observe.ts).
    */
   abstract readonly needsUser: boolean;
 

@@ -165,6 +165,10 @@ export interface QuorumControlPlaneStatus {
   etcd?: {
     members?: EtcdMemberStatus[];
     quorum?: EtcdQuorumStatus;
+    /**
+     * When Quorum last saw the member list change (added, started, promoted, removed), RFC 3339. Not the time of
+     * every read: that would rewrite an idle cluster's status on every poll.
+     */
     lastObserved?: string;
     /** "<healthyVoters>/<voters>", e.g. "2/3": the Etcd printer column (JSONPath cannot compute it). */
     summary?: string;

@@ -50,8 +50,8 @@ export function renderStatus(controlPlane: QuorumControlPlane, options: RenderOp
   const etcd = status.etcd;
   const members = etcd?.members ?? [];
   const observed = etcd?.lastObserved
-    ? `observed ${etcd.lastObserved} (${ago(etcd.lastObserved, options.now)})`
-    : "never observed";
+    ? `member list last changed ${etcd.lastObserved} (${ago(etcd.lastObserved, options.now)})`
+    : "member list never observed";
   const quorum = etcd?.quorum;
   if (quorum) {
     const tolerance =

@@ -95,10 +95,17 @@ export function quorumController(options: ControllerOptions): Controller {
         options.deps.log.debug(`waiting for the cache to show ${waiting.waitingFor.join(", ")}`, { object: key });
         return { requeueAfterMs: waiting.retryInMs };
       }
-      if (!caches.controlPlane(key)) expectations.forget(key);
+      if (!caches.controlPlane(key)) {
+        // Gone (deleted, or out of this controller's scope): nothing about it may stay in memory or in /metrics,
+        // or a churn of short-lived control planes grows the process without bound.
+        expectations.forget(key);
+        eventAt.delete(key);
+        lastReconciledAt.delete(key);
+        options.deps.metrics?.forget(key);
+      }
       const triggeredAt = eventAt.get(key) ?? lastReconciledAt.get(key);
       eventAt.delete(key);
-      lastReconciledAt.set(key, options.deps.clock());
+      if (caches.controlPlane(key)) lastReconciledAt.set(key, options.deps.clock());
       const started = process.hrtime.bigint();
       const seconds = () => Number(process.hrtime.bigint() - started) / 1e9;
       let result;

@@ -14,12 +14,30 @@ export interface ControllerMetrics {
   apiWrites: Counter<"verb">;
   /** 1 while this process leads and its workers run, else 0. */
   leader: Gauge;
+  /** Sets the per-cluster etcd series of QuorumControlPlane `key` ("ns/name"), remembering which cluster they name. */
+  recordEtcd(
+    key: string,
+    cluster: string,
+    quorum: { voters: number; healthyVoters: number; failuresTolerated: number },
+  ): void;
+  /** Drops every series of QuorumControlPlane `key` (it is gone): a deleted control plane leaves no series behind. */
+  forget(key: string): void;
+  /** How many QuorumControlPlanes have per-cluster series now (for tests and the churn check). */
+  readonly trackedControlPlanes: number;
 }
 
 export function createMetrics(options: { defaultMetrics?: boolean } = {}): ControllerMetrics {
   const registry = new Registry();
   if (options.defaultMetrics !== false) collectDefaultMetrics({ register: registry, prefix: "quorum_process_" });
-  return {
+  // The cluster label each QuorumControlPlane's series carry: once the object is gone its Cluster name is not known
+  // any more, and without this the series of every deleted control plane would stay until the process restarts.
+  const clusterOf = new Map<string, string>();
+  const perCluster = (metrics: ControllerMetrics) => [
+    metrics.etcdVoters,
+    metrics.etcdHealthyVoters,
+    metrics.etcdFailuresTolerated,
+  ];
+  const metrics: ControllerMetrics = {
     registry,
     reconcileDuration: new Histogram({
       name: "quorum_reconcile_duration_seconds",
@@ -75,5 +93,26 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Contr
       labelNames: ["verb"],
       registers: [registry],
     }),
+    recordEtcd(key, cluster, quorum) {
+      const previous = clusterOf.get(key);
+      if (previous !== undefined && previous !== cluster)
+        for (const gauge of perCluster(metrics)) gauge.remove({ cluster: previous });
+      clusterOf.set(key, cluster);
+      metrics.etcdVoters.set({ cluster }, quorum.voters);
+      metrics.etcdHealthyVoters.set({ cluster }, quorum.healthyVoters);
+      metrics.etcdFailuresTolerated.set({ cluster }, quorum.failuresTolerated);
+    },
+    forget(key) {
+      const cluster = clusterOf.get(key);
+      if (cluster === undefined) return;
+      clusterOf.delete(key);
+      // Another QuorumControlPlane may report the same Cluster (a copy labelled for it): its series stay.
+      if ([...clusterOf.values()].includes(cluster)) return;
+      for (const gauge of perCluster(metrics)) gauge.remove({ cluster });
+    },
+    get trackedControlPlanes() {
+      return clusterOf.size;
+    },
   };
+  return metrics;
 }

@@ -6,7 +6,7 @@ import type { QuorumControlPlane } from "../api/types.ts";
 import { etcdEndpoints } from "../api/endpoints.ts";
 import type { EtcdClusterClient, WorkloadAccess } from "../ports/index.ts";
 import { observe as observeMembers, recall } from "../core/memory.ts";
-import type { EtcdView } from "../core/snapshot.ts";
+import type { EtcdView, WorkloadView } from "../core/snapshot.ts";
 import { observeEtcd, toEtcdView } from "./etcd-view.ts";
 import type { Observation } from "./snapshot-builder.ts";
 
@@ -43,6 +43,7 @@ export async function observe(
     cluster,
     machines,
     nodes: nodesResult.nodes,
+    workload: nodesResult.workload,
     etcd: etcdResult.view(now),
   };
   return {
@@ -79,7 +80,12 @@ async function observeEtcdOf(
     client = await workload.etcd(controlPlane, cluster, endpoints);
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
-    return { view: () => ({ observed: false, error: message, members: [], alarms: [] }) };
+    // The adapters' errors say whether only a user can fix them (src/adapters/errors.ts, read structurally: the
+    // controller reaches adapters only through ports).
+    const needsUser = (error as { needsUser?: unknown } | null)?.needsUser === true;
+    return {
+      view: () => ({ observed: false, error: message, ...(needsUser ? { needsUser } : {}), members: [], alarms: [] }),
+    };
   }
   const raw = toEtcdView(await observeEtcd(client));
   return {
@@ -95,20 +101,24 @@ async function listNodes(
   controlPlane: QuorumControlPlane,
   cluster: Cluster,
   workload: WorkloadAccess,
-): Promise<{ nodes: Node[]; error?: string; reason?: string }> {
-  if (
-    !cluster.status?.initialization?.controlPlaneInitialized &&
-    !controlPlane.status?.initialization?.controlPlaneInitialized
-  )
-    return { nodes: [] };
+): Promise<{ nodes: Node[]; workload: WorkloadView; error?: string; reason?: string }> {
+  const initialized =
+    cluster.status?.initialization?.controlPlaneInitialized === true ||
+    controlPlane.status?.initialization?.controlPlaneInitialized === true;
+  // Without an endpoint there may be no workload API at all (Machines that run etcd only): Nodes are then checked only
+  // if one answers anyway (a user's kubeconfig Secret), and an unreadable one holds nothing back.
+  const endpoint = Boolean(cluster.spec?.controlPlaneEndpoint?.host);
+  if (!initialized) return { nodes: [], workload: { expected: false, readable: false } };
   try {
-    return { nodes: await workload.nodes(controlPlane, cluster) };
+    return { nodes: await workload.nodes(controlPlane, cluster), workload: { expected: true, readable: true } };
   } catch (error) {
     // The adapters' typed errors carry a reason (src/adapters/errors.ts); the controller reads it, never imports them.
     const reason = (error as { reason?: unknown } | undefined)?.reason;
+    const message = error instanceof Error ? error.message : String(error);
     return {
       nodes: [],
-      error: error instanceof Error ? error.message : String(error),
+      workload: { expected: endpoint, readable: false, error: message },
+      error: message,
       ...(typeof reason === "string" ? { reason } : {}),
     };
   }

@@ -8,7 +8,6 @@ import { CONDITION, FINALIZER, KIND, LABEL_CLUSTER_NAME } from "../api/constants
 import { claimMachines, namesControlPlane, type ForeignMachine } from "../api/ownership.ts";
 import type { QuorumControlPlane, QuorumControlPlaneStatus } from "../api/types.ts";
 import { isDisruptive, type Action } from "../core/actions.ts";
-import type { Verdict } from "../core/assess.ts";
 import type { Decision } from "../core/plan.ts";
 import type { Snapshot } from "../core/snapshot.ts";
 import type { CrashInjector } from "./crash.ts";
@@ -17,7 +16,7 @@ import { mergePatch } from "./merge-patch.ts";
 import type { ControllerMetrics } from "./metrics.ts";
 import { observe } from "./observe.ts";
 import {
-  etcdMessageOf,
+  retryLaterOf,
   type Clock,
   type EtcdClusterClient,
   type Logger,
@@ -68,8 +67,14 @@ const AFTER_ACTION_MS = 0;
 const AFTER_CONFLICT_MS = 250;
 /** Idle polls of many clusters spread out instead of all landing in the same second. */
 const IDLE_POLL_JITTER = 0.1;
-/** How soon a removal etcd refused for now is asked again (etcd's own health window is 5 s). */
-const ETCD_REFUSAL_RETRY_MS = 1_000;
+/**
+ * etcd's "not yet" (src/ports/etcd.ts) is asked again after its own hint, at least 1 s, then after as long as the
+ * refusals have lasted (so the delays double: 1, 1, 2, 4, 8, 16 s), never later than 30 s. The removal window
+ * usually opens within 5 s; a refusal that outlasts it (a member bouncing, a leader flapping) must not cost a
+ * status round and a write every second forever. The state is the Reconciled condition itself (reason
+ * <Action>Deferred since lastTransitionTime), so nothing is kept in memory and a restart at worst starts over.
+ */
+export const REFUSAL_BACKOFF = { firstMs: 1_000, maxMs: 30_000 } as const;
 
 export async function reconcile(
   namespace: string,
@@ -139,7 +144,8 @@ export async function reconcile(
       throw new ReconcileError(outcome.problem.message, outcome.problem.reason, { cause: outcome.error });
     }
     await written;
-    recordEtcdMetrics(deps.metrics, `${namespace}/${clusterName}`, verdict);
+    if (verdict.observed)
+      deps.metrics?.recordEtcd(`${namespace}/${name}`, `${namespace}/${clusterName}`, verdict.quorum);
     return { requeueAfterMs: requeueAfter(action, outcome, deps.etcdPollIntervalMs), action };
   } finally {
     await etcd?.close().catch((error: unknown) => log("warn", `closing the etcd client failed: ${errorText(error)}`));
@@ -233,7 +239,7 @@ async function gate(
 /** When to look again: at once after an action, soon after a conflict or etcd's refusal, else the Wait's recheck. */
 function requeueAfter(action: Action, outcome: Outcome | undefined, pollIntervalMs: number): number {
   if (outcome?.kind === "conflict") return AFTER_CONFLICT_MS;
-  if (outcome?.kind === "deferred") return ETCD_REFUSAL_RETRY_MS;
+  if (outcome?.kind === "deferred") return outcome.retryAfterMs;
   if (outcome?.kind === "done") return outcome.result.retryAfterMs ?? AFTER_ACTION_MS;
   if (action.kind !== "Wait") return AFTER_ACTION_MS;
   const recheckAfterMs = Math.min(action.recheckAfterMs, pollIntervalMs);
@@ -244,7 +250,7 @@ function requeueAfter(action: Action, outcome: Outcome | undefined, pollInterval
 type Outcome =
   | { kind: "done"; result: ExecutionResult }
   | { kind: "conflict" }
-  | { kind: "deferred"; problem: Problem }
+  | { kind: "deferred"; problem: Problem; retryAfterMs: number }
   | { kind: "failed"; problem: Problem; error: unknown };
 
 interface ActContext {
@@ -276,7 +282,11 @@ async function act(action: Action, context: ActContext, deps: ReconcilerDeps, lo
     if (result.deferred) {
       const message = `${action.kind} deferred: ${result.message}`;
       log("info", message, { action: action.kind });
-      return { kind: "deferred", problem: { reason: `${action.kind}Deferred`, message } };
+      return {
+        kind: "deferred",
+        problem: { reason: `${action.kind}Deferred`, message },
+        retryAfterMs: result.retryAfterMs ?? REFUSAL_BACKOFF.firstMs,
+      };
     }
     log("info", result.message, { action: action.kind, ...result.logMeta });
     // A deletion that gave up on etcd says which members it leaves there, where users look for what went wrong.
@@ -292,22 +302,32 @@ async function act(action: Action, context: ActContext, deps: ReconcilerDeps, lo
       log("debug", `${action.kind} hit a conflict; re-planning`, { action: action.kind });
       return { kind: "conflict" };
     }
-    // etcd refuses a removal ("unhealthy cluster") until its leader has been connected to enough members for 5 s,
-    // which is every rollout right after leadership moved to the member that just joined. assess has judged the
-    // removal safe and etcd keeps refusing while it is not: wait and ask again each second, as for a learner that
-    // is not caught up, instead of backing off up to 16 s and reporting a failure (found by the e2e suite).
-    if (
-      (action.kind === "RemoveMember" || action.kind === "RemoveGhost") &&
-      etcdMessageOf(error)?.includes("unhealthy cluster")
-    ) {
-      const message = `${action.kind} deferred: ${errorText(error)}`;
-      log("info", message, { action: action.kind });
-      return { kind: "deferred", problem: { reason: `${action.kind}Deferred`, message } };
+    // etcd said "not yet" (a removal before its 5 s health window opened, which is every rollout right after
+    // leadership moved to the member that just joined; a call that met a leader change): assess judged the step
+    // safe, so wait and ask again with backoff instead of reporting a failure (found by the e2e suite).
+    const notYet = retryLaterOf(error);
+    if (notYet) {
+      const reason = `${action.kind}Deferred`;
+      const retryAfterMs = refusalBackoff(controlPlane, reason, context.now, notYet.retryAfterMs);
+      const message = `${action.kind} deferred: ${notYet.message}; asking again in ${Math.round(retryAfterMs / 1000)}s`;
+      log("info", message, { action: action.kind, refusal: notYet.refusal });
+      return { kind: "deferred", problem: { reason, message }, retryAfterMs };
     }
     const message = `${action.kind} failed: ${errorText(error)}`;
     if (isDisruptive(action)) await event("Warning", `${action.kind}Failed`, message);
     return { kind: "failed", problem: { reason: `${action.kind}Failed`, message }, error };
   }
+}
+
+/** How long to wait after etcd's "not yet": see REFUSAL_BACKOFF. */
+export function refusalBackoff(controlPlane: QuorumControlPlane, reason: string, now: number, hintMs: number): number {
+  const reconciled = controlPlane.status?.conditions?.find((condition) => condition.type === CONDITION.Reconciled);
+  const since =
+    reconciled?.status === "False" && reconciled.reason === reason
+      ? now - Date.parse(reconciled.lastTransitionTime ?? "")
+      : 0;
+  const waited = Number.isFinite(since) ? Math.max(0, since) : 0;
+  return Math.min(REFUSAL_BACKOFF.maxMs, Math.max(REFUSAL_BACKOFF.firstMs, hintMs, waited));
 }
 
 /** The poll interval shortened by up to 10 %, so a poll is never later than the interval promises. */
@@ -335,13 +355,6 @@ async function writeStatus(
 
 function warnStatus(log: Log): (error: unknown) => void {
   return (error) => log("warn", `could not write status: ${errorText(error)}`);
-}
-
-function recordEtcdMetrics(metrics: ControllerMetrics | undefined, cluster: string, verdict: Verdict): void {
-  if (!metrics || !verdict.observed) return;
-  metrics.etcdVoters.set({ cluster }, verdict.quorum.voters);
-  metrics.etcdHealthyVoters.set({ cluster }, verdict.quorum.healthyVoters);
-  metrics.etcdFailuresTolerated.set({ cluster }, verdict.quorum.failuresTolerated);
 }
 
 function isConflict(error: unknown): boolean {

@@ -23,6 +23,7 @@ import type {
   MachineView,
   NodeView,
   Snapshot,
+  WorkloadView,
 } from "../core/snapshot.ts";
 
 export interface Observation {
@@ -31,6 +32,8 @@ export interface Observation {
   cluster: Cluster;
   machines: Machine[];
   nodes: Node[];
+  /** Whether the workload API exists and answered the Node list (absent: no workload API to ask). */
+  workload?: WorkloadView;
   /** What etcd showed, with each member's memory (core/memory.ts) recalled from status and updated. */
   etcd: EtcdView;
   /** Machines listed with ours that claimMachines (src/api/ownership.ts) found not to be ours. */
@@ -43,8 +46,9 @@ export function buildSnapshot(observation: Observation): Snapshot {
     now,
     controlPlane: controlPlaneView(controlPlane),
     cluster: clusterView(cluster, observation.foreignMachines ?? []),
-    machines: observation.machines.map(machineView).sort((a, b) => a.name.localeCompare(b.name)),
+    machines: observation.machines.map(readMachine).sort((a, b) => a.name.localeCompare(b.name)),
     nodes: observation.nodes.map(nodeView).sort((a, b) => a.name.localeCompare(b.name)),
+    ...(observation.workload ? { workload: observation.workload } : {}),
     etcd: observation.etcd,
   };
 }
@@ -170,6 +174,54 @@ function clusterView(cluster: Cluster, foreign: ForeignMachine[]): ClusterView {
   };
 }
 
+/**
+ * A Machine as the planner sees it. One Machine that is not a well-formed CAPI Machine (a hand-written object with
+ * the control-plane label, a half-applied edit) must not stop the reconcile of the whole control plane (issue 13:
+ * hook releases and deletions waited behind it): it is read as far as it can be and carries `malformed`.
+ */
+export function readMachine(machine: Machine): MachineView {
+  const problems = machineProblems(machine);
+  try {
+    const view = machineView(machine);
+    return problems.length > 0 ? { ...view, malformed: problems.join("; ") } : view;
+  } catch (error) {
+    return minimalMachineView(machine, [...problems, error instanceof Error ? error.message : String(error)]);
+  }
+}
+
+/** What a CAPI Machine must have for Quorum to judge it (the CRD requires them; a cache may still hold worse). */
+function machineProblems(machine: Machine): string[] {
+  const spec = (machine as { spec?: Partial<Machine["spec"]> }).spec;
+  if (typeof spec !== "object" || spec === null) return ["it has no spec"];
+  const problems: string[] = [];
+  if (typeof spec.bootstrap !== "object" || spec.bootstrap === null) problems.push("it has no spec.bootstrap");
+  if (typeof spec.version !== "string" || spec.version === "") problems.push("it has no spec.version");
+  return problems;
+}
+
+/** Only the fields that cannot fail to read: name, times, annotations. */
+function minimalMachineView(machine: Machine, problems: string[]): MachineView {
+  const metadata = machine.metadata ?? { name: "" };
+  const annotations = typeof metadata.annotations === "object" && metadata.annotations ? metadata.annotations : {};
+  const annotation = (key: string) => (typeof annotations[key] === "string" ? annotations[key] : undefined);
+  const deleting = metadata.deletionTimestamp ? Date.parse(metadata.deletionTimestamp) : undefined;
+  return {
+    name: metadata.name,
+    created: Date.parse(metadata.creationTimestamp ?? "") || 0,
+    ...(deleting !== undefined && !Number.isNaN(deleting) ? { deleting } : {}),
+    version: "",
+    memberName: annotation(MEMBER_NAME_ANNOTATION) || metadata.name,
+    addresses: [],
+    infrastructureReady: false,
+    bootstrapReady: false,
+    hasPreTerminateHook: annotation(PRE_TERMINATE_HOOK) !== undefined,
+    remediationRequested: false,
+    failed: false,
+    markedForDeletion: annotation(DELETE_MACHINE_ANNOTATION) !== undefined,
+    malformed: problems.join("; "),
+  };
+}
+
 function machineView(machine: Machine): MachineView {
   const annotations = machine.metadata.annotations ?? {};
   const status = machine.status ?? {};
@@ -181,7 +233,7 @@ function machineView(machine: Machine): MachineView {
     name: machine.metadata.name,
     created: Date.parse(machine.metadata.creationTimestamp ?? "") || 0,
     ...(machine.metadata.deletionTimestamp ? { deleting: Date.parse(machine.metadata.deletionTimestamp) } : {}),
-    version: machine.spec.version ?? "",
+    version: typeof machine.spec.version === "string" ? machine.spec.version : "",
     ...(annotations[TEMPLATE_HASH_ANNOTATION] ? { templateHash: annotations[TEMPLATE_HASH_ANNOTATION] } : {}),
     ...(machine.spec.failureDomain || status.failureDomain
       ? { failureDomain: machine.spec.failureDomain || status.failureDomain }
@@ -192,7 +244,7 @@ function machineView(machine: Machine): MachineView {
     addresses: (status.addresses ?? []).map((address) => address.address ?? "").filter((address) => address !== ""),
     infrastructureReady: status.initialization?.infrastructureProvisioned === true,
     bootstrapReady:
-      status.initialization?.bootstrapDataSecretCreated === true || Boolean(machine.spec.bootstrap.dataSecretName),
+      status.initialization?.bootstrapDataSecretCreated === true || Boolean(machine.spec.bootstrap?.dataSecretName),
     hasPreTerminateHook: annotations[PRE_TERMINATE_HOOK] !== undefined,
     remediationRequested: ownerRemediated?.status === "False",
     failed: Boolean(failure?.failureReason || failure?.failureMessage) || status.phase === "Failed",

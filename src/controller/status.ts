@@ -92,6 +92,7 @@ export function computeStatus(inputs: StatusInputs): QuorumControlPlaneStatus {
         ? withMemory(memberStatuses(verdict), snapshot)
         : unobserved(previous.etcd?.members ?? []),
       quorum,
+      ...membershipChanged(previous.etcd, verdict, now),
       summary: verdict.observed ? `${quorum.healthyVoters}/${quorum.voters}` : "unknown",
     },
     nextAction: nextAction(action),
@@ -243,17 +244,41 @@ function conditionInputs(
 }
 
 /**
- * MachinesReady. A refused workload kubeconfig makes it False with its own reason: Node readiness cannot be checked
- * until a user fixes the Secret (the message names it, the field and the fix), while etcd is still reconciled.
+ * MachinesReady: how many Machines serve, and what keeps the rest from counting. A refused workload kubeconfig has its
+ * own reason: Node readiness cannot be checked until a user fixes the Secret (the message names it, the field and
+ * the fix), while etcd is still reconciled. A workload API that should answer and does not holds back removals of
+ * healthy voters (servingGate in plan.ts). A Machine Quorum cannot read is named with what is wrong with it.
  */
 function machinesReadyCondition(inputs: StatusInputs, counts: { ready: number; replicas: number }): ConditionInput {
-  const allReady = counts.ready === counts.replicas && counts.replicas > 0;
+  const { snapshot, nodesError } = inputs;
+  const malformed = snapshot.machines.filter((machine) => machine.malformed !== undefined);
   const rejected = inputs.nodesErrorReason === REASON_WORKLOAD_KUBECONFIG_REJECTED;
+  const unreadable = nodesError !== undefined && snapshot.workload?.expected === true;
+  const allReady = counts.ready === counts.replicas && counts.replicas > 0 && malformed.length === 0;
+  const notes = [
+    ...(nodesError !== undefined
+      ? [
+          `workload Nodes not readable: ${nodesError}${unreadable ? "; removals of healthy voters wait until the Machines that stay are seen Ready" : ""}`,
+        ]
+      : []),
+    ...malformed.map(
+      (machine) =>
+        `Machine ${snapshot.controlPlane.namespace}/${machine.name} cannot be read (${machine.malformed}): it is counted but never rolled out or remediated on a guess; fix or delete it`,
+    ),
+  ];
   return {
     type: CONDITION.MachinesReady,
-    status: allReady && !rejected ? "True" : "False",
-    reason: rejected ? REASON_WORKLOAD_KUBECONFIG_REJECTED : allReady ? "Ready" : "NotReady",
-    message: `${counts.ready} of ${counts.replicas} Machines ready${inputs.nodesError ? ` (workload Nodes not readable: ${inputs.nodesError})` : ""}`,
+    status: allReady && !rejected && !unreadable ? "True" : "False",
+    reason: rejected
+      ? REASON_WORKLOAD_KUBECONFIG_REJECTED
+      : malformed.length > 0
+        ? "MachineMalformed"
+        : unreadable
+          ? "WorkloadAPIUnreadable"
+          : allReady
+            ? "Ready"
+            : "NotReady",
+    message: `${counts.ready} of ${counts.replicas} Machines ready${notes.length > 0 ? ` (${notes.join("; ")})` : ""}`,
   };
 }
 
@@ -354,6 +379,27 @@ function nextAction(action: Action): NonNullable<QuorumControlPlaneStatus["nextA
     ...(action.kind === "Wait" && action.blockedBy ? { blockedBy: action.blockedBy } : {}),
     ...(target ? { target } : {}),
   };
+}
+
+/**
+ * status.etcd.lastObserved: when Quorum last saw the member list change (a member added, started, promoted or
+ * removed). Writing the time of every read would rewrite an idle cluster's status on every poll; the time of the
+ * last change says as much about staleness (status is rewritten on any change) and costs no write at idle.
+ */
+function membershipChanged(
+  previous: QuorumControlPlaneStatus["etcd"],
+  verdict: Verdict,
+  now: string,
+): { lastObserved?: string } {
+  const kept = previous?.lastObserved !== undefined ? { lastObserved: previous.lastObserved } : {};
+  if (!verdict.observed) return kept;
+  const shape = (members: { id: string; name: string; learner: boolean }[]) =>
+    members
+      .map((member) => `${member.id}/${member.name}/${member.learner}`)
+      .sort()
+      .join(",");
+  const changed = previous?.lastObserved === undefined || shape(previous.members ?? []) !== shape(verdict.members);
+  return changed ? { lastObserved: now } : kept;
 }
 
 /** Adds the per-member memory (src/core/memory.ts) to each member's entry, as status keeps it. */

@@ -37,7 +37,7 @@ export function memberHosts(member: MemberView): string[] {
 }
 
 /** The Node a Machine stands behind: by nodeRef name, else by providerID. */
-function nodeOfMachine(machine: MachineView, nodes: NodeView[]): NodeView | undefined {
+export function nodeOfMachine(machine: MachineView, nodes: NodeView[]): NodeView | undefined {
   if (machine.nodeName !== undefined) return nodes.find((node) => node.name === machine.nodeName);
   if (!machine.providerID) return undefined;
   return nodes.find((node) => node.providerID === machine.providerID);

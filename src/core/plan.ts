@@ -24,6 +24,7 @@ import {
 } from "./assess.ts";
 import { forcedDeletion, forcedDeletionStep } from "./deletion.ts";
 import { formatDuration, formatSeconds } from "./format.ts";
+import { nodeOfMachine } from "./identity.ts";
 import { allowedDespite, ownershipConflict } from "./ownership.ts";
 import {
   activeMachines,
@@ -44,6 +45,27 @@ export interface PlannerParts {
   selectForScaleDown: typeof selectMachineForScaleDown;
   /** Who else claims the Cluster or its Machines (src/core/ownership.ts). */
   ownershipConflict: typeof ownershipConflict;
+  /** Which Machines that stay are not seen serving (servingGate). */
+  notServing: typeof notServing;
+}
+
+/**
+ * What keeps the Machines that stay from being seen serving: the workload API cannot be read, or these Machines have
+ * no Ready Node (by nodeRef or providerID). Nothing when there is no workload API to ask (snapshot.workload.expected).
+ */
+export function notServing(
+  snapshot: Snapshot,
+  staying: MachineView[],
+): { unreadable?: string; machines: { machine: MachineView; node?: string }[] } {
+  const workload = snapshot.workload;
+  if (!workload?.expected) return { machines: [] };
+  if (!workload.readable) return { unreadable: workload.error ?? "no answer", machines: [] };
+  const machines = [];
+  for (const machine of staying) {
+    const node = nodeOfMachine(machine, snapshot.nodes);
+    if (node?.ready !== true) machines.push({ machine, ...(node ? { node: node.name } : {}) });
+  }
+  return { machines };
 }
 
 export interface Decision {
@@ -114,7 +136,13 @@ function byDeletion(machines: MachineView[]): MachineView[] {
 }
 
 export function makePlanner(parts?: Partial<PlannerParts>): (s: Snapshot) => Decision {
-  const used: PlannerParts = { assess, selectForScaleDown: selectMachineForScaleDown, ownershipConflict, ...parts };
+  const used: PlannerParts = {
+    assess,
+    selectForScaleDown: selectMachineForScaleDown,
+    ownershipConflict,
+    notServing,
+    ...parts,
+  };
   return (snapshot: Snapshot) => holdBesideOtherOwners(snapshot, decide(snapshot, used), used);
 }
 
@@ -206,10 +234,12 @@ function decide(snapshot: Snapshot, parts: PlannerParts): Decision {
     const cause = snapshot.etcd.error ?? "no etcd endpoint answered";
     // Without the member list no removal, deletion or promotion can be judged; waiting is the only safe step (a
     // control plane being deleted does not get here: forcedDeletion lets its Machines go).
+    // A cause only a user can fix (a garbage Secret) is not worth a status round every second.
+    const needsUser = snapshot.etcd.needsUser === true;
     return decided({
       action: waitFor(
-        `etcd is not observed: ${cause}; nothing disruptive happens until the member list can be read`,
-        RECHECK_MS.converging,
+        `etcd is not observed: ${cause}; nothing disruptive happens until the member list can be read${needsUser ? " (waiting alone will not fix this)" : ""}`,
+        needsUser ? RECHECK_MS.blocked : RECHECK_MS.converging,
         "etcd",
       ),
     });
@@ -525,7 +555,7 @@ class Context {
     // A Machine that lost (or never got) its member is replaced only when it is needed; with Machines to spare
     // the scale-down selection decides, and it prefers exactly such a Machine.
     const lostAndNeeded = (machine: MachineView) =>
-      !this.scaleDownWanted && this.info(machine.name)?.class === "member-lost";
+      !this.scaleDownWanted && machine.malformed === undefined && this.info(machine.name)?.class === "member-lost";
     const targets = this.active
       .filter((machine) => machine.remediationRequested || machine.failed || lostAndNeeded(machine))
       .map((machine) => ({ machine, member: this.memberOf(machine.name) }))
@@ -673,6 +703,10 @@ class Context {
     const member = this.memberOf(choice.machine);
     const why = `${this.scaleDownContext()}; machine ${choice.machine} goes because ${choice.why}`;
     const lastMember = this.spec.deleting && this.snapshot.etcd.members.length === 1 && member !== undefined;
+    if (member && !member.learner && member.healthy && !this.spec.deleting) {
+      const serving = this.servingGate(choice.machine, why);
+      if (serving) return serving;
+    }
     if (!member || lastMember || (this.spec.memberRemoval === "AfterDrain" && !member.learner)) {
       const verdict = this.check({ kind: "DeleteMachine", machine: choice.machine });
       if (!verdict.allowed) return this.blocked(`${why}, but deleting it is blocked`, verdict);
@@ -691,6 +725,42 @@ class Context {
       };
     }
     return this.removeMember(member, choice.machine, why, "then delete the Machine");
+  }
+
+  /**
+   * A control plane exists to serve the workload API: a healthy voter leaves (scale-down, rollout) only once every
+   * Machine that stays with a voter is seen serving, its Node Ready through the workload API (the replacement's
+   * etcd member being healthy proves nothing about its API server). While that API cannot be read, such removals
+   * wait and say why. No workload API to ask (no endpoint, and none answered) means no Node to check. Repairs (dead
+   * voters, remediation, Machines a user deleted, ghosts) and the deletion of the control plane are not held back.
+   */
+  servingGate(leaving: string, why: string): Step | undefined {
+    const staying = byName(this.active).filter(
+      (machine) => machine.name !== leaving && this.info(machine.name)?.class === "joined",
+    );
+    const found = this.parts.notServing(this.snapshot, staying);
+    if (found.unreadable !== undefined) {
+      return {
+        action: waitFor(
+          `${why}, but the workload API cannot be read (${found.unreadable}): Quorum removes a voter only once the Machines that stay are seen Ready through it; fix the kubeconfig Secret or the control-plane endpoint`,
+          RECHECK_MS.converging,
+          "workload API",
+        ),
+      };
+    }
+    if (found.machines.length === 0) return undefined;
+    const detail = found.machines
+      .map(({ machine, node }) =>
+        node ? `machine ${machine.name}'s Node ${node} is not Ready` : `machine ${machine.name} has no Node yet`,
+      )
+      .join("; ");
+    return {
+      action: waitFor(
+        `${why}, but ${detail}: a voter leaves only once the Machines that stay are seen serving`,
+        RECHECK_MS.converging,
+        found.machines.map(({ machine }) => `machine ${machine.name}`).join(", "),
+      ),
+    };
   }
 
   scaleUp(): Step | undefined {
@@ -722,6 +792,27 @@ class Context {
           `${this.active.length} of ${this.desired} Machines, but ${labels} maps to no Machine: ${unmapped.map(unmappedFix).join("; ")}`,
           RECHECK_MS.idle,
           labels,
+        ),
+      };
+    }
+    if (!this.base.hasQuorum) {
+      // Nothing Quorum may do helps: no membership change can commit. Say what blocks, not "nothing to do".
+      const down = this.base.members.filter((member) => !member.learner && !member.healthy);
+      return {
+        action: waitFor(
+          `etcd has lost quorum: only ${healthyVoters} of ${voters} voters are healthy (quorum ${quorumSize}); ${down.map((member) => `${member.label} is down (${member.error ?? "unhealthy"})`).join("; ")}; no membership change can commit until enough of them recover: restart them, or restore etcd from a backup if they are lost`,
+          RECHECK_MS.blocked,
+          down.map((member) => member.label).join(", ") || "etcd quorum",
+        ),
+      };
+    }
+    const workload = this.snapshot.workload;
+    if (workload?.expected && !workload.readable) {
+      return {
+        action: waitFor(
+          `${this.active.length} of ${this.desired} Machines up to date and etcd ${healthyVoters} of ${voters} voters healthy, but the workload API cannot be read (${workload.error ?? "no answer"}): whether the control plane serves is unknown, and removals wait until it can be read`,
+          RECHECK_MS.idle,
+          "workload API",
         ),
       };
     }

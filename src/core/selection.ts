@@ -7,6 +7,8 @@ import { formatDuration } from "./format.ts";
 /** Why a Machine no longer matches the spec; empty when it is up to date. */
 export function outdatedReasons(snapshot: Snapshot, machine: MachineView): string[] {
   const spec = snapshot.controlPlane;
+  // What a malformed Machine runs is unknown: it is reported by name, not rolled out on a guess.
+  if (machine.malformed !== undefined) return [];
   const reasons: string[] = [];
   if (machine.version !== spec.version) reasons.push(`version ${machine.version || "(none)"} → ${spec.version}`);
   // A Machine without a recorded hash (adopted, or made by a release that did not record one) is not rolled
@@ -113,6 +115,8 @@ export function selectMachineForScaleDown(snapshot: Snapshot, verdict: Verdict):
     const key: (number | string)[] = [
       gone ? 0 : 1,
       marked ? 0 : 1,
+      // A Machine Quorum cannot read goes last: what it runs is unknown.
+      machine.malformed !== undefined ? 1 : 0,
       deadVoter ? 0 : 1,
       sick && outdated.length > 0 ? 0 : 1,
       outdated.length > 0 ? 0 : 1,

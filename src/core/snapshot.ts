@@ -9,7 +9,25 @@ export interface Snapshot {
   machines: MachineView[];
   /** Nodes of the workload cluster; empty when the workload API is not reachable yet. */
   nodes: NodeView[];
+  /** Whether the workload API (where the Nodes are) exists and could be read; absent: no workload API to ask. */
+  workload?: WorkloadView;
   etcd: EtcdView;
+}
+
+/**
+ * The workload cluster's API as one reconcile saw it. A control plane exists to serve that API, so an old Machine
+ * leaves only once the Machines that stay are seen serving (their Nodes Ready), which needs this API to be readable.
+ */
+export interface WorkloadView {
+  /**
+   * There is a workload API to ask: the control plane is initialised and the Cluster has a control-plane endpoint,
+   * or a workload API answered anyway (a user's kubeconfig Secret). Without either there is nothing to check Nodes
+   * with (clusters whose Machines run etcd only, like the integration stacks), and nothing is held back for it.
+   */
+  expected: boolean;
+  /** The Nodes were listed; false with `error` when the API could not be read. */
+  readable: boolean;
+  error?: string;
 }
 
 export interface ControlPlaneView {
@@ -111,6 +129,14 @@ export interface MachineView {
    * only then. Unset when unknown: treated as finished, so a missing signal cannot wedge a deletion.
    */
   drainFinished?: boolean;
+  /**
+   * Why this Machine could not be read as a CAPI Machine (no spec, no spec.bootstrap, no spec.version...), when it
+   * could not. It is still counted and its member still maps to it (by name, annotation or whatever was readable),
+   * so nothing treats its member as a ghost. It is never judged outdated nor remediated as member-lost, and a
+   * scale-down takes it after the well-formed Machines unless it has no member (then nothing in etcd is lost); the
+   * MachinesReady condition names it. Finishing work on it (its deletion, its hook) goes on.
+   */
+  malformed?: string;
 }
 
 export interface NodeView {
@@ -125,6 +151,11 @@ export interface EtcdView {
   observed: boolean;
   /** Why the member list could not be read, for the status and the Wait reason. */
   error?: string;
+  /**
+   * Only a user can fix why it could not be read (a garbage etcd CA Secret, an expired certificate): look again
+   * less often, since waiting changes nothing. From the adapter error's `needsUser`.
+   */
+  needsUser?: boolean;
   members: MemberView[];
   /** Cluster-wide alarms (NOSPACE, CORRUPT), with the member they were raised on. */
   alarms: { memberId: string; alarm: string }[];

@@ -74,13 +74,52 @@ export interface EtcdClusterClient {
   close(): Promise<void>;
 }
 
+/** Refusals etcd lifts by itself, which the controller waits out instead of reporting as failures. */
+export type EtcdRefusal =
+  /** "unhealthy cluster": a voter removal before enough voters have been connected to the leader for 5 s. */
+  | "removal-window"
+  /** "not leader" / "leader changed": the call reached a member that no longer leads; the next round finds the leader. */
+  | "not-leader"
+  /** "no leader": an election is in progress (or quorum is lost; the planner sees that from the member list). */
+  | "no-leader";
+
 /**
- * What etcd itself answered when it refused a call ("etcdserver: unhealthy cluster"), when the error carries it.
- * The adapter's EtcdOperationError and the simulator's refusals both carry `etcdMessage`; the controller reads it
- * through this function, never through an adapter's class.
+ * etcd said "not yet": retry after `retryAfterMs`. Thrown by the etcd port (the adapter and the simulator's world)
+ * for refusals it can classify; the controller reads it with {@link retryLaterOf}, never by matching etcd's words.
  */
-export function etcdMessageOf(error: unknown): string | undefined {
-  if (typeof error !== "object" || error === null || !("etcdMessage" in error)) return undefined;
-  const message = (error as { etcdMessage: unknown }).etcdMessage;
-  return typeof message === "string" ? message : undefined;
+export class EtcdRetryLaterError extends Error {
+  readonly retryLater = true;
+  constructor(
+    /** What was asked, e.g. "member remove 123". */
+    readonly operation: string,
+    readonly refusal: EtcdRefusal,
+    /** The soonest a retry can succeed (etcd's own windows); the controller may wait longer (backoff). */
+    readonly retryAfterMs: number,
+    /** etcd's own words, for the status a user reads. */
+    readonly etcdMessage: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`etcd ${operation}: not yet (${refusal}): ${etcdMessage}`, options);
+    this.name = "EtcdRetryLaterError";
+  }
+}
+
+/** The typed "not yet" of an etcd call, structurally (an error from another copy of this module counts too). */
+export function retryLaterOf(
+  error: unknown,
+): Pick<EtcdRetryLaterError, "operation" | "refusal" | "retryAfterMs" | "etcdMessage" | "message"> | undefined {
+  if (typeof error !== "object" || error === null || (error as { retryLater?: unknown }).retryLater !== true)
+    return undefined;
+  const candidate = error as EtcdRetryLaterError;
+  return typeof candidate.retryAfterMs === "number" && typeof candidate.refusal === "string" ? candidate : undefined;
+}
+
+/** Classifies etcd's refusal text once, where it is received (the adapter; the simulator raises the typed error itself). */
+export function classifyRefusal(etcdMessage: string): { refusal: EtcdRefusal; retryAfterMs: number } | undefined {
+  // etcd's messages (etcdserver/api/v3rpc/rpctypes); gRPC prefixes a code, so they are matched as substrings.
+  if (etcdMessage.includes("etcdserver: unhealthy cluster")) return { refusal: "removal-window", retryAfterMs: 1_000 };
+  if (etcdMessage.includes("etcdserver: not leader") || etcdMessage.includes("etcdserver: leader changed"))
+    return { refusal: "not-leader", retryAfterMs: 500 };
+  if (etcdMessage.includes("etcdserver: no leader")) return { refusal: "no-leader", retryAfterMs: 1_000 };
+  return undefined;
 }

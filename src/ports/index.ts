@@ -2,12 +2,15 @@
 // the adapters implement these interfaces, and so does the simulator's world.
 export type { Clock } from "./clock.ts";
 export {
-  etcdMessageOf,
+  classifyRefusal,
+  EtcdRetryLaterError,
+  retryLaterOf,
   type AddMemberOptions,
   type EtcdAlarm,
   type EtcdClusterClient,
   type EtcdMember,
   type EtcdMemberStatus,
+  type EtcdRefusal,
   type PromoteResult,
 } from "./etcd.ts";
 export type { LogMeta, Logger } from "./log.ts";

@@ -47,7 +47,10 @@ export class SimViolation extends Error {
   }
 }
 
-/** etcd refused a call; carries etcd's own words as `etcdMessage`, like the real adapter's EtcdOperationError. */
+/**
+ * etcd refused a call for good (not one of the "not yet" refusals, which the world raises as the port's
+ * EtcdRetryLaterError, as the real adapter does); carries etcd's own words like the adapter's EtcdOperationError.
+ */
 export class SimEtcdError extends Error {
   readonly reason = "EtcdOperationFailed";
   constructor(

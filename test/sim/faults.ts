@@ -44,7 +44,8 @@ type FaultKind =
   | "replicas-change"
   | "strategy-change"
   | "pause"
-  | "alarm";
+  | "alarm"
+  | "workload-unreadable";
 
 const FAULT_WEIGHTS: readonly (readonly [FaultKind, number])[] = [
   ["member-outage", 3],
@@ -60,6 +61,7 @@ const FAULT_WEIGHTS: readonly (readonly [FaultKind, number])[] = [
   ["strategy-change", 0.5],
   ["pause", 0.5],
   ["alarm", 0.5],
+  ["workload-unreadable", 0.7],
 ];
 
 /** Injects at most one fault this step; returns what happened, for the trace. */
@@ -217,6 +219,12 @@ const FAULTS: Record<FaultKind, (world: World, rng: Prng) => string | undefined>
     world.alarms.push({ memberId: member.id, alarm: "NOSPACE" });
     return `alarm NOSPACE raised on ${member.name || member.id}`;
   },
+  // A user-managed kubeconfig Secret full of garbage, or the control-plane endpoint down: etcd still answers, the
+  // workload API (Nodes) does not. Quorum must not remove a healthy voter while it cannot see the others serve.
+  "workload-unreadable": (world, rng) => {
+    world.workloadUnreadableUntil = Math.min(world.step + rng.int(1, 15), world.faultsUntil);
+    return `workload API unreadable until step ${world.workloadUnreadableUntil}`;
+  },
   pause: (world, rng) => {
     if (rng.chance(0.5)) {
       world.spec.paused = !world.spec.paused;
@@ -246,6 +254,7 @@ export function endFaults(world: World): string {
   world.spec.paused = false;
   world.spec.clusterPaused = false;
   world.alarms = [];
+  world.workloadUnreadableUntil = undefined;
   electLeader(world);
   return "faults stop: temporary outages end, pauses lifted, alarms cleared";
 }

@@ -9,10 +9,14 @@ import {
   findMember,
   healthy,
   healthyVoterCount,
+  liveMachines,
+  nodeReady,
   quorumSize,
   voters,
+  type SimMachine,
   type SimMember,
   type World,
+  workloadReadable,
 } from "./world.ts";
 
 export type Rule =
@@ -24,6 +28,7 @@ export type Rule =
   | "5 never stuck"
   | "6 never sends a removal etcd refuses"
   | "7 one owner"
+  | "8 replacement serves before the old voter leaves"
   | "planner throws"
   | "reconcile throws";
 
@@ -86,7 +91,47 @@ function checkRemoval(world: World, snapshot: Snapshot, memberId: string): Findi
       message: `asked etcd to remove voter ${member.name || "(unstarted)"} ${member.id}, which it refuses now ("unhealthy cluster"): too few voters connected to the leader for 5 s`,
     };
   }
-  return checkRedundancy(world, snapshot, member, who);
+  return checkRedundancy(world, snapshot, member, who) ?? checkServing(world, snapshot, member, who);
+}
+
+/** The planner chose this healthy voter's Machine to leave: nobody (user, MachineHealthCheck) asked for it. */
+function chosenByPlanner(world: World, snapshot: Snapshot, member: SimMember): SimMachine | undefined {
+  if (!healthy(world, member)) return undefined;
+  const machine = member.machine === undefined ? undefined : findMachine(world, member.machine);
+  if (!machine || machine.memberId !== member.id) return undefined;
+  if (machine.deleting !== undefined || machine.remediationRequested || machine.failed) return undefined;
+  // Asked as far as the controller could tell: a lagging cache may still show a request the world has dropped.
+  const seen = snapshot.machines.find((candidate) => candidate.name === machine.name);
+  if (seen && (seen.deleting !== undefined || seen.remediationRequested || seen.failed)) return undefined;
+  return machine;
+}
+
+/**
+ * Rule 8: a healthy voter the planner chose to remove leaves only while the workload API can be read and every other
+ * Machine holding a started voter has a Ready Node (issue 13: a rollout went on with the workload API unreadable, so
+ * nothing proved the new Machines' API servers serve).
+ */
+function checkServing(world: World, snapshot: Snapshot, member: SimMember, who: string): Finding | undefined {
+  const machine = chosenByPlanner(world, snapshot, member);
+  if (!machine) return undefined;
+  const rule = "8 replacement serves before the old voter leaves";
+  if (!workloadReadable(world))
+    return {
+      kind: "violation",
+      rule,
+      message: `removed healthy voter ${who} of machine ${machine.name} while the workload API could not be read`,
+    };
+  const notServing = liveMachines(world).filter((other) => {
+    if (other === machine || other.memberId === undefined) return false;
+    const voter = findMember(world, other.memberId);
+    return voter !== undefined && !voter.learner && voter.started && !nodeReady(world, other);
+  });
+  if (notServing.length === 0) return undefined;
+  return {
+    kind: "violation",
+    rule,
+    message: `removed healthy voter ${who} of machine ${machine.name} while ${notServing.map((other) => other.name).join(", ")} had no Ready Node`,
+  };
 }
 
 /**

@@ -95,6 +95,9 @@ const oldestFirstScaleDown: PlannerFactory = () =>
 /** (g) Issue 12, bug 4: the Cluster's controlPlaneRef and other owners' Machines are never checked (a copy acts too). */
 const labelOnlyOwner: PlannerFactory = () => makePlanner({ ownershipConflict: () => undefined });
 
+/** Issue 13: a rollout went on with the workload API unreadable; nothing proved the new Machines serve. */
+const servingBlind: PlannerFactory = () => makePlanner({ notServing: () => ({ machines: [] }) });
+
 export const PLANNERS = {
   real: () => plan,
   "ghost-blind": ghostBlind,
@@ -104,6 +107,7 @@ export const PLANNERS = {
   "remediate-unmapped": remediateUnmapped,
   "oldest-first-scale-down": oldestFirstScaleDown,
   "label-only-owner": labelOnlyOwner,
+  "serving-blind": servingBlind,
 } satisfies Record<string, PlannerFactory>;
 
 export type PlannerName = keyof typeof PLANNERS;

@@ -29,6 +29,7 @@ import type {
   PromoteResult,
   WorkloadAccess,
 } from "../../src/ports/index.ts";
+import { EtcdRetryLaterError } from "../../src/ports/index.ts";
 import { SimEtcdError, SimApiError, type CallGate } from "./calls.ts";
 import { learnerInSync } from "./evolve.ts";
 import {
@@ -46,6 +47,8 @@ import {
   NAMESPACE,
   newAddress,
   SIM_TIMERS,
+  nodeReady,
+  workloadReadable,
   type BootFault,
   type SimMachine,
   type SimMember,
@@ -229,6 +232,10 @@ export class SimPorts {
       // The workload apiserver answers only while its etcd has a leader.
       if (this.world.leaderId === undefined)
         throw this.gate.fail(new Error("the workload cluster's API server did not answer: etcdserver: no leader"));
+      if (!workloadReadable(this.world))
+        throw this.gate.fail(
+          new Error("workload API server https://sim.example:6443: x509: certificate signed by unknown authority"),
+        );
       return nodeObjects(this.world);
     },
     etcd: async (_controlPlane, _cluster, endpoints) => {
@@ -305,6 +312,7 @@ export class SimPorts {
       metadata: { name: CLUSTER, namespace: NAMESPACE, uid: "cluster-uid" },
       spec: {
         paused: this.world.spec.clusterPaused,
+        controlPlaneEndpoint: { host: "sim.example", port: 6443 },
         controlPlaneRef: { apiGroup: "controlplane.cluster.x-k8s.io", kind: KIND, name: CONTROL_PLANE },
       },
       status: {
@@ -477,8 +485,7 @@ function nodeObjects(world: World): Node[] {
   const ready = (value: boolean) => ({ conditions: [{ type: "Ready", status: value ? "True" : "False" }] });
   for (const machine of world.machines) {
     if (!machine.nodeRegistered) continue;
-    const member = machine.memberId === undefined ? undefined : findMember(world, machine.memberId);
-    const up = machine.phase === "running" && member !== undefined && member.up;
+    const up = nodeReady(world, machine);
     const providerID = world.step >= (machine.nodeRefAt ?? 0) ? { providerID: `sim://${machine.name}` } : {};
     nodes.push({
       metadata: { name: machine.hostName },
@@ -565,7 +572,7 @@ class SimEtcdClient implements EtcdClusterClient {
   async promoteLearner(memberId: string): Promise<PromoteResult> {
     this.gate.call(`etcd promote ${this.label(memberId)}`, { kind: "promote-learner", memberId });
     if (this.world.leaderId === undefined)
-      throw this.gate.fail(new SimEtcdError("member promote", "etcdserver: no leader"));
+      throw this.gate.fail(new EtcdRetryLaterError("member promote", "no-leader", 1_000, "etcdserver: no leader"));
     const member = findMember(this.world, memberId);
     if (!member) throw this.gate.fail(new SimEtcdError("member promote", "etcdserver: member not found"));
     if (!member.learner) return this.gate.done({ promoted: true }, "ok (already a voter)");
@@ -585,9 +592,11 @@ class SimEtcdClient implements EtcdClusterClient {
     if (!member) return this.gate.done({ removed: false }, "etcdserver: member not found (counts as removed)");
     // A membership change is a raft proposal: it needs a leader.
     if (this.world.leaderId === undefined)
-      throw this.gate.fail(new SimEtcdError("member remove", "etcdserver: no leader"));
+      throw this.gate.fail(new EtcdRetryLaterError("member remove", "no-leader", 1_000, "etcdserver: no leader"));
     if (etcdRefusesRemoval(this.world, member))
-      throw this.gate.fail(new SimEtcdError("member remove", "etcdserver: unhealthy cluster"));
+      throw this.gate.fail(
+        new EtcdRetryLaterError("member remove", "removal-window", 1_000, "etcdserver: unhealthy cluster"),
+      );
     dropMember(this.world, member.id);
     return this.gate.done({ removed: true });
   }
@@ -595,7 +604,9 @@ class SimEtcdClient implements EtcdClusterClient {
   async moveLeader(toMemberId: string): Promise<void> {
     this.gate.call(`etcd move leader to ${this.label(toMemberId)}`, { kind: "move-leader", toMemberId });
     if (this.world.leaderId === undefined)
-      throw this.gate.fail(new SimEtcdError("move leader", "no reachable member reports itself leader"));
+      throw this.gate.fail(
+        new EtcdRetryLaterError("move leader", "no-leader", 1_000, "no reachable member reports itself leader"),
+      );
     if (this.world.leaderId === toMemberId) return this.gate.done(undefined, "ok (already leader)");
     const target = findMember(this.world, toMemberId);
     if (!target || target.learner || !target.up)

@@ -172,6 +172,11 @@ export interface World {
   copy?: { status?: QuorumControlPlaneStatus; finalizers: string[] };
   /** Names of the infrastructure and bootstrap clones the controller created ("kind/name"). */
   clones: Set<string>;
+  /**
+   * Until this step the workload API cannot be read (a garbage user-managed kubeconfig Secret, an endpoint down):
+   * listing Nodes fails while etcd answers.
+   */
+  workloadUnreadableUntil?: number;
   /** Faults (including crashes and spec changes) happen only before this step. */
   faultsUntil: number;
   nextAddress: number;
@@ -310,6 +315,17 @@ export function markDeleting(world: World, machine: SimMachine): void {
   if (machine.deleting !== undefined) return;
   machine.deleting = world.now;
   machine.drainedAt = world.step + world.rng.int(0, 2);
+}
+
+/** What the kubelet reports: the Node is Ready while its Machine runs and its etcd member answers. */
+export function nodeReady(world: World, machine: SimMachine): boolean {
+  const member = machine.memberId === undefined ? undefined : findMember(world, machine.memberId);
+  return machine.nodeRegistered && machine.phase === "running" && member !== undefined && member.up;
+}
+
+/** The workload API answers: its etcd has a leader and no fault cuts Quorum off from it. */
+export function workloadReadable(world: World): boolean {
+  return world.leaderId !== undefined && world.step >= (world.workloadUnreadableUntil ?? 0);
 }
 
 export function liveMachines(world: World): SimMachine[] {

@@ -11,6 +11,7 @@
 import { Etcd3, GRPCCancelledError, GRPCDeadlineExceededError, GRPCUnavailableError, type IOptions } from "etcd3";
 import { EndpointUnreachableError, EtcdOperationError } from "../errors.ts";
 import { normalizeEndpoint } from "./endpoints.ts";
+import { classifyRefusal, EtcdRetryLaterError } from "../../ports/etcd.ts";
 import { errorMessage } from "../kube/log.ts";
 import type {
   AddMemberOptions,
@@ -160,11 +161,12 @@ class Etcd3ClusterClient implements EtcdClusterClient {
     const leader = statuses.find((status) => status.leader);
     if (!leader?.endpoint) {
       const seen = statuses.map((s) => `${s.memberId}: ${s.reachable ? "follower" : s.errors.join(", ")}`).join("; ");
-      throw new EtcdOperationError(
+      // An election in progress (or quorum lost, which the planner sees in the member list): not yet, not a failure.
+      throw new EtcdRetryLaterError(
         `move leader to ${toMemberId}`,
-        statuses.map((s) => s.endpoint ?? s.memberId).join(", "),
+        "no-leader",
+        1_000,
         `no reachable member reports itself leader (${seen})`,
-        "etcd has no leader right now (election in progress or quorum lost); retry after it elects one",
       );
     }
     if (leader.memberId === toMemberId) return;
@@ -330,9 +332,19 @@ class Etcd3ClusterClient implements EtcdClusterClient {
     return message.replace(/^\w*Error: /, "");
   }
 
+  /**
+   * A refusal etcd lifts by itself (removal window, not leader, no leader) becomes the port's typed "not yet"; the
+   * controller never reads etcd's words. Anything else is a failure with a hint.
+   */
   private operationError(operation: string, endpoint: string, error: unknown, hint: string): Error {
     if (error instanceof EndpointUnreachableError) return error;
-    return new EtcdOperationError(operation, endpoint, this.describe(error), hint, { cause: error });
+    const etcdMessage = this.describe(error);
+    const notYet = classifyRefusal(etcdMessage);
+    if (notYet)
+      return new EtcdRetryLaterError(`${operation} via ${endpoint}`, notYet.refusal, notYet.retryAfterMs, etcdMessage, {
+        cause: error,
+      });
+    return new EtcdOperationError(operation, endpoint, etcdMessage, hint, { cause: error });
   }
 }
 

@@ -78,7 +78,7 @@ describe("quorum status", () => {
     assert.match(output, /^Machines: 3 of 3 desired, 3 ready, 3 up to date$/m);
     assert.match(
       output,
-      /^etcd: 3 of 3 voters healthy, quorum 2, tolerates 1 failure; observed 2026-03-01T10:00:18Z \(12s ago\)$/m,
+      /^etcd: 3 of 3 voters healthy, quorum 2, tolerates 1 failure; member list last changed 2026-03-01T10:00:18Z \(12s ago\)$/m,
     );
     assert.deepEqual(row(output, "prod-cp-a"), [
       "prod-cp-a",
@@ -253,7 +253,10 @@ describe("quorum status", () => {
       ],
     };
     const output = renderStatus(controlPlane(status), { now });
-    assert.match(output, /^etcd: no quorum figures in status; observed 2026-03-01T09:40:00Z \(20m ago\)$/m);
+    assert.match(
+      output,
+      /^etcd: no quorum figures in status; member list last changed 2026-03-01T09:40:00Z \(20m ago\)$/m,
+    );
     assert.match(output, /^No etcd members in status/m);
     assert.match(output, /^ {2}EtcdUnreachable: no member answered within 2s: dial tcp 10\.0\.0\.4:2379/m);
     assert.match(output, /^Blocked by: etcd unreachable$/m);

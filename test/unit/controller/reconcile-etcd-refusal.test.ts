@@ -6,8 +6,8 @@ import { EtcdOperationError } from "../../../src/adapters/errors.ts";
 import { silentLogger } from "../../../src/adapters/kube/log.ts";
 import type { EtcdClusterClient, EtcdMember } from "../../../src/adapters/etcd/types.ts";
 import { plan } from "../../../src/core/plan.ts";
-import { reconcile, ReconcileError, type ReconcilerDeps } from "../../../src/controller/reconcile.ts";
-import type { ManagementApi, WorkloadAccess } from "../../../src/ports/index.ts";
+import { reconcile, ReconcileError, REFUSAL_BACKOFF, type ReconcilerDeps } from "../../../src/controller/reconcile.ts";
+import { EtcdRetryLaterError, type ManagementApi, type WorkloadAccess } from "../../../src/ports/index.ts";
 import { cluster, controlPlane, machine } from "./fixtures.ts";
 
 const members: EtcdMember[] = ["a", "b", "c"].map((name, i) => ({
@@ -18,12 +18,40 @@ const members: EtcdMember[] = ["a", "b", "c"].map((name, i) => ({
   learner: false,
 }));
 
-function world(removeError: Error) {
+const NOW = Date.parse("2026-11-29T12:00:00Z");
+
+/** A removal refused for now, as the etcd adapter reports etcd's "unhealthy cluster". */
+function removalWindowRefusal(): EtcdRetryLaterError {
+  return new EtcdRetryLaterError(
+    "member remove 1 via https://127.0.1.2:2379",
+    "removal-window",
+    1_000,
+    "14 UNAVAILABLE: etcdserver: unhealthy cluster",
+  );
+}
+
+/** A status whose Reconciled condition says the removal has been deferred since `sinceMs` before NOW. */
+function deferredFor(sinceMs: number): QuorumControlPlane["status"] {
+  return {
+    conditions: [
+      {
+        type: "Reconciled",
+        status: "False",
+        reason: "RemoveMemberDeferred",
+        message: "RemoveMember deferred",
+        lastTransitionTime: new Date(NOW - sinceMs).toISOString(),
+      },
+    ],
+  };
+}
+
+function world(removeError: Error, status?: QuorumControlPlane["status"]) {
   const events: string[] = [];
   const statuses: Record<string, unknown>[] = [];
   const qcp: QuorumControlPlane = {
     ...controlPlane(),
     metadata: { ...controlPlane().metadata, finalizers: [FINALIZER], labels: { [LABEL_CLUSTER_NAME]: "c1" } },
+    ...(status ? { status } : {}),
   };
   const management: ManagementApi = {
     getControlPlane: async () => qcp,
@@ -79,7 +107,7 @@ function world(removeError: Error) {
       ...plan(snapshot),
       action: { kind: "RemoveMember", memberId: "1", memberName: "a", machine: "a", reason: "scale down" },
     }),
-    clock: () => Date.parse("2026-11-29T12:00:00Z"),
+    clock: () => NOW,
     log: silentLogger,
     crash: { afterAction: () => undefined },
     etcdPollIntervalMs: 1_000,
@@ -88,20 +116,35 @@ function world(removeError: Error) {
 }
 
 describe("reconcile when etcd refuses a member removal", () => {
-  it("asks again within a second and says why in status, without a failure Event, while etcd reports an unhealthy cluster", async () => {
-    const refusal = new EtcdOperationError(
-      "member remove 1",
-      "https://127.0.1.2:2379",
-      "14 UNAVAILABLE: etcdserver: unhealthy cluster",
-      "check the other members' health",
-    );
-    const { deps, events, statuses } = world(refusal);
+  it("asks again within a second and says why in status, without a failure Event, when etcd first says the removal must wait", async () => {
+    const { deps, events, statuses } = world(removalWindowRefusal());
     const result = await reconcile("ns", "cp", deps);
     assert.equal(result.requeueAfterMs, 1_000);
     assert.deepEqual(events, []);
     const written = JSON.stringify(statuses.at(-1));
     assert.match(written, /RemoveMemberDeferred/);
     assert.match(written, /unhealthy cluster/);
+  });
+
+  it("backs off while etcd keeps refusing: as long as the refusals have lasted, never longer than 30 s", async () => {
+    for (const [since, expected] of [
+      [500, 1_000],
+      [4_000, 4_000],
+      [16_000, 16_000],
+      [600_000, REFUSAL_BACKOFF.maxMs],
+    ] as const) {
+      const { deps, events } = world(removalWindowRefusal(), deferredFor(since));
+      const result = await reconcile("ns", "cp", deps);
+      assert.equal(result.requeueAfterMs, expected, `deferred for ${since} ms`);
+      assert.deepEqual(events, []);
+    }
+  });
+
+  it("starts the backoff over when the last reconcile was not deferred by etcd", async () => {
+    const status = deferredFor(600_000);
+    status!.conditions![0].reason = "RemoveMemberFailed";
+    const { deps } = world(removalWindowRefusal(), status);
+    assert.equal((await reconcile("ns", "cp", deps)).requeueAfterMs, REFUSAL_BACKOFF.firstMs);
   });
 
   it("still reports any other refusal as a failed removal, with a Warning Event and the queue's backoff", async () => {

@@ -71,3 +71,36 @@ describe("status memory when etcd cannot be read", () => {
     assert.equal(after.etcd?.summary, "unknown");
   });
 });
+
+describe("status.etcd.lastObserved", () => {
+  const statusAt = (s: ReturnType<typeof snapshot>, previous?: ReturnType<typeof computeStatus>) =>
+    computeStatus({
+      controlPlane: { ...controlPlane(), ...(previous ? { status: previous } : {}) },
+      snapshot: s,
+      action: plan(s).action,
+      verdict: assess(s, { kind: "Observe" }),
+    });
+
+  it("is written when the member list changes and kept while it does not, so an idle cluster's status stays the same", () => {
+    const h = healthyMachines(3);
+    const first = statusAt(snapshot({ machines: h.machines, members: h.members }));
+    assert.equal(first.etcd?.lastObserved, new Date(NOW).toISOString());
+
+    const idle = statusAt(snapshot({ machines: h.machines, members: h.members, now: NOW + 60 * SECOND }), first);
+    assert.equal(idle.etcd?.lastObserved, first.etcd?.lastObserved);
+    assert.deepEqual(idle.etcd, first.etcd);
+
+    const shrunk = statusAt(
+      snapshot({ machines: h.machines, members: h.members.slice(0, 2), now: NOW + 120 * SECOND }),
+      idle,
+    );
+    assert.equal(shrunk.etcd?.lastObserved, new Date(NOW + 120 * SECOND).toISOString());
+  });
+
+  it("keeps the last change while etcd cannot be read", () => {
+    const h = healthyMachines(3);
+    const first = statusAt(snapshot({ machines: h.machines, members: h.members }));
+    const blind = statusAt(snapshot({ machines: h.machines, observed: false, now: NOW + 60 * SECOND }), first);
+    assert.equal(blind.etcd?.lastObserved, first.etcd?.lastObserved);
+  });
+});

@@ -5,6 +5,7 @@ import { describe, it } from "node:test";
 import { PRE_TERMINATE_HOOK } from "../../../src/api/constants.ts";
 import { CallGate, SimCrash } from "../../sim/calls.ts";
 import { SimPorts } from "../../sim/ports.ts";
+import { retryLaterOf } from "../../../src/ports/index.ts";
 import { createScenario } from "../../sim/scenario.ts";
 import { STEP_MS, voters, type World } from "../../sim/world.ts";
 
@@ -42,7 +43,7 @@ describe("the simulated world's ports", () => {
     }
   });
 
-  it("refuses a voter removal with 'unhealthy cluster' while the leader's connections are younger than 5 s, and accepts it later", async () => {
+  it("refuses a voter removal with the typed removal-window 'not yet' ('unhealthy cluster') while the leader's connections are younger than 5 s, and accepts it later", async () => {
     const { world, ports } = converged();
     const etcd = await client(world, ports);
     const leader = world.members.find((member) => member.id === world.leaderId)!;
@@ -50,7 +51,9 @@ describe("the simulated world's ports", () => {
     leader.activeSince = world.now - 1_000;
     await assert.rejects(
       etcd.removeMember(leaving.id),
-      (error: unknown) => (error as { etcdMessage?: string }).etcdMessage === "etcdserver: unhealthy cluster",
+      (error: unknown) =>
+        retryLaterOf(error)?.refusal === "removal-window" &&
+        retryLaterOf(error)?.etcdMessage === "etcdserver: unhealthy cluster",
     );
     world.now += STEP_MS;
     assert.deepEqual(await etcd.removeMember(leaving.id), { removed: true });

@@ -73,4 +73,9 @@ describe("seed bugs the simulator must catch", () => {
     }
     assert.deepEqual(failures, []);
   });
+
+  it("reports a violation when a healthy voter leaves while the workload API cannot be read or a replacement's Node is not Ready (issue 13)", async () => {
+    const found = await firstWith("serving-blind", "violation", /^8 /);
+    assert.ok(found, `no rule 8 violation within ${BUDGET} schedules`);
+  });
 });
