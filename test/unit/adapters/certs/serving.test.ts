@@ -32,7 +32,9 @@ describe("the metrics serving certificate", () => {
         () => servingCertificateFromDir(dir),
         /--metrics-cert-dir: cannot read .*tls\.crt .*: mount a TLS Secret there/,
       );
-      const ca = await createCA("test", validFor(oneDay));
+      // The CA outlives the leaves it signs, as a real one does (with equal lifetimes a leaf issued a second later
+      // would outlive it, which issueCertificate rightly refuses).
+      const ca = await createCA("test", validFor(7 * oneDay));
       const one = await issueCertificate(ca, { commonName: "metrics", usages: "server", validity: validFor(oneDay) });
       const other = await issueCertificate(ca, { commonName: "metrics", usages: "server", validity: validFor(oneDay) });
       writeFileSync(join(dir, "tls.crt"), one.certPem);
