@@ -3,6 +3,7 @@
 // found by the e2e member-down scenario) would make the removal spend fault tolerance the plan never agreed to.
 // So right before removing a member, every other voter that answered in the snapshot is asked again; if one no
 // longer answers, the removal waits and the next reconcile plans on what is true now.
+import { answersAsHealthy } from "../core/assess.ts";
 import type { Snapshot } from "../core/snapshot.ts";
 import type { EtcdClusterClient } from "../ports/index.ts";
 
@@ -21,12 +22,7 @@ export async function confirmVotersStillHealthy(
   clock: () => number,
 ): Promise<Preflight> {
   const healthyBefore = snapshot.etcd.members.filter(
-    (member) =>
-      member.id !== removedId &&
-      !member.learner &&
-      member.name !== "" &&
-      member.reachable &&
-      member.errors.length === 0,
+    (member) => member.id !== removedId && !member.learner && answersAsHealthy(member),
   );
   if (healthyBefore.length === 0) return { lost: [], confirmedAt: clock() };
   const statuses = await etcd.memberStatuses(

@@ -135,6 +135,11 @@ function describeMember(member: MemberView, machine: string | undefined): string
   return machine !== undefined && machine !== member.name ? `${base} (machine ${machine})` : base;
 }
 
+/** A member that has started and answered its status call without errors in this observation. */
+export function answersAsHealthy(member: MemberView): boolean {
+  return member.name !== "" && member.reachable && member.errors.length === 0;
+}
+
 function classifyMembers(snapshot: Snapshot, mapping: Map<string, string>): MemberAssessment[] {
   const candidates = candidateHosts(snapshot, mapping);
   const { now } = snapshot;
@@ -151,7 +156,7 @@ function classifyMembers(snapshot: Snapshot, mapping: Map<string, string>): Memb
       const machine =
         machineName === undefined ? undefined : snapshot.machines.find((candidate) => candidate.name === machineName);
       const started = member.name !== "";
-      const healthy = started && member.reachable && member.errors.length === 0;
+      const healthy = answersAsHealthy(member);
       const alarms = alarmsByMember.get(member.id) ?? [];
       const problems = [
         ...(!started ? ["not started"] : !member.reachable ? ["unreachable"] : []),
