@@ -141,13 +141,8 @@ function checkServing(world: World, snapshot: Snapshot, member: SimMember, who: 
  * is already gone takes a 3-replica control plane to 2 voters mid-rollout; this is the rule that notices.
  */
 function checkRedundancy(world: World, snapshot: Snapshot, member: SimMember, who: string): Finding | undefined {
-  if (!healthy(world, member)) return undefined;
-  const machine = member.machine === undefined ? undefined : findMachine(world, member.machine);
-  if (!machine || machine.memberId !== member.id) return undefined;
-  if (machine.deleting !== undefined || machine.remediationRequested || machine.failed) return undefined;
-  // Asked as far as the controller could tell: a lagging cache may still show a request the world has dropped.
-  const seen = snapshot.machines.find((candidate) => candidate.name === machine.name);
-  if (seen && (seen.deleting !== undefined || seen.remediationRequested || seen.failed)) return undefined;
+  const machine = chosenByPlanner(world, snapshot, member);
+  if (!machine) return undefined;
   const spec = snapshot.controlPlane;
   const count = voters(world).length;
   const healthyCount = healthyVoterCount(world);
