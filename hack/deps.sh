@@ -118,10 +118,13 @@ require_pin() {
     die "$gomod does not require $module $version (pinned in hack/versions.env): run hack/deps.sh wrappers"
 }
 
-build_kube_apiserver() {
-  local module=hack/tools/kube-apiserver out=$k8s_dir/kube-apiserver
+# build_k8s <command>: one k8s.io/kubernetes command (kube-apiserver, kube-controller-manager) from the
+# hack/tools/kube-apiserver wrapper module, cached by version and the module's go.mod/go.sum.
+build_k8s() {
+  local name=$1 module=hack/tools/kube-apiserver
+  local out=$k8s_dir/$name minutes
   local key
-  key="kube-apiserver $KUBERNETES_VERSION $(sha $module/go.mod $module/go.sum)"
+  key="$name $KUBERNETES_VERSION $(sha $module/go.mod $module/go.sum)"
   if [ -x "$out" ] && [ "$(cat "$out.stamp" 2>/dev/null)" = "$key" ]; then
     note "cached: $out"
     return
@@ -138,9 +141,13 @@ build_kube_apiserver() {
   minor=${minor%%.*}
   local major=${KUBERNETES_VERSION#v}
   major=${major%%.*}
-  local pkg=k8s.io/kubernetes/cmd/kube-apiserver flag
+  local pkg=k8s.io/kubernetes/cmd/$name flag
   flag=$(mod_flag $module $pkg)
-  note "go build $pkg ($KUBERNETES_VERSION; first build takes ~10 min on 2 cores)"
+  case $name in
+    kube-apiserver) minutes="~10 min on 2 cores" ;;
+    *) minutes="a few minutes more once kube-apiserver's packages are built" ;;
+  esac
+  note "go build $pkg ($KUBERNETES_VERSION; first build takes $minutes)"
   (cd $module && go build "$flag" -buildvcs=false -trimpath -ldflags "-s -w \
     -X k8s.io/component-base/version.gitVersion=$KUBERNETES_VERSION \
     -X k8s.io/component-base/version.gitMajor=$major \
@@ -183,18 +190,22 @@ build_capi() {
 link_bin() {
   mkdir -p bin
   ln -sfn "$k8s_dir/kube-apiserver" bin/kube-apiserver
+  ln -sfn "$k8s_dir/kube-controller-manager" bin/kube-controller-manager
   ln -sfn "$capi_dir/capi-manager" bin/capi-manager
   ln -sfn "$capi_dir/clusterctl" bin/clusterctl
 }
 
 build_tools() {
   step "kube-apiserver $KUBERNETES_VERSION (from k8s.io/kubernetes via hack/tools/kube-apiserver)"
-  with_lock "$cache/.k8s-$KUBERNETES_VERSION.lock" build_kube_apiserver
+  with_lock "$cache/.k8s-$KUBERNETES_VERSION.lock" build_k8s kube-apiserver
+  step "kube-controller-manager $KUBERNETES_VERSION (its namespace controller and garbage collector run in tests)"
+  with_lock "$cache/.k8s-$KUBERNETES_VERSION.lock" build_k8s kube-controller-manager
   step "CAPI core manager and clusterctl $CAPI_VERSION (from sigs.k8s.io/cluster-api via hack/tools/capi)"
   with_lock "$cache/.capi-$CAPI_VERSION.lock" build_capi
   step "links in bin/"
   link_bin
   note "bin/kube-apiserver -> $(readlink bin/kube-apiserver)"
+  note "bin/kube-controller-manager -> $(readlink bin/kube-controller-manager)"
   note "bin/capi-manager   -> $(readlink bin/capi-manager)"
   note "bin/clusterctl     -> $(readlink bin/clusterctl)"
 }
@@ -222,7 +233,8 @@ regenerate_wrappers() {
     cd $module
     # A tool directive (not a tools.go import: main packages cannot be imported) makes `go mod tidy` keep
     # every module the binary needs, so builds work with -mod=readonly from the committed go.sum.
-    go mod edit -require="k8s.io/kubernetes@$KUBERNETES_VERSION" -tool=k8s.io/kubernetes/cmd/kube-apiserver
+    go mod edit -require="k8s.io/kubernetes@$KUBERNETES_VERSION" -tool=k8s.io/kubernetes/cmd/kube-apiserver \
+      -tool=k8s.io/kubernetes/cmd/kube-controller-manager
     sed -n 's|^[[:space:]]*\(k8s.io/[a-z0-9-]*\) => ./staging/.*|\1|p' "$kubernetes_gomod" | while read -r staging; do
       go mod edit -replace="$staging=$staging@$staging_version"
     done

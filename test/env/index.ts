@@ -8,5 +8,6 @@ export * from "./apiserver.ts";
 export * from "./kube.ts";
 export * from "./crds.ts";
 export * from "./capi.ts";
+export * from "./controller-manager.ts";
 export * from "./wait.ts";
 export * from "./tcp-proxy.ts";

@@ -152,6 +152,8 @@ export interface HttpGetOptions {
   key?: string;
   /** TLS server name to verify instead of the URL's host (e.g. when the host is an IP address). */
   servername?: string;
+  /** false: accept any server certificate (only for probing a process's self-signed health endpoint). */
+  rejectUnauthorized?: boolean;
   timeoutMs?: number;
 }
 

@@ -25,8 +25,10 @@ export function pinnedVersions(): PinnedVersions {
   return { kubernetes: read("KUBERNETES_VERSION"), capi: read("CAPI_VERSION") };
 }
 
-/** A binary `make deps` links into bin/ (kube-apiserver, capi-manager, clusterctl). */
-export function builtBinary(name: "kube-apiserver" | "capi-manager" | "clusterctl"): string {
+/** A binary `make deps` links into bin/ (kube-apiserver, kube-controller-manager, capi-manager, clusterctl). */
+export function builtBinary(
+  name: "kube-apiserver" | "kube-controller-manager" | "capi-manager" | "clusterctl",
+): string {
   const path = join(repoRoot, "bin", name);
   if (!existsSync(path)) {
     throw new Error(`${path} does not exist: run \`make deps\` to build it (cached in ~/.cache/quorum)`);

@@ -148,9 +148,12 @@ test("CAPI reconciles a Cluster through its infrastructure and control-plane ref
     method: "PATCH",
     body: { status: { initialization: { controlPlaneInitialized: true } } },
   });
-  const initialized = await clusterBecomes(
-    "ControlPlaneInitialized=True",
-    (cluster) => condition(cluster, "ControlPlaneInitialized")?.status === "True",
+  // CAPI sets the condition and the initialization field in separate steps (a read has seen the condition
+  // True with the field still unset, in a CI run), so the contract is that both become true: wait for both.
+  await clusterBecomes(
+    "ControlPlaneInitialized=True and status.initialization.controlPlaneInitialized",
+    (cluster) =>
+      condition(cluster, "ControlPlaneInitialized")?.status === "True" &&
+      cluster.status?.initialization?.controlPlaneInitialized === true,
   );
-  assert.equal(initialized.status?.initialization?.controlPlaneInitialized, true);
 });

@@ -42,7 +42,7 @@ describe("broken QuorumControlPlanes", { timeout: 600_000 }, () => {
   let stack: ControllerStack;
 
   before(async () => {
-    stack = await startStack();
+    stack = await startStack({ capi: true });
     await stack.createCluster(NS, "no-templates", { replicas: 1, version: "v1.31.0" });
     await kubeRequestOk(
       stack.kubeConfig,

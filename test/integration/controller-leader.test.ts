@@ -120,7 +120,7 @@ describe("leader election between controller processes", { timeout: 900_000 }, (
   const byIdentity = new Map<string, ControllerProcess>();
 
   before(async () => {
-    stack = await startStack({ audit: true });
+    stack = await startStack({ audit: true, capi: true });
     player = await stack.createCluster(NS, NAME, { replicas: 3, version: "v1.31.0" });
     monitor = stack.monitor(player);
     for (const identity of ["quorum-a", "quorum-b"]) byIdentity.set(identity, await startReplica(identity));

@@ -1,10 +1,15 @@
-// MachinePlayer: plays CAPI's Machine controller and an infrastructure provider for the controller integration
-// tests, with a real etcd member per Machine. It does what they do that Quorum depends on, and nothing more:
-//  - keeps a finalizer on each Machine, like CAPI's Machine controller;
-//  - "provisions" a new Machine: the first one starts a new etcd cluster, later ones add themselves as a learner
-//    and start with --initial-cluster-state existing (kubeadm join), then it reports the Machine's address;
-//  - on deletion waits until every pre-terminate hook is gone (as CAPI does), then kills the member's process
-//    without touching membership (that is Quorum's job) and lets the Machine go.
+// MachinePlayer: gives each control-plane Machine of one cluster a real etcd member, for the controller integration
+// tests. The first Machine starts a new etcd cluster; later ones add themselves as a learner and start with
+// --initial-cluster-state existing (kubeadm join). It kills a Machine's member process when its infrastructure goes,
+// without touching membership (that is Quorum's job). Two modes:
+//  - "infrastructure" (with the real CAPI core manager): it is the infrastructure and bootstrap provider of the
+//    test kinds, by their v1beta2 contract. It provisions a TestMachine (spec.providerID, status.addresses,
+//    status.initialization.provisioned) and marks a TestBootstrapConfig's data Secret created; CAPI's Machine
+//    controller copies both onto the Machine, waits for pre-terminate hooks on deletion and deletes the TestMachine,
+//    whose finalizer the player holds until it has killed the member.
+//  - "machine-controller" (no CAPI): it also plays what CAPI's Machine and Cluster controllers do that Quorum
+//    depends on: a finalizer on each Machine, the Machine's addresses and initialization, waiting for pre-terminate
+//    hooks, and the Cluster's controlPlaneInitialized.
 import { setTimeout as sleep } from "node:timers/promises";
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { Machine } from "../../../src/api/capi.ts";
@@ -12,8 +17,16 @@ import { API_VERSION, CAPI_API_VERSION, LABEL_CLUSTER_NAME, secretName } from ".
 import { loadCA } from "../../../src/adapters/certs/pki.ts";
 import { startEtcdCluster, type EtcdCluster, type EtcdMember } from "../../env/etcd.ts";
 import { kubeRequest, kubeRequestOk } from "../../env/kube.ts";
+import { INFRA_GROUP, TEST_VERSION } from "./test-kinds.ts";
+
+interface TestMachine {
+  metadata: { name: string; finalizers?: string[]; deletionTimestamp?: string; resourceVersion?: string };
+  status?: { initialization?: { provisioned?: boolean } };
+}
 
 const PLAYER_FINALIZER = "machine.cluster.x-k8s.io";
+/** The infrastructure provider's finalizer on a TestMachine: the member is killed before the TestMachine goes. */
+const INFRA_FINALIZER = "testmachine.infrastructure.cluster.x-k8s.io";
 const HOOK_PREFIX = "pre-terminate.delete.hook.machine.cluster.x-k8s.io/";
 
 export interface PlayerEvent {
@@ -38,6 +51,7 @@ export class MachinePlayer {
     private readonly kubeConfig: KubeConfig,
     private readonly namespace: string,
     private readonly clusterName: string,
+    readonly mode: "infrastructure" | "machine-controller" = "machine-controller",
   ) {}
 
   start(intervalMs = 150): void {
@@ -71,6 +85,7 @@ export class MachinePlayer {
   }
 
   private async step(): Promise<void> {
+    if (this.mode === "infrastructure") return this.infrastructureStep();
     await this.mirrorControlPlaneInitialized();
     const list = await kubeRequestOk<{ items: Machine[] }>(
       this.kubeConfig,
@@ -110,6 +125,113 @@ export class MachinePlayer {
     }
   }
 
+  private testKindPath(ref: { apiGroup: string; kind: string; name?: string }): string {
+    const plural = `${ref.kind.toLowerCase()}s`;
+    return `/apis/${ref.apiGroup}/${TEST_VERSION}/namespaces/${this.namespace}/${plural}${ref.name ? `/${ref.name}` : ""}`;
+  }
+
+  /** One pass as the infrastructure and bootstrap provider, beside CAPI's own Machine controller. */
+  private async infrastructureStep(): Promise<void> {
+    const list = await kubeRequestOk<{ items: Machine[] }>(
+      this.kubeConfig,
+      `${this.machinesPath()}?labelSelector=${encodeURIComponent(`${LABEL_CLUSTER_NAME}=${this.clusterName}`)}`,
+    );
+    for (const machine of list.items) {
+      const bootstrap = machine.spec.bootstrap.configRef;
+      if (bootstrap && !machine.metadata.deletionTimestamp)
+        await this.bootstrapDataCreated(machine.metadata.name, bootstrap);
+    }
+    const infra = await kubeRequestOk<{ items: TestMachine[] }>(
+      this.kubeConfig,
+      this.testKindPath({ apiGroup: INFRA_GROUP, kind: "TestMachine" }),
+    );
+    const machineByInfra = new Map(list.items.map((machine) => [machine.spec.infrastructureRef.name, machine]));
+    for (const testMachine of infra.items) {
+      const path = this.testKindPath({ apiGroup: INFRA_GROUP, kind: "TestMachine", name: testMachine.metadata.name });
+      const finalizers = testMachine.metadata.finalizers ?? [];
+      if (testMachine.metadata.deletionTimestamp) {
+        if (!finalizers.includes(INFRA_FINALIZER)) continue;
+        await this.deleteInfrastructure(testMachine.metadata.name);
+        await kubeRequest(this.kubeConfig, path, {
+          method: "PATCH",
+          body: {
+            metadata: {
+              finalizers: finalizers.filter((f) => f !== INFRA_FINALIZER),
+              resourceVersion: testMachine.metadata.resourceVersion,
+            },
+          },
+        });
+        continue;
+      }
+      // Only TestMachines of this cluster's Machines; CAPI makes the Machine their owner.
+      if (!machineByInfra.has(testMachine.metadata.name)) continue;
+      if (!finalizers.includes(INFRA_FINALIZER)) {
+        await kubeRequestOk(this.kubeConfig, path, {
+          method: "PATCH",
+          body: {
+            metadata: {
+              finalizers: [...finalizers, INFRA_FINALIZER],
+              resourceVersion: testMachine.metadata.resourceVersion,
+            },
+          },
+        });
+        continue;
+      }
+      if (testMachine.status?.initialization?.provisioned) continue;
+      const member = await this.startMember(testMachine.metadata.name);
+      await kubeRequestOk(this.kubeConfig, path, {
+        method: "PATCH",
+        body: { spec: { providerID: `test:///${this.namespace}/${testMachine.metadata.name}` } },
+      });
+      await kubeRequestOk(this.kubeConfig, `${path}/status`, {
+        method: "PATCH",
+        body: {
+          status: {
+            addresses: [{ type: "InternalIP", address: member.address }],
+            initialization: { provisioned: true },
+          },
+        },
+      });
+      this.events.push({
+        at: Date.now(),
+        kind: "provisioned",
+        machine: testMachine.metadata.name,
+        detail: member.address,
+      });
+    }
+  }
+
+  /** The bootstrap provider's part: a data Secret and the config's v1beta2 status pointing at it. */
+  private async bootstrapDataCreated(
+    machine: string,
+    ref: { apiGroup: string; kind: string; name: string },
+  ): Promise<void> {
+    const path = this.testKindPath(ref);
+    const config = await kubeRequest<{ status?: { initialization?: { dataSecretCreated?: boolean } } }>(
+      this.kubeConfig,
+      path,
+    );
+    if (config.status !== 200 || config.body.status?.initialization?.dataSecretCreated) return;
+    const dataSecretName = `${ref.name}-bootstrap-data`;
+    const created = await kubeRequest(this.kubeConfig, `/api/v1/namespaces/${this.namespace}/secrets`, {
+      body: {
+        apiVersion: "v1",
+        kind: "Secret",
+        metadata: { name: dataSecretName, labels: { [LABEL_CLUSTER_NAME]: this.clusterName } },
+        type: "cluster.x-k8s.io/secret",
+        stringData: { value: `# the test bootstrap data of machine ${machine}\n`, format: "cloud-config" },
+      },
+    });
+    if (created.status !== 201 && created.status !== 409)
+      throw new Error(
+        `create bootstrap data Secret ${dataSecretName}: HTTP ${created.status} ${created.text.slice(0, 200)}`,
+      );
+    await kubeRequestOk(this.kubeConfig, `${path}/status`, {
+      method: "PATCH",
+      body: { status: { dataSecretName, initialization: { dataSecretCreated: true } } },
+    });
+  }
+
   /** CAPI's Cluster controller copies the control plane's initialization into the Cluster's status. */
   private async mirrorControlPlaneInitialized(): Promise<void> {
     const qcp = await kubeRequest<{ status?: { initialization?: { controlPlaneInitialized?: boolean } } }>(
@@ -131,6 +253,21 @@ export class MachinePlayer {
 
   private async provision(machine: Machine): Promise<void> {
     const name = machine.metadata.name;
+    const member = await this.startMember(name);
+    await kubeRequestOk(this.kubeConfig, `${this.machinesPath(name)}/status`, {
+      method: "PATCH",
+      body: {
+        status: {
+          addresses: [{ type: "InternalIP", address: member.address }],
+          initialization: { infrastructureProvisioned: true, bootstrapDataSecretCreated: true },
+        },
+      },
+    });
+    this.events.push({ at: Date.now(), kind: "provisioned", machine: name, detail: member.address });
+  }
+
+  /** The member of Machine (or TestMachine) `name`, started once: a new cluster for the first, a learner after. */
+  private async startMember(name: string): Promise<EtcdMember> {
     let member = this.members.get(name);
     if (!member) {
       if (!this.etcd) {
@@ -148,16 +285,7 @@ export class MachinePlayer {
       }
       this.members.set(name, member);
     }
-    await kubeRequestOk(this.kubeConfig, `${this.machinesPath(name)}/status`, {
-      method: "PATCH",
-      body: {
-        status: {
-          addresses: [{ type: "InternalIP", address: member.address }],
-          initialization: { infrastructureProvisioned: true, bootstrapDataSecretCreated: true },
-        },
-      },
-    });
-    this.events.push({ at: Date.now(), kind: "provisioned", machine: name, detail: member.address });
+    return member;
   }
 
   private async deleteInfrastructure(name: string): Promise<void> {

@@ -1,6 +1,7 @@
 // The controller integration stack: a real kube-apiserver with Quorum's and CAPI's CRDs, workload clusters
 // whose etcd members are real processes started by a MachinePlayer, the Quorum controller as its own process,
-// and a quorum monitor that samples the real etcd every 250 ms.
+// and a quorum monitor that samples the real etcd every 250 ms. Optionally the real CAPI core manager (then the
+// players are only infrastructure providers) and the real kube-controller-manager's namespace controller and GC.
 import { writeFileSync } from "node:fs";
 import { KubeConfig } from "@kubernetes/client-node";
 import { join } from "node:path";
@@ -11,6 +12,8 @@ import type { QuorumControlPlane } from "../../../src/api/types.ts";
 import { createEtcdClusterClient } from "../../../src/adapters/etcd/client.ts";
 import type { EtcdClientCredentials } from "../../../src/adapters/etcd/types.ts";
 import { startApiServer, type ApiServer } from "../../env/apiserver.ts";
+import { startCapiManager, type CapiManager } from "../../env/capi.ts";
+import { startControllerManager, type ControllerManager } from "../../env/controller-manager.ts";
 import { installCRDs } from "../../env/crds.ts";
 import { kubeRequest, kubeRequestOk } from "../../env/kube.ts";
 import { freePort } from "../../env/net.ts";
@@ -36,12 +39,32 @@ export interface ControllerProcess {
 export const CONTROLLER_SERVICE_ACCOUNT = "system:serviceaccount:quorum-system:quorum-manager";
 const AGGREGATION_LABEL = "controlplane.cluster.x-k8s.io/aggregate-to-quorum-manager";
 
-export async function startStack(options: { audit?: boolean } = {}): Promise<ControllerStack> {
+export interface StackOptions {
+  /** Record every write in an audit log (ControllerStack.auditLog). */
+  audit?: boolean;
+  /**
+   * Run the real CAPI core manager: it is the Machine and Cluster controller, and the MachinePlayers are only the
+   * infrastructure and bootstrap providers. Without it, the players also play CAPI's part.
+   */
+  capi?: boolean;
+  /** Run the real kube-controller-manager's namespace and garbage-collector controllers. */
+  controllerManager?: boolean;
+}
+
+export async function startStack(options: StackOptions = {}): Promise<ControllerStack> {
   const auditDir = makeTempDir("audit");
   const extraArgs = options.audit ? auditArgs(auditDir) : [];
   const apiServer = await startApiServer({ extraArgs });
-  await installCRDs(apiServer.kubeConfig, { extra: testKindCRDs() });
-  return new ControllerStack(apiServer, options.audit ? join(auditDir, "audit.log") : undefined);
+  const stack = new ControllerStack(apiServer, options.audit ? join(auditDir, "audit.log") : undefined);
+  try {
+    await installCRDs(apiServer.kubeConfig, { extra: testKindCRDs() });
+    if (options.capi) stack.capi = await startCapiManager(apiServer);
+    if (options.controllerManager) stack.controllerManager = await startControllerManager(apiServer);
+    return stack;
+  } catch (error) {
+    await stack.stop();
+    throw error;
+  }
 }
 
 function auditArgs(dir: string): string[] {
@@ -72,6 +95,8 @@ export class ControllerStack {
   readonly players: MachinePlayer[] = [];
   readonly controllers: ControllerProcess[] = [];
   readonly monitors: QuorumMonitor[] = [];
+  capi: CapiManager | undefined;
+  controllerManager: ControllerManager | undefined;
 
   constructor(
     readonly apiServer: ApiServer,
@@ -104,11 +129,13 @@ export class ControllerStack {
         },
       },
     );
-    // Plays the infrastructure provider's cluster (and CAPI's Cluster controller): the cluster's infrastructure is ready.
-    await kubeRequestOk(kc, `/apis/${CAPI_API_VERSION}/namespaces/${namespace}/clusters/${name}/status`, {
-      method: "PATCH",
-      body: { status: { initialization: { infrastructureProvisioned: true } } },
-    });
+    // The Cluster has no infrastructureRef: CAPI's Cluster controller then marks its infrastructure provisioned
+    // itself. Without CAPI, the test does it.
+    if (!this.capi)
+      await kubeRequestOk(kc, `/apis/${CAPI_API_VERSION}/namespaces/${namespace}/clusters/${name}/status`, {
+        method: "PATCH",
+        body: { status: { initialization: { infrastructureProvisioned: true } } },
+      });
     await kubeRequestOk(kc, `/apis/${INFRA_GROUP}/${TEST_VERSION}/namespaces/${namespace}/testmachinetemplates`, {
       body: {
         apiVersion: `${INFRA_GROUP}/${TEST_VERSION}`,
@@ -158,7 +185,7 @@ export class ControllerStack {
         },
       },
     });
-    const player = new MachinePlayer(kc, namespace, name);
+    const player = new MachinePlayer(kc, namespace, name, this.capi ? "infrastructure" : "machine-controller");
     player.start();
     this.players.push(player);
     return player;
@@ -166,8 +193,9 @@ export class ControllerStack {
 
   /**
    * Installs an overlay's RBAC (config/default's unless told: ServiceAccount, ClusterRoles, the leader-election Role, bindings) plus a ClusterRole for the test kinds
-   * carrying the aggregation label, as a provider would ship it. The stack runs no kube-controller-manager, so the
-   * aggregated role is filled here the way its aggregation controller would.
+   * carrying the aggregation label, as a provider would ship it. The stack runs no clusterrole-aggregation controller
+   * (its kube-controller-manager, when it runs one, has only the namespace controller and the garbage collector), so
+   * the aggregated role is filled here the way that controller would.
    */
   async installControllerRbac(overlay = "config/default"): Promise<void> {
     const kc = this.kubeConfig;
@@ -375,6 +403,8 @@ export class ControllerStack {
     }
     for (const monitor of this.monitors) await monitor.stop();
     for (const player of this.players) await player.stop();
+    await this.controllerManager?.stop();
+    await this.capi?.stop();
     await this.apiServer.stop();
   }
 }
