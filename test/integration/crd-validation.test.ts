@@ -2,8 +2,11 @@
 // honest judge of it: these tests install config/crd/bases into one and talk to it over HTTP.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
+import { join } from "node:path";
 import {
   installCRDs,
+  repoRoot,
+  startProcess,
   kubeRequest,
   kubeRequestOk,
   startApiServer,
@@ -264,4 +267,33 @@ test("a status patch through /status is stored while a spec change sent with it 
     body: { status: { replicas: 9 } },
   });
   assert.equal(mainPatch.status?.replicas, 2, "status is not writable through the main resource");
+});
+
+test("the controller started with --etcd-poll-interval=24000h (1,000 days) exits at once naming the flag and the limit", async () => {
+  // Above ~24.8 days a Node timer fires after 1 ms: an unbounded flag would be a hot loop against every etcd.
+  const controller = startProcess({
+    name: "quorum controller with --etcd-poll-interval=24000h",
+    command: process.execPath,
+    args: [
+      "--import",
+      "tsx",
+      join(repoRoot, "src/main.ts"),
+      "--kubeconfig",
+      apiServer.kubeconfigPath,
+      "--etcd-poll-interval=24000h",
+      "--metrics-bind-address=0",
+      "--health-probe-bind-address=0",
+    ],
+    cwd: repoRoot,
+  });
+  let timer: NodeJS.Timeout | undefined;
+  const exit = await Promise.race([
+    controller.exited,
+    new Promise<undefined>((resolve) => (timer = setTimeout(resolve, 30_000))),
+  ]);
+  clearTimeout(timer);
+  if (!exit) await controller.stop();
+  assert.ok(exit, `still running after 30 s:\n${controller.lastLogLines(10)}`);
+  assert.notEqual(exit.code, 0);
+  assert.match(controller.lastLogLines(10), /--etcd-poll-interval must be between 500ms and 1h \(got "24000h"\)/);
 });
