@@ -14,8 +14,7 @@ export const CAPI_GROUP = "cluster.x-k8s.io";
 export const CAPI_VERSION = "v1beta2";
 export const CAPI_API_VERSION = `${CAPI_GROUP}/${CAPI_VERSION}`;
 
-/** CRD label telling CAPI which contract our API version implements. */
-export const CONTRACT_LABEL_V1BETA1 = "cluster.x-k8s.io/v1beta1";
+/** CRD label telling CAPI which contract our API version implements: v1beta2, and no other. */
 export const CONTRACT_LABEL_V1BETA2 = "cluster.x-k8s.io/v1beta2";
 
 export const LABEL_CLUSTER_NAME = "cluster.x-k8s.io/cluster-name";
