@@ -21,7 +21,7 @@ describe("the controller resumes and finishes after a crash right after any acti
   let minor = 31;
 
   before(async () => {
-    stack = await startStack();
+    stack = await startStack({ capi: true });
     player = await stack.createCluster(NS, NAME, { replicas: 3, version: `v1.${minor}.0` });
     monitor = stack.monitor(player);
     const controller = await stack.startController();
@@ -37,10 +37,17 @@ describe("the controller resumes and finishes after a crash right after any acti
   async function crashThenFinish(kind: ActionKind, trigger: () => Promise<void>): Promise<void> {
     const crashing = await stack.startController({ env: { QUORUM_CRASH_AFTER: `${kind}:1` } });
     let exit: Awaited<typeof crashing.process.exited> | undefined;
+    // The deadline's timer is cancelled once the race is decided: a pending 180 s timer kept the test process alive
+    // for up to 3 minutes after its last test.
+    const deadline = new AbortController();
     try {
       await trigger();
-      exit = await Promise.race([crashing.process.exited, sleep(180_000).then(() => undefined)]);
+      exit = await Promise.race([
+        crashing.process.exited,
+        sleep(180_000, undefined, { signal: deadline.signal }).catch(() => undefined),
+      ]);
     } finally {
+      deadline.abort();
       // A failed trigger must not leave a second controller running into the next test.
       if (crashing.process.isRunning()) await crashing.process.kill();
     }

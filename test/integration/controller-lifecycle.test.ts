@@ -19,7 +19,7 @@ describe(
     let monitor: QuorumMonitor;
 
     before(async () => {
-      stack = await startStack({ audit: true });
+      stack = await startStack({ audit: true, capi: true });
       player = await stack.createCluster(NS, NAME, { replicas: 1, version: "v1.31.0" });
       monitor = stack.monitor(player);
       // The controller runs with nothing but the RBAC config/default ships: the lifecycle below proves it sufficient.

@@ -16,7 +16,7 @@ describe("memberRemoval AfterDrain and pausing", { timeout: 900_000 }, () => {
   let monitor: QuorumMonitor;
 
   before(async () => {
-    stack = await startStack();
+    stack = await startStack({ capi: true });
     drainPlayer = await stack.createCluster(NS, "drain", {
       replicas: 3,
       version: "v1.31.0",

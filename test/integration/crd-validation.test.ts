@@ -3,6 +3,7 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import {
   installCRDs,
   repoRoot,
@@ -286,12 +287,12 @@ test("the controller started with --etcd-poll-interval=24000h (1,000 days) exits
     ],
     cwd: repoRoot,
   });
-  let timer: NodeJS.Timeout | undefined;
+  const deadline = new AbortController();
   const exit = await Promise.race([
     controller.exited,
-    new Promise<undefined>((resolve) => (timer = setTimeout(resolve, 30_000))),
+    sleep(30_000, undefined, { signal: deadline.signal }).catch(() => undefined),
   ]);
-  clearTimeout(timer);
+  deadline.abort();
   if (!exit) await controller.stop();
   assert.ok(exit, `still running after 30 s:\n${controller.lastLogLines(10)}`);
   assert.notEqual(exit.code, 0);
