@@ -163,8 +163,17 @@ describe("broken QuorumControlPlanes", { timeout: 600_000 }, () => {
       certificates?.message ?? "",
       /^Secret failures\/healthy-etcd not found, but the cluster is running \(.*\): restore failures\/healthy-etcd from backup; Quorum does not regenerate/,
     );
-    // A few more reconciles (the controller polls etcd every second in this stack) still create nothing.
-    await sleep(3_000);
+    // A scale-up would join a Machine with certificates from that CA: asked for one, Quorum waits instead, and a few
+    // more reconciles (the controller polls etcd every second in this stack) create nothing.
+    await stack.patchSpec(NS, "healthy", { replicas: 3 });
+    await sleep(5_000);
+    const waiting = await stack.getControlPlane(NS, "healthy");
+    assert.match(
+      waiting.status?.nextAction?.message ?? "",
+      /healthy-etcd/,
+      `nextAction names the missing Secret: ${JSON.stringify(waiting.status?.nextAction)}`,
+    );
+    assert.equal((await stack.machines(NS, "healthy")).length, 1, "no Machine joined with a CA nobody can restore");
     const secrets = await kubeRequestOk<{ items: { metadata: { name: string } }[] }>(
       stack.kubeConfig,
       `/api/v1/namespaces/${NS}/secrets?labelSelector=${encodeURIComponent(`${LABEL_CLUSTER_NAME}=healthy`)}`,
