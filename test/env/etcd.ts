@@ -152,6 +152,8 @@ export async function startEtcdCluster(options: EtcdClusterOptions = {}): Promis
 
   const members: EtcdMember[] = [];
   const removed = new Set<EtcdMember>();
+  /** Added as learners and not promoted yet: they refuse membership calls ("rpc not supported for learner"). */
+  const learners = new Set<EtcdMember>();
   const clients: Etcd3[] = [];
   let nextHostNumber = 1;
   let stopped = false;
@@ -244,7 +246,8 @@ export async function startEtcdCluster(options: EtcdClusterOptions = {}): Promis
     return member;
   };
 
-  // /health is true once the member sees a leader and can serve; etcd 3.4.23 answers it for learners too.
+  // /health is true once the member sees a leader and serves a linearizable read; learners answer it too (etcd 3.4.23,
+  // 3.6.16 and 3.7.3: test/integration/etcd-rules.test.ts), while 3.6+'s /readyz fails for them ("non_learner").
   const waitUntilMemberReady = async (member: EtcdMember, proc: ManagedProcess) => {
     const url = `${member.clientURL}/health`;
     await waitUntilReady({
@@ -338,7 +341,9 @@ export async function startEtcdCluster(options: EtcdClusterOptions = {}): Promis
           return m.peerURLs.map((url) => `${name}=${url}`).join(",");
         })
         .join(",");
-      return createMember(spec, () => initialCluster, "existing");
+      const member = await createMember(spec, () => initialCluster, "existing");
+      if (learner) learners.add(member);
+      return member;
     },
     async promoteMember(member, promoteOptions = {}) {
       const id = await cluster.memberId(member);
@@ -349,6 +354,7 @@ export async function startEtcdCluster(options: EtcdClusterOptions = {}): Promis
         // "can only promote a learner member which is in sync with leader" until it has caught up.
         (error) => /not in sync|in sync with leader|unhealthy|timed out|deadline|unavailable/i.test(error.message),
       );
+      learners.delete(member);
     },
     async removeMember(member) {
       const id = await cluster.memberId(member);
@@ -359,6 +365,7 @@ export async function startEtcdCluster(options: EtcdClusterOptions = {}): Promis
         (error) => /unhealthy|timed out|deadline|unavailable/i.test(error.message),
       );
       removed.add(member);
+      learners.delete(member);
       await member.stop();
     },
     async stop() {
@@ -371,10 +378,14 @@ export async function startEtcdCluster(options: EtcdClusterOptions = {}): Promis
     },
   };
 
-  // Membership calls use a fresh client over the running members each time: etcd3's per-host circuit
-  // breaker opens on refusals such as "unhealthy cluster" and would fail every retry that follows.
+  // Membership calls use a fresh client over the running voters each time: etcd3's per-host circuit breaker
+  // opens on refusals such as "unhealthy cluster" and would fail every retry that follows, and a learner refuses
+  // them (etcd 3.6+ with FAILED_PRECONDITION, which etcd3 does not retry on another host; 3.4 said UNAVAILABLE).
   const withAdminClient = async <T>(call: (client: Etcd3) => Promise<T>): Promise<T> => {
-    const endpoints = cluster.endpoints().filter((url) => members.find((m) => m.clientURL === url)?.isRunning());
+    const endpoints = cluster.endpoints().filter((url) => {
+      const member = members.find((m) => m.clientURL === url);
+      return member !== undefined && member.isRunning() && !learners.has(member);
+    });
     const client = cluster.client({ endpoints, callTimeoutMs: 10_000 });
     try {
       return await call(client);
