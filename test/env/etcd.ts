@@ -152,8 +152,6 @@ export async function startEtcdCluster(options: EtcdClusterOptions = {}): Promis
 
   const members: EtcdMember[] = [];
   const removed = new Set<EtcdMember>();
-  /** Added as learners and not promoted yet: they refuse membership calls ("rpc not supported for learner"). */
-  const learners = new Set<EtcdMember>();
   const clients: Etcd3[] = [];
   let nextHostNumber = 1;
   let stopped = false;
@@ -341,9 +339,7 @@ export async function startEtcdCluster(options: EtcdClusterOptions = {}): Promis
           return m.peerURLs.map((url) => `${name}=${url}`).join(",");
         })
         .join(",");
-      const member = await createMember(spec, () => initialCluster, "existing");
-      if (learner) learners.add(member);
-      return member;
+      return createMember(spec, () => initialCluster, "existing");
     },
     async promoteMember(member, promoteOptions = {}) {
       const id = await cluster.memberId(member);
@@ -354,7 +350,6 @@ export async function startEtcdCluster(options: EtcdClusterOptions = {}): Promis
         // "can only promote a learner member which is in sync with leader" until it has caught up.
         (error) => /not in sync|in sync with leader|unhealthy|timed out|deadline|unavailable/i.test(error.message),
       );
-      learners.delete(member);
     },
     async removeMember(member) {
       const id = await cluster.memberId(member);
@@ -365,7 +360,6 @@ export async function startEtcdCluster(options: EtcdClusterOptions = {}): Promis
         (error) => /unhealthy|timed out|deadline|unavailable/i.test(error.message),
       );
       removed.add(member);
-      learners.delete(member);
       await member.stop();
     },
     async stop() {
@@ -378,15 +372,8 @@ export async function startEtcdCluster(options: EtcdClusterOptions = {}): Promis
     },
   };
 
-  // Membership calls use a fresh client over the running voters each time: etcd3's per-host circuit breaker
-  // opens on refusals such as "unhealthy cluster" and would fail every retry that follows, and a learner refuses
-  // them (etcd 3.6+ with FAILED_PRECONDITION, which etcd3 does not retry on another host; 3.4 said UNAVAILABLE).
-  const withAdminClient = async <T>(call: (client: Etcd3) => Promise<T>): Promise<T> => {
-    const endpoints = cluster.endpoints().filter((url) => {
-      const member = members.find((m) => m.clientURL === url);
-      return member !== undefined && member.isRunning() && !learners.has(member);
-    });
-    const client = cluster.client({ endpoints, callTimeoutMs: 10_000 });
+  const withClient = async <T>(endpoints: string[], callTimeoutMs: number, call: (client: Etcd3) => Promise<T>) => {
+    const client = cluster.client({ endpoints, callTimeoutMs });
     try {
       return await call(client);
     } finally {
@@ -394,6 +381,29 @@ export async function startEtcdCluster(options: EtcdClusterOptions = {}): Promis
       clients.splice(clients.indexOf(client), 1);
     }
   };
+
+  // A learner refuses membership calls ("rpc not supported for learner"; etcd 3.6+ with FAILED_PRECONDITION, which
+  // etcd3 does not retry on another host, where 3.4 said UNAVAILABLE), and only etcd knows who is a learner now:
+  // Quorum, the test or kubeadm may have promoted one. Learners serve status, so each running member is asked; one
+  // that does not answer within 2 s stays a candidate (it may be a voter; the call's own deadline handles it).
+  const voterEndpoints = async (): Promise<string[]> => {
+    const running = cluster.endpoints().filter((url) => members.find((m) => m.clientURL === url)?.isRunning());
+    const isLearner = await Promise.all(
+      running.map((url) =>
+        Promise.race([
+          withClient([url], 2_000, async (client) => (await client.maintenance.status()).isLearner).catch(() => false),
+          sleep(2_500).then(() => false),
+        ]),
+      ),
+    );
+    const voters = running.filter((_, i) => !isLearner[i]);
+    return voters.length > 0 ? voters : running;
+  };
+
+  // Membership calls use a fresh client over the running voters each time: etcd3's per-host circuit breaker opens on
+  // refusals such as "unhealthy cluster" and would fail every retry that follows.
+  const withAdminClient = async <T>(call: (client: Etcd3) => Promise<T>): Promise<T> =>
+    withClient(await voterEndpoints(), 10_000, call);
 
   try {
     const initialMembers: EtcdMember[] = [];
