@@ -2,14 +2,14 @@
 # Installs and builds everything Quorum's tests need, pinned by hack/versions.env. Idempotent: a second run
 # only checks stamps and takes seconds.
 #
-#   hack/deps.sh            everything: etcd, npm ci, kube-apiserver, CAPI manager + clusterctl, bin/ links
+#   hack/deps.sh            everything: npm ci, etcd 3.7 + 3.6, kube-apiserver, CAPI manager + clusterctl, bin/ links
 #   hack/deps.sh npm        npm ci only (skipped when node_modules matches package-lock.json)
-#   hack/deps.sh etcd       Debian's etcd-server only
-#   hack/deps.sh tools      the Go builds and bin/ links only
+#   hack/deps.sh etcd       the etcd builds and their bin/ links only
+#   hack/deps.sh tools      the Go builds (etcd included) and bin/ links only
 #   hack/deps.sh wrappers   rewrite hack/tools/*/go.mod and go.sum for the versions in hack/versions.env
 #
-# Binaries are cached in ${QUORUM_CACHE:-~/.cache/quorum}/k8s-<version>/ and capi-<version>/, each with a
-# stamp (version + hash of its wrapper go.mod/go.sum), and symlinked into bin/ (ignored by git).
+# Binaries are cached in ${QUORUM_CACHE:-~/.cache/quorum}/etcd-<version>/, k8s-<version>/ and capi-<version>/,
+# each with a stamp (version + hash of its wrapper go.mod/go.sum), and symlinked into bin/ (ignored by git).
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -18,7 +18,8 @@ cd "$repo"
 source hack/versions.env
 : "${KUBERNETES_VERSION:?hack/versions.env must set KUBERNETES_VERSION}"
 : "${CAPI_VERSION:?hack/versions.env must set CAPI_VERSION}"
-: "${ETCD_DEBIAN_PACKAGE:=etcd-server}"
+: "${ETCD_VERSION:?hack/versions.env must set ETCD_VERSION}"
+: "${ETCD_PREVIOUS_VERSION:?hack/versions.env must set ETCD_PREVIOUS_VERSION}"
 
 cache=${QUORUM_CACHE:-$HOME/.cache/quorum}
 k8s_dir=$cache/k8s-$KUBERNETES_VERSION
@@ -48,31 +49,6 @@ with_lock() {
   ) 9>"$lock"
 }
 
-as_root() {
-  if [ "$(id -u)" = 0 ]; then
-    "$@"
-  elif command -v sudo >/dev/null 2>&1; then
-    sudo "$@"
-  else
-    die "need root to run '$*': run it yourself or install sudo"
-  fi
-}
-
-install_etcd() {
-  step "etcd ($ETCD_DEBIAN_PACKAGE)"
-  if command -v etcd >/dev/null 2>&1; then
-    note "found $(command -v etcd): $(etcd --version | head -n1)"
-    return
-  fi
-  command -v apt-get >/dev/null 2>&1 ||
-    die "etcd is not on PATH and this is not a Debian/Ubuntu machine: install etcd 3.4+ and put it on PATH (or set QUORUM_ETCD)"
-  note "etcd not on PATH: installing Debian's $ETCD_DEBIAN_PACKAGE with apt-get"
-  as_root apt-get update -qq
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$ETCD_DEBIAN_PACKAGE" >/dev/null
-  command -v etcd >/dev/null 2>&1 || die "apt-get installed $ETCD_DEBIAN_PACKAGE but etcd is still not on PATH"
-  note "installed $(command -v etcd): $(etcd --version | head -n1)"
-}
-
 npm_ci() {
   step "npm packages"
   command -v npm >/dev/null 2>&1 || die "npm is not on PATH: install Node.js 20+"
@@ -97,7 +73,7 @@ npm_ci() {
 
 need_go() {
   command -v go >/dev/null 2>&1 ||
-    die "go is not on PATH: install Go $(sed -n 's/^go //p' hack/tools/kube-apiserver/go.mod) or newer to build kube-apiserver and CAPI"
+    die "go is not on PATH: install Go $(sed -n 's/^go //p' hack/tools/kube-apiserver/go.mod) or newer to build etcd, kube-apiserver and CAPI"
 }
 
 # -mod=readonly when the committed go.sum covers the build; otherwise -mod=mod (and say so: commit go.sum).
@@ -110,6 +86,57 @@ mod_flag() {
     note "warning: $module_dir/go.sum is incomplete; building with -mod=mod (commit the updated go.sum)" >&2
     echo "-mod=mod"
   fi
+}
+
+# etcd's own main (go.etcd.io/etcd/v3) replaces its submodules with local paths, which a dependent module
+# ignores, so each hack/tools/etcd-<major.minor> wrapper has a main.go calling etcdmain.Main(os.Args), as
+# upstream's main does. The version string is a constant in go.etcd.io/etcd/api/v3/version: no ldflags needed.
+etcd_module() { local minor=${1#v}; echo "hack/tools/etcd-${minor%.*}"; }
+
+build_etcd() {
+  local version=$1
+  local module out=$cache/etcd-$version/etcd
+  module=$(etcd_module "$version")
+  local key
+  key="etcd $version $(sha $module/go.mod $module/go.sum $module/main.go)"
+  if [ -x "$out" ] && [ "$(cat "$out.stamp" 2>/dev/null)" = "$key" ]; then
+    note "cached: $out"
+    return
+  fi
+  need_go
+  require_pin $module/go.mod go.etcd.io/etcd/server/v3 "$version"
+  mkdir -p "$(dirname "$out")"
+  local flag
+  flag=$(mod_flag $module .)
+  note "go build $module (etcd $version; first build takes 1-2 min on 2 cores)"
+  local started_build
+  started_build=$(date +%s)
+  (cd $module && go build "$flag" -buildvcs=false -trimpath -ldflags "-s -w" -o "$out.tmp.$$" .)
+  mv -f "$out.tmp.$$" "$out"
+  local printed
+  printed=$("$out" --version | sed -n 's/^etcd Version: //p')
+  [ "v$printed" = "$version" ] || die "$out --version says etcd $printed, not $version"
+  echo "$key" >"$out.stamp"
+  note "built in $(($(date +%s) - started_build)) s"
+}
+
+# bin/etcd is the one the tests, e2e and bench run (test/env/tools.ts); bin/etcd-<major.minor> name each
+# version for nodes of a Kubernetes minor that pins another etcd.
+build_etcds() {
+  local version
+  for version in "$ETCD_VERSION" "$ETCD_PREVIOUS_VERSION"; do
+    step "etcd $version (from go.etcd.io/etcd/server/v3 via $(etcd_module "$version"))"
+    with_lock "$cache/.etcd-$version.lock" build_etcd "$version"
+  done
+  step "etcd links in bin/"
+  mkdir -p bin
+  ln -sfn "$cache/etcd-$ETCD_VERSION/etcd" bin/etcd
+  for version in "$ETCD_VERSION" "$ETCD_PREVIOUS_VERSION"; do
+    local minor=${version#v}
+    ln -sfn "$cache/etcd-$version/etcd" "bin/etcd-${minor%.*}"
+    note "bin/etcd-${minor%.*}       -> $(readlink "bin/etcd-${minor%.*}")"
+  done
+  note "bin/etcd           -> $(readlink bin/etcd)"
 }
 
 require_pin() {
@@ -212,7 +239,7 @@ build_tools() {
 
 print_versions() {
   step "versions"
-  note "etcd            $(etcd --version 2>/dev/null | sed -n 's/^etcd Version: //p') ($(command -v etcd))"
+  note "etcd            $(bin/etcd --version | sed -n 's/^etcd Version: //p') (bin/etcd; also $(cd bin && echo etcd-*))"
   note "node            $(node --version)"
   note "kube-apiserver  $(bin/kube-apiserver --version)"
   note "CAPI            $CAPI_VERSION (clusterctl $(bin/clusterctl version -o short 2>/dev/null || echo '?'))"
@@ -251,18 +278,35 @@ regenerate_wrappers() {
   note "done: review and commit hack/tools/*/go.mod and go.sum"
 }
 
+regenerate_etcd_wrappers() {
+  need_go
+  local version module
+  for version in "$ETCD_VERSION" "$ETCD_PREVIOUS_VERSION"; do
+    module=$(etcd_module "$version")
+    step "$module for go.etcd.io/etcd/server/v3 $version"
+    [ -f "$module/main.go" ] || die "$module/main.go is missing: restore it from git (a new minor copies another's)"
+    (cd "$module" && go mod edit -require="go.etcd.io/etcd/server/v3@$version" && go mod tidy)
+  done
+}
+
 started=$(date +%s)
 case "${1:-all}" in
   all)
-    install_etcd
     npm_ci
+    build_etcds
     build_tools
     print_versions
     ;;
   npm) npm_ci ;;
-  etcd) install_etcd ;;
-  tools) build_tools ;;
-  wrappers) regenerate_wrappers ;;
+  etcd) build_etcds ;;
+  tools)
+    build_etcds
+    build_tools
+    ;;
+  wrappers)
+    regenerate_etcd_wrappers
+    regenerate_wrappers
+    ;;
   *) die "unknown step '$1': use all, npm, etcd, tools or wrappers" ;;
 esac
 printf '==> deps done in %d s\n' "$(($(date +%s) - started))"

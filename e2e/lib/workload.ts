@@ -305,8 +305,9 @@ export class QuorumMonitor {
     }
     const listed: EtcdMember[] = await this.client.listMembers();
     let statuses = await this.client.memberStatuses(listed);
-    // etcd 3.4 serves the member list from the answering member's own state, so a member that was just removed may
-    // still list itself and its old peers. The leader's list is the membership that counts for quorum.
+    // etcd (3.4 to 3.7; 3.6 and 3.7 read a request with `linearizable` set through the leader, which this monitor
+    // does not send) serves the member list from the answering member's own state, so a member that was just removed
+    // may still list itself and its old peers. The leader's list is the membership that counts for quorum.
     const leaderStatus = statuses.find((status) => status.reachable && status.leader && status.endpoint);
     let members = listed;
     if (leaderStatus?.endpoint) {

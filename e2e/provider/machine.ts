@@ -301,7 +301,7 @@ export class ProcessMachineRuntime {
     }
   }
 
-  /** The member list from any other running member (a 3.4 learner serves no member list); undefined if none answers. */
+  /** The member list from any other running member (a learner serves no member list); undefined if none answers. */
   async memberList(): Promise<EtcdMember[] | undefined> {
     const endpoints = [
       ...this.options.cluster.peerClientURLs(this.options.name),
@@ -336,7 +336,8 @@ export class ProcessMachineRuntime {
     this.options.onChange();
     void proc.exited.then((exit) => this.onExit("etcd", proc, exit));
     const { etcdClient } = this.options.cluster;
-    // A learner serves no linearizable read, so etcd 3.4's /health stays false for it; /version answers.
+    // A learner answers /health (etcd 3.4 to 3.7; test/env/README.md) once its linearizable read, which waits for it
+    // to apply the leader's commit index, succeeds; /version answers as soon as it serves, which is all a join needs.
     const path = learner ? "/version" : "/health";
     await waitUntilReady({
       process: proc,

@@ -142,7 +142,7 @@ export function selectMachineForScaleDown(snapshot: Snapshot, verdict: Verdict):
 }
 
 /**
- * etcd (3.4 and later, strict reconfig check on) refuses to remove a voter with "etcdserver: unhealthy cluster"
+ * etcd (3.4 to 3.7, strict reconfig check on) refuses to remove a voter with "etcdserver: unhealthy cluster"
  * unless the member handling the request has been connected to a quorum of the voters for its HealthInterval, 5 s
  * (mayRemoveMember -> numConnectedSince). Quorum sends the removal to the leader, so a leader that started seconds
  * ago makes the removal wait out that window.

@@ -244,7 +244,8 @@ export async function startEtcdCluster(options: EtcdClusterOptions = {}): Promis
     return member;
   };
 
-  // /health is true once the member sees a leader and can serve; etcd 3.4.23 answers it for learners too.
+  // /health is true once the member sees a leader and serves a linearizable read; learners answer it too (etcd 3.4.23,
+  // 3.6.16 and 3.7.3: test/integration/etcd-rules.test.ts), while 3.6+'s /readyz fails for them ("non_learner").
   const waitUntilMemberReady = async (member: EtcdMember, proc: ManagedProcess) => {
     const url = `${member.clientURL}/health`;
     await waitUntilReady({
@@ -371,11 +372,8 @@ export async function startEtcdCluster(options: EtcdClusterOptions = {}): Promis
     },
   };
 
-  // Membership calls use a fresh client over the running members each time: etcd3's per-host circuit
-  // breaker opens on refusals such as "unhealthy cluster" and would fail every retry that follows.
-  const withAdminClient = async <T>(call: (client: Etcd3) => Promise<T>): Promise<T> => {
-    const endpoints = cluster.endpoints().filter((url) => members.find((m) => m.clientURL === url)?.isRunning());
-    const client = cluster.client({ endpoints, callTimeoutMs: 10_000 });
+  const withClient = async <T>(endpoints: string[], callTimeoutMs: number, call: (client: Etcd3) => Promise<T>) => {
+    const client = cluster.client({ endpoints, callTimeoutMs });
     try {
       return await call(client);
     } finally {
@@ -383,6 +381,29 @@ export async function startEtcdCluster(options: EtcdClusterOptions = {}): Promis
       clients.splice(clients.indexOf(client), 1);
     }
   };
+
+  // A learner refuses membership calls ("rpc not supported for learner"; etcd 3.6+ with FAILED_PRECONDITION, which
+  // etcd3 does not retry on another host, where 3.4 said UNAVAILABLE), and only etcd knows who is a learner now:
+  // Quorum, the test or kubeadm may have promoted one. Learners serve status, so each running member is asked; one
+  // that does not answer within 2 s stays a candidate (it may be a voter; the call's own deadline handles it).
+  const voterEndpoints = async (): Promise<string[]> => {
+    const running = cluster.endpoints().filter((url) => members.find((m) => m.clientURL === url)?.isRunning());
+    const isLearner = await Promise.all(
+      running.map((url) =>
+        Promise.race([
+          withClient([url], 2_000, async (client) => (await client.maintenance.status()).isLearner).catch(() => false),
+          sleep(2_500).then(() => false),
+        ]),
+      ),
+    );
+    const voters = running.filter((_, i) => !isLearner[i]);
+    return voters.length > 0 ? voters : running;
+  };
+
+  // Membership calls use a fresh client over the running voters each time: etcd3's per-host circuit breaker opens on
+  // refusals such as "unhealthy cluster" and would fail every retry that follows.
+  const withAdminClient = async <T>(call: (client: Etcd3) => Promise<T>): Promise<T> =>
+    withClient(await voterEndpoints(), 10_000, call);
 
   try {
     const initialMembers: EtcdMember[] = [];

@@ -1,6 +1,6 @@
 // Where the harness finds its binaries and pinned versions (hack/versions.env, built by `make deps`).
-import { accessSync, constants, existsSync, readFileSync } from "node:fs";
-import { delimiter, dirname, join, resolve } from "node:path";
+import { existsSync, readFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
@@ -8,6 +8,8 @@ export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../.."
 export interface PinnedVersions {
   kubernetes: string;
   capi: string;
+  /** The etcd the tests run (bin/etcd), e.g. "v3.7.3". */
+  etcd: string;
 }
 
 export function pinnedVersions(): PinnedVersions {
@@ -22,12 +24,12 @@ export function pinnedVersions(): PinnedVersions {
     if (!value) throw new Error(`${file} has no ${key}=: restore the file from git`);
     return value;
   };
-  return { kubernetes: read("KUBERNETES_VERSION"), capi: read("CAPI_VERSION") };
+  return { kubernetes: read("KUBERNETES_VERSION"), capi: read("CAPI_VERSION"), etcd: read("ETCD_VERSION") };
 }
 
-/** A binary `make deps` links into bin/ (kube-apiserver, kube-controller-manager, capi-manager, clusterctl). */
+/** A binary `make deps` links into bin/ (etcd is ETCD_VERSION; etcd-3.6 and etcd-3.7 name each minor). */
 export function builtBinary(
-  name: "kube-apiserver" | "kube-controller-manager" | "capi-manager" | "clusterctl",
+  name: "etcd" | "etcd-3.6" | "etcd-3.7" | "kube-apiserver" | "kube-controller-manager" | "capi-manager" | "clusterctl",
 ): string {
   const path = join(repoRoot, "bin", name);
   if (!existsSync(path)) {
@@ -36,21 +38,7 @@ export function builtBinary(
   return path;
 }
 
-/** An executable found on PATH (e.g. etcd from Debian's etcd-server package). */
-export function binaryOnPath(name: string, hint: string): string {
-  for (const dir of (process.env.PATH ?? "").split(delimiter)) {
-    if (!dir) continue;
-    const candidate = join(dir, name);
-    try {
-      accessSync(candidate, constants.X_OK);
-      return candidate;
-    } catch {
-      // Not in this PATH entry.
-    }
-  }
-  throw new Error(`${name} is not on PATH: ${hint}`);
-}
-
+/** The etcd every test, e2e scenario and benchmark runs: bin/etcd (ETCD_VERSION), or QUORUM_ETCD if set. */
 export function etcdBinary(): string {
-  return process.env.QUORUM_ETCD ?? binaryOnPath("etcd", "run `make deps` (installs Debian's etcd-server)");
+  return process.env.QUORUM_ETCD || builtBinary("etcd");
 }
