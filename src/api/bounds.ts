@@ -45,7 +45,7 @@ export const SPEC_DURATION_MINIMUMS: Readonly<Record<string, DurationMinimum>> =
   "spec.deletion.etcdMemberRemovalTimeout": {
     min: "30s",
     minMs: 30_000,
-    why: "a shorter one gives up before etcd lets a removal through, since etcd refuses removals for 5s after leadership moves",
+    why: "a shorter one gives up before etcd lets a removal through, since etcd refuses a removal until the peer connections of the serving member are 5s old (a leader that just joined or restarted)",
   },
 };
 
