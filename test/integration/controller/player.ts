@@ -141,9 +141,10 @@ export class MachinePlayer {
       if (bootstrap && !machine.metadata.deletionTimestamp)
         await this.bootstrapDataCreated(machine.metadata.name, bootstrap);
     }
+    // Quorum labels what it clones for a Machine with the cluster's name: each player handles its own cluster's.
     const infra = await kubeRequestOk<{ items: TestMachine[] }>(
       this.kubeConfig,
-      this.testKindPath({ apiGroup: INFRA_GROUP, kind: "TestMachine" }),
+      `${this.testKindPath({ apiGroup: INFRA_GROUP, kind: "TestMachine" })}?labelSelector=${encodeURIComponent(`${LABEL_CLUSTER_NAME}=${this.clusterName}`)}`,
     );
     const machineByInfra = new Map(list.items.map((machine) => [machine.spec.infrastructureRef.name, machine]));
     for (const testMachine of infra.items) {
@@ -163,7 +164,7 @@ export class MachinePlayer {
         });
         continue;
       }
-      // Only TestMachines of this cluster's Machines; CAPI makes the Machine their owner.
+      // Only TestMachines of a live Machine get a member (CAPI makes the Machine their owner).
       if (!machineByInfra.has(testMachine.metadata.name)) continue;
       if (!finalizers.includes(INFRA_FINALIZER)) {
         await kubeRequestOk(this.kubeConfig, path, {
