@@ -62,6 +62,10 @@ export async function keepTemplatesOwned(
     deleting: Boolean(cluster.metadata.deletionTimestamp),
     paused: cluster.spec?.paused === true || controlPlane.metadata.annotations?.[PAUSED_ANNOTATION] !== undefined,
   });
+  const field = new Map([
+    [template.infrastructureRef, "infrastructureRef"],
+    [template.bootstrapConfigTemplateRef, "bootstrapConfigTemplateRef"],
+  ]);
   const clusterUid = cluster.metadata.uid ?? "";
   const adopted: string[] = [];
   for (const ref of own) {
@@ -69,7 +73,8 @@ export async function keepTemplatesOwned(
     if (ownedTemplates?.fresh(key, templateKey, clusterUid)) continue;
     const what = `${ref.kind} ${namespace}/${ref.name}`;
     try {
-      const object = await management.getReferenced(ref, namespace, `QuorumControlPlane ${key} spec.machineTemplate`);
+      const referencedBy = `QuorumControlPlane ${key} spec.machineTemplate.${field.get(ref) ?? ""}`;
+      const object = await management.getReferenced(ref, namespace, referencedBy);
       const ownerReferences = withClusterOwner(object.metadata.ownerReferences, {
         name: cluster.metadata.name,
         uid: clusterUid,

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { Unstructured } from "../../../src/api/objects.ts";
 import type { ObjectRef, OwnerReference } from "../../../src/api/types.ts";
-import { PatchForbiddenError } from "../../../src/adapters/capi/management.ts";
+import { PatchForbiddenError, ReferenceNotFoundError } from "../../../src/adapters/capi/management.ts";
 import { keepTemplatesOwned, OwnedTemplates, TEMPLATE_RECHECK_MS } from "../../../src/controller/template-owners.ts";
 import type { ManagementApi } from "../../../src/ports/index.ts";
 import { cluster, controlPlane } from "./fixtures.ts";
@@ -103,6 +103,19 @@ describe("keepTemplatesOwned", () => {
     const paused = { ...theCluster(), spec: { ...theCluster().spec, paused: true } };
     assert.deepEqual(await keepTemplatesOwned(controlPlane(), paused, management, undefined), { adopted: [] });
     assert.deepEqual(calls, []);
+  });
+
+  it("reports a missing template naming the field that references it and the fix", async () => {
+    const management = {
+      getReferenced: async (ref: ObjectRef, namespace: string, referencedBy: string) => {
+        throw new ReferenceNotFoundError(ref.kind, namespace, ref.name, referencedBy);
+      },
+    } as unknown as ManagementApi;
+    const { problem } = await keepTemplatesOwned(controlPlane(), theCluster(), management, undefined);
+    assert.match(
+      problem?.message ?? "",
+      /ProcessMachineTemplate ns\/cp-infra referenced by QuorumControlPlane ns\/cp spec\.machineTemplate\.infrastructureRef was not found: create it or correct the reference/,
+    );
   });
 
   it("reports a refused patch naming the template, the verb, the resource and the ClusterRole label that grants it", async () => {
