@@ -98,3 +98,6 @@ export const DEFAULTS = {
 } as const;
 
 export type MemberRemoval = "BeforeDelete" | "AfterDrain";
+
+/** A ClusterRole with this label adds its rules to the role Quorum's controller is bound to (config/rbac). */
+export const AGGREGATION_LABEL = "controlplane.cluster.x-k8s.io/aggregate-to-quorum-manager";

@@ -12,6 +12,7 @@ export interface Unstructured {
     annotations?: Record<string, string>;
     ownerReferences?: OwnerReference[];
     uid?: string;
+    resourceVersion?: string;
   };
   spec?: Record<string, unknown> & {
     template?: {

@@ -84,6 +84,8 @@ export function cachedManagement(
       if (kind === "Machine") expectations.expectChange(key, "Machine", machineKey(namespace, name), before, written);
       return written;
     },
+    // Templates are not cached, so no expectation: the next reconcile reads the template again.
+    setOwnerReferences: (object, ownerReferences) => api.setOwnerReferences(object, ownerReferences),
     async setFinalizers(controlPlane, finalizers) {
       const written = await api.setFinalizers(controlPlane, finalizers);
       expectations.expectChange(key, "QuorumControlPlane", key, controlPlane.metadata.resourceVersion, written, {

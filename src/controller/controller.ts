@@ -4,6 +4,7 @@ import { CAPI_GROUP, CAPI_VERSION, GROUP, KIND, LABEL_CONTROL_PLANE_NAME, PLURAL
 import type { Informer, WatchTarget } from "../adapters/kube/informer.ts";
 import type { Controller, ReconcileContext, WatchSpec } from "../adapters/kube/manager.ts";
 import type { KubeObject } from "../adapters/kube/rest.ts";
+import { OwnedTemplates } from "./template-owners.ts";
 import { cachedManagement, cacheLookup, type ManagementCaches } from "./cached-management.ts";
 import { Expectations } from "./expectations.ts";
 import { reconcile, type ReconcilerDeps } from "./reconcile.ts";
@@ -70,6 +71,7 @@ export function quorumController(options: ControllerOptions): Controller {
   // Reads come from these caches; writes leave expectations so a reconcile never plans on a cache that has not
   // seen Quorum's own last write yet.
   const expectations = new Expectations(options.deps.clock);
+  const ownedTemplates = new OwnedTemplates(options.deps.clock);
   const cachesOf = (context: ReconcileContext): ManagementCaches => {
     const informers = {
       controlPlanes: context.informer(controlPlanes),
@@ -99,6 +101,7 @@ export function quorumController(options: ControllerOptions): Controller {
         // Gone (deleted, or out of this controller's scope): nothing about it may stay in memory or in /metrics,
         // or a churn of short-lived control planes grows the process without bound.
         expectations.forget(key);
+        ownedTemplates.forget(key);
         eventAt.delete(key);
         lastReconciledAt.delete(key);
         options.deps.metrics?.forget(key);
@@ -113,7 +116,11 @@ export function quorumController(options: ControllerOptions): Controller {
         result = await reconcile(
           namespace,
           name,
-          { ...options.deps, management: cachedManagement(options.deps.management, caches, expectations, key) },
+          {
+            ...options.deps,
+            management: cachedManagement(options.deps.management, caches, expectations, key),
+            ownedTemplates,
+          },
           triggeredAt,
         );
       } catch (error) {

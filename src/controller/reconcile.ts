@@ -25,6 +25,7 @@ import {
 } from "../ports/index.ts";
 import { buildSnapshot } from "./snapshot-builder.ts";
 import { statusFor, type Problem, type StatusRequest } from "./status.ts";
+import { keepTemplatesOwned, type OwnedTemplates } from "./template-owners.ts";
 
 export type Planner = (snapshot: Snapshot) => Decision;
 
@@ -38,6 +39,8 @@ export interface ReconcilerDeps {
   metrics?: ControllerMetrics;
   /** How often an idle cluster's etcd is re-read (there is no membership watch). */
   etcdPollIntervalMs: number;
+  /** Templates recently seen owned by their Cluster (not read again); without it they are read on every reconcile. */
+  ownedTemplates?: OwnedTemplates;
 }
 
 export interface ReconcileResult {
@@ -92,6 +95,7 @@ export async function reconcile(
   const passed = await gate(controlPlane, deps, log, write);
   if ("result" in passed) return passed.result;
   const { cluster, clusterName, machines, foreign } = passed;
+  const templates = await templatesOwned(controlPlane, cluster, deps, log);
   let etcd: EtcdClusterClient | undefined;
   try {
     // Observe.
@@ -129,7 +133,7 @@ export async function reconcile(
 
     // Status: what this reconcile observed, whatever the action met.
     const actionStatus = outcome?.kind === "done" ? outcome.result.statusUpdate : undefined;
-    const problem = outcome?.kind === "deferred" || outcome?.kind === "failed" ? outcome.problem : undefined;
+    const problem = outcome?.kind === "deferred" || outcome?.kind === "failed" ? outcome.problem : templates?.problem;
     const observed = {
       snapshot,
       action,
@@ -234,6 +238,27 @@ async function gate(
     throw new ReconcileError(message, "CertificatesUnavailable", { cause: error });
   }
   return { cluster, clusterName, machines, foreign };
+}
+
+/**
+ * The Cluster owner reference on the referenced templates (clusterctl move carries only what the Cluster owns), for
+ * a control plane that is not being deleted and that its Cluster names (another one must not touch them).
+ */
+async function templatesOwned(
+  controlPlane: QuorumControlPlane,
+  cluster: Cluster,
+  deps: ReconcilerDeps,
+  log: Log,
+): Promise<{ problem?: Problem } | undefined> {
+  if (controlPlane.metadata.deletionTimestamp) return undefined;
+  if (!namesControlPlane(cluster.spec?.controlPlaneRef, controlPlane.metadata.name)) return undefined;
+  const result = await keepTemplatesOwned(controlPlane, cluster, deps.management, deps.ownedTemplates);
+  for (const template of result.adopted) {
+    deps.metrics?.apiWrites.inc({ verb: "patch-owner-references" });
+    log("info", `${template} is now owned by Cluster ${cluster.metadata.name}, so clusterctl move carries it`);
+  }
+  if (result.problem) log("warn", result.problem.message, { reason: result.problem.reason });
+  return result;
 }
 
 /** When to look again: at once after an action, soon after a conflict or etcd's refusal, else the Wait's recheck. */

@@ -3,7 +3,7 @@
 // simulator's world (test/sim/ports.ts).
 import type { Cluster, Machine } from "../api/capi.ts";
 import type { Unstructured } from "../api/objects.ts";
-import type { ObjectRef, QuorumControlPlane } from "../api/types.ts";
+import type { ObjectRef, OwnerReference, QuorumControlPlane } from "../api/types.ts";
 
 export interface ManagementApi {
   getControlPlane(namespace: string, name: string): Promise<QuorumControlPlane | undefined>;
@@ -29,6 +29,11 @@ export interface ManagementApi {
     annotations: Record<string, string | null>,
     resourceVersion?: string,
   ): Promise<string | undefined>;
+  /**
+   * Sets metadata.ownerReferences of an object read at `object.metadata.resourceVersion` (a conflict if it changed
+   * since, so another writer's reference is never dropped). Used for the templates a control plane references.
+   */
+  setOwnerReferences(object: Unstructured, ownerReferences: OwnerReference[]): Promise<void>;
   /** Sets metadata.finalizers with the resourceVersion precondition of the object passed in. */
   setFinalizers(controlPlane: QuorumControlPlane, finalizers: string[]): Promise<string | undefined>;
   patchStatus(controlPlane: QuorumControlPlane, status: Record<string, unknown>): Promise<QuorumControlPlane>;

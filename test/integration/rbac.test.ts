@@ -88,6 +88,14 @@ const FORBIDDEN: Access[] = [
 
 /** What the controller needs (a few of each kind of grant): the lifecycle test proves the whole set sufficient. */
 const ALLOWED: Access[] = [
+  // The Cluster owner reference clusterctl move follows (src/controller/template-owners.ts).
+  {
+    verb: "patch",
+    group: "bootstrap.cluster.x-k8s.io",
+    resource: "kubeadmconfigtemplates",
+    namespace: "tenant-a",
+    name: "c1-control-plane",
+  },
   { verb: "list", group: "cluster.x-k8s.io", resource: "machines" },
   { verb: "watch", group: "cluster.x-k8s.io", resource: "machines", namespace: "tenant-a" },
   { verb: "delete", group: "cluster.x-k8s.io", resource: "machines", namespace: "tenant-a", name: "c1-abcde" },
@@ -226,6 +234,7 @@ const ALLOWED_NAMESPACED: Access[] = [
   },
   { verb: "create", resource: "events", namespace: OWN },
   { verb: "get", group: "infrastructure.cluster.x-k8s.io", resource: "testmachinetemplates", namespace: OWN },
+  { verb: "patch", group: "infrastructure.cluster.x-k8s.io", resource: "testmachinetemplates", namespace: OWN },
   {
     verb: "get",
     group: "apiextensions.k8s.io",

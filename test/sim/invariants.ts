@@ -4,6 +4,7 @@
 import type { Snapshot } from "../../src/core/snapshot.ts";
 import type { Call } from "./calls.ts";
 import {
+  CLUSTER,
   findMachine,
   youngConnections,
   findMember,
@@ -184,7 +185,10 @@ function checkRelease(world: World, machineName: string): Finding | undefined {
   };
 }
 
-/** The spec is reached: replicas Machines at the spec, each with a Node and a healthy voter, nothing else. */
+/**
+ * The spec is reached: replicas Machines at the spec, each with a Node and a healthy voter, nothing else; the
+ * templates the spec references owned by the Cluster.
+ */
 export function converged(world: World): boolean {
   const spec = world.spec;
   if (spec.paused || spec.clusterPaused || world.leaderId === undefined) return false;
@@ -201,7 +205,10 @@ export function converged(world: World): boolean {
     const member = machine.memberId === undefined ? undefined : findMember(world, machine.memberId);
     if (!member || member.learner || !member.up) return false;
   }
-  return true;
+  // clusterctl move carries only what the Cluster owns (issue 15, item 4): the spec's templates carry its reference.
+  return [`SimMachineTemplate/infra-${spec.templateHash}`, "KubeadmConfigTemplate/kubeadm"].every((template) =>
+    world.templateOwners.get(template)?.some((owner) => owner.kind === "Cluster" && owner.name === CLUSTER),
+  );
 }
 
 /** What counts as progress: any change to Machines, members or the leader (raft indices do not count). */

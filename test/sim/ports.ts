@@ -150,10 +150,22 @@ export class SimPorts {
       const template: Unstructured = {
         apiVersion: ref.apiVersion ?? `${ref.apiGroup}/v1beta1`,
         kind: ref.kind,
-        metadata: { name: ref.name, namespace },
+        metadata: {
+          name: ref.name,
+          namespace,
+          resourceVersion: String(this.world.templateOwners.get(`${ref.kind}/${ref.name}`)?.length ?? 0),
+          ...(this.world.templateOwners.has(`${ref.kind}/${ref.name}`)
+            ? { ownerReferences: structuredClone(this.world.templateOwners.get(`${ref.kind}/${ref.name}`)) }
+            : {}),
+        },
         spec: { template: { spec: {} } },
       };
       return template;
+    },
+    setOwnerReferences: async (object, ownerReferences) => {
+      this.gate.call(`patch ownerReferences of ${object.kind} ${object.metadata.name}`, { kind: "none" });
+      this.world.templateOwners.set(`${object.kind}/${object.metadata.name}`, structuredClone(ownerReferences));
+      this.gate.done("ok");
     },
     createIfAbsent: async (object) => {
       if (object.kind !== "Machine") {

@@ -71,6 +71,7 @@ export function createScenario(seed: number): Scenario {
     initialized: false,
     finalizers: [FINALIZER],
     clones: new Set(),
+    templateOwners: new Map(),
     faultsUntil: setup.int(0, MAX_FAULT_STEPS),
     nextAddress: 0,
     nextStray: 0,

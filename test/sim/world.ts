@@ -3,7 +3,7 @@
 // Everything here is plain mutable data plus small helpers; evolve.ts moves it forward in time, faults.ts breaks
 // it, and ports.ts shows it to the real reconcile() as Kubernetes objects and an etcd cluster and applies its calls.
 import type { MemberRemoval } from "../../src/api/constants.ts";
-import type { QuorumControlPlaneStatus } from "../../src/api/types.ts";
+import type { OwnerReference, QuorumControlPlaneStatus } from "../../src/api/types.ts";
 import type { Prng } from "./prng.ts";
 
 /** One reconcile per step; grace periods in the simulated spec are set in steps of this size. */
@@ -172,6 +172,8 @@ export interface World {
   copy?: { status?: QuorumControlPlaneStatus; finalizers: string[] };
   /** Names of the infrastructure and bootstrap clones the controller created ("kind/name"). */
   clones: Set<string>;
+  /** ownerReferences the controller set on the referenced templates ("kind/name"): clusterctl move follows them. */
+  templateOwners: Map<string, OwnerReference[]>;
   /**
    * Until this step the workload API cannot be read (a garbage user-managed kubeconfig Secret, an endpoint down):
    * listing Nodes fails while etcd answers.

@@ -12,6 +12,7 @@ import {
 } from "@kubernetes/client-node";
 import type { Cluster, Machine } from "../../api/capi.ts";
 import {
+  AGGREGATION_LABEL,
   API_VERSION,
   CAPI_API_VERSION,
   CONTRACT_LABEL_V1BETA2,
@@ -22,7 +23,7 @@ import {
   VERSION,
 } from "../../api/constants.ts";
 import { concernsControlPlane } from "../../api/ownership.ts";
-import type { ObjectRef, QuorumControlPlane, QuorumControlPlaneStatus } from "../../api/types.ts";
+import type { ObjectRef, OwnerReference, QuorumControlPlane, QuorumControlPlaneStatus } from "../../api/types.ts";
 import type { Unstructured } from "../../api/objects.ts";
 
 export const FIELD_MANAGER = "quorum";
@@ -39,6 +40,20 @@ export class ReferenceNotFoundError extends Error {
       `${kind} ${namespace}/${objectName} referenced by ${referencedBy} was not found: create it or correct the reference`,
     );
     this.name = "ReferenceNotFoundError";
+  }
+}
+
+/** Quorum may not patch a provider's object: its users must grant the verb through the aggregated ClusterRole. */
+export class PatchForbiddenError extends Error {
+  constructor(object: Unstructured, field: string) {
+    const group = object.apiVersion.includes("/") ? object.apiVersion.split("/")[0] : "";
+    const resource = `${pluralOf(object.kind)}${group ? `.${group}` : ""}`;
+    super(
+      `${object.kind} ${object.metadata.namespace ?? ""}/${object.metadata.name}: Quorum may not patch ${resource} ` +
+        `(to set metadata.${field}): grant the "patch" verb on ${resource} in a ClusterRole labelled ` +
+        `${AGGREGATION_LABEL}: "true" (as config/samples/process-provider-rbac.yaml does for its kinds)`,
+    );
+    this.name = "PatchForbiddenError";
   }
 }
 
@@ -145,6 +160,32 @@ export class ManagementClient {
       PatchStrategy.MergePatch,
     );
     return written.metadata?.resourceVersion;
+  }
+
+  /**
+   * A merge patch replaces the whole list, so it carries the resourceVersion the list was read at: a reference
+   * someone added meanwhile makes it a conflict (retried on the next reconcile), never a lost reference.
+   */
+  async setOwnerReferences(object: Unstructured, ownerReferences: OwnerReference[]): Promise<void> {
+    const { name, namespace, resourceVersion } = object.metadata;
+    const patch = {
+      apiVersion: object.apiVersion,
+      kind: object.kind,
+      metadata: { name, namespace, ownerReferences, ...(resourceVersion ? { resourceVersion } : {}) },
+    };
+    try {
+      await this.objects.patch(
+        patch as KubernetesObject,
+        undefined,
+        undefined,
+        FIELD_MANAGER,
+        undefined,
+        PatchStrategy.MergePatch,
+      );
+    } catch (error) {
+      if (error instanceof ApiException && error.code === 403) throw new PatchForbiddenError(object, "ownerReferences");
+      throw error;
+    }
   }
 
   async setFinalizers(controlPlane: QuorumControlPlane, finalizers: string[]): Promise<string | undefined> {

@@ -213,9 +213,10 @@ export class ControllerStack {
       kind: "ClusterRole",
       metadata: { name: "quorum-test-kinds", labels: { [AGGREGATION_LABEL]: "true" } },
       rules: [
-        { apiGroups: [INFRA_GROUP], resources: ["testmachinetemplates"], verbs: ["get"] },
+        // patch: the templates get the Cluster owner reference clusterctl move follows.
+        { apiGroups: [INFRA_GROUP], resources: ["testmachinetemplates"], verbs: ["get", "patch"] },
         { apiGroups: [INFRA_GROUP], resources: ["testmachines"], verbs: ["create"] },
-        { apiGroups: [BOOTSTRAP_GROUP], resources: ["testbootstrapconfigtemplates"], verbs: ["get"] },
+        { apiGroups: [BOOTSTRAP_GROUP], resources: ["testbootstrapconfigtemplates"], verbs: ["get", "patch"] },
         { apiGroups: [BOOTSTRAP_GROUP], resources: ["testbootstrapconfigs"], verbs: ["create"] },
       ],
     } as ManifestObject);

@@ -29,7 +29,7 @@ const CONTROLLER_CALLS: Record<string, string[]> = {
   "controlplane.cluster.x-k8s.io/quorumcontrolplanes/finalizers": ["update"],
   "cluster.x-k8s.io/clusters": ["list", "watch"],
   "cluster.x-k8s.io/machines": ["list", "watch", "create", "patch", "delete"],
-  "bootstrap.cluster.x-k8s.io/kubeadmconfigtemplates": ["get"],
+  "bootstrap.cluster.x-k8s.io/kubeadmconfigtemplates": ["get", "patch"],
   "bootstrap.cluster.x-k8s.io/kubeadmconfigs": ["create"],
   "/secrets": ["get", "list", "watch", "create", "update"],
   "/events": ["create"],
@@ -46,9 +46,9 @@ const LEADER_ELECTION_CALLS: Record<string, string[]> = {
 
 /** What the process provider's sample ClusterRole adds for the templates Quorum clones. */
 const PROCESS_PROVIDER_CALLS: Record<string, string[]> = {
-  "infrastructure.cluster.x-k8s.io/processmachinetemplates": ["get"],
+  "infrastructure.cluster.x-k8s.io/processmachinetemplates": ["get", "patch"],
   "infrastructure.cluster.x-k8s.io/processmachines": ["create"],
-  "bootstrap.cluster.x-k8s.io/processbootstrapconfigtemplates": ["get"],
+  "bootstrap.cluster.x-k8s.io/processbootstrapconfigtemplates": ["get", "patch"],
   "bootstrap.cluster.x-k8s.io/processbootstrapconfigs": ["create"],
 };
 

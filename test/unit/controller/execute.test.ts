@@ -22,6 +22,7 @@ function recordingManagement(calls: string[]): ManagementApi {
       calls.push(`deleteMachine ${namespace}/${name}`);
     },
     patchAnnotations: record("patchAnnotations"),
+    setOwnerReferences: record("setOwnerReferences"),
     setFinalizers: record("setFinalizers"),
     patchStatus: async (_qcp, status) => {
       calls.push(`patchStatus ${JSON.stringify(status)}`);

@@ -50,6 +50,7 @@ function fakeApi(): ManagementApi & { created: string[] } {
     },
     deleteMachine: async () => {},
     patchAnnotations: async () => String(++version),
+    setOwnerReferences: async () => {},
     setFinalizers: async () => String(++version),
     patchStatus: async (controlPlane) => ({
       ...controlPlane,

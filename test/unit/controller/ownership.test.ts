@@ -72,6 +72,7 @@ function world(options: WorldOptions) {
     deleteMachine: async (_namespace, name) => assert.fail(`no delete expected (${name})`),
     patchAnnotations: async (_v, kind, _ns, name, annotations) =>
       assert.fail(`no annotation patch expected (${kind} ${name} ${JSON.stringify(annotations)})`),
+    setOwnerReferences: async (object) => assert.fail(`no owner reference patch expected (${object.kind})`),
     setFinalizers: async (_object, finalizers) => {
       writes.push(`finalizers ${JSON.stringify(finalizers)}`);
       return undefined;

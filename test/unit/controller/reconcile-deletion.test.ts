@@ -39,6 +39,7 @@ function world(machines: Machine[]) {
       calls.push(`annotate ${name} ${JSON.stringify(annotations)}`);
       return undefined;
     },
+    setOwnerReferences: async (object) => assert.fail(`no owner reference patch expected (${object.kind})`),
     setFinalizers: async (_object, finalizers) => {
       calls.push(`finalizers ${JSON.stringify(finalizers)}`);
       return undefined;

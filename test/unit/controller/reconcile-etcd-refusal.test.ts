@@ -61,6 +61,7 @@ function world(removeError: Error, status?: QuorumControlPlane["status"]) {
     createIfAbsent: async () => assert.fail("no create expected"),
     deleteMachine: async () => assert.fail("no delete expected"),
     patchAnnotations: async () => assert.fail("no annotation patch expected"),
+    setOwnerReferences: async (object) => assert.fail(`no owner reference patch expected (${object.kind})`),
     setFinalizers: async () => undefined,
     patchStatus: async (_object, status) => {
       statuses.push(status);

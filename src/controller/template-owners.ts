@@ -1,0 +1,99 @@
+// Keeps the templates a QuorumControlPlane references owned by its Cluster, so `clusterctl move` carries them
+// (the decision is src/core/template-owners.ts; this reads the templates and writes through the port).
+import type { Cluster } from "../api/capi.ts";
+import { PAUSED_ANNOTATION } from "../api/constants.ts";
+import type { QuorumControlPlane } from "../api/types.ts";
+import { templatesToOwn, withClusterOwner } from "../core/template-owners.ts";
+import type { Clock, ManagementApi } from "../ports/index.ts";
+import type { Problem } from "./status.ts";
+
+/**
+ * How long a template seen with its Cluster owner reference is not read again. Templates are not in the informer
+ * caches, so without this every idle reconcile would cost two reads; someone removing the reference by hand gets
+ * it back within this time, and a restart re-reads everything.
+ */
+export const TEMPLATE_RECHECK_MS = 10 * 60_000;
+
+/** Which templates were last seen owned by which Cluster uid, and when; per QuorumControlPlane key. */
+export class OwnedTemplates {
+  private readonly seen = new Map<string, Map<string, { clusterUid: string; at: number }>>();
+
+  constructor(private readonly clock: Clock) {}
+
+  fresh(controlPlaneKey: string, templateKey: string, clusterUid: string): boolean {
+    const entry = this.seen.get(controlPlaneKey)?.get(templateKey);
+    return entry !== undefined && entry.clusterUid === clusterUid && this.clock() - entry.at < TEMPLATE_RECHECK_MS;
+  }
+
+  confirm(controlPlaneKey: string, templateKey: string, clusterUid: string): void {
+    const templates = this.seen.get(controlPlaneKey) ?? new Map<string, { clusterUid: string; at: number }>();
+    templates.set(templateKey, { clusterUid, at: this.clock() });
+    this.seen.set(controlPlaneKey, templates);
+  }
+
+  forget(controlPlaneKey: string): void {
+    this.seen.delete(controlPlaneKey);
+  }
+}
+
+export interface TemplateOwnersResult {
+  /** Templates that got the reference in this reconcile ("ProcessMachineTemplate ns/name"). */
+  adopted: string[];
+  problem?: Problem;
+}
+
+/**
+ * Adds the Cluster owner reference to each referenced template that lacks it. A failure does not stop the
+ * reconcile (etcd safety must not wait on a provider's RBAC): it is returned as a problem for status and tried
+ * again on the next reconcile.
+ */
+export async function keepTemplatesOwned(
+  controlPlane: QuorumControlPlane,
+  cluster: Cluster,
+  management: ManagementApi,
+  ownedTemplates: OwnedTemplates | undefined,
+): Promise<TemplateOwnersResult> {
+  const namespace = controlPlane.metadata.namespace ?? "default";
+  const key = `${namespace}/${controlPlane.metadata.name}`;
+  const template = controlPlane.spec.machineTemplate;
+  const { own } = templatesToOwn([template.infrastructureRef, template.bootstrapConfigTemplateRef], namespace, {
+    name: cluster.metadata.name,
+    ...(cluster.metadata.uid ? { uid: cluster.metadata.uid } : {}),
+    deleting: Boolean(cluster.metadata.deletionTimestamp),
+    paused: cluster.spec?.paused === true || controlPlane.metadata.annotations?.[PAUSED_ANNOTATION] !== undefined,
+  });
+  const field = new Map([
+    [template.infrastructureRef, "infrastructureRef"],
+    [template.bootstrapConfigTemplateRef, "bootstrapConfigTemplateRef"],
+  ]);
+  const clusterUid = cluster.metadata.uid ?? "";
+  const adopted: string[] = [];
+  for (const ref of own) {
+    const templateKey = `${ref.kind}/${ref.name}`;
+    if (ownedTemplates?.fresh(key, templateKey, clusterUid)) continue;
+    const what = `${ref.kind} ${namespace}/${ref.name}`;
+    try {
+      const referencedBy = `QuorumControlPlane ${key} spec.machineTemplate.${field.get(ref) ?? ""}`;
+      const object = await management.getReferenced(ref, namespace, referencedBy);
+      const ownerReferences = withClusterOwner(object.metadata.ownerReferences, {
+        name: cluster.metadata.name,
+        uid: clusterUid,
+      });
+      if (ownerReferences) {
+        await management.setOwnerReferences(object, ownerReferences);
+        adopted.push(what);
+      }
+      ownedTemplates?.confirm(key, templateKey, clusterUid);
+    } catch (error) {
+      const cause = error instanceof Error ? error.message : String(error);
+      return {
+        adopted,
+        problem: {
+          reason: "TemplateOwnerReferenceFailed",
+          message: `could not give ${what} its owner reference to Cluster ${namespace}/${cluster.metadata.name}, which clusterctl move needs to carry the template: ${cause}`,
+        },
+      };
+    }
+  }
+  return { adopted };
+}

@@ -1,0 +1,134 @@
+// The controller's part of keeping the referenced templates owned by their Cluster: what it reads and writes
+// through the management port, what it remembers between reconciles, and what it reports when a write is refused.
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import type { Unstructured } from "../../../src/api/objects.ts";
+import type { ObjectRef, OwnerReference } from "../../../src/api/types.ts";
+import { PatchForbiddenError, ReferenceNotFoundError } from "../../../src/adapters/capi/management.ts";
+import { keepTemplatesOwned, OwnedTemplates, TEMPLATE_RECHECK_MS } from "../../../src/controller/template-owners.ts";
+import type { ManagementApi } from "../../../src/ports/index.ts";
+import { cluster, controlPlane } from "./fixtures.ts";
+
+const OWNED_BY_C1: OwnerReference = {
+  apiVersion: "cluster.x-k8s.io/v1beta2",
+  kind: "Cluster",
+  name: "c1",
+  uid: "uid-c1",
+};
+
+function world(templates: Record<string, OwnerReference[] | undefined>, options: { forbidden?: boolean } = {}) {
+  const calls: string[] = [];
+  const management = {
+    getReferenced: async (ref: ObjectRef, namespace: string) => {
+      calls.push(`get ${ref.kind}`);
+      const object: Unstructured = {
+        apiVersion: ref.apiVersion ?? `${ref.apiGroup}/v1beta1`,
+        kind: ref.kind,
+        metadata: { name: ref.name, namespace, resourceVersion: "7" },
+      };
+      const owners = templates[ref.kind];
+      return owners ? { ...object, metadata: { ...object.metadata, ownerReferences: owners } } : object;
+    },
+    setOwnerReferences: async (object: Unstructured, ownerReferences: OwnerReference[]) => {
+      if (options.forbidden) throw new PatchForbiddenError(object, "ownerReferences");
+      calls.push(`patch ${object.kind} rv=${object.metadata.resourceVersion} ${JSON.stringify(ownerReferences)}`);
+      templates[object.kind] = ownerReferences;
+    },
+  } as unknown as ManagementApi;
+  return { management, calls };
+}
+
+const theCluster = () => ({ ...cluster(), metadata: { ...cluster().metadata, uid: "uid-c1" } });
+
+describe("keepTemplatesOwned", () => {
+  it("gives both templates the Cluster owner reference, at the resourceVersion it read, keeping other owners", async () => {
+    const other: OwnerReference = { apiVersion: "v1", kind: "ConfigMap", name: "keep", uid: "uid-keep" };
+    const qcp = controlPlane();
+    const infraKind = qcp.spec.machineTemplate.infrastructureRef.kind;
+    const bootstrapKind = qcp.spec.machineTemplate.bootstrapConfigTemplateRef.kind;
+    const { management, calls } = world({ [infraKind]: [other] });
+    const result = await keepTemplatesOwned(qcp, theCluster(), management, undefined);
+    assert.equal(result.problem, undefined);
+    assert.equal(result.adopted.length, 2);
+    assert.ok(calls.includes(`patch ${infraKind} rv=7 ${JSON.stringify([other, OWNED_BY_C1])}`), calls.join("\n"));
+    assert.ok(calls.includes(`patch ${bootstrapKind} rv=7 ${JSON.stringify([OWNED_BY_C1])}`), calls.join("\n"));
+  });
+
+  it("writes nothing for templates that already have the reference", async () => {
+    const qcp = controlPlane();
+    const { management, calls } = world({
+      [qcp.spec.machineTemplate.infrastructureRef.kind]: [OWNED_BY_C1],
+      [qcp.spec.machineTemplate.bootstrapConfigTemplateRef.kind]: [OWNED_BY_C1],
+    });
+    const result = await keepTemplatesOwned(qcp, theCluster(), management, undefined);
+    assert.deepEqual(result, { adopted: [] });
+    assert.equal(calls.filter((call) => call.startsWith("patch")).length, 0);
+  });
+
+  it("reads a template seen owned again only after the recheck interval, so an idle reconcile costs no request", async () => {
+    let now = 1_000_000;
+    const owned = new OwnedTemplates(() => now);
+    const { management, calls } = world({});
+    await keepTemplatesOwned(controlPlane(), theCluster(), management, owned);
+    const afterFirst = calls.length;
+    now += TEMPLATE_RECHECK_MS - 1;
+    await keepTemplatesOwned(controlPlane(), theCluster(), management, owned);
+    assert.equal(calls.length, afterFirst, "no read within the interval");
+    now += 1;
+    await keepTemplatesOwned(controlPlane(), theCluster(), management, owned);
+    assert.equal(calls.filter((call) => call.startsWith("get")).length, 4, "both read again after it");
+  });
+
+  it("reads again at once for a Cluster with a new uid (a Cluster moved or recreated)", async () => {
+    const owned = new OwnedTemplates(() => 0);
+    const { management, calls } = world({});
+    await keepTemplatesOwned(controlPlane(), theCluster(), management, owned);
+    const moved = { ...theCluster(), metadata: { ...theCluster().metadata, uid: "uid-after-move" } };
+    await keepTemplatesOwned(controlPlane(), moved, management, owned);
+    assert.equal(calls.filter((call) => call.startsWith("patch")).length, 4, calls.join("\n"));
+  });
+
+  it("touches nothing while the Cluster is being deleted", async () => {
+    const { management, calls } = world({});
+    const deleting = {
+      ...theCluster(),
+      metadata: { ...theCluster().metadata, deletionTimestamp: "2026-01-01T00:00:00Z" },
+    };
+    assert.deepEqual(await keepTemplatesOwned(controlPlane(), deleting, management, undefined), { adopted: [] });
+    assert.deepEqual(calls, []);
+  });
+
+  it("touches nothing while the Cluster is paused (clusterctl move in progress)", async () => {
+    const { management, calls } = world({});
+    const paused = { ...theCluster(), spec: { ...theCluster().spec, paused: true } };
+    assert.deepEqual(await keepTemplatesOwned(controlPlane(), paused, management, undefined), { adopted: [] });
+    assert.deepEqual(calls, []);
+  });
+
+  it("reports a missing template naming the field that references it and the fix", async () => {
+    const management = {
+      getReferenced: async (ref: ObjectRef, namespace: string, referencedBy: string) => {
+        throw new ReferenceNotFoundError(ref.kind, namespace, ref.name, referencedBy);
+      },
+    } as unknown as ManagementApi;
+    const { problem } = await keepTemplatesOwned(controlPlane(), theCluster(), management, undefined);
+    assert.match(
+      problem?.message ?? "",
+      /ProcessMachineTemplate ns\/cp-infra referenced by QuorumControlPlane ns\/cp spec\.machineTemplate\.infrastructureRef was not found: create it or correct the reference/,
+    );
+  });
+
+  it("reports a refused patch naming the template, the verb, the resource and the ClusterRole label that grants it", async () => {
+    const { management } = world({}, { forbidden: true });
+    const qcp = controlPlane();
+    const { problem } = await keepTemplatesOwned(qcp, theCluster(), management, undefined);
+    const ref = qcp.spec.machineTemplate.infrastructureRef;
+    assert.equal(problem?.reason, "TemplateOwnerReferenceFailed");
+    assert.match(problem?.message ?? "", new RegExp(`${ref.kind} ns/${ref.name}`));
+    assert.match(
+      problem?.message ?? "",
+      /grant the "patch" verb on processmachinetemplates\.infrastructure\.cluster\.x-k8s\.io in a ClusterRole labelled/,
+    );
+    assert.match(problem?.message ?? "", /controlplane\.cluster\.x-k8s\.io\/aggregate-to-quorum-manager: "true"/);
+  });
+});
