@@ -151,14 +151,7 @@ export class ManagementClient {
       kind,
       metadata: { name, namespace, annotations, ...(resourceVersion ? { resourceVersion } : {}) },
     };
-    const written = await this.objects.patch(
-      patch as KubernetesObject,
-      undefined,
-      undefined,
-      FIELD_MANAGER,
-      undefined,
-      PatchStrategy.MergePatch,
-    );
+    const written = await this.mergePatch(patch);
     return written.metadata?.resourceVersion;
   }
 
@@ -174,18 +167,23 @@ export class ManagementClient {
       metadata: { name, namespace, ownerReferences, ...(resourceVersion ? { resourceVersion } : {}) },
     };
     try {
-      await this.objects.patch(
-        patch as KubernetesObject,
-        undefined,
-        undefined,
-        FIELD_MANAGER,
-        undefined,
-        PatchStrategy.MergePatch,
-      );
+      await this.mergePatch(patch);
     } catch (error) {
       if (error instanceof ApiException && error.code === 403) throw new PatchForbiddenError(object, "ownerReferences");
       throw error;
     }
+  }
+
+  /** A JSON merge patch of an object's metadata (name, namespace and the fields to change), as Quorum's field manager. */
+  private mergePatch(patch: { apiVersion: string; kind: string; metadata: Record<string, unknown> }) {
+    return this.objects.patch(
+      patch as KubernetesObject,
+      undefined,
+      undefined,
+      FIELD_MANAGER,
+      undefined,
+      PatchStrategy.MergePatch,
+    );
   }
 
   async setFinalizers(controlPlane: QuorumControlPlane, finalizers: string[]): Promise<string | undefined> {
@@ -199,14 +197,7 @@ export class ManagementClient {
         resourceVersion: controlPlane.metadata.resourceVersion,
       },
     };
-    const written = await this.objects.patch(
-      patch as KubernetesObject,
-      undefined,
-      undefined,
-      FIELD_MANAGER,
-      undefined,
-      PatchStrategy.MergePatch,
-    );
+    const written = await this.mergePatch(patch);
     return written.metadata?.resourceVersion;
   }
 

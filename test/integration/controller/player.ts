@@ -75,6 +75,21 @@ export class MachinePlayer {
     await this.etcd?.stop();
   }
 
+  /**
+   * Sets an object's finalizers at the resourceVersion it was read at. A removal may fail harmlessly (the object is
+   * gone, or changed: the next pass looks again); an addition must succeed before the player goes on.
+   */
+  private async setFinalizers(
+    path: string,
+    finalizers: string[],
+    resourceVersion: string | undefined,
+    { mustSucceed }: { mustSucceed: boolean },
+  ): Promise<void> {
+    const request = { method: "PATCH", body: { metadata: { finalizers, resourceVersion } } } as const;
+    if (mustSucceed) await kubeRequestOk(this.kubeConfig, path, request);
+    else await kubeRequest(this.kubeConfig, path, request);
+  }
+
   /** Client URLs of the members whose Machine still runs. */
   liveEndpoints(): string[] {
     return [...this.members.values()].filter((member) => member.isRunning()).map((member) => member.clientURL);
@@ -98,27 +113,21 @@ export class MachinePlayer {
         const hooks = Object.keys(machine.metadata.annotations ?? {}).filter((key) => key.startsWith(HOOK_PREFIX));
         if (hooks.length > 0) continue;
         await this.deleteInfrastructure(name);
-        await kubeRequest(this.kubeConfig, this.machinesPath(name), {
-          method: "PATCH",
-          body: {
-            metadata: {
-              finalizers: finalizers.filter((f) => f !== PLAYER_FINALIZER),
-              resourceVersion: machine.metadata.resourceVersion,
-            },
-          },
-        });
+        await this.setFinalizers(
+          this.machinesPath(name),
+          finalizers.filter((f) => f !== PLAYER_FINALIZER),
+          machine.metadata.resourceVersion,
+          { mustSucceed: false },
+        );
         continue;
       }
       if (!finalizers.includes(PLAYER_FINALIZER)) {
-        await kubeRequestOk(this.kubeConfig, this.machinesPath(name), {
-          method: "PATCH",
-          body: {
-            metadata: {
-              finalizers: [...finalizers, PLAYER_FINALIZER],
-              resourceVersion: machine.metadata.resourceVersion,
-            },
-          },
-        });
+        await this.setFinalizers(
+          this.machinesPath(name),
+          [...finalizers, PLAYER_FINALIZER],
+          machine.metadata.resourceVersion,
+          { mustSucceed: true },
+        );
         continue;
       }
       if ((machine.status?.addresses ?? []).length === 0) await this.provision(machine);
@@ -153,28 +162,19 @@ export class MachinePlayer {
       if (testMachine.metadata.deletionTimestamp) {
         if (!finalizers.includes(INFRA_FINALIZER)) continue;
         await this.deleteInfrastructure(testMachine.metadata.name);
-        await kubeRequest(this.kubeConfig, path, {
-          method: "PATCH",
-          body: {
-            metadata: {
-              finalizers: finalizers.filter((f) => f !== INFRA_FINALIZER),
-              resourceVersion: testMachine.metadata.resourceVersion,
-            },
-          },
-        });
+        await this.setFinalizers(
+          path,
+          finalizers.filter((f) => f !== INFRA_FINALIZER),
+          testMachine.metadata.resourceVersion,
+          { mustSucceed: false },
+        );
         continue;
       }
       // Only TestMachines of a live Machine get a member (CAPI makes the Machine their owner).
       if (!machineByInfra.has(testMachine.metadata.name)) continue;
       if (!finalizers.includes(INFRA_FINALIZER)) {
-        await kubeRequestOk(this.kubeConfig, path, {
-          method: "PATCH",
-          body: {
-            metadata: {
-              finalizers: [...finalizers, INFRA_FINALIZER],
-              resourceVersion: testMachine.metadata.resourceVersion,
-            },
-          },
+        await this.setFinalizers(path, [...finalizers, INFRA_FINALIZER], testMachine.metadata.resourceVersion, {
+          mustSucceed: true,
         });
         continue;
       }
