@@ -21,3 +21,8 @@ export interface Unstructured {
     };
   };
 }
+
+/** The API group of an apiVersion ("" for the core group's "v1"). */
+export function groupOf(apiVersion: string): string {
+  return apiVersion.includes("/") ? apiVersion.split("/")[0] : "";
+}

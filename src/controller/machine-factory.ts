@@ -14,7 +14,7 @@ import {
   TEMPLATE_HASH_ANNOTATION,
 } from "../api/constants.ts";
 import { parseDuration } from "../api/duration.ts";
-import type { Unstructured } from "../api/objects.ts";
+import { groupOf, type Unstructured } from "../api/objects.ts";
 import type { OwnerReference, QuorumControlPlane } from "../api/types.ts";
 
 export type { Unstructured };
@@ -157,8 +157,4 @@ function deletionTimeouts(controlPlane: QuorumControlPlane): NonNullable<Machine
   if (detach !== undefined) result.nodeVolumeDetachTimeoutSeconds = detach;
   if (nodeDeletion !== undefined) result.nodeDeletionTimeoutSeconds = nodeDeletion;
   return result;
-}
-
-export function groupOf(apiVersion: string): string {
-  return apiVersion.includes("/") ? apiVersion.split("/")[0] : "";
 }

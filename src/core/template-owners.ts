@@ -4,6 +4,7 @@
 // the topology controller add the same reference (a Cluster owner, not controller, no blockOwnerDeletion); the
 // template still belongs to whoever created it, and the reference only says "moves with this Cluster".
 import { CAPI_API_VERSION, CAPI_GROUP } from "../api/constants.ts";
+import { groupOf } from "../api/objects.ts";
 import type { ObjectRef, OwnerReference } from "../api/types.ts";
 
 export interface OwningCluster {
@@ -60,8 +61,4 @@ export function withClusterOwner(
   const stale = owners.findIndex(sameCluster);
   if (stale < 0) return [...owners, desired];
   return owners.map((owner, index) => (index === stale ? desired : owner));
-}
-
-function groupOf(apiVersion: string): string {
-  return apiVersion.includes("/") ? apiVersion.slice(0, apiVersion.indexOf("/")) : "";
 }

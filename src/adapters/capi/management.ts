@@ -24,7 +24,7 @@ import {
 } from "../../api/constants.ts";
 import { concernsControlPlane } from "../../api/ownership.ts";
 import type { ObjectRef, OwnerReference, QuorumControlPlane, QuorumControlPlaneStatus } from "../../api/types.ts";
-import type { Unstructured } from "../../api/objects.ts";
+import { groupOf, type Unstructured } from "../../api/objects.ts";
 
 export const FIELD_MANAGER = "quorum";
 
@@ -46,7 +46,7 @@ export class ReferenceNotFoundError extends Error {
 /** Quorum may not patch a provider's object: its users must grant the verb through the aggregated ClusterRole. */
 export class PatchForbiddenError extends Error {
   constructor(object: Unstructured, field: string) {
-    const group = object.apiVersion.includes("/") ? object.apiVersion.split("/")[0] : "";
+    const group = groupOf(object.apiVersion);
     const resource = `${pluralOf(object.kind)}${group ? `.${group}` : ""}`;
     super(
       `${object.kind} ${object.metadata.namespace ?? ""}/${object.metadata.name}: Quorum may not patch ${resource} ` +
