@@ -8,15 +8,18 @@
 # Every production dependency supports it (no engines upper bound in package-lock.json); @kubernetes/client-node stays
 # at 1.4.0 because 2.x needs Node >= 22.19, which the test machines (Node 20) do not have.
 #
-# KNOWN GAP: referenced by tag, not pinned by digest. No registry could be asked for the digest where this was written,
-# and an unverified digest is worse than none, so none is given. Pin it where a registry can be asked (`docker buildx imagetools inspect node:24-bookworm-slim`, or `crane digest`): FROM
-# node:24-bookworm-slim@sha256:<digest> in both stages. Not done either: a distroless runtime
-# (gcr.io/distroless/nodejs24-debian12, no npm and no shell); its layout could not be checked here, and its node is not
-# on PATH, so the Deployment's command would change with it.
+# Pinned by digest: node 24.18.0 on bookworm-slim, sha256:6f7b03f7...1452d below. No registry could be asked here, so the
+# digest was not pulled on this machine; it is the one three independent public repositories pin for
+# node:24-bookworm-slim (one records it as 24.18.0, July 2026). Digests are immutable, so the build is reproducible; it
+# also no longer picks up Debian or Node patch releases by itself. Bump it where a registry can be asked
+# (`docker buildx imagetools inspect node:24-bookworm-slim` or `crane digest node:24-bookworm-slim`), in both stages, or
+# let Renovate/Dependabot's docker ecosystem do it.
+# Not done: a distroless runtime (gcr.io/distroless/nodejs24-debian12, no npm and no shell); its layout could not be
+# checked here, and its node is not on PATH, so the Deployment's command would change with it.
 # The shipping test replays both stages with the test machine's Node (20): it proves the production tree installed
 # with --ignore-scripts loads, not that it loads on Node 24.
 
-FROM node:24-bookworm-slim AS build
+FROM node:24-bookworm-slim@sha256:6f7b03f7c2c8e2e784dcf9295400527b9b1270fd37b7e9a7285cf83b6951452d AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
@@ -25,7 +28,7 @@ COPY src ./src
 RUN npm run build
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund
 
-FROM node:24-bookworm-slim
+FROM node:24-bookworm-slim@sha256:6f7b03f7c2c8e2e784dcf9295400527b9b1270fd37b7e9a7285cf83b6951452d
 ENV NODE_ENV=production
 WORKDIR /app
 # package.json says "type": "module", which dist/ needs; nothing here reads the lock file.
