@@ -28,6 +28,12 @@ export const REMEDIATE_ANNOTATION = "cluster.x-k8s.io/remediate-machine";
 export const PAUSED_ANNOTATION = "cluster.x-k8s.io/paused";
 /** Hash of the machine template a Machine was created from; a change means the Machine is outdated. */
 export const TEMPLATE_HASH_ANNOTATION = "controlplane.cluster.x-k8s.io/quorum-template-hash";
+/**
+ * On a Machine: which label and annotation keys came from spec.machineTemplate.metadata (JSON {"labels": [...],
+ * "annotations": [...]}), so a key later removed from the template is removed from the Machine and its clones, while
+ * keys others set are left alone (src/core/in-place.ts).
+ */
+export const TEMPLATE_METADATA_ANNOTATION = "controlplane.cluster.x-k8s.io/quorum-template-metadata";
 /** The member name Quorum expects this Machine's etcd member to use (defaults to the Machine name). */
 export const MEMBER_NAME_ANNOTATION = "controlplane.cluster.x-k8s.io/quorum-etcd-member";
 /** A user asks for this Machine to be replaced, like KCP's remediation-in-progress / delete-machine. */

@@ -84,6 +84,14 @@ export function cachedManagement(
       if (kind === "Machine") expectations.expectChange(key, "Machine", machineKey(namespace, name), before, written);
       return written;
     },
+    async patchInPlace(ref, namespace, patch, resourceVersion) {
+      const before =
+        ref.kind === "Machine" ? caches.machine(machineKey(namespace, ref.name))?.metadata.resourceVersion : undefined;
+      const written = await api.patchInPlace(ref, namespace, patch, resourceVersion);
+      if (ref.kind === "Machine" && written !== undefined)
+        expectations.expectChange(key, "Machine", machineKey(namespace, ref.name), resourceVersion ?? before, written);
+      return written;
+    },
     // Templates are not cached, so no expectation: the next reconcile reads the template again.
     setOwnerReferences: (object, ownerReferences) => api.setOwnerReferences(object, ownerReferences),
     async setFinalizers(controlPlane, finalizers) {

@@ -12,10 +12,12 @@ import {
   LABEL_CONTROL_PLANE_NAME,
   PRE_TERMINATE_HOOK,
   TEMPLATE_HASH_ANNOTATION,
+  TEMPLATE_METADATA_ANNOTATION,
 } from "../api/constants.ts";
 import { parseDuration } from "../api/duration.ts";
 import { groupOf, type Unstructured } from "../api/objects.ts";
 import type { OwnerReference, QuorumControlPlane } from "../api/types.ts";
+import { templateKeysRecord, templateMetadata, type DeletionSeconds } from "../core/in-place.ts";
 
 export type { Unstructured };
 
@@ -55,16 +57,18 @@ export function nextMachineName(
 export function buildMachineObjects(inputs: MachineInputs): NewMachineObjects {
   const { controlPlane, clusterName, machineName } = inputs;
   const namespace = controlPlane.metadata.namespace ?? "default";
-  const template = controlPlane.spec.machineTemplate;
+  const fromTemplate = machineTemplateMetadata(controlPlane);
   const labels = {
-    ...(template.metadata?.labels ?? {}),
+    ...fromTemplate.labels,
     [LABEL_CLUSTER_NAME]: clusterName,
     [LABEL_CONTROL_PLANE]: "",
     [LABEL_CONTROL_PLANE_NAME]: controlPlane.metadata.name,
   };
   const owner = ownerReference(controlPlane);
-  const infrastructure = cloneTemplate(inputs.infrastructureTemplate, machineName, namespace, labels, owner);
-  const bootstrap = cloneTemplate(inputs.bootstrapConfigTemplate, machineName, namespace, labels, owner);
+  const clone = (template: Unstructured) =>
+    cloneTemplate(template, machineName, namespace, { labels, annotations: fromTemplate.annotations }, owner);
+  const infrastructure = clone(inputs.infrastructureTemplate);
+  const bootstrap = clone(inputs.bootstrapConfigTemplate);
   const deletion = deletionTimeouts(controlPlane);
   const machine: Machine = {
     apiVersion: CAPI_API_VERSION,
@@ -74,9 +78,10 @@ export function buildMachineObjects(inputs: MachineInputs): NewMachineObjects {
       namespace,
       labels,
       annotations: {
-        ...(template.metadata?.annotations ?? {}),
+        ...fromTemplate.annotations,
         [PRE_TERMINATE_HOOK]: "",
         [TEMPLATE_HASH_ANNOTATION]: inputs.templateHash,
+        [TEMPLATE_METADATA_ANNOTATION]: templateKeysRecord(fromTemplate),
       },
       ownerReferences: [owner],
     },
@@ -92,11 +97,20 @@ export function buildMachineObjects(inputs: MachineInputs): NewMachineObjects {
   return { infrastructure, bootstrap, machine };
 }
 
+/** spec.machineTemplate.metadata, without the keys Quorum sets itself. */
+export function machineTemplateMetadata(controlPlane: QuorumControlPlane): {
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+} {
+  const metadata = controlPlane.spec.machineTemplate.metadata;
+  return templateMetadata({ labels: metadata?.labels ?? {}, annotations: metadata?.annotations ?? {} });
+}
+
 function cloneTemplate(
   template: Unstructured,
   name: string,
   namespace: string,
-  labels: Record<string, string>,
+  metadata: { labels: Record<string, string>; annotations: Record<string, string> },
   owner: OwnerReference,
 ): Unstructured {
   if (!template.kind.endsWith("Template")) {
@@ -111,9 +125,10 @@ function cloneTemplate(
     metadata: {
       name,
       namespace,
-      labels: { ...(inner?.metadata?.labels ?? {}), ...labels },
+      labels: { ...(inner?.metadata?.labels ?? {}), ...metadata.labels },
       annotations: {
         ...(inner?.metadata?.annotations ?? {}),
+        ...metadata.annotations,
         "cluster.x-k8s.io/cloned-from-name": template.metadata.name,
         "cluster.x-k8s.io/cloned-from-groupkind": `${template.kind}.${groupOf(template.apiVersion)}`,
       },
@@ -143,13 +158,14 @@ function ownerReference(controlPlane: QuorumControlPlane): OwnerReference {
   };
 }
 
-function deletionTimeouts(controlPlane: QuorumControlPlane): NonNullable<Machine["spec"]["deletion"]> {
+/** The deletion timeouts spec.machineTemplate sets, in a Machine's terms (new Machines, and in place). */
+export function deletionTimeouts(controlPlane: QuorumControlPlane): DeletionSeconds {
   const template = controlPlane.spec.machineTemplate;
   const seconds = (text: string | undefined) => {
     const ms = text === undefined ? undefined : parseDuration(text);
     return ms === undefined ? undefined : Math.round(ms / 1000);
   };
-  const result: NonNullable<Machine["spec"]["deletion"]> = {};
+  const result: DeletionSeconds = {};
   const drain = seconds(template.nodeDrainTimeout);
   const detach = seconds(template.nodeVolumeDetachTimeout);
   const nodeDeletion = seconds(template.nodeDeletionTimeout);

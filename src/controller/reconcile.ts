@@ -16,6 +16,7 @@ import { mergePatch } from "./merge-patch.ts";
 import type { ControllerMetrics } from "./metrics.ts";
 import { observe } from "./observe.ts";
 import {
+  isConflict,
   retryLaterOf,
   type Clock,
   type EtcdClusterClient,
@@ -26,6 +27,7 @@ import {
 import { buildSnapshot } from "./snapshot-builder.ts";
 import { statusFor, type Problem, type StatusRequest } from "./status.ts";
 import { keepTemplatesOwned, type OwnedTemplates } from "./template-owners.ts";
+import { keepMachinesInPlace, type InPlaceResult } from "./in-place.ts";
 
 export type Planner = (snapshot: Snapshot) => Decision;
 
@@ -131,9 +133,17 @@ export async function reconcile(
       deps.crash.afterAction(action.kind);
     }
 
+    // Metadata and deletion timeouts reach the Machines in place, only while no action is under way: these patches
+    // change the Machines' resourceVersions, which an action's preconditions were taken from.
+    const inPlace =
+      action.kind === "Wait" ? await machinesInPlace(controlPlane, cluster, machines, snapshot, deps, log) : undefined;
+
     // Status: what this reconcile observed, whatever the action met.
     const actionStatus = outcome?.kind === "done" ? outcome.result.statusUpdate : undefined;
-    const problem = outcome?.kind === "deferred" || outcome?.kind === "failed" ? outcome.problem : templates?.problem;
+    const problem =
+      outcome?.kind === "deferred" || outcome?.kind === "failed"
+        ? outcome.problem
+        : (templates?.problem ?? inPlace?.problem);
     const observed = {
       snapshot,
       action,
@@ -261,6 +271,30 @@ async function templatesOwned(
   return result;
 }
 
+/** spec.machineTemplate's in-place fields on the Machines, for a control plane that is not being deleted and that its Cluster names. */
+async function machinesInPlace(
+  controlPlane: QuorumControlPlane,
+  cluster: Cluster,
+  machines: readonly Machine[],
+  snapshot: Snapshot,
+  deps: ReconcilerDeps,
+  log: Log,
+): Promise<InPlaceResult | undefined> {
+  if (controlPlane.metadata.deletionTimestamp) return undefined;
+  if (!namesControlPlane(cluster.spec?.controlPlaneRef, controlPlane.metadata.name)) return undefined;
+  const { templateHash, legacyTemplateHash = templateHash } = snapshot.controlPlane;
+  const result = await keepMachinesInPlace(controlPlane, cluster, machines, deps.management, {
+    templateHash,
+    legacyTemplateHash,
+  });
+  for (const updated of result.updated) {
+    deps.metrics?.apiWrites.inc({ verb: "patch-in-place" });
+    log("info", `updated in place from spec.machineTemplate, no rollout: ${updated}`);
+  }
+  if (result.problem) log("warn", result.problem.message, { reason: result.problem.reason });
+  return result;
+}
+
 /** When to look again: at once after an action, soon after a conflict or etcd's refusal, else the Wait's recheck. */
 function requeueAfter(action: Action, outcome: Outcome | undefined, pollIntervalMs: number): number {
   if (outcome?.kind === "conflict") return AFTER_CONFLICT_MS;
@@ -380,10 +414,6 @@ async function writeStatus(
 
 function warnStatus(log: Log): (error: unknown) => void {
   return (error) => log("warn", `could not write status: ${errorText(error)}`);
-}
-
-function isConflict(error: unknown): boolean {
-  return typeof error === "object" && error !== null && "code" in error && (error as { code: unknown }).code === 409;
 }
 
 export function errorText(error: unknown): string {

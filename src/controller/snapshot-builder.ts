@@ -57,17 +57,35 @@ export function buildSnapshot(observation: Observation): Snapshot {
  * The hash of everything in spec.machineTemplate that a Machine is created from. A Machine carrying another hash
  * is outdated and gets rolled out. Timeouts are left out: changing them must not replace every Machine.
  */
+/**
+ * What a Machine is made from that needs a new Machine to change: the infrastructure and bootstrap templates. The
+ * template's metadata and deletion timeouts are not in it: they reach existing Machines in place (src/core/in-place.ts).
+ */
 export function machineTemplateHash(qcp: QuorumControlPlane): string {
+  return hashOf(templateRefs(qcp));
+}
+
+/**
+ * The hash releases before in-place propagation recorded, the metadata included. A Machine carrying it for the
+ * current spec is up to date; the in-place step gives it the current hash.
+ */
+export function legacyMachineTemplateHash(qcp: QuorumControlPlane): string {
+  return hashOf({ metadata: sortKeys(qcp.spec.machineTemplate.metadata ?? {}), ...templateRefs(qcp) });
+}
+
+function templateRefs(qcp: QuorumControlPlane) {
   const template = qcp.spec.machineTemplate;
-  const material = JSON.stringify({
-    metadata: sortKeys(template.metadata ?? {}),
+  return {
     infrastructureRef: { kind: template.infrastructureRef.kind, name: template.infrastructureRef.name },
     bootstrapConfigTemplateRef: {
       kind: template.bootstrapConfigTemplateRef.kind,
       name: template.bootstrapConfigTemplateRef.name,
     },
-  });
-  return createHash("sha256").update(material).digest("hex").slice(0, 10);
+  };
+}
+
+function hashOf(material: object): string {
+  return createHash("sha256").update(JSON.stringify(material)).digest("hex").slice(0, 10);
 }
 
 function controlPlaneView(qcp: QuorumControlPlane): ControlPlaneView {
@@ -94,6 +112,7 @@ function controlPlaneView(qcp: QuorumControlPlane): ControlPlaneView {
     replicas: spec.replicas ?? 1,
     version: spec.version,
     templateHash: machineTemplateHash(qcp),
+    legacyTemplateHash: legacyMachineTemplateHash(qcp),
     ...(rolloutAfter !== undefined && !Number.isNaN(rolloutAfter) ? { rolloutAfter } : {}),
     maxSurge: rolling?.maxSurge ?? DEFAULTS.maxSurge,
     memberRemoval: rolling?.memberRemoval ?? DEFAULTS.memberRemoval,

@@ -13,7 +13,11 @@ export function outdatedReasons(snapshot: Snapshot, machine: MachineView): strin
   if (machine.version !== spec.version) reasons.push(`version ${machine.version || "(none)"} → ${spec.version}`);
   // A Machine without a recorded hash (adopted, or made by a release that did not record one) is not rolled
   // out just for that: an unexplained rollout of a whole control plane is worse than a stale template.
-  if (machine.templateHash !== undefined && machine.templateHash !== spec.templateHash)
+  if (
+    machine.templateHash !== undefined &&
+    machine.templateHash !== spec.templateHash &&
+    machine.templateHash !== spec.legacyTemplateHash
+  )
     reasons.push("machine template changed");
   if (spec.rolloutAfter !== undefined && snapshot.now >= spec.rolloutAfter && machine.created < spec.rolloutAfter)
     reasons.push("created before spec.rolloutAfter");

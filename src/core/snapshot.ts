@@ -36,8 +36,10 @@ export interface ControlPlaneView {
   generation: number;
   replicas: number;
   version: string;
-  /** Hash of spec.machineTemplate (infrastructure/bootstrap refs + metadata); Machines with another are outdated. */
+  /** Hash of spec.machineTemplate's infrastructure and bootstrap template refs; Machines with another are outdated. */
   templateHash: string;
+  /** The hash an earlier release recorded for the same spec (metadata included): a Machine carrying it is up to date. */
+  legacyTemplateHash?: string;
   /** spec.rolloutAfter: Machines created before it are outdated once now >= rolloutAfter. */
   rolloutAfter?: number;
   maxSurge: 0 | 1;

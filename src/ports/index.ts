@@ -14,5 +14,5 @@ export {
   type PromoteResult,
 } from "./etcd.ts";
 export type { LogMeta, Logger } from "./log.ts";
-export type { ManagementApi } from "./management.ts";
+export { isConflict, type InPlacePatch, type ManagementApi } from "./management.ts";
 export type { WorkloadAccess } from "./workload.ts";

@@ -5,6 +5,18 @@ import type { Cluster, Machine } from "../api/capi.ts";
 import type { Unstructured } from "../api/objects.ts";
 import type { ObjectRef, OwnerReference, QuorumControlPlane } from "../api/types.ts";
 
+/** How every write of this port reports a resourceVersion precondition that failed: an error with code 409. */
+export function isConflict(error: unknown): boolean {
+  return typeof error === "object" && error !== null && "code" in error && (error as { code: unknown }).code === 409;
+}
+
+/** A merge patch of the fields spec.machineTemplate updates in place (src/core/in-place.ts decides it). */
+export interface InPlacePatch {
+  labels?: Record<string, string | null>;
+  annotations?: Record<string, string | null>;
+  deletion?: Record<string, number>;
+}
+
 export interface ManagementApi {
   getControlPlane(namespace: string, name: string): Promise<QuorumControlPlane | undefined>;
   getCluster(namespace: string, name: string): Promise<Cluster | undefined>;
@@ -27,6 +39,18 @@ export interface ManagementApi {
     namespace: string,
     name: string,
     annotations: Record<string, string | null>,
+    resourceVersion?: string,
+  ): Promise<string | undefined>;
+  /**
+   * Changes labels and annotations (null removes a key) of the object `ref` names in `namespace` and, for a Machine,
+   * its spec.deletion timeouts: spec.machineTemplate's in-place fields. With `resourceVersion`, a conflict if the
+   * object changed since it was read. Returns the resourceVersion the patch produced, or undefined for an object
+   * that is gone (nothing left to update).
+   */
+  patchInPlace(
+    ref: ObjectRef,
+    namespace: string,
+    patch: InPlacePatch,
     resourceVersion?: string,
   ): Promise<string | undefined>;
   /**

@@ -4,7 +4,10 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { after, before, describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
+import { CAPI_API_VERSION } from "../../src/api/constants.ts";
+import { kubeRequestOk } from "../env/kube.ts";
 import { startStack, type ControllerStack, type QuorumMonitor } from "./controller/stack.ts";
+import { BOOTSTRAP_GROUP, INFRA_GROUP, TEST_VERSION } from "./controller/test-kinds.ts";
 import type { MachinePlayer } from "./controller/player.ts";
 
 const NS = "lifecycle";
@@ -57,6 +60,65 @@ describe(
       assert.ok(writesBefore.length > 0, "the audit log does record the controller's writes");
       assert.deepEqual(writesAfter.slice(writesBefore.length), [], "writes by the controller during the idle minute");
     });
+
+    it("carries a label and an annotation of spec.machineTemplate.metadata to every Machine and its clones in place, then removes them, replacing none", async () => {
+      const names = (await stack.machines(NS, NAME)).map((machine) => machine.metadata.name).sort();
+      await stack.patchSpec(NS, NAME, {
+        machineTemplate: { metadata: { labels: { tier: "gold" }, annotations: { "example.com/owner": "team-a" } } },
+      });
+      await waitForObjects(names, (object) =>
+        object.metadata.labels?.tier === "gold" && object.metadata.annotations?.["example.com/owner"] === "team-a"
+          ? undefined
+          : `labels ${JSON.stringify(object.metadata.labels)}, annotations ${JSON.stringify(object.metadata.annotations)}`,
+      );
+      await stack.patchSpec(NS, NAME, {
+        machineTemplate: { metadata: { labels: { tier: null }, annotations: { "example.com/owner": null } } },
+      });
+      await waitForObjects(names, (object) =>
+        object.metadata.labels?.tier === undefined && object.metadata.annotations?.["example.com/owner"] === undefined
+          ? undefined
+          : `still labels ${JSON.stringify(object.metadata.labels)}`,
+      );
+      const qcp = await stack.waitConverged(NS, NAME, 3);
+      assert.deepEqual(
+        (await stack.machines(NS, NAME)).map((machine) => machine.metadata.name).sort(),
+        names,
+        "no Machine was replaced",
+      );
+      assert.equal(qcp.status?.conditions?.find((condition) => condition.type === "Reconciled")?.status, "True");
+    });
+
+    /** Waits until each Machine, TestMachine and TestBootstrapConfig named in `names` passes `check` (undefined = passes). */
+    async function waitForObjects(
+      names: string[],
+      check: (object: {
+        metadata: { labels?: Record<string, string>; annotations?: Record<string, string> };
+      }) => string | undefined,
+    ): Promise<void> {
+      const kinds = [
+        `/apis/${CAPI_API_VERSION}/namespaces/${NS}/machines`,
+        `/apis/${INFRA_GROUP}/${TEST_VERSION}/namespaces/${NS}/testmachines`,
+        `/apis/${BOOTSTRAP_GROUP}/${TEST_VERSION}/namespaces/${NS}/testbootstrapconfigs`,
+      ];
+      const deadline = Date.now() + 60_000;
+      let failing: string[] = [];
+      while (Date.now() < deadline) {
+        failing = [];
+        for (const kind of kinds)
+          for (const name of names) {
+            const object = await kubeRequestOk<{
+              metadata: { labels?: Record<string, string>; annotations?: Record<string, string> };
+            }>(stack.kubeConfig, `${kind}/${name}`);
+            const problem = check(object);
+            if (problem) failing.push(`${kind}/${name}: ${problem}`);
+          }
+        if (failing.length === 0) return;
+        await sleep(500);
+      }
+      assert.fail(
+        `not updated in place within 60 s:\n${failing.join("\n")}\n${stack.controllers[0].process.lastLogLines(20)}`,
+      );
+    }
 
     it("rolls out a new version one Machine at a time without losing quorum", async () => {
       const before = new Set((await stack.machines(NS, NAME)).map((machine) => machine.metadata.name));

@@ -41,6 +41,7 @@ type FaultKind =
   | "user-marks-machine"
   | "version-bump"
   | "template-change"
+  | "metadata-change"
   | "replicas-change"
   | "strategy-change"
   | "pause"
@@ -57,6 +58,7 @@ const FAULT_WEIGHTS: readonly (readonly [FaultKind, number])[] = [
   ["user-marks-machine", 0.5],
   ["version-bump", 1],
   ["template-change", 0.5],
+  ["metadata-change", 0.5],
   ["replicas-change", 1.5],
   ["strategy-change", 0.5],
   ["pause", 0.5],
@@ -192,6 +194,12 @@ const FAULTS: Record<FaultKind, (world: World, rng: Prng) => string | undefined>
     world.spec.templateHash = `tpl-${world.spec.generation + 1}`;
     world.spec.generation++;
     return `spec.machineTemplate changed (hash ${world.spec.templateHash})`;
+  },
+  "metadata-change": (world, rng) => {
+    // A new value for one label, or a label removed: either reaches the Machines in place.
+    world.spec.machineLabels = rng.chance(0.3) ? {} : { tier: `t${world.spec.generation + 1}` };
+    world.spec.generation++;
+    return `spec.machineTemplate.metadata.labels -> ${JSON.stringify(world.spec.machineLabels)}`;
   },
   "replicas-change": (world, rng) => {
     const replicas = rng.pick([1, 3, 5].filter((count) => count !== world.spec.replicas));

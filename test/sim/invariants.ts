@@ -202,6 +202,8 @@ export function converged(world: World): boolean {
     )
       return false;
     if (machine.version !== spec.version || machine.templateHash !== spec.templateHash) return false;
+    // spec.machineTemplate.metadata reaches every Machine in place (issue 15, item 2).
+    if (JSON.stringify(sorted(machine.labels)) !== JSON.stringify(sorted(spec.machineLabels))) return false;
     const member = machine.memberId === undefined ? undefined : findMember(world, machine.memberId);
     if (!member || member.learner || !member.up) return false;
   }
@@ -211,10 +213,17 @@ export function converged(world: World): boolean {
   );
 }
 
+function sorted(values: Record<string, string>): [string, string][] {
+  return Object.entries(values).sort(([a], [b]) => a.localeCompare(b));
+}
+
 /** What counts as progress: any change to Machines, members or the leader (raft indices do not count). */
 export function fingerprint(world: World): string {
   const machines = world.machines
-    .map((m) => `${m.name}:${m.phase}:${m.deleting ?? ""}:${m.hook}:${m.nodeRegistered}:${m.remediationRequested}`)
+    .map(
+      (m) =>
+        `${m.name}:${m.phase}:${m.deleting ?? ""}:${m.hook}:${m.nodeRegistered}:${m.remediationRequested}:${JSON.stringify(m.labels)}`,
+    )
     .join(",");
   const members = world.members.map((m) => `${m.id}:${m.name}:${m.learner}:${m.up}`).join(",");
   return `${machines}|${members}|${world.leaderId ?? ""}|${world.spec.generation}`;

@@ -78,8 +78,12 @@ function realTemplateHash(template: string): string {
   return hash;
 }
 
-function machineTemplate(template: string): QuorumControlPlane["spec"]["machineTemplate"] {
+function machineTemplate(
+  template: string,
+  labels: Record<string, string> = {},
+): QuorumControlPlane["spec"]["machineTemplate"] {
   return {
+    ...(Object.keys(labels).length > 0 ? { metadata: { labels: { ...labels } } } : {}),
     infrastructureRef: {
       apiVersion: "infrastructure.cluster.x-k8s.io/v1beta1",
       kind: "SimMachineTemplate",
@@ -211,6 +215,25 @@ export class SimPorts {
       this.gate.done("ok");
       return resourceVersionOf(this.world, machine);
     },
+    patchInPlace: async (ref, _namespace, patch, resourceVersion) => {
+      this.gate.call(`patch in place ${ref.kind} ${ref.name}`, { kind: "none" });
+      // The clones' metadata is not modelled: only the Machine's is read back.
+      if (ref.kind !== "Machine") return this.gate.done("ok");
+      const machine = findMachine(this.world, ref.name);
+      if (!machine) return this.gate.done(undefined);
+      if (resourceVersion !== undefined && resourceVersion !== resourceVersionOf(this.world, machine)) {
+        throw this.gate.fail(
+          new SimApiError(
+            409,
+            `Operation cannot be fulfilled on machines.cluster.x-k8s.io "${ref.name}": the object has been modified`,
+          ),
+        );
+      }
+      applyKeys(machine.labels, patch.labels);
+      applyKeys(machine.annotations, patch.annotations);
+      this.gate.done("ok");
+      return resourceVersionOf(this.world, machine);
+    },
     setFinalizers: async (_controlPlane, finalizers) => {
       this.gate.call("set finalizers", { kind: "none" });
       if (this.copy) this.copy.finalizers = [...finalizers];
@@ -289,7 +312,7 @@ export class SimPorts {
       spec: {
         replicas: spec.replicas,
         version: spec.version,
-        machineTemplate: machineTemplate(spec.templateHash),
+        machineTemplate: machineTemplate(spec.templateHash, spec.machineLabels),
         rolloutStrategy: {
           type: "RollingUpdate",
           rollingUpdate: { maxSurge: spec.maxSurge, memberRemoval: spec.memberRemoval },
@@ -353,6 +376,8 @@ export class SimPorts {
       createdStep: world.step,
       version: object.spec.version ?? "",
       templateHash: worldTemplates.get(realHash) ?? realHash,
+      labels: withoutKeys(object.metadata.labels, OWN_LABELS),
+      annotations: withoutKeys(object.metadata.annotations, OWN_ANNOTATIONS),
       ...(object.spec.failureDomain ? { failureDomain: object.spec.failureDomain } : {}),
       hostName: "",
       phase: "provisioning",
@@ -374,6 +399,21 @@ export class SimPorts {
   }
 }
 
+/** Keys Quorum sets itself on a Machine: machineObject adds them, so a SimMachine keeps only the template's. */
+const OWN_LABELS = [LABEL_CLUSTER_NAME, LABEL_CONTROL_PLANE, LABEL_CONTROL_PLANE_NAME];
+const OWN_ANNOTATIONS = [TEMPLATE_HASH_ANNOTATION, PRE_TERMINATE_HOOK];
+
+function withoutKeys(values: Record<string, string> | undefined, keys: string[]): Record<string, string> {
+  return Object.fromEntries(Object.entries(values ?? {}).filter(([key]) => !keys.includes(key)));
+}
+
+function applyKeys(values: Record<string, string>, patch: Record<string, string | null> | undefined): void {
+  for (const [key, value] of Object.entries(patch ?? {})) {
+    if (value === null) delete values[key];
+    else values[key] = value;
+  }
+}
+
 function seconds(ms: number): string {
   return `${ms / 1000}s`;
 }
@@ -391,12 +431,17 @@ function resourceVersionOf(world: World, machine: SimMachine): string {
     machine.infrastructureReady,
     machine.bootstrapReady,
     world.step >= (machine.drainedAt ?? 0),
+    JSON.stringify(machine.labels),
+    JSON.stringify(machine.annotations),
   ].join("/");
 }
 
 /** A Machine as CAPI v1beta2 shows it. */
 export function machineObject(world: World, machine: SimMachine): Machine {
-  const annotations: Record<string, string> = { [TEMPLATE_HASH_ANNOTATION]: realTemplateHash(machine.templateHash) };
+  const annotations: Record<string, string> = {
+    ...machine.annotations,
+    [TEMPLATE_HASH_ANNOTATION]: realTemplateHash(machine.templateHash),
+  };
   if (machine.hook) annotations[PRE_TERMINATE_HOOK] = "";
   if (machine.markedForDeletion) annotations[DELETE_MACHINE_ANNOTATION] = "";
   const since = new Date(world.now).toISOString();
@@ -429,7 +474,12 @@ export function machineObject(world: World, machine: SimMachine): Machine {
       resourceVersion: resourceVersionOf(world, machine),
       creationTimestamp: new Date(machine.created).toISOString(),
       ...(machine.deleting !== undefined ? { deletionTimestamp: new Date(machine.deleting).toISOString() } : {}),
-      labels: { [LABEL_CLUSTER_NAME]: CLUSTER, [LABEL_CONTROL_PLANE]: "", [LABEL_CONTROL_PLANE_NAME]: CONTROL_PLANE },
+      labels: {
+        ...machine.labels,
+        [LABEL_CLUSTER_NAME]: CLUSTER,
+        [LABEL_CONTROL_PLANE]: "",
+        [LABEL_CONTROL_PLANE_NAME]: CONTROL_PLANE,
+      },
       annotations,
       ownerReferences: [
         {

@@ -1,8 +1,9 @@
 // A schedule's starting point, all drawn from its seed: the spec, how kubeadm joins, how Nodes are named, the
 // failure domains, whether the control plane starts converged or from nothing, and how hard faults hit.
-import { FINALIZER } from "../../src/api/constants.ts";
+import { FINALIZER, TEMPLATE_METADATA_ANNOTATION } from "../../src/api/constants.ts";
 import type { EtcdMemberStatus } from "../../src/api/types.ts";
 import { nextMachineName } from "../../src/controller/machine-factory.ts";
+import { templateKeysRecord } from "../../src/core/in-place.ts";
 import type { FaultProfile } from "./faults.ts";
 import { Prng } from "./prng.ts";
 import {
@@ -48,6 +49,7 @@ export function createScenario(seed: number): Scenario {
       replicas,
       version: "v1.30.2",
       templateHash: "tpl-0",
+      machineLabels: { tier: "gold" },
       maxSurge,
       memberRemoval: setup.chance(0.7) ? "BeforeDelete" : "AfterDrain",
       paused: false,
@@ -115,6 +117,12 @@ function startConverged(world: World): void {
       createdStep: Math.floor((created - world.now) / STEP_MS),
       version: world.spec.version,
       templateHash: world.spec.templateHash,
+      // As this release makes Machines: the template's labels and the record of their keys. (A Machine of a release
+      // that kept no record cannot tell a template label removed since from one a user added: unit-tested only.)
+      labels: { ...world.spec.machineLabels },
+      annotations: {
+        [TEMPLATE_METADATA_ANNOTATION]: templateKeysRecord({ labels: world.spec.machineLabels, annotations: {} }),
+      },
       ...(world.failureDomains.length > 0
         ? { failureDomain: world.failureDomains[index % world.failureDomains.length] }
         : {}),

@@ -51,6 +51,12 @@ export interface SimMachine {
   drainedAt?: number;
   version: string;
   templateHash: string;
+  /**
+   * The labels and annotations from spec.machineTemplate.metadata (with Quorum's record of their keys) the Machine
+   * carries; Quorum's own keys are added when it is shown (machineObject).
+   */
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
   failureDomain?: string;
   /** Assigned when the infrastructure is ready. */
   address?: string;
@@ -121,6 +127,8 @@ export interface SimSpec {
   replicas: number;
   version: string;
   templateHash: string;
+  /** spec.machineTemplate.metadata.labels: a change reaches Machines in place, never by a rollout. */
+  machineLabels: Record<string, string>;
   maxSurge: 0 | 1;
   memberRemoval: MemberRemoval;
   paused: boolean;

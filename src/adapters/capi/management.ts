@@ -25,6 +25,7 @@ import {
 import { concernsControlPlane } from "../../api/ownership.ts";
 import type { ObjectRef, OwnerReference, QuorumControlPlane, QuorumControlPlaneStatus } from "../../api/types.ts";
 import { groupOf, type Unstructured } from "../../api/objects.ts";
+import type { InPlacePatch } from "../../ports/management.ts";
 
 export const FIELD_MANAGER = "quorum";
 
@@ -155,6 +156,39 @@ export class ManagementClient {
     return written.metadata?.resourceVersion;
   }
 
+  /** spec.machineTemplate's in-place fields (labels, annotations, a Machine's deletion timeouts); see the port. */
+  async patchInPlace(
+    ref: ObjectRef,
+    namespace: string,
+    patch: InPlacePatch,
+    resourceVersion?: string,
+  ): Promise<string | undefined> {
+    const body = {
+      apiVersion: await this.resolveApiVersion(ref),
+      kind: ref.kind,
+      metadata: {
+        name: ref.name,
+        namespace,
+        ...(patch.labels ? { labels: patch.labels } : {}),
+        ...(patch.annotations ? { annotations: patch.annotations } : {}),
+        ...(resourceVersion ? { resourceVersion } : {}),
+      },
+      ...(patch.deletion ? { spec: { deletion: patch.deletion } } : {}),
+    };
+    try {
+      const written = await this.mergePatch(body);
+      return written.metadata?.resourceVersion;
+    } catch (error) {
+      if (error instanceof ApiException && error.code === 404) return undefined;
+      if (error instanceof ApiException && error.code === 403)
+        throw new PatchForbiddenError(
+          { apiVersion: body.apiVersion, kind: ref.kind, metadata: { name: ref.name, namespace } },
+          "labels and metadata.annotations",
+        );
+      throw error;
+    }
+  }
+
   /**
    * A merge patch replaces the whole list, so it carries the resourceVersion the list was read at: a reference
    * someone added meanwhile makes it a conflict (retried on the next reconcile), never a lost reference.
@@ -174,8 +208,13 @@ export class ManagementClient {
     }
   }
 
-  /** A JSON merge patch of an object's metadata (name, namespace and the fields to change), as Quorum's field manager. */
-  private mergePatch(patch: { apiVersion: string; kind: string; metadata: Record<string, unknown> }) {
+  /** A JSON merge patch (name, namespace and the fields to change), as Quorum's field manager. */
+  private mergePatch(patch: {
+    apiVersion: string;
+    kind: string;
+    metadata: Record<string, unknown>;
+    spec?: Record<string, unknown>;
+  }) {
     return this.objects.patch(
       patch as KubernetesObject,
       undefined,

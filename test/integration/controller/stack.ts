@@ -213,11 +213,12 @@ export class ControllerStack {
       kind: "ClusterRole",
       metadata: { name: "quorum-test-kinds", labels: { [AGGREGATION_LABEL]: "true" } },
       rules: [
-        // patch: the templates get the Cluster owner reference clusterctl move follows.
+        // patch: the templates get the Cluster owner reference clusterctl move follows; the clones get
+        // spec.machineTemplate.metadata in place.
         { apiGroups: [INFRA_GROUP], resources: ["testmachinetemplates"], verbs: ["get", "patch"] },
-        { apiGroups: [INFRA_GROUP], resources: ["testmachines"], verbs: ["create"] },
+        { apiGroups: [INFRA_GROUP], resources: ["testmachines"], verbs: ["create", "patch"] },
         { apiGroups: [BOOTSTRAP_GROUP], resources: ["testbootstrapconfigtemplates"], verbs: ["get", "patch"] },
-        { apiGroups: [BOOTSTRAP_GROUP], resources: ["testbootstrapconfigs"], verbs: ["create"] },
+        { apiGroups: [BOOTSTRAP_GROUP], resources: ["testbootstrapconfigs"], verbs: ["create", "patch"] },
       ],
     } as ManifestObject);
     for (const object of objects) {

@@ -30,7 +30,7 @@ const CONTROLLER_CALLS: Record<string, string[]> = {
   "cluster.x-k8s.io/clusters": ["list", "watch"],
   "cluster.x-k8s.io/machines": ["list", "watch", "create", "patch", "delete"],
   "bootstrap.cluster.x-k8s.io/kubeadmconfigtemplates": ["get", "patch"],
-  "bootstrap.cluster.x-k8s.io/kubeadmconfigs": ["create"],
+  "bootstrap.cluster.x-k8s.io/kubeadmconfigs": ["create", "patch"],
   "/secrets": ["get", "list", "watch", "create", "update"],
   "/events": ["create"],
   "apiextensions.k8s.io/customresourcedefinitions": ["get"],
@@ -47,9 +47,9 @@ const LEADER_ELECTION_CALLS: Record<string, string[]> = {
 /** What the process provider's sample ClusterRole adds for the templates Quorum clones. */
 const PROCESS_PROVIDER_CALLS: Record<string, string[]> = {
   "infrastructure.cluster.x-k8s.io/processmachinetemplates": ["get", "patch"],
-  "infrastructure.cluster.x-k8s.io/processmachines": ["create"],
+  "infrastructure.cluster.x-k8s.io/processmachines": ["create", "patch"],
   "bootstrap.cluster.x-k8s.io/processbootstrapconfigtemplates": ["get", "patch"],
-  "bootstrap.cluster.x-k8s.io/processbootstrapconfigs": ["create"],
+  "bootstrap.cluster.x-k8s.io/processbootstrapconfigs": ["create", "patch"],
 };
 
 /** Every (group/resource, verb) a set of rules grants, as "group/resource verb" strings. */

@@ -51,6 +51,7 @@ function fakeApi(): ManagementApi & { created: string[] } {
     deleteMachine: async () => {},
     patchAnnotations: async () => String(++version),
     setOwnerReferences: async () => {},
+    patchInPlace: async () => undefined,
     setFinalizers: async () => String(++version),
     patchStatus: async (controlPlane) => ({
       ...controlPlane,

@@ -3,6 +3,7 @@ import { describe, it } from "node:test";
 import { LABEL_CLUSTER_NAME, LABEL_CONTROL_PLANE_NAME, PRE_TERMINATE_HOOK } from "../../../src/api/constants.ts";
 import { claimMachines } from "../../../src/api/ownership.ts";
 import { buildMachineObjects, nextMachineName, type Unstructured } from "../../../src/controller/machine-factory.ts";
+import { inPlaceUpdates } from "../../../src/core/in-place.ts";
 import { controlPlane } from "./fixtures.ts";
 
 const infraTemplate: Unstructured = {
@@ -52,6 +53,38 @@ describe("machine factory", () => {
     assert.equal(machine.metadata.labels?.[LABEL_CLUSTER_NAME], "c1");
     assert.equal(machine.metadata.labels?.[LABEL_CONTROL_PLANE_NAME], "cp");
     assert.equal(machine.metadata.ownerReferences?.[0].uid, "uid-cp");
+  });
+
+  it("gives the Machine and both clones the template's metadata and records its keys, so in-place updates start in step", () => {
+    const labelled = controlPlane();
+    labelled.spec.machineTemplate.metadata = {
+      labels: { team: "a", [LABEL_CLUSTER_NAME]: "forged" },
+      annotations: { note: "n" },
+    };
+    const objects = buildMachineObjects({
+      controlPlane: labelled,
+      clusterName: "c1",
+      machineName: "cp-x-0",
+      templateHash: "h1",
+      infrastructureTemplate: infraTemplate,
+      bootstrapConfigTemplate: bootTemplate,
+    });
+    for (const object of [objects.machine, objects.infrastructure, objects.bootstrap]) {
+      assert.equal(object.metadata.labels?.team, "a");
+      assert.equal(object.metadata.labels?.[LABEL_CLUSTER_NAME], "c1", "the template cannot override Quorum's labels");
+      assert.equal(object.metadata.annotations?.note, "n");
+    }
+    assert.deepEqual(
+      inPlaceUpdates([objects.machine], {
+        labels: { team: "a" },
+        annotations: { note: "n" },
+        deletion: { nodeDrainTimeoutSeconds: 120 },
+        templateHash: "h1",
+        legacyTemplateHash: "h0",
+      }),
+      [],
+      "a new Machine needs no in-place update",
+    );
   });
 
   it("creates a Machine the shell's ownership rule claims as this QuorumControlPlane's, and nobody else's", () => {

@@ -40,6 +40,7 @@ function world(machines: Machine[]) {
       return undefined;
     },
     setOwnerReferences: async (object) => assert.fail(`no owner reference patch expected (${object.kind})`),
+    patchInPlace: async (ref) => assert.fail(`no in-place patch expected (${ref.kind} ${ref.name})`),
     setFinalizers: async (_object, finalizers) => {
       calls.push(`finalizers ${JSON.stringify(finalizers)}`);
       return undefined;

@@ -62,6 +62,7 @@ function world(removeError: Error, status?: QuorumControlPlane["status"]) {
     deleteMachine: async () => assert.fail("no delete expected"),
     patchAnnotations: async () => assert.fail("no annotation patch expected"),
     setOwnerReferences: async (object) => assert.fail(`no owner reference patch expected (${object.kind})`),
+    patchInPlace: async () => undefined,
     setFinalizers: async () => undefined,
     patchStatus: async (_object, status) => {
       statuses.push(status);

@@ -1,6 +1,11 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { buildSnapshot, machineTemplateHash, type Observation } from "../../../src/controller/snapshot-builder.ts";
+import {
+  buildSnapshot,
+  legacyMachineTemplateHash,
+  machineTemplateHash,
+  type Observation,
+} from "../../../src/controller/snapshot-builder.ts";
 import { claimMachines } from "../../../src/api/ownership.ts";
 import { cluster, controlPlane, machine, ownedBy } from "./fixtures.ts";
 
@@ -95,6 +100,20 @@ describe("buildSnapshot", () => {
     otherTimeout.spec.machineTemplate.nodeDrainTimeout = "10m";
     assert.notEqual(machineTemplateHash(otherInfra), base);
     assert.equal(machineTemplateHash(otherTimeout), base);
+    const otherLabels = controlPlane();
+    otherLabels.spec.machineTemplate.metadata = { labels: { tier: "gold" } };
+    assert.equal(machineTemplateHash(otherLabels), base, "metadata reaches Machines in place, not by a rollout");
+  });
+
+  it("knows the hash earlier releases recorded (metadata included), so their Machines are not rolled out after an upgrade", () => {
+    // Values the release before in-place propagation (7e75250) wrote for these specs.
+    assert.equal(legacyMachineTemplateHash(controlPlane()), "fefe589e39");
+    const labelled = controlPlane();
+    labelled.spec.machineTemplate.metadata = { labels: { tier: "gold" } };
+    assert.equal(legacyMachineTemplateHash(labelled), "ecc1007b48");
+    const view = buildSnapshot(observation({ controlPlane: labelled })).controlPlane;
+    assert.equal(view.legacyTemplateHash, "ecc1007b48");
+    assert.notEqual(view.templateHash, view.legacyTemplateHash);
   });
 });
 

@@ -193,6 +193,12 @@ describe("up-to-date checks", () => {
     assert.equal(isUpToDate(snapshot(), machine("a", { templateHash: undefined })), true);
     assert.equal(isUpToDate(snapshot(), machine("a", { templateHash: HASH })), true);
   });
+
+  it("a Machine carrying the hash an earlier release recorded for the current spec is up to date; any other hash is not", () => {
+    const s = snapshot({ controlPlane: { legacyTemplateHash: "legacy-of-current" } });
+    assert.equal(isUpToDate(s, machine("a", { templateHash: "legacy-of-current" })), true);
+    assert.deepEqual(outdatedReasons(s, machine("a", { templateHash: "other" })), ["machine template changed"]);
+  });
 });
 
 describe("failure domain for a new Machine", () => {
