@@ -13,7 +13,6 @@ import {
   PRE_TERMINATE_HOOK,
   TEMPLATE_HASH_ANNOTATION,
 } from "../api/constants.ts";
-import { parseDuration } from "../api/duration.ts";
 import { groupOf, type Unstructured } from "../api/objects.ts";
 import type { OwnerReference, QuorumControlPlane } from "../api/types.ts";
 
@@ -65,7 +64,7 @@ export function buildMachineObjects(inputs: MachineInputs): NewMachineObjects {
   const owner = ownerReference(controlPlane);
   const infrastructure = cloneTemplate(inputs.infrastructureTemplate, machineName, namespace, labels, owner);
   const bootstrap = cloneTemplate(inputs.bootstrapConfigTemplate, machineName, namespace, labels, owner);
-  const deletion = deletionTimeouts(controlPlane);
+  const { deletion, readinessGates, taints } = template.spec;
   const machine: Machine = {
     apiVersion: CAPI_API_VERSION,
     kind: "Machine",
@@ -86,7 +85,9 @@ export function buildMachineObjects(inputs: MachineInputs): NewMachineObjects {
       bootstrap: { configRef: { apiGroup: groupOf(bootstrap.apiVersion), kind: bootstrap.kind, name: machineName } },
       infrastructureRef: { apiGroup: groupOf(infrastructure.apiVersion), kind: infrastructure.kind, name: machineName },
       ...(inputs.failureDomain ? { failureDomain: inputs.failureDomain } : {}),
-      ...(Object.keys(deletion).length > 0 ? { deletion } : {}),
+      ...(deletion && Object.keys(deletion).length > 0 ? { deletion: { ...deletion } } : {}),
+      ...(readinessGates && readinessGates.length > 0 ? { readinessGates: structuredClone(readinessGates) } : {}),
+      ...(taints && taints.length > 0 ? { taints: structuredClone(taints) } : {}),
     },
   };
   return { infrastructure, bootstrap, machine };
@@ -141,20 +142,4 @@ function ownerReference(controlPlane: QuorumControlPlane): OwnerReference {
     controller: true,
     blockOwnerDeletion: true,
   };
-}
-
-function deletionTimeouts(controlPlane: QuorumControlPlane): NonNullable<Machine["spec"]["deletion"]> {
-  const template = controlPlane.spec.machineTemplate;
-  const seconds = (text: string | undefined) => {
-    const ms = text === undefined ? undefined : parseDuration(text);
-    return ms === undefined ? undefined : Math.round(ms / 1000);
-  };
-  const result: NonNullable<Machine["spec"]["deletion"]> = {};
-  const drain = seconds(template.nodeDrainTimeout);
-  const detach = seconds(template.nodeVolumeDetachTimeout);
-  const nodeDeletion = seconds(template.nodeDeletionTimeout);
-  if (drain !== undefined) result.nodeDrainTimeoutSeconds = drain;
-  if (detach !== undefined) result.nodeVolumeDetachTimeoutSeconds = detach;
-  if (nodeDeletion !== undefined) result.nodeDeletionTimeoutSeconds = nodeDeletion;
-  return result;
 }

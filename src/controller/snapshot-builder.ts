@@ -55,17 +55,17 @@ export function buildSnapshot(observation: Observation): Snapshot {
 
 /**
  * The hash of everything in spec.machineTemplate that a Machine is created from. A Machine carrying another hash
- * is outdated and gets rolled out. Timeouts are left out: changing them must not replace every Machine.
+ * is outdated and gets rolled out. Deletion timeouts, readiness gates and taints are left out: CAPI reads them from
+ * the Machine and KCP changes them in place, so changing them must not replace every Machine. The material keeps
+ * the keys it had before the v1beta2 layout moved the refs under spec, so existing Machines keep their hash.
  */
 export function machineTemplateHash(qcp: QuorumControlPlane): string {
   const template = qcp.spec.machineTemplate;
+  const { infrastructureRef, bootstrapConfigTemplateRef } = template.spec;
   const material = JSON.stringify({
     metadata: sortKeys(template.metadata ?? {}),
-    infrastructureRef: { kind: template.infrastructureRef.kind, name: template.infrastructureRef.name },
-    bootstrapConfigTemplateRef: {
-      kind: template.bootstrapConfigTemplateRef.kind,
-      name: template.bootstrapConfigTemplateRef.name,
-    },
+    infrastructureRef: { kind: infrastructureRef.kind, name: infrastructureRef.name },
+    bootstrapConfigTemplateRef: { kind: bootstrapConfigTemplateRef.kind, name: bootstrapConfigTemplateRef.name },
   });
   return createHash("sha256").update(material).digest("hex").slice(0, 10);
 }
@@ -73,9 +73,9 @@ export function machineTemplateHash(qcp: QuorumControlPlane): string {
 function controlPlaneView(qcp: QuorumControlPlane): ControlPlaneView {
   const key = `QuorumControlPlane ${qcp.metadata.namespace}/${qcp.metadata.name}`;
   const spec = qcp.spec;
-  const rolling = spec.rolloutStrategy?.rollingUpdate;
+  const rolling = spec.rollout?.strategy?.rollingUpdate;
   const last = qcp.status?.lastRemediation;
-  const rolloutAfter = spec.rolloutAfter ? Date.parse(spec.rolloutAfter) : undefined;
+  const rolloutAfter = spec.rollout?.after ? Date.parse(spec.rollout.after) : undefined;
   const deletionStartedAt = qcp.metadata.deletionTimestamp ? Date.parse(qcp.metadata.deletionTimestamp) : undefined;
   // A control plane being deleted is taken down with the defaults in place of invalid settings: refusing to plan would
   // keep its finalizer (and its namespace) forever over a setting that no longer matters.

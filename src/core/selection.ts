@@ -16,7 +16,7 @@ export function outdatedReasons(snapshot: Snapshot, machine: MachineView): strin
   if (machine.templateHash !== undefined && machine.templateHash !== spec.templateHash)
     reasons.push("machine template changed");
   if (spec.rolloutAfter !== undefined && snapshot.now >= spec.rolloutAfter && machine.created < spec.rolloutAfter)
-    reasons.push("created before spec.rolloutAfter");
+    reasons.push("created before spec.rollout.after");
   return reasons;
 }
 

@@ -38,7 +38,7 @@ export interface ControlPlaneView {
   version: string;
   /** Hash of spec.machineTemplate (infrastructure/bootstrap refs + metadata); Machines with another are outdated. */
   templateHash: string;
-  /** spec.rolloutAfter: Machines created before it are outdated once now >= rolloutAfter. */
+  /** spec.rollout.after: Machines created before it are outdated once now >= rolloutAfter. */
   rolloutAfter?: number;
   maxSurge: 0 | 1;
   memberRemoval: MemberRemoval;

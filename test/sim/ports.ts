@@ -80,15 +80,17 @@ function realTemplateHash(template: string): string {
 
 function machineTemplate(template: string): QuorumControlPlane["spec"]["machineTemplate"] {
   return {
-    infrastructureRef: {
-      apiVersion: "infrastructure.cluster.x-k8s.io/v1beta1",
-      kind: "SimMachineTemplate",
-      name: `infra-${template}`,
-    },
-    bootstrapConfigTemplateRef: {
-      apiVersion: "bootstrap.cluster.x-k8s.io/v1beta1",
-      kind: "KubeadmConfigTemplate",
-      name: "kubeadm",
+    spec: {
+      infrastructureRef: {
+        apiVersion: "infrastructure.cluster.x-k8s.io/v1beta1",
+        kind: "SimMachineTemplate",
+        name: `infra-${template}`,
+      },
+      bootstrapConfigTemplateRef: {
+        apiVersion: "bootstrap.cluster.x-k8s.io/v1beta1",
+        kind: "KubeadmConfigTemplate",
+        name: "kubeadm",
+      },
     },
   };
 }
@@ -290,9 +292,11 @@ export class SimPorts {
         replicas: spec.replicas,
         version: spec.version,
         machineTemplate: machineTemplate(spec.templateHash),
-        rolloutStrategy: {
-          type: "RollingUpdate",
-          rollingUpdate: { maxSurge: spec.maxSurge, memberRemoval: spec.memberRemoval },
+        rollout: {
+          strategy: {
+            type: "RollingUpdate",
+            rollingUpdate: { maxSurge: spec.maxSurge, memberRemoval: spec.memberRemoval },
+          },
         },
         remediation: {
           maxRetry: SIM_TIMERS.remediationMaxRetry,

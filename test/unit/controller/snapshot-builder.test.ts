@@ -90,11 +90,24 @@ describe("buildSnapshot", () => {
   it("changes the template hash when the infrastructure template changes but not when a drain timeout changes", () => {
     const base = machineTemplateHash(controlPlane());
     const otherInfra = controlPlane();
-    otherInfra.spec.machineTemplate.infrastructureRef.name = "cp-infra-v2";
+    otherInfra.spec.machineTemplate.spec.infrastructureRef.name = "cp-infra-v2";
     const otherTimeout = controlPlane();
-    otherTimeout.spec.machineTemplate.nodeDrainTimeout = "10m";
+    otherTimeout.spec.machineTemplate.spec.deletion = { nodeDrainTimeoutSeconds: 600 };
     assert.notEqual(machineTemplateHash(otherInfra), base);
     assert.equal(machineTemplateHash(otherTimeout), base);
+  });
+
+  it("keeps the template hash Machines made before the v1beta2 layout carry, so the move to it rolls nothing", () => {
+    // Recorded from the v1beta1 layout (refs directly under spec.machineTemplate) for the fixture's template.
+    assert.equal(machineTemplateHash(controlPlane()), "fefe589e39");
+  });
+
+  it("leaves readiness gates and taints out of the template hash: CAPI reads them from the Machine", () => {
+    const base = machineTemplateHash(controlPlane());
+    const gated = controlPlane();
+    gated.spec.machineTemplate.spec.readinessGates = [{ conditionType: "example.com/Ready" }];
+    gated.spec.machineTemplate.spec.taints = [{ key: "a", effect: "NoSchedule", propagation: "Always" }];
+    assert.equal(machineTemplateHash(gated), base);
   });
 });
 
