@@ -353,11 +353,13 @@ class Driver {
           replicas,
           version: "v1.33.1",
           machineTemplate: {
-            infrastructureRef: { apiGroup: INFRA_GROUP, kind: "TestMachineTemplate", name: "infra" },
-            bootstrapConfigTemplateRef: {
-              apiGroup: BOOTSTRAP_GROUP,
-              kind: "TestBootstrapConfigTemplate",
-              name: "boot",
+            spec: {
+              infrastructureRef: { apiGroup: INFRA_GROUP, kind: "TestMachineTemplate", name: "infra" },
+              bootstrapConfigTemplateRef: {
+                apiGroup: BOOTSTRAP_GROUP,
+                kind: "TestBootstrapConfigTemplate",
+                name: "boot",
+              },
             },
           },
         },

@@ -204,18 +204,20 @@ export class E2EStack {
         replicas: spec.replicas,
         version: spec.version,
         machineTemplate: {
-          infrastructureRef: {
-            apiGroup: INFRA_API_VERSION.split("/")[0],
-            kind: "ProcessMachineTemplate",
-            name: `${name}-control-plane`,
-          },
-          bootstrapConfigTemplateRef: {
-            apiGroup: BOOTSTRAP_API_VERSION.split("/")[0],
-            kind: "ProcessBootstrapConfigTemplate",
-            name: `${name}-control-plane`,
+          spec: {
+            infrastructureRef: {
+              apiGroup: INFRA_API_VERSION.split("/")[0],
+              kind: "ProcessMachineTemplate",
+              name: `${name}-control-plane`,
+            },
+            bootstrapConfigTemplateRef: {
+              apiGroup: BOOTSTRAP_API_VERSION.split("/")[0],
+              kind: "ProcessBootstrapConfigTemplate",
+              name: `${name}-control-plane`,
+            },
           },
         },
-        rolloutStrategy: { type: "RollingUpdate", rollingUpdate: { maxSurge: spec.maxSurge ?? 1 } },
+        rollout: { strategy: { type: "RollingUpdate", rollingUpdate: { maxSurge: spec.maxSurge ?? 1 } } },
         ...(spec.ghostMemberGracePeriod ? { etcd: { ghostMemberGracePeriod: spec.ghostMemberGracePeriod } } : {}),
       },
     });

@@ -1,6 +1,6 @@
 // The parts of CAPI's cluster.x-k8s.io/v1beta2 objects (and core/v1 Nodes) that Quorum reads or writes.
 // Only the fields we use; everything optional that the API server may omit.
-import type { ObjectMeta } from "./types.ts";
+import type { MachineDeletionSpec, MachineReadinessGate, MachineTaint, ObjectMeta } from "./types.ts";
 
 /** v1beta2 reference: the API version is resolved from the CRD's contract label, so only the group is stored. */
 export interface ContractVersionedObjectReference {
@@ -29,12 +29,9 @@ export interface Machine {
     version?: string;
     providerID?: string;
     failureDomain?: string;
-    readinessGates?: { conditionType: string }[];
-    deletion?: {
-      nodeDrainTimeoutSeconds?: number;
-      nodeVolumeDetachTimeoutSeconds?: number;
-      nodeDeletionTimeoutSeconds?: number;
-    };
+    readinessGates?: MachineReadinessGate[];
+    deletion?: MachineDeletionSpec;
+    taints?: MachineTaint[];
   };
   status?: {
     conditions?: MetaV1Condition[];

@@ -34,14 +34,41 @@ export interface ObjectRef {
   namespace?: string;
 }
 
+/** A condition the Machine's Ready condition also waits for (CAPI Machine v1beta2 spec.readinessGates). */
+export interface MachineReadinessGate {
+  conditionType: string;
+  /** Positive (default): the condition is True when all is well. Negative: False when all is well. */
+  polarity?: "Positive" | "Negative";
+}
+
+/** A Node taint CAPI keeps on the Machine's Node (CAPI Machine v1beta2 spec.taints, feature gate MachineTaintPropagation). */
+export interface MachineTaint {
+  key: string;
+  value?: string;
+  effect: "NoSchedule" | "PreferNoSchedule" | "NoExecute";
+  propagation: "Always" | "OnInitialization";
+}
+
+/** How CAPI deletes a control-plane Machine (CAPI Machine v1beta2 spec.deletion), in whole seconds. */
+export interface MachineDeletionSpec {
+  nodeDrainTimeoutSeconds?: number;
+  nodeVolumeDetachTimeoutSeconds?: number;
+  nodeDeletionTimeoutSeconds?: number;
+}
+
+/** spec.machineTemplate.spec: the v1beta2 control-plane contract's fields, plus the bootstrap template Quorum clones. */
 export interface MachineTemplateSpec {
-  metadata?: { labels?: Record<string, string>; annotations?: Record<string, string> };
   infrastructureRef: ObjectRef;
   /** A bootstrap config *template* cloned once per Machine (e.g. KubeadmConfigTemplate). */
   bootstrapConfigTemplateRef: ObjectRef;
-  nodeDrainTimeout?: string;
-  nodeVolumeDetachTimeout?: string;
-  nodeDeletionTimeout?: string;
+  readinessGates?: MachineReadinessGate[];
+  deletion?: MachineDeletionSpec;
+  taints?: MachineTaint[];
+}
+
+export interface MachineTemplate {
+  metadata?: { labels?: Record<string, string>; annotations?: Record<string, string> };
+  spec: MachineTemplateSpec;
 }
 
 export interface RolloutStrategy {
@@ -52,6 +79,13 @@ export interface RolloutStrategy {
     /** BeforeDelete: remove the member, then delete the Machine. AfterDrain: delete, drain, remove in the hook. */
     memberRemoval?: MemberRemoval;
   };
+}
+
+/** spec.rollout, laid out as KubeadmControlPlane v1beta2 has it; the topology controller writes rollout.after. */
+export interface RolloutSpec {
+  /** RFC 3339: Machines created before it are replaced once it has passed. */
+  after?: string;
+  strategy?: RolloutStrategy;
 }
 
 export interface RemediationSpec {
@@ -83,9 +117,8 @@ export interface DeletionSpec {
 export interface QuorumControlPlaneSpec {
   replicas?: number;
   version: string;
-  machineTemplate: MachineTemplateSpec;
-  rolloutStrategy?: RolloutStrategy;
-  rolloutAfter?: string;
+  machineTemplate: MachineTemplate;
+  rollout?: RolloutSpec;
   remediation?: RemediationSpec;
   etcd?: EtcdSpec;
   deletion?: DeletionSpec;
@@ -193,7 +226,7 @@ export interface QuorumControlPlaneTemplate {
     template: {
       metadata?: { labels?: Record<string, string>; annotations?: Record<string, string> };
       spec: Omit<QuorumControlPlaneSpec, "replicas" | "version" | "machineTemplate"> & {
-        machineTemplate?: Partial<MachineTemplateSpec>;
+        machineTemplate?: { metadata?: MachineTemplate["metadata"]; spec?: Partial<MachineTemplateSpec> };
       };
     };
   };

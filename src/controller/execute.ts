@@ -137,13 +137,17 @@ async function createMachine(failureDomain: string | undefined, context: Executi
   const { controlPlane, management, snapshot } = context;
   const namespace = controlPlane.metadata.namespace ?? "default";
   const key = `QuorumControlPlane ${namespace}/${controlPlane.metadata.name}`;
-  const template = controlPlane.spec.machineTemplate;
+  const template = controlPlane.spec.machineTemplate.spec;
   const [infrastructureTemplate, bootstrapConfigTemplate] = await Promise.all([
-    management.getReferenced(template.infrastructureRef, namespace, `${key} spec.machineTemplate.infrastructureRef`),
+    management.getReferenced(
+      template.infrastructureRef,
+      namespace,
+      `${key} spec.machineTemplate.spec.infrastructureRef`,
+    ),
     management.getReferenced(
       template.bootstrapConfigTemplateRef,
       namespace,
-      `${key} spec.machineTemplate.bootstrapConfigTemplateRef`,
+      `${key} spec.machineTemplate.spec.bootstrapConfigTemplateRef`,
     ),
   ]);
   // Names still held by a Machine or an etcd member are taken: reusing a member's name would make a stale

@@ -1,5 +1,5 @@
-// Carries spec.machineTemplate's in-place fields (metadata, deletion timeouts) to the existing Machines without a
-// rollout, as the CAPI v1beta2 contract asks; the decision is src/core/in-place.ts. Each Machine's infrastructure
+// Carries spec.machineTemplate's in-place fields (metadata, deletion timeouts, readiness gates, taints) to the
+// existing Machines without a rollout, as the CAPI v1beta2 contract asks; the decision is src/core/in-place.ts. Each Machine's infrastructure
 // and bootstrap objects are patched first and the Machine last: the Machine's record of the template's keys is
 // written only once its clones have them, so a crash in between is finished by the next reconcile.
 import type { Cluster, Machine } from "../api/capi.ts";
@@ -31,9 +31,12 @@ export async function keepMachinesInPlace(
   if (cluster.spec?.paused === true || controlPlane.metadata.annotations?.[PAUSED_ANNOTATION] !== undefined)
     return { updated: [] };
   const namespace = controlPlane.metadata.namespace ?? "default";
+  const { readinessGates, taints } = controlPlane.spec.machineTemplate.spec;
   const updates = inPlaceUpdates(machines, {
     ...machineTemplateMetadata(controlPlane),
     deletion: deletionTimeouts(controlPlane),
+    ...(readinessGates ? { readinessGates } : {}),
+    ...(taints ? { taints } : {}),
     ...hashes,
   });
   const updated: string[] = [];

@@ -14,7 +14,6 @@ import {
   TEMPLATE_HASH_ANNOTATION,
   TEMPLATE_METADATA_ANNOTATION,
 } from "../api/constants.ts";
-import { parseDuration } from "../api/duration.ts";
 import { groupOf, type Unstructured } from "../api/objects.ts";
 import type { OwnerReference, QuorumControlPlane } from "../api/types.ts";
 import { templateKeysRecord, templateMetadata, type DeletionSeconds } from "../core/in-place.ts";
@@ -69,6 +68,7 @@ export function buildMachineObjects(inputs: MachineInputs): NewMachineObjects {
     cloneTemplate(template, machineName, namespace, { labels, annotations: fromTemplate.annotations }, owner);
   const infrastructure = clone(inputs.infrastructureTemplate);
   const bootstrap = clone(inputs.bootstrapConfigTemplate);
+  const { readinessGates, taints } = controlPlane.spec.machineTemplate.spec;
   const deletion = deletionTimeouts(controlPlane);
   const machine: Machine = {
     apiVersion: CAPI_API_VERSION,
@@ -91,7 +91,9 @@ export function buildMachineObjects(inputs: MachineInputs): NewMachineObjects {
       bootstrap: { configRef: { apiGroup: groupOf(bootstrap.apiVersion), kind: bootstrap.kind, name: machineName } },
       infrastructureRef: { apiGroup: groupOf(infrastructure.apiVersion), kind: infrastructure.kind, name: machineName },
       ...(inputs.failureDomain ? { failureDomain: inputs.failureDomain } : {}),
-      ...(Object.keys(deletion).length > 0 ? { deletion } : {}),
+      ...(deletion && Object.keys(deletion).length > 0 ? { deletion: { ...deletion } } : {}),
+      ...(readinessGates && readinessGates.length > 0 ? { readinessGates: structuredClone(readinessGates) } : {}),
+      ...(taints && taints.length > 0 ? { taints: structuredClone(taints) } : {}),
     },
   };
   return { infrastructure, bootstrap, machine };
@@ -158,19 +160,7 @@ function ownerReference(controlPlane: QuorumControlPlane): OwnerReference {
   };
 }
 
-/** The deletion timeouts spec.machineTemplate sets, in a Machine's terms (new Machines, and in place). */
+/** The deletion timeouts spec.machineTemplate sets, as the Machine has them (new Machines, and in place). */
 export function deletionTimeouts(controlPlane: QuorumControlPlane): DeletionSeconds {
-  const template = controlPlane.spec.machineTemplate;
-  const seconds = (text: string | undefined) => {
-    const ms = text === undefined ? undefined : parseDuration(text);
-    return ms === undefined ? undefined : Math.round(ms / 1000);
-  };
-  const result: DeletionSeconds = {};
-  const drain = seconds(template.nodeDrainTimeout);
-  const detach = seconds(template.nodeVolumeDetachTimeout);
-  const nodeDeletion = seconds(template.nodeDeletionTimeout);
-  if (drain !== undefined) result.nodeDrainTimeoutSeconds = drain;
-  if (detach !== undefined) result.nodeVolumeDetachTimeoutSeconds = detach;
-  if (nodeDeletion !== undefined) result.nodeDeletionTimeoutSeconds = nodeDeletion;
-  return result;
+  return { ...(controlPlane.spec.machineTemplate.spec.deletion ?? {}) };
 }

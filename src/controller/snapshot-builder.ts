@@ -54,12 +54,10 @@ export function buildSnapshot(observation: Observation): Snapshot {
 }
 
 /**
- * The hash of everything in spec.machineTemplate that a Machine is created from. A Machine carrying another hash
- * is outdated and gets rolled out. Timeouts are left out: changing them must not replace every Machine.
- */
-/**
- * What a Machine is made from that needs a new Machine to change: the infrastructure and bootstrap templates. The
- * template's metadata and deletion timeouts are not in it: they reach existing Machines in place (src/core/in-place.ts).
+ * What a Machine is made from that needs a new Machine to change: the infrastructure and bootstrap templates. A
+ * Machine carrying another hash is outdated and gets rolled out. The template's metadata and deletion timeouts are
+ * not in it, nor are readiness gates and taints: they reach existing Machines in place (src/core/in-place.ts). The
+ * material keeps the keys it had before the v1beta2 layout moved the refs under spec.
  */
 export function machineTemplateHash(qcp: QuorumControlPlane): string {
   return hashOf(templateRefs(qcp));
@@ -75,12 +73,10 @@ export function legacyMachineTemplateHash(qcp: QuorumControlPlane): string {
 
 function templateRefs(qcp: QuorumControlPlane) {
   const template = qcp.spec.machineTemplate;
+  const { infrastructureRef, bootstrapConfigTemplateRef } = template.spec;
   return {
-    infrastructureRef: { kind: template.infrastructureRef.kind, name: template.infrastructureRef.name },
-    bootstrapConfigTemplateRef: {
-      kind: template.bootstrapConfigTemplateRef.kind,
-      name: template.bootstrapConfigTemplateRef.name,
-    },
+    infrastructureRef: { kind: infrastructureRef.kind, name: infrastructureRef.name },
+    bootstrapConfigTemplateRef: { kind: bootstrapConfigTemplateRef.kind, name: bootstrapConfigTemplateRef.name },
   };
 }
 
@@ -91,9 +87,9 @@ function hashOf(material: object): string {
 function controlPlaneView(qcp: QuorumControlPlane): ControlPlaneView {
   const key = `QuorumControlPlane ${qcp.metadata.namespace}/${qcp.metadata.name}`;
   const spec = qcp.spec;
-  const rolling = spec.rolloutStrategy?.rollingUpdate;
+  const rolling = spec.rollout?.strategy?.rollingUpdate;
   const last = qcp.status?.lastRemediation;
-  const rolloutAfter = spec.rolloutAfter ? Date.parse(spec.rolloutAfter) : undefined;
+  const rolloutAfter = spec.rollout?.after ? Date.parse(spec.rollout.after) : undefined;
   const deletionStartedAt = qcp.metadata.deletionTimestamp ? Date.parse(qcp.metadata.deletionTimestamp) : undefined;
   // A control plane being deleted is taken down with the defaults in place of invalid settings: refusing to plan would
   // keep its finalizer (and its namespace) forever over a setting that no longer matters.

@@ -55,7 +55,7 @@ export async function keepTemplatesOwned(
 ): Promise<TemplateOwnersResult> {
   const namespace = controlPlane.metadata.namespace ?? "default";
   const key = `${namespace}/${controlPlane.metadata.name}`;
-  const template = controlPlane.spec.machineTemplate;
+  const template = controlPlane.spec.machineTemplate.spec;
   const { own } = templatesToOwn([template.infrastructureRef, template.bootstrapConfigTemplateRef], namespace, {
     name: cluster.metadata.name,
     ...(cluster.metadata.uid ? { uid: cluster.metadata.uid } : {}),
@@ -73,7 +73,7 @@ export async function keepTemplatesOwned(
     if (ownedTemplates?.fresh(key, templateKey, clusterUid)) continue;
     const what = `${ref.kind} ${namespace}/${ref.name}`;
     try {
-      const referencedBy = `QuorumControlPlane ${key} spec.machineTemplate.${field.get(ref) ?? ""}`;
+      const referencedBy = `QuorumControlPlane ${key} spec.machineTemplate.spec.${field.get(ref) ?? ""}`;
       const object = await management.getReferenced(ref, namespace, referencedBy);
       const ownerReferences = withClusterOwner(object.metadata.ownerReferences, {
         name: cluster.metadata.name,

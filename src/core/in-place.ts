@@ -1,10 +1,11 @@
 // What reaches existing Machines without a rollout (the CAPI v1beta2 control-plane contract): the labels and
 // annotations of spec.machineTemplate.metadata, which also go to each Machine's infrastructure and bootstrap objects,
-// and the deletion timeouts. Pure: given the Machines as read and what the spec asks for, the patches to send.
+// and the deletion timeouts, readiness gates and taints of spec.machineTemplate.spec. Pure: given the Machines as read and what the spec asks for, the patches to send.
 //
 // A Machine records which keys came from the template (TEMPLATE_METADATA_ANNOTATION), so a key removed from the
 // template is removed from the Machine, while labels and annotations others put on it are never touched.
 import type { Machine } from "../api/capi.ts";
+import type { MachineReadinessGate, MachineTaint } from "../api/types.ts";
 import {
   LABEL_CLUSTER_NAME,
   LABEL_CONTROL_PLANE,
@@ -22,6 +23,9 @@ export interface InPlaceTarget {
   annotations: Record<string, string>;
   /** The deletion timeouts the spec sets; one it leaves unset stays as the Machine has it (CAPI may default it). */
   deletion: DeletionSeconds;
+  /** The readiness gates and taints the spec sets; unset or empty leaves the Machine's as they are. */
+  readinessGates?: MachineReadinessGate[];
+  taints?: MachineTaint[];
   /** The template hash Machines made from the current spec carry. */
   templateHash: string;
   /**
@@ -42,7 +46,11 @@ export interface InPlaceUpdate {
   /** For the Machine's infrastructure and bootstrap objects: the template's keys only. Absent when they need none. */
   clones?: MetadataPatch;
   /** For the Machine: the template's keys, the record of them and the hash, and the deletion timeouts. */
-  machinePatch: MetadataPatch & { deletion?: DeletionSeconds };
+  machinePatch: MetadataPatch & {
+    deletion?: DeletionSeconds;
+    readinessGates?: MachineReadinessGate[];
+    taints?: MachineTaint[];
+  };
   /** What changes, for the log: "label tier=gold", "annotation note removed", "nodeDrainTimeoutSeconds 60". */
   changes: string[];
 }
@@ -136,9 +144,19 @@ export function inPlaceUpdates(machines: readonly Machine[], target: InPlaceTarg
         changes.push(`spec.deletion.${field} ${value}`);
       }
     }
+    const lists: Pick<InPlaceUpdate["machinePatch"], "readinessGates" | "taints"> = {};
+    for (const field of ["readinessGates", "taints"] as const) {
+      const wantedList = target[field];
+      // CAPI's Machine schema refuses an empty list: an empty one in the spec means "leave them".
+      if (!wantedList || wantedList.length === 0) continue;
+      if (JSON.stringify(machine.spec[field] ?? []) === JSON.stringify(wantedList)) continue;
+      Object.assign(lists, { [field]: structuredClone(wantedList) });
+      changes.push(`spec.${field}`);
+    }
     const machinePatch = {
       ...pruned({ labels: labelPatch, annotations: { ...annotationPatch, ...bookkeeping } }),
       ...(Object.keys(deletion).length > 0 ? { deletion } : {}),
+      ...lists,
     };
     if (Object.keys(machinePatch).length === 0) continue;
     updates.push({

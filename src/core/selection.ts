@@ -20,7 +20,7 @@ export function outdatedReasons(snapshot: Snapshot, machine: MachineView): strin
   )
     reasons.push("machine template changed");
   if (spec.rolloutAfter !== undefined && snapshot.now >= spec.rolloutAfter && machine.created < spec.rolloutAfter)
-    reasons.push("created before spec.rolloutAfter");
+    reasons.push("created before spec.rollout.after");
   return reasons;
 }
 

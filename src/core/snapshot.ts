@@ -40,7 +40,7 @@ export interface ControlPlaneView {
   templateHash: string;
   /** The hash an earlier release recorded for the same spec (metadata included): a Machine carrying it is up to date. */
   legacyTemplateHash?: string;
-  /** spec.rolloutAfter: Machines created before it are outdated once now >= rolloutAfter. */
+  /** spec.rollout.after: Machines created before it are outdated once now >= rolloutAfter. */
   rolloutAfter?: number;
   maxSurge: 0 | 1;
   memberRemoval: MemberRemoval;

@@ -3,7 +3,14 @@
 // simulator's world (test/sim/ports.ts).
 import type { Cluster, Machine } from "../api/capi.ts";
 import type { Unstructured } from "../api/objects.ts";
-import type { ObjectRef, OwnerReference, QuorumControlPlane } from "../api/types.ts";
+import type {
+  MachineDeletionSpec,
+  MachineReadinessGate,
+  MachineTaint,
+  ObjectRef,
+  OwnerReference,
+  QuorumControlPlane,
+} from "../api/types.ts";
 
 /** How every write of this port reports a resourceVersion precondition that failed: an error with code 409. */
 export function isConflict(error: unknown): boolean {
@@ -14,7 +21,10 @@ export function isConflict(error: unknown): boolean {
 export interface InPlacePatch {
   labels?: Record<string, string | null>;
   annotations?: Record<string, string | null>;
-  deletion?: Record<string, number>;
+  /** A Machine's spec fields: a merge patch sets each timeout given and replaces each list given whole. */
+  deletion?: MachineDeletionSpec;
+  readinessGates?: MachineReadinessGate[];
+  taints?: MachineTaint[];
 }
 
 export interface ManagementApi {

@@ -56,8 +56,10 @@ function controlPlane(name: string, uid: string): QuorumControlPlane {
     spec: {
       version: "v1.31.0",
       machineTemplate: {
-        infrastructureRef: { kind: "X", name: "x" },
-        bootstrapConfigTemplateRef: { kind: "Y", name: "y" },
+        spec: {
+          infrastructureRef: { kind: "X", name: "x" },
+          bootstrapConfigTemplateRef: { kind: "Y", name: "y" },
+        },
       },
     },
   } as QuorumControlPlane;

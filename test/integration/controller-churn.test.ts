@@ -124,11 +124,13 @@ describe("a churn of QuorumControlPlanes leaves nothing behind", { timeout: 600_
             replicas: 1,
             version: "v1.31.0",
             machineTemplate: {
-              infrastructureRef: { apiGroup: INFRA_GROUP, kind: "TestMachineTemplate", name: "none" },
-              bootstrapConfigTemplateRef: {
-                apiGroup: BOOTSTRAP_GROUP,
-                kind: "TestBootstrapConfigTemplate",
-                name: "none",
+              spec: {
+                infrastructureRef: { apiGroup: INFRA_GROUP, kind: "TestMachineTemplate", name: "none" },
+                bootstrapConfigTemplateRef: {
+                  apiGroup: BOOTSTRAP_GROUP,
+                  kind: "TestBootstrapConfigTemplate",
+                  name: "none",
+                },
               },
             },
           },

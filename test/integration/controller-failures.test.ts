@@ -79,7 +79,7 @@ describe("broken QuorumControlPlanes", { timeout: 600_000 }, () => {
     const reconciled = conditions?.find((condition) => condition.type === "Reconciled");
     assert.match(
       reconciled?.message ?? "",
-      /TestMachineTemplate failures\/no-templates-infra referenced by QuorumControlPlane failures\/no-templates spec\.machineTemplate\.infrastructureRef was not found: create it or correct the reference/,
+      /TestMachineTemplate failures\/no-templates-infra referenced by QuorumControlPlane failures\/no-templates spec\.machineTemplate\.spec\.infrastructureRef was not found: create it or correct the reference/,
     );
     const qcp = await stack.getControlPlane(NS, "no-templates");
     assert.match(qcp.status?.nextAction?.message ?? "", /no-templates-infra/);

@@ -25,8 +25,11 @@ interface QuorumControlPlaneObject {
   spec: {
     replicas?: number;
     version: string;
-    machineTemplate: Record<string, unknown>;
-    rolloutStrategy?: { type?: string; rollingUpdate?: { maxSurge?: number; memberRemoval?: string } };
+    machineTemplate: { metadata?: Record<string, unknown>; spec: Record<string, unknown> };
+    rollout?: {
+      after?: string;
+      strategy?: { type?: string; rollingUpdate?: { maxSurge?: number; memberRemoval?: string } };
+    };
     etcd?: Record<string, string>;
     remediation?: Record<string, string>;
     deletion?: Record<string, string>;
@@ -54,15 +57,17 @@ function quorumControlPlane(
       replicas: 3,
       version: "v1.33.2",
       machineTemplate: {
-        infrastructureRef: {
-          apiGroup: "infrastructure.cluster.x-k8s.io",
-          kind: "ProcessMachineTemplate",
-          name: `${name}-infra`,
-        },
-        bootstrapConfigTemplateRef: {
-          apiGroup: "bootstrap.cluster.x-k8s.io",
-          kind: "KubeadmConfigTemplate",
-          name: `${name}-bootstrap`,
+        spec: {
+          infrastructureRef: {
+            apiGroup: "infrastructure.cluster.x-k8s.io",
+            kind: "ProcessMachineTemplate",
+            name: `${name}-infra`,
+          },
+          bootstrapConfigTemplateRef: {
+            apiGroup: "bootstrap.cluster.x-k8s.io",
+            kind: "KubeadmConfigTemplate",
+            name: `${name}-bootstrap`,
+          },
         },
       },
       ...spec,
@@ -93,13 +98,34 @@ test("a valid QuorumControlPlane is created and read back with the CRD's default
   const read = await kubeRequestOk<QuorumControlPlaneObject>(apiServer.kubeConfig, `${collection}/valid`);
   assert.equal(read.spec.replicas, 3);
   assert.equal(read.spec.version, "v1.33.2");
-  assert.deepEqual(read.spec.machineTemplate.infrastructureRef, {
+  assert.deepEqual(read.spec.machineTemplate.spec.infrastructureRef, {
     apiGroup: "infrastructure.cluster.x-k8s.io",
     kind: "ProcessMachineTemplate",
     name: "valid-infra",
   });
-  assert.equal(read.spec.rolloutStrategy?.type, "RollingUpdate");
-  assert.equal(read.spec.rolloutStrategy?.rollingUpdate?.maxSurge, 1);
+  assert.equal(read.spec.rollout?.strategy?.type, "RollingUpdate");
+  assert.equal(read.spec.rollout?.strategy?.rollingUpdate?.maxSurge, 1);
+});
+
+test("the fields CAPI's topology controller writes under the v1beta2 contract are stored as written, not pruned", async () => {
+  const machineTemplateSpec = {
+    ...quorumControlPlane("topology").spec.machineTemplate.spec,
+    readinessGates: [{ conditionType: "example.com/DiskEncrypted" }],
+    taints: [{ key: "example.com/dedicated", value: "etcd", effect: "NoSchedule", propagation: "Always" }],
+    deletion: { nodeDrainTimeoutSeconds: 300, nodeVolumeDetachTimeoutSeconds: 120, nodeDeletionTimeoutSeconds: 10 },
+  };
+  const created = await kubeRequest<QuorumControlPlaneObject>(apiServer.kubeConfig, collection, {
+    body: quorumControlPlane("topology", {
+      machineTemplate: { metadata: { labels: { "topology.cluster.x-k8s.io/owned": "" } }, spec: machineTemplateSpec },
+      rollout: { after: "2026-05-01T00:00:00Z" },
+    }),
+  });
+  assert.equal(created.status, 201, statusMessage(created));
+  const read = await kubeRequestOk<QuorumControlPlaneObject>(apiServer.kubeConfig, `${collection}/topology`);
+  assert.deepEqual(read.spec.machineTemplate.spec, machineTemplateSpec);
+  assert.deepEqual(read.spec.machineTemplate.metadata, { labels: { "topology.cluster.x-k8s.io/owned": "" } });
+  assert.equal(read.spec.rollout?.after, "2026-05-01T00:00:00Z");
+  assert.equal(read.spec.rollout?.strategy?.rollingUpdate?.maxSurge, 1, "defaults still fill in beside rollout.after");
 });
 
 const invalidCreates: Array<{ case: string; spec: Partial<QuorumControlPlaneObject["spec"]>; message: RegExp }> = [
@@ -149,7 +175,7 @@ const invalidCreates: Array<{ case: string; spec: Partial<QuorumControlPlaneObje
   },
   {
     case: "maxSurge 2",
-    spec: { rolloutStrategy: { rollingUpdate: { maxSurge: 2 } } },
+    spec: { rollout: { strategy: { rollingUpdate: { maxSurge: 2 } } } },
     message: /maxSurge must be 0 .* or 1 .*got 2/,
   },
   {

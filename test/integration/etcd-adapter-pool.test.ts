@@ -24,8 +24,10 @@ const controlPlane = {
   spec: {
     version: "v1.31.0",
     machineTemplate: {
-      infrastructureRef: { kind: "X", name: "x" },
-      bootstrapConfigTemplateRef: { kind: "Y", name: "y" },
+      spec: {
+        infrastructureRef: { kind: "X", name: "x" },
+        bootstrapConfigTemplateRef: { kind: "Y", name: "y" },
+      },
     },
   },
 } as QuorumControlPlane;

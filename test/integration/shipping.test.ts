@@ -475,8 +475,10 @@ function sampleControlPlane(name: string, cluster: string) {
       replicas: 3,
       version: "v1.37.2",
       machineTemplate: {
-        infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "ProcessMachineTemplate", name },
-        bootstrapConfigTemplateRef: { apiGroup: "bootstrap.cluster.x-k8s.io", kind: "KubeadmConfigTemplate", name },
+        spec: {
+          infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "ProcessMachineTemplate", name },
+          bootstrapConfigTemplateRef: { apiGroup: "bootstrap.cluster.x-k8s.io", kind: "KubeadmConfigTemplate", name },
+        },
       },
     },
   };

@@ -216,7 +216,7 @@ const FAULTS: Record<FaultKind, (world: World, rng: Prng) => string | undefined>
       world.spec.memberRemoval = world.spec.memberRemoval === "BeforeDelete" ? "AfterDrain" : "BeforeDelete";
     }
     world.spec.generation++;
-    return `spec.rolloutStrategy -> maxSurge ${world.spec.maxSurge}, memberRemoval ${world.spec.memberRemoval}`;
+    return `spec.rollout.strategy -> maxSurge ${world.spec.maxSurge}, memberRemoval ${world.spec.memberRemoval}`;
   },
   alarm: (world, rng) => {
     const candidates = world.members.filter(

@@ -84,15 +84,17 @@ function machineTemplate(
 ): QuorumControlPlane["spec"]["machineTemplate"] {
   return {
     ...(Object.keys(labels).length > 0 ? { metadata: { labels: { ...labels } } } : {}),
-    infrastructureRef: {
-      apiVersion: "infrastructure.cluster.x-k8s.io/v1beta1",
-      kind: "SimMachineTemplate",
-      name: `infra-${template}`,
-    },
-    bootstrapConfigTemplateRef: {
-      apiVersion: "bootstrap.cluster.x-k8s.io/v1beta1",
-      kind: "KubeadmConfigTemplate",
-      name: "kubeadm",
+    spec: {
+      infrastructureRef: {
+        apiVersion: "infrastructure.cluster.x-k8s.io/v1beta1",
+        kind: "SimMachineTemplate",
+        name: `infra-${template}`,
+      },
+      bootstrapConfigTemplateRef: {
+        apiVersion: "bootstrap.cluster.x-k8s.io/v1beta1",
+        kind: "KubeadmConfigTemplate",
+        name: "kubeadm",
+      },
     },
   };
 }
@@ -313,9 +315,11 @@ export class SimPorts {
         replicas: spec.replicas,
         version: spec.version,
         machineTemplate: machineTemplate(spec.templateHash, spec.machineLabels),
-        rolloutStrategy: {
-          type: "RollingUpdate",
-          rollingUpdate: { maxSurge: spec.maxSurge, memberRemoval: spec.memberRemoval },
+        rollout: {
+          strategy: {
+            type: "RollingUpdate",
+            rollingUpdate: { maxSurge: spec.maxSurge, memberRemoval: spec.memberRemoval },
+          },
         },
         remediation: {
           maxRetry: SIM_TIMERS.remediationMaxRetry,

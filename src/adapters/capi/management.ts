@@ -173,7 +173,15 @@ export class ManagementClient {
         ...(patch.annotations ? { annotations: patch.annotations } : {}),
         ...(resourceVersion ? { resourceVersion } : {}),
       },
-      ...(patch.deletion ? { spec: { deletion: patch.deletion } } : {}),
+      ...(patch.deletion || patch.readinessGates || patch.taints
+        ? {
+            spec: {
+              ...(patch.deletion ? { deletion: patch.deletion } : {}),
+              ...(patch.readinessGates ? { readinessGates: patch.readinessGates } : {}),
+              ...(patch.taints ? { taints: patch.taints } : {}),
+            },
+          }
+        : {}),
     };
     try {
       const written = await this.mergePatch(body);

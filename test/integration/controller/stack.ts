@@ -170,16 +170,20 @@ export class ControllerStack {
           replicas: spec.replicas,
           version: spec.version,
           machineTemplate: {
-            infrastructureRef: { apiGroup: INFRA_GROUP, kind: "TestMachineTemplate", name: `${name}-infra` },
-            bootstrapConfigTemplateRef: {
-              apiGroup: BOOTSTRAP_GROUP,
-              kind: "TestBootstrapConfigTemplate",
-              name: `${name}-boot`,
+            spec: {
+              infrastructureRef: { apiGroup: INFRA_GROUP, kind: "TestMachineTemplate", name: `${name}-infra` },
+              bootstrapConfigTemplateRef: {
+                apiGroup: BOOTSTRAP_GROUP,
+                kind: "TestBootstrapConfigTemplate",
+                name: `${name}-boot`,
+              },
             },
           },
-          rolloutStrategy: {
-            type: "RollingUpdate",
-            rollingUpdate: { maxSurge: spec.maxSurge ?? 1, memberRemoval: spec.memberRemoval ?? "BeforeDelete" },
+          rollout: {
+            strategy: {
+              type: "RollingUpdate",
+              rollingUpdate: { maxSurge: spec.maxSurge ?? 1, memberRemoval: spec.memberRemoval ?? "BeforeDelete" },
+            },
           },
           etcd: { ghostMemberGracePeriod: "20s" },
         },

@@ -7,7 +7,6 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { parseAllDocuments } from "yaml";
 import { fileURLToPath } from "node:url";
 import {
-  CONTRACT_LABEL_V1BETA2,
   DEFAULTS,
   GROUP,
   KIND,
@@ -87,17 +86,6 @@ test("both CRDs serve and store v1beta1 of the control-plane group under the nam
       crd.spec.versions.map((version) => [version.name, version.served, version.storage]),
       [[VERSION, true, true]],
     );
-  }
-});
-
-test("both CRDs carry exactly one CAPI contract label, mapping the v1beta2 contract to our v1beta1", () => {
-  // CAPI (internal/contract GetContractVersionForVersion) ranges over a Go map of the CRD's labels and returns the
-  // first contract whose label lists the version: a second label naming v1beta1 makes the answer random.
-  for (const [kind, crd] of crds) {
-    const contractLabels = Object.entries(crd.metadata.labels ?? {}).filter(([key]) =>
-      key.startsWith("cluster.x-k8s.io/"),
-    );
-    assert.deepEqual(contractLabels, [[CONTRACT_LABEL_V1BETA2, VERSION]], `${kind}: its contract labels`);
   }
 });
 
@@ -206,9 +194,10 @@ test("the OpenAPI schema rejects objects with a missing, misspelt or mistyped fi
       "no infrastructureRef",
       changed(
         minimalControlPlane,
-        (qcp) => delete (qcp.spec.machineTemplate as Partial<typeof qcp.spec.machineTemplate>).infrastructureRef,
+        (qcp) =>
+          delete (qcp.spec.machineTemplate.spec as Partial<typeof qcp.spec.machineTemplate.spec>).infrastructureRef,
       ),
-      "spec.machineTemplate.infrastructureRef: required",
+      "spec.machineTemplate.spec.infrastructureRef: required",
     ],
     [
       "no version",
@@ -221,12 +210,12 @@ test("the OpenAPI schema rejects objects with a missing, misspelt or mistyped fi
         minimalControlPlane,
         (qcp) =>
           delete (
-            qcp.spec.machineTemplate.bootstrapConfigTemplateRef as Partial<
-              typeof qcp.spec.machineTemplate.bootstrapConfigTemplateRef
+            qcp.spec.machineTemplate.spec.bootstrapConfigTemplateRef as Partial<
+              typeof qcp.spec.machineTemplate.spec.bootstrapConfigTemplateRef
             >
           ).name,
       ),
-      "spec.machineTemplate.bootstrapConfigTemplateRef.name: required",
+      "spec.machineTemplate.spec.bootstrapConfigTemplateRef.name: required",
     ],
     [
       "a misspelt field",
@@ -241,9 +230,25 @@ test("the OpenAPI schema rejects objects with a missing, misspelt or mistyped fi
     [
       "an unknown memberRemoval",
       changed(minimalControlPlane, (qcp) =>
-        Object.assign(qcp.spec, { rolloutStrategy: { rollingUpdate: { memberRemoval: "Later" } } }),
+        Object.assign(qcp.spec, { rollout: { strategy: { rollingUpdate: { memberRemoval: "Later" } } } }),
       ),
-      'spec.rolloutStrategy.rollingUpdate.memberRemoval: "Later" is not one of ["BeforeDelete","AfterDrain"]',
+      'spec.rollout.strategy.rollingUpdate.memberRemoval: "Later" is not one of ["BeforeDelete","AfterDrain"]',
+    ],
+    [
+      "a deletion timeout as a duration string",
+      changed(minimalControlPlane, (qcp) =>
+        Object.assign(qcp.spec.machineTemplate.spec, { deletion: { nodeDrainTimeoutSeconds: "10m" } }),
+      ),
+      "spec.machineTemplate.spec.deletion.nodeDrainTimeoutSeconds: expected an integer",
+    ],
+    [
+      "a taint with an unknown effect",
+      changed(minimalControlPlane, (qcp) =>
+        Object.assign(qcp.spec.machineTemplate.spec, {
+          taints: [{ key: "example.com/x", effect: "NoRun", propagation: "Always" }],
+        }),
+      ),
+      'spec.machineTemplate.spec.taints[0].effect: "NoRun" is not one of ["NoSchedule","PreferNoSchedule","NoExecute"]',
     ],
     [
       "a client port above 65535",
@@ -253,9 +258,9 @@ test("the OpenAPI schema rejects objects with a missing, misspelt or mistyped fi
     [
       "a kind that is not a kind",
       changed(minimalControlPlane, (qcp) =>
-        Object.assign(qcp.spec.machineTemplate.infrastructureRef, { kind: "Docker Machine" }),
+        Object.assign(qcp.spec.machineTemplate.spec.infrastructureRef, { kind: "Docker Machine" }),
       ),
-      "spec.machineTemplate.infrastructureRef.kind: does not match ^[a-zA-Z]([-a-zA-Z0-9]*[a-zA-Z0-9])?$",
+      "spec.machineTemplate.spec.infrastructureRef.kind: does not match ^[a-zA-Z]([-a-zA-Z0-9]*[a-zA-Z0-9])?$",
     ],
   ];
   for (const [name, object, expected] of cases) assert.deepEqual(structuralErrors(qcpSchema, object), [expected], name);
@@ -316,9 +321,9 @@ test("the CRD enforces each rule of the design with CEL: odd replicas from 1 to 
   // Out-of-range counts get only the range message, not also "use 7 or 9".
   assert.ok(rulesAt("spec.replicas").includes("self < 1 || self > 7 || self % 2 == 1"));
   assert.ok(rulesAt("spec.replicas").includes("self <= 7"), "etcd advises at most 7 members");
-  assert.ok(rulesAt("spec.rolloutStrategy.rollingUpdate.maxSurge").includes("self == 0 || self == 1"));
+  assert.ok(rulesAt("spec.rollout.strategy.rollingUpdate.maxSurge").includes("self == 0 || self == 1"));
   assert.ok(rulesAt("spec").some((rule) => rule.includes("maxSurge != 0") && rule.includes("self.replicas >= 3")));
-  assert.ok(rulesAt("spec.rolloutStrategy.type").includes("self == 'RollingUpdate'"));
+  assert.ok(rulesAt("spec.rollout.strategy.type").includes("self == 'RollingUpdate'"));
   const versionRules = rulesAt("spec.version");
   assert.equal(
     versionRules.filter((rule) => rule.includes("oldSelf")).length,
@@ -334,17 +339,18 @@ test("the CRD enforces each rule of the design with CEL: odd replicas from 1 to 
     "minor downgrade",
   );
   assert.equal(
-    at(qcpSchema, "spec.rolloutStrategy.rollingUpdate.memberRemoval")?.enum?.join(","),
+    at(qcpSchema, "spec.rollout.strategy.rollingUpdate.memberRemoval")?.enum?.join(","),
     "BeforeDelete,AfterDrain",
   );
-  assert.deepEqual(at(qcpSchema, "spec.machineTemplate")?.required, [
+  assert.deepEqual(at(qcpSchema, "spec.machineTemplate")?.required, ["spec"]);
+  assert.deepEqual(at(qcpSchema, "spec.machineTemplate.spec")?.required, [
     "infrastructureRef",
     "bootstrapConfigTemplateRef",
   ]);
   for (const ref of ["infrastructureRef", "bootstrapConfigTemplateRef"]) {
-    assert.deepEqual(at(qcpSchema, `spec.machineTemplate.${ref}`)?.required, ["kind", "name"]);
+    assert.deepEqual(at(qcpSchema, `spec.machineTemplate.spec.${ref}`)?.required, ["kind", "name"]);
     assert.ok(
-      rulesAt(`spec.machineTemplate.${ref}`).includes("has(self.apiGroup) || has(self.apiVersion)"),
+      rulesAt(`spec.machineTemplate.spec.${ref}`).includes("has(self.apiGroup) || has(self.apiVersion)"),
       `${ref} needs apiGroup or apiVersion`,
     );
   }
@@ -376,9 +382,6 @@ test("duration fields accept exactly what the controller's parseDuration accepts
     "spec.etcd.learnerPromotionTimeout",
     "spec.etcd.learnerStallTimeout",
     "spec.etcd.memberJoinGracePeriod",
-    "spec.machineTemplate.nodeDeletionTimeout",
-    "spec.machineTemplate.nodeDrainTimeout",
-    "spec.machineTemplate.nodeVolumeDetachTimeout",
     "spec.remediation.minHealthyPeriod",
     "spec.remediation.retryPeriod",
   ]);
@@ -526,8 +529,8 @@ test("the schema defaults equal DEFAULTS in src/api/constants.ts", () => {
     remediationRetryPeriodSeconds: ["spec.remediation.retryPeriod", seconds],
     remediationMinHealthyPeriodSeconds: ["spec.remediation.minHealthyPeriod", seconds],
     deletionEtcdMemberRemovalTimeoutSeconds: ["spec.deletion.etcdMemberRemovalTimeout", seconds],
-    maxSurge: ["spec.rolloutStrategy.rollingUpdate.maxSurge", (value) => value],
-    memberRemoval: ["spec.rolloutStrategy.rollingUpdate.memberRemoval", (value) => value],
+    maxSurge: ["spec.rollout.strategy.rollingUpdate.maxSurge", (value) => value],
+    memberRemoval: ["spec.rollout.strategy.rollingUpdate.memberRemoval", (value) => value],
   };
   for (const [name, [path, convert]] of Object.entries(fromSchema)) {
     const schemaDefault = at(qcpSchema, path)?.default;
@@ -541,7 +544,7 @@ test("the schema defaults equal DEFAULTS in src/api/constants.ts", () => {
   // Defaults that are not in DEFAULTS, with the reason the controller agrees with them.
   const otherDefaults: Record<string, unknown> = {
     "spec.replicas": 1, // src/controller/snapshot-builder.ts reads an unset replicas as 1
-    "spec.rolloutStrategy.type": "RollingUpdate", // the only strategy
+    "spec.rollout.strategy.type": "RollingUpdate", // the only strategy
   };
   const covered = new Set([...Object.values(fromSchema).map(([path]) => path), ...Object.keys(otherDefaults)]);
   walk(qcpSchema, (node, path) => {
@@ -554,8 +557,9 @@ test("the schema defaults equal DEFAULTS in src/api/constants.ts", () => {
   });
   // A nested default only applies when its parent object exists, so the parents default to {}.
   for (const parent of [
-    "spec.rolloutStrategy",
-    "spec.rolloutStrategy.rollingUpdate",
+    "spec.rollout",
+    "spec.rollout.strategy",
+    "spec.rollout.strategy.rollingUpdate",
     "spec.remediation",
     "spec.etcd",
   ]) {
@@ -568,19 +572,27 @@ test("the schema defaults equal DEFAULTS in src/api/constants.ts", () => {
 });
 
 test("the template's spec validates and defaults exactly like the QuorumControlPlane's spec", () => {
-  for (const field of ["rolloutStrategy", "rolloutAfter", "remediation", "etcd"]) {
+  for (const field of ["rollout", "remediation", "etcd"]) {
     assert.deepEqual(
       templateSpecSchema.properties?.[field],
       at(qcpSchema, `spec.${field}`),
       `template spec.template.spec.${field} differs`,
     );
   }
-  // Only difference allowed: nothing in a template's machineTemplate is required (a ClusterClass supplies the infrastructure).
-  const { description: _qcpDescription, required, ...qcpMachineTemplate } = at(qcpSchema, "spec.machineTemplate")!;
-  const { description: _templateDescription, ...templateMachineTemplate } =
-    templateSpecSchema.properties!.machineTemplate;
-  assert.deepEqual(required, ["infrastructureRef", "bootstrapConfigTemplateRef"]);
-  assert.deepEqual(templateMachineTemplate, qcpMachineTemplate);
+  // Only difference allowed: nothing in a template's machineTemplate is required (a ClusterClass's topology writes
+  // spec.machineTemplate.spec.infrastructureRef into the QuorumControlPlane it creates from the template).
+  const withoutRequired = (schema: Schema) => {
+    const { description: _description, required, ...rest } = structuredClone(schema);
+    const { required: specRequired, ...spec } = rest.properties!.spec;
+    return { required, specRequired, machineTemplate: { ...rest, properties: { ...rest.properties, spec } } };
+  };
+  const qcpMachineTemplate = withoutRequired(at(qcpSchema, "spec.machineTemplate")!);
+  const templateMachineTemplate = withoutRequired(templateSpecSchema.properties!.machineTemplate);
+  assert.deepEqual(qcpMachineTemplate.required, ["spec"]);
+  assert.deepEqual(qcpMachineTemplate.specRequired, ["infrastructureRef", "bootstrapConfigTemplateRef"]);
+  assert.equal(templateMachineTemplate.required, undefined);
+  assert.equal(templateMachineTemplate.specRequired, undefined);
+  assert.deepEqual(templateMachineTemplate.machineTemplate, qcpMachineTemplate.machineTemplate);
   assert.equal(templateSpecSchema.properties?.replicas, undefined, "replicas comes from the Cluster topology");
   assert.equal(templateSpecSchema.properties?.version, undefined, "version comes from the Cluster topology");
 });

@@ -30,26 +30,30 @@ export const completeSpec: DeepRequired<QuorumControlPlaneSpec> = {
   version: "v1.33.2",
   machineTemplate: {
     metadata: { labels: { team: "platform" }, annotations: { "example.com/owner": "ops" } },
-    infrastructureRef: {
-      apiVersion: "infrastructure.cluster.x-k8s.io/v1beta1",
-      apiGroup: "infrastructure.cluster.x-k8s.io",
-      kind: "DockerMachineTemplate",
-      name: "prod-control-plane",
-      namespace: "default",
+    spec: {
+      infrastructureRef: {
+        apiVersion: "infrastructure.cluster.x-k8s.io/v1beta1",
+        apiGroup: "infrastructure.cluster.x-k8s.io",
+        kind: "DockerMachineTemplate",
+        name: "prod-control-plane",
+        namespace: "default",
+      },
+      bootstrapConfigTemplateRef: {
+        apiVersion: "bootstrap.cluster.x-k8s.io/v1beta2",
+        apiGroup: "bootstrap.cluster.x-k8s.io",
+        kind: "KubeadmConfigTemplate",
+        name: "prod-control-plane",
+        namespace: "default",
+      },
+      readinessGates: [{ conditionType: "example.com/DiskEncrypted", polarity: "Positive" }],
+      deletion: { nodeDrainTimeoutSeconds: 600, nodeVolumeDetachTimeoutSeconds: 300, nodeDeletionTimeoutSeconds: 10 },
+      taints: [{ key: "example.com/control-plane", value: "true", effect: "NoSchedule", propagation: "Always" }],
     },
-    bootstrapConfigTemplateRef: {
-      apiVersion: "bootstrap.cluster.x-k8s.io/v1beta2",
-      apiGroup: "bootstrap.cluster.x-k8s.io",
-      kind: "KubeadmConfigTemplate",
-      name: "prod-control-plane",
-      namespace: "default",
-    },
-    nodeDrainTimeout: "10m",
-    nodeVolumeDetachTimeout: "5m",
-    nodeDeletionTimeout: "10s",
   },
-  rolloutStrategy: { type: "RollingUpdate", rollingUpdate: { maxSurge: 0, memberRemoval: "AfterDrain" } },
-  rolloutAfter: "2026-04-01T00:00:00Z",
+  rollout: {
+    after: "2026-04-01T00:00:00Z",
+    strategy: { type: "RollingUpdate", rollingUpdate: { maxSurge: 0, memberRemoval: "AfterDrain" } },
+  },
   remediation: { maxRetry: 5, retryPeriod: "10m", minHealthyPeriod: "2h" },
   etcd: {
     clientPort: 2379,
@@ -115,8 +119,7 @@ export const completeTemplateSpec: DeepRequired<QuorumControlPlaneTemplate["spec
     metadata: { labels: { tier: "control-plane" }, annotations: { "example.com/owner": "ops" } },
     spec: {
       machineTemplate: completeSpec.machineTemplate,
-      rolloutStrategy: completeSpec.rolloutStrategy,
-      rolloutAfter: completeSpec.rolloutAfter,
+      rollout: completeSpec.rollout,
       remediation: completeSpec.remediation,
       etcd: completeSpec.etcd,
       deletion: completeSpec.deletion,
@@ -140,11 +143,17 @@ export const minimalControlPlane: QuorumControlPlane = {
   spec: {
     version: "v1.33.2",
     machineTemplate: {
-      infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "DockerMachineTemplate", name: "dev-cp" },
-      bootstrapConfigTemplateRef: {
-        apiGroup: "bootstrap.cluster.x-k8s.io",
-        kind: "KubeadmConfigTemplate",
-        name: "dev-cp",
+      spec: {
+        infrastructureRef: {
+          apiGroup: "infrastructure.cluster.x-k8s.io",
+          kind: "DockerMachineTemplate",
+          name: "dev-cp",
+        },
+        bootstrapConfigTemplateRef: {
+          apiGroup: "bootstrap.cluster.x-k8s.io",
+          kind: "KubeadmConfigTemplate",
+          name: "dev-cp",
+        },
       },
     },
   },

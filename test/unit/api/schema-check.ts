@@ -20,6 +20,7 @@ export interface Schema {
   maximum?: number;
   minLength?: number;
   maxLength?: number;
+  minItems?: number;
   maxItems?: number;
   "x-kubernetes-validations"?: CelRule[];
   "x-kubernetes-list-type"?: string;
@@ -158,6 +159,8 @@ export function structuralErrors(schema: Schema, value: unknown, path = ""): str
     }
     case "array":
       if (!Array.isArray(value)) return [`${where}: expected an array`];
+      if (schema.minItems !== undefined && value.length < schema.minItems)
+        errors.push(`${where}: fewer than ${schema.minItems} items`);
       if (schema.maxItems !== undefined && value.length > schema.maxItems)
         errors.push(`${where}: more than ${schema.maxItems} items`);
       value.forEach((item, index) => errors.push(...structuralErrors(schema.items ?? {}, item, `${path}[${index}]`)));

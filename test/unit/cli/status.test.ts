@@ -39,11 +39,13 @@ function controlPlane(status: QuorumControlPlaneStatus | undefined, replicas = 3
       replicas,
       version: "v1.33.2",
       machineTemplate: {
-        infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "ProcessMachineTemplate", name: "t" },
-        bootstrapConfigTemplateRef: {
-          apiGroup: "bootstrap.cluster.x-k8s.io",
-          kind: "ProcessBootstrapConfigTemplate",
-          name: "t",
+        spec: {
+          infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "ProcessMachineTemplate", name: "t" },
+          bootstrapConfigTemplateRef: {
+            apiGroup: "bootstrap.cluster.x-k8s.io",
+            kind: "ProcessBootstrapConfigTemplate",
+            name: "t",
+          },
         },
       },
     },

@@ -338,7 +338,7 @@ describe("install manifests", () => {
         controlPlaneRef.kind,
         controlPlaneRef.name,
       ) as ManifestObject & {
-        spec: { machineTemplate: Record<string, { apiGroup: string; kind: string; name: string }> };
+        spec: { machineTemplate: { spec: Record<string, { apiGroup: string; kind: string; name: string }> } };
       };
       assert.ok(controlPlane, `Cluster ${cluster.metadata.name}'s controlPlaneRef resolves`);
       assert.equal(controlPlane.kind, "QuorumControlPlane");
@@ -347,7 +347,7 @@ describe("install manifests", () => {
         `Cluster ${cluster.metadata.name}'s infrastructureRef resolves`,
       );
       for (const field of ["infrastructureRef", "bootstrapConfigTemplateRef"]) {
-        const ref = controlPlane.spec.machineTemplate[field];
+        const ref = controlPlane.spec.machineTemplate.spec[field];
         assert.ok(
           find(cluster.metadata.namespace, ref.apiGroup, ref.kind, ref.name),
           `${controlPlane.metadata.name} ${field} resolves`,

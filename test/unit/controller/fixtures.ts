@@ -20,17 +20,19 @@ export function controlPlane(overrides: Partial<QuorumControlPlane["spec"]> = {}
       replicas: 3,
       version: "v1.31.2",
       machineTemplate: {
-        infrastructureRef: {
-          apiVersion: "infrastructure.cluster.x-k8s.io/v1beta1",
-          kind: "ProcessMachineTemplate",
-          name: "cp-infra",
+        spec: {
+          infrastructureRef: {
+            apiVersion: "infrastructure.cluster.x-k8s.io/v1beta1",
+            kind: "ProcessMachineTemplate",
+            name: "cp-infra",
+          },
+          bootstrapConfigTemplateRef: {
+            apiVersion: "bootstrap.cluster.x-k8s.io/v1beta1",
+            kind: "ProcessBootstrapConfigTemplate",
+            name: "cp-boot",
+          },
+          deletion: { nodeDrainTimeoutSeconds: 120 },
         },
-        bootstrapConfigTemplateRef: {
-          apiVersion: "bootstrap.cluster.x-k8s.io/v1beta1",
-          kind: "ProcessBootstrapConfigTemplate",
-          name: "cp-boot",
-        },
-        nodeDrainTimeout: "2m",
       },
       ...overrides,
     },

@@ -55,6 +55,36 @@ describe("machine factory", () => {
     assert.equal(machine.metadata.ownerReferences?.[0].uid, "uid-cp");
   });
 
+  it("copies the machine template's deletion timeouts, readiness gates and taints to the Machine, and no empty ones", () => {
+    const qcp = controlPlane();
+    qcp.spec.machineTemplate.spec.deletion = { nodeDrainTimeoutSeconds: 300, nodeDeletionTimeoutSeconds: 0 };
+    qcp.spec.machineTemplate.spec.readinessGates = [{ conditionType: "example.com/Ready", polarity: "Negative" }];
+    qcp.spec.machineTemplate.spec.taints = [{ key: "example.com/etcd", effect: "NoSchedule", propagation: "Always" }];
+    const inputs = {
+      clusterName: "c1",
+      machineName: "cp-x-0",
+      templateHash: "h1",
+      infrastructureTemplate: infraTemplate,
+      bootstrapConfigTemplate: bootTemplate,
+    };
+    const { machine } = buildMachineObjects({ ...inputs, controlPlane: qcp });
+    assert.deepEqual(machine.spec.deletion, { nodeDrainTimeoutSeconds: 300, nodeDeletionTimeoutSeconds: 0 });
+    assert.deepEqual(machine.spec.readinessGates, [{ conditionType: "example.com/Ready", polarity: "Negative" }]);
+    assert.deepEqual(machine.spec.taints, [{ key: "example.com/etcd", effect: "NoSchedule", propagation: "Always" }]);
+    qcp.spec.machineTemplate.spec.taints![0].key = "changed";
+    assert.equal(machine.spec.taints?.[0].key, "example.com/etcd", "the Machine holds a copy, not the spec's object");
+
+    const bare = controlPlane();
+    delete bare.spec.machineTemplate.spec.deletion;
+    bare.spec.machineTemplate.spec.readinessGates = [];
+    const { machine: plain } = buildMachineObjects({ ...inputs, controlPlane: bare });
+    assert.deepEqual(
+      [plain.spec.deletion, plain.spec.readinessGates, plain.spec.taints],
+      [undefined, undefined, undefined],
+      "CAPI's Machine schema rejects an empty readinessGates list (minItems 1)",
+    );
+  });
+
   it("gives the Machine and both clones the template's metadata and records its keys, so in-place updates start in step", () => {
     const labelled = controlPlane();
     labelled.spec.machineTemplate.metadata = {

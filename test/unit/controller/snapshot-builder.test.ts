@@ -95,9 +95,9 @@ describe("buildSnapshot", () => {
   it("changes the template hash when the infrastructure template changes but not when a drain timeout changes", () => {
     const base = machineTemplateHash(controlPlane());
     const otherInfra = controlPlane();
-    otherInfra.spec.machineTemplate.infrastructureRef.name = "cp-infra-v2";
+    otherInfra.spec.machineTemplate.spec.infrastructureRef.name = "cp-infra-v2";
     const otherTimeout = controlPlane();
-    otherTimeout.spec.machineTemplate.nodeDrainTimeout = "10m";
+    otherTimeout.spec.machineTemplate.spec.deletion = { nodeDrainTimeoutSeconds: 600 };
     assert.notEqual(machineTemplateHash(otherInfra), base);
     assert.equal(machineTemplateHash(otherTimeout), base);
     const otherLabels = controlPlane();
@@ -106,7 +106,7 @@ describe("buildSnapshot", () => {
   });
 
   it("knows the hash earlier releases recorded (metadata included), so their Machines are not rolled out after an upgrade", () => {
-    // Values the release before in-place propagation (7e75250) wrote for these specs.
+    // Values the release before in-place propagation and the v1beta2 layout (7e75250) wrote for these specs.
     assert.equal(legacyMachineTemplateHash(controlPlane()), "fefe589e39");
     const labelled = controlPlane();
     labelled.spec.machineTemplate.metadata = { labels: { tier: "gold" } };
@@ -114,6 +114,14 @@ describe("buildSnapshot", () => {
     const view = buildSnapshot(observation({ controlPlane: labelled })).controlPlane;
     assert.equal(view.legacyTemplateHash, "ecc1007b48");
     assert.notEqual(view.templateHash, view.legacyTemplateHash);
+  });
+
+  it("leaves readiness gates and taints out of the template hash: they reach the Machines in place", () => {
+    const base = machineTemplateHash(controlPlane());
+    const gated = controlPlane();
+    gated.spec.machineTemplate.spec.readinessGates = [{ conditionType: "example.com/Ready" }];
+    gated.spec.machineTemplate.spec.taints = [{ key: "a", effect: "NoSchedule", propagation: "Always" }];
+    assert.equal(machineTemplateHash(gated), base);
   });
 });
 

@@ -44,8 +44,8 @@ describe("keepTemplatesOwned", () => {
   it("gives both templates the Cluster owner reference, at the resourceVersion it read, keeping other owners", async () => {
     const other: OwnerReference = { apiVersion: "v1", kind: "ConfigMap", name: "keep", uid: "uid-keep" };
     const qcp = controlPlane();
-    const infraKind = qcp.spec.machineTemplate.infrastructureRef.kind;
-    const bootstrapKind = qcp.spec.machineTemplate.bootstrapConfigTemplateRef.kind;
+    const infraKind = qcp.spec.machineTemplate.spec.infrastructureRef.kind;
+    const bootstrapKind = qcp.spec.machineTemplate.spec.bootstrapConfigTemplateRef.kind;
     const { management, calls } = world({ [infraKind]: [other] });
     const result = await keepTemplatesOwned(qcp, theCluster(), management, undefined);
     assert.equal(result.problem, undefined);
@@ -57,8 +57,8 @@ describe("keepTemplatesOwned", () => {
   it("writes nothing for templates that already have the reference", async () => {
     const qcp = controlPlane();
     const { management, calls } = world({
-      [qcp.spec.machineTemplate.infrastructureRef.kind]: [OWNED_BY_C1],
-      [qcp.spec.machineTemplate.bootstrapConfigTemplateRef.kind]: [OWNED_BY_C1],
+      [qcp.spec.machineTemplate.spec.infrastructureRef.kind]: [OWNED_BY_C1],
+      [qcp.spec.machineTemplate.spec.bootstrapConfigTemplateRef.kind]: [OWNED_BY_C1],
     });
     const result = await keepTemplatesOwned(qcp, theCluster(), management, undefined);
     assert.deepEqual(result, { adopted: [] });
@@ -114,7 +114,7 @@ describe("keepTemplatesOwned", () => {
     const { problem } = await keepTemplatesOwned(controlPlane(), theCluster(), management, undefined);
     assert.match(
       problem?.message ?? "",
-      /ProcessMachineTemplate ns\/cp-infra referenced by QuorumControlPlane ns\/cp spec\.machineTemplate\.infrastructureRef was not found: create it or correct the reference/,
+      /ProcessMachineTemplate ns\/cp-infra referenced by QuorumControlPlane ns\/cp spec\.machineTemplate\.spec\.infrastructureRef was not found: create it or correct the reference/,
     );
   });
 
@@ -122,7 +122,7 @@ describe("keepTemplatesOwned", () => {
     const { management } = world({}, { forbidden: true });
     const qcp = controlPlane();
     const { problem } = await keepTemplatesOwned(qcp, theCluster(), management, undefined);
-    const ref = qcp.spec.machineTemplate.infrastructureRef;
+    const ref = qcp.spec.machineTemplate.spec.infrastructureRef;
     assert.equal(problem?.reason, "TemplateOwnerReferenceFailed");
     assert.match(problem?.message ?? "", new RegExp(`${ref.kind} ns/${ref.name}`));
     assert.match(

@@ -139,6 +139,15 @@ describe("in-place updates from spec.machineTemplate", () => {
     assert.equal(update.clones, undefined, "timeouts are the Machine's alone");
   });
 
+  it("replaces the readiness gates and taints the spec sets, and leaves them when the spec sets none", () => {
+    const gates = [{ conditionType: "example.com/Ready" }];
+    const [update] = inPlaceUpdates([machine("cp-0", target())], target({ readinessGates: gates, taints: [] }));
+    assert.deepEqual(update.machinePatch, { readinessGates: gates });
+    const inStep = machine("cp-1", target());
+    inStep.spec.readinessGates = [{ conditionType: "example.com/Ready" }];
+    assert.deepEqual(inPlaceUpdates([inStep], target({ readinessGates: gates })), []);
+  });
+
   it("does not touch a Machine being deleted", () => {
     const leaving = machine("cp-0", target(), {
       metadata: { name: "cp-0", deletionTimestamp: "2026-12-02T00:00:00Z" },

@@ -165,7 +165,7 @@ describe("up-to-date checks", () => {
     const s = snapshot({ controlPlane: { rolloutAfter: NOW - MINUTE } });
     assert.deepEqual(
       outdatedReasons(s, machine("a", { version: OLD_VERSION, templateHash: "other", created: NOW - 2 * MINUTE })),
-      [`version ${OLD_VERSION} → ${VERSION}`, "machine template changed", "created before spec.rolloutAfter"],
+      [`version ${OLD_VERSION} → ${VERSION}`, "machine template changed", "created before spec.rollout.after"],
     );
   });
 
