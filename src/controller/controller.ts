@@ -1,6 +1,7 @@
 // The QuorumControlPlane controller as the runtime's Manager runs it: what it watches, how an event on a Machine
 // or a Cluster maps to the QuorumControlPlane it concerns, and the reconcile call with the per-key etcd poll.
 import { CAPI_GROUP, CAPI_VERSION, GROUP, KIND, LABEL_CONTROL_PLANE_NAME, PLURAL, VERSION } from "../api/constants.ts";
+import { controllingControlPlaneName } from "../api/ownership.ts";
 import type { Informer, WatchTarget } from "../adapters/kube/informer.ts";
 import type { Controller, ReconcileContext, WatchSpec } from "../adapters/kube/manager.ts";
 import type { KubeObject } from "../adapters/kube/rest.ts";
@@ -51,10 +52,12 @@ export function quorumController(options: ControllerOptions): Controller {
       keysFor: (qcp: KubeObject) => noteEvent(`${qcp.metadata.namespace}/${qcp.metadata.name}`),
     },
     {
-      // A Machine event concerns the QuorumControlPlane named in its control-plane-name label.
+      // A Machine event concerns the QuorumControlPlane that is its controller, else the one its control-plane-name
+      // label names (an orphan, e.g. mid clusterctl move). The ownerRef first: for a name over 63 characters the
+      // label's value is a hash (formatLabelValue).
       target: machines,
       keysFor: (machine: KubeObject) => {
-        const owner = machine.metadata.labels?.[LABEL_CONTROL_PLANE_NAME];
+        const owner = controllingControlPlaneName(machine) ?? machine.metadata.labels?.[LABEL_CONTROL_PLANE_NAME];
         return owner ? noteEvent(`${machine.metadata.namespace}/${owner}`) : [];
       },
     },

@@ -14,6 +14,7 @@ import {
   TEMPLATE_HASH_ANNOTATION,
 } from "../api/constants.ts";
 import { parseDuration } from "../api/duration.ts";
+import { formatLabelValue } from "../api/label-value.ts";
 import { groupOf, type Unstructured } from "../api/objects.ts";
 import type { OwnerReference, QuorumControlPlane } from "../api/types.ts";
 
@@ -60,7 +61,7 @@ export function buildMachineObjects(inputs: MachineInputs): NewMachineObjects {
     ...(template.metadata?.labels ?? {}),
     [LABEL_CLUSTER_NAME]: clusterName,
     [LABEL_CONTROL_PLANE]: "",
-    [LABEL_CONTROL_PLANE_NAME]: controlPlane.metadata.name,
+    [LABEL_CONTROL_PLANE_NAME]: formatLabelValue(controlPlane.metadata.name),
   };
   const owner = ownerReference(controlPlane);
   const infrastructure = cloneTemplate(inputs.infrastructureTemplate, machineName, namespace, labels, owner);
