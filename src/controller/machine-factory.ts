@@ -10,6 +10,7 @@ import {
   LABEL_CLUSTER_NAME,
   LABEL_CONTROL_PLANE,
   LABEL_CONTROL_PLANE_NAME,
+  LABEL_WATCH_FILTER,
   PRE_TERMINATE_HOOK,
   TEMPLATE_HASH_ANNOTATION,
 } from "../api/constants.ts";
@@ -57,7 +58,12 @@ export function buildMachineObjects(inputs: MachineInputs): NewMachineObjects {
   const { controlPlane, clusterName, machineName } = inputs;
   const namespace = controlPlane.metadata.namespace ?? "default";
   const template = controlPlane.spec.machineTemplate;
+  // The QuorumControlPlane's watch-filter label, unless the template sets its own: a CAPI core or infrastructure
+  // provider run with the same --watch-filter reconciles only objects that carry it (KCP leaves that to the user's
+  // machineTemplate labels, and its Machines stall in such a shard until they are added).
+  const watchFilter = controlPlane.metadata.labels?.[LABEL_WATCH_FILTER];
   const labels = {
+    ...(watchFilter !== undefined ? { [LABEL_WATCH_FILTER]: watchFilter } : {}),
     ...(template.metadata?.labels ?? {}),
     [LABEL_CLUSTER_NAME]: clusterName,
     [LABEL_CONTROL_PLANE]: "",

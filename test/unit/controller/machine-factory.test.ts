@@ -1,6 +1,11 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { LABEL_CLUSTER_NAME, LABEL_CONTROL_PLANE_NAME, PRE_TERMINATE_HOOK } from "../../../src/api/constants.ts";
+import {
+  LABEL_CLUSTER_NAME,
+  LABEL_CONTROL_PLANE_NAME,
+  LABEL_WATCH_FILTER,
+  PRE_TERMINATE_HOOK,
+} from "../../../src/api/constants.ts";
 import { claimMachines, concernsControlPlane, controllingControlPlaneName } from "../../../src/api/ownership.ts";
 import { buildMachineObjects, nextMachineName, type Unstructured } from "../../../src/controller/machine-factory.ts";
 import { controlPlane } from "./fixtures.ts";
@@ -148,5 +153,31 @@ describe("which control plane a Machine event concerns", () => {
       },
     };
     assert.equal(controllingControlPlaneName(kcpOwned), undefined);
+  });
+});
+
+describe("machine factory under --watch-filter", () => {
+  it("gives the Machine and its clones the QuorumControlPlane's watch-filter label, so a CAPI core in the same shard reconciles them", () => {
+    const labelled = controlPlane();
+    labelled.metadata.labels = { [LABEL_WATCH_FILTER]: "team-a" };
+    const objects = buildMachineObjects({
+      controlPlane: labelled,
+      clusterName: "c1",
+      machineName: "cp-x-0",
+      templateHash: "h1",
+      infrastructureTemplate: infraTemplate,
+      bootstrapConfigTemplate: bootTemplate,
+    });
+    for (const object of [objects.machine, objects.infrastructure, objects.bootstrap])
+      assert.equal(object.metadata.labels?.[LABEL_WATCH_FILTER], "team-a");
+    const unlabelled = buildMachineObjects({
+      controlPlane: controlPlane(),
+      clusterName: "c1",
+      machineName: "cp-x-0",
+      templateHash: "h1",
+      infrastructureTemplate: infraTemplate,
+      bootstrapConfigTemplate: bootTemplate,
+    });
+    assert.equal(unlabelled.machine.metadata.labels?.[LABEL_WATCH_FILTER], undefined);
   });
 });
