@@ -154,7 +154,7 @@ async function createMachine(failureDomain: string | undefined, context: Executi
   ]);
   const machineName = nextMachineName(
     controlPlane.metadata.name,
-    controlPlane.spec.version,
+    snapshot.controlPlane.version,
     snapshot.controlPlane.templateHash,
     taken,
   );
@@ -172,5 +172,5 @@ async function createMachine(failureDomain: string | undefined, context: Executi
   await management.createIfAbsent(objects.infrastructure);
   await management.createIfAbsent(objects.bootstrap);
   await management.createIfAbsent(objects.machine);
-  return `created Machine ${machineName}${failureDomain ? ` in failure domain ${failureDomain}` : ""} at ${controlPlane.spec.version}`;
+  return `created Machine ${machineName}${failureDomain ? ` in failure domain ${failureDomain}` : ""} at ${objects.machine.spec.version}`;
 }

@@ -15,6 +15,7 @@ import {
   TEMPLATE_HASH_ANNOTATION,
 } from "../api/constants.ts";
 import { parseDuration } from "../api/duration.ts";
+import { canonicalVersion } from "../api/version.ts";
 import { formatLabelValue } from "../api/label-value.ts";
 import { groupOf, type Unstructured } from "../api/objects.ts";
 import type { OwnerReference, QuorumControlPlane } from "../api/types.ts";
@@ -89,7 +90,7 @@ export function buildMachineObjects(inputs: MachineInputs): NewMachineObjects {
     },
     spec: {
       clusterName,
-      version: controlPlane.spec.version,
+      version: canonicalVersion(controlPlane.spec.version),
       bootstrap: { configRef: { apiGroup: groupOf(bootstrap.apiVersion), kind: bootstrap.kind, name: machineName } },
       infrastructureRef: { apiGroup: groupOf(infrastructure.apiVersion), kind: infrastructure.kind, name: machineName },
       ...(inputs.failureDomain ? { failureDomain: inputs.failureDomain } : {}),

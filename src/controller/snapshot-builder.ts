@@ -13,6 +13,7 @@ import {
   TEMPLATE_HASH_ANNOTATION,
 } from "../api/constants.ts";
 import { durationOr } from "../api/duration.ts";
+import { canonicalVersion } from "../api/version.ts";
 import type { ForeignMachine } from "../api/ownership.ts";
 import type { QuorumControlPlane } from "../api/types.ts";
 import type {
@@ -92,7 +93,7 @@ function controlPlaneView(qcp: QuorumControlPlane): ControlPlaneView {
     name: qcp.metadata.name,
     generation: qcp.metadata.generation ?? 0,
     replicas: spec.replicas ?? 1,
-    version: spec.version,
+    version: canonicalVersion(spec.version),
     templateHash: machineTemplateHash(qcp),
     ...(rolloutAfter !== undefined && !Number.isNaN(rolloutAfter) ? { rolloutAfter } : {}),
     maxSurge: rolling?.maxSurge ?? DEFAULTS.maxSurge,

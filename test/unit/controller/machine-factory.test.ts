@@ -181,3 +181,17 @@ describe("machine factory under --watch-filter", () => {
     assert.equal(unlabelled.machine.metadata.labels?.[LABEL_WATCH_FILTER], undefined);
   });
 });
+
+describe("machine factory with spec.version written without the v", () => {
+  it("gives the Machine the canonical v-prefixed version", () => {
+    const { machine } = buildMachineObjects({
+      controlPlane: controlPlane({ version: "1.31.2" }),
+      clusterName: "c1",
+      machineName: "cp-x-0",
+      templateHash: "h1",
+      infrastructureTemplate: infraTemplate,
+      bootstrapConfigTemplate: bootTemplate,
+    });
+    assert.equal(machine.spec.version, "v1.31.2");
+  });
+});

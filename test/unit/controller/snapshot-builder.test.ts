@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { buildSnapshot, machineTemplateHash, type Observation } from "../../../src/controller/snapshot-builder.ts";
 import { claimMachines } from "../../../src/api/ownership.ts";
+import { isUpToDate } from "../../../src/core/selection.ts";
 import { cluster, controlPlane, machine, ownedBy } from "./fixtures.ts";
 
 const NOW = Date.parse("2026-11-29T12:00:00Z");
@@ -27,6 +28,15 @@ describe("buildSnapshot", () => {
         ["cp-a", "cp-a"],
         ["cp-b", "node-b"],
       ],
+    );
+  });
+
+  it("reads spec.version 1.31.2 as v1.31.2, so Machines at v1.31.2 are up to date and nothing rolls", () => {
+    const snapshot = buildSnapshot(observation({ controlPlane: controlPlane({ version: "1.31.2" }) }));
+    assert.equal(snapshot.controlPlane.version, "v1.31.2");
+    assert.deepEqual(
+      snapshot.machines.map((m) => isUpToDate(snapshot, m)),
+      [true, true],
     );
   });
 
