@@ -162,6 +162,12 @@ function clusterView(cluster: Cluster, foreign: ForeignMachine[]): ClusterView {
     paused: cluster.spec?.paused === true,
     failureDomains,
     infrastructureReady: cluster.status?.initialization?.infrastructureProvisioned === true,
+    // Only with an infrastructure provider: a Cluster without one (etcd-only Machines, the integration stack) may
+    // never get an endpoint, and Quorum needs none to run etcd.
+    ...(cluster.spec?.infrastructureRef !== undefined &&
+    !(cluster.spec.controlPlaneEndpoint?.host && cluster.spec.controlPlaneEndpoint.port)
+      ? { awaitingEndpoint: true }
+      : {}),
     controlPlaneInitialized: cluster.status?.initialization?.controlPlaneInitialized === true,
     ...(ref ? { controlPlaneRef: { apiGroup: ref.apiGroup ?? "", kind: ref.kind ?? "", name: ref.name ?? "" } } : {}),
     foreignMachines: foreign

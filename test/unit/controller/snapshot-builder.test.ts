@@ -40,6 +40,20 @@ describe("buildSnapshot", () => {
     );
   });
 
+  it("waits for a controlPlaneEndpoint only on a Cluster whose infrastructure provider is to set it", () => {
+    const awaiting = (spec: Partial<NonNullable<ReturnType<typeof cluster>["spec"]>>) => {
+      const base = cluster();
+      return buildSnapshot(observation({ cluster: { ...base, spec: { ...base.spec, ...spec } } })).cluster
+        .awaitingEndpoint;
+    };
+    const infrastructureRef = { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "ProcessCluster", name: "c1" };
+    assert.equal(awaiting({ infrastructureRef }), true, "no endpoint yet");
+    assert.equal(awaiting({ infrastructureRef, controlPlaneEndpoint: { host: "10.0.0.1", port: 0 } }), true, "port 0");
+    assert.equal(awaiting({ infrastructureRef, controlPlaneEndpoint: { host: "", port: 6443 } }), true, "empty host");
+    assert.equal(awaiting({ infrastructureRef, controlPlaneEndpoint: { host: "10.0.0.1", port: 6443 } }), undefined);
+    assert.equal(awaiting({}), undefined, "no infrastructure provider: etcd-only Machines need no endpoint");
+  });
+
   it("lists only failure domains that may hold control-plane Machines, sorted", () => {
     assert.deepEqual(buildSnapshot(observation()).cluster.failureDomains, ["fd-a", "fd-b"]);
   });
