@@ -20,6 +20,8 @@ export const CONTRACT_LABEL_V1BETA2 = "cluster.x-k8s.io/v1beta2";
 export const LABEL_CLUSTER_NAME = "cluster.x-k8s.io/cluster-name";
 export const LABEL_CONTROL_PLANE = "cluster.x-k8s.io/control-plane";
 export const LABEL_CONTROL_PLANE_NAME = "cluster.x-k8s.io/control-plane-name";
+/** `--watch-filter=<value>` reconciles only objects carrying this label with that value (CAPI's WatchLabel). */
+export const LABEL_WATCH_FILTER = "cluster.x-k8s.io/watch-filter";
 
 /** CAPI waits for every pre-terminate hook annotation to go before it deletes a Machine's infrastructure. */
 export const PRE_TERMINATE_HOOK = "pre-terminate.delete.hook.machine.cluster.x-k8s.io/quorum";

@@ -4,6 +4,7 @@
 // labelled for the same Cluster saw the first one's Machines' members as ghosts and removed them one by one).
 import type { ContractVersionedObjectReference, Machine } from "./capi.ts";
 import { GROUP, KIND, LABEL_CLUSTER_NAME, LABEL_CONTROL_PLANE, LABEL_CONTROL_PLANE_NAME } from "./constants.ts";
+import { formatLabelValue } from "./label-value.ts";
 import type { ObjectMeta, OwnerReference } from "./types.ts";
 
 /**
@@ -14,7 +15,7 @@ import type { ObjectMeta, OwnerReference } from "./types.ts";
  */
 export function concernsControlPlane(machine: Machine, controlPlaneName: string, clusterName?: string): boolean {
   const labels = machine.metadata.labels ?? {};
-  if (labels[LABEL_CONTROL_PLANE_NAME] === controlPlaneName) return true;
+  if (labels[LABEL_CONTROL_PLANE_NAME] === formatLabelValue(controlPlaneName)) return true;
   if (clusterName === undefined) return false;
   const controlPlaneMachine =
     labels[LABEL_CONTROL_PLANE] !== undefined || labels[LABEL_CONTROL_PLANE_NAME] !== undefined;
@@ -87,8 +88,19 @@ export function namesControlPlane(
   return ref !== undefined && ref.apiGroup === GROUP && ref.kind === KIND && ref.name === controlPlaneName;
 }
 
-function controllerOf(machine: Machine): OwnerReference | undefined {
-  return machine.metadata.ownerReferences?.find((reference) => reference.controller === true);
+function controllerOf(object: { metadata: Pick<ObjectMeta, "ownerReferences"> }): OwnerReference | undefined {
+  return object.metadata.ownerReferences?.find((reference) => reference.controller === true);
+}
+
+/**
+ * The name of the QuorumControlPlane that is this object's controller, if one is. Events map to a control plane by
+ * this, not by the control-plane-name label, whose value is a hash for names over 63 characters.
+ */
+export function controllingControlPlaneName(object: {
+  metadata: Pick<ObjectMeta, "ownerReferences">;
+}): string | undefined {
+  const controller = controllerOf(object);
+  return controller && isQuorumReference(controller) ? controller.name : undefined;
 }
 
 function isQuorumReference(reference: OwnerReference): boolean {

@@ -1,6 +1,16 @@
 // The QuorumControlPlane controller as the runtime's Manager runs it: what it watches, how an event on a Machine
 // or a Cluster maps to the QuorumControlPlane it concerns, and the reconcile call with the per-key etcd poll.
-import { CAPI_GROUP, CAPI_VERSION, GROUP, KIND, LABEL_CONTROL_PLANE_NAME, PLURAL, VERSION } from "../api/constants.ts";
+import {
+  CAPI_GROUP,
+  CAPI_VERSION,
+  GROUP,
+  KIND,
+  LABEL_CONTROL_PLANE_NAME,
+  LABEL_WATCH_FILTER,
+  PLURAL,
+  VERSION,
+} from "../api/constants.ts";
+import { controllingControlPlaneName } from "../api/ownership.ts";
 import type { Informer, WatchTarget } from "../adapters/kube/informer.ts";
 import type { Controller, ReconcileContext, WatchSpec } from "../adapters/kube/manager.ts";
 import type { KubeObject } from "../adapters/kube/rest.ts";
@@ -27,7 +37,7 @@ export function quorumController(options: ControllerOptions): Controller {
     if (!eventAt.has(key)) eventAt.set(key, options.deps.clock());
     return [key];
   };
-  const labelSelector = options.watchFilter ? `cluster.x-k8s.io/watch-filter=${options.watchFilter}` : undefined;
+  const labelSelector = options.watchFilter ? `${LABEL_WATCH_FILTER}=${options.watchFilter}` : undefined;
   const scope = {
     ...(options.namespace ? { namespace: options.namespace } : {}),
     ...(labelSelector ? { labelSelector } : {}),
@@ -36,10 +46,16 @@ export function quorumController(options: ControllerOptions): Controller {
     resource: { group: GROUP, version: VERSION, plural: PLURAL, namespaced: true },
     ...scope,
   };
+  // Machines are not filtered by --watch-filter, only by having a control-plane-name label, as KCP's are (its
+  // manager's cache holds every Machine; only events are filtered). Quorum must see every Machine it creates, or
+  // the read-your-writes wait expires and it creates the same Machine again every 10 s (issue 15): a Machine made
+  // before the QuorumControlPlane was labelled, or whose label a user edited, is still ours by ownerRef UID, and a
+  // filtered cache would hide it and let Quorum replace members it cannot see. New Machines and their clones also
+  // carry the QuorumControlPlane's watch-filter label (machine-factory), for a CAPI core sharded the same way.
   const machines: WatchTarget = {
     resource: { group: CAPI_GROUP, version: CAPI_VERSION, plural: "machines", namespaced: true },
     ...(options.namespace ? { namespace: options.namespace } : {}),
-    labelSelector: labelSelector ? `${LABEL_CONTROL_PLANE_NAME},${labelSelector}` : LABEL_CONTROL_PLANE_NAME,
+    labelSelector: LABEL_CONTROL_PLANE_NAME,
   };
   const clusters: WatchTarget = {
     resource: { group: CAPI_GROUP, version: CAPI_VERSION, plural: "clusters", namespaced: true },
@@ -51,10 +67,13 @@ export function quorumController(options: ControllerOptions): Controller {
       keysFor: (qcp: KubeObject) => noteEvent(`${qcp.metadata.namespace}/${qcp.metadata.name}`),
     },
     {
-      // A Machine event concerns the QuorumControlPlane named in its control-plane-name label.
+      // A Machine event concerns the QuorumControlPlane that is its controller, else the one its control-plane-name
+      // label names (an orphan, e.g. mid clusterctl move). The ownerRef first: for a name over 63 characters the
+      // label's value is a hash (formatLabelValue). A control plane outside --watch-filter is not in the filtered
+      // cache, so its reconcile finds nothing to do.
       target: machines,
       keysFor: (machine: KubeObject) => {
-        const owner = machine.metadata.labels?.[LABEL_CONTROL_PLANE_NAME];
+        const owner = controllingControlPlaneName(machine) ?? machine.metadata.labels?.[LABEL_CONTROL_PLANE_NAME];
         return owner ? noteEvent(`${machine.metadata.namespace}/${owner}`) : [];
       },
     },

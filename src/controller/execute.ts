@@ -6,6 +6,7 @@ import { CAPI_API_VERSION, PRE_TERMINATE_HOOK } from "../api/constants.ts";
 import type { QuorumControlPlane } from "../api/types.ts";
 import type { Action } from "../core/actions.ts";
 import type { Snapshot } from "../core/snapshot.ts";
+import { unsupportedBootstrapTemplate } from "../core/template-support.ts";
 import { buildMachineObjects, nextMachineName } from "./machine-factory.ts";
 import type { EtcdClusterClient, ManagementApi } from "../ports/index.ts";
 import { confirmVotersStillHealthy } from "./preflight.ts";
@@ -133,6 +134,11 @@ export async function execute(action: Action, context: ExecutionContext): Promis
   }
 }
 
+/** A referenced template Quorum cannot create Machines from: only the user can fix it, and status says how. */
+export class UnsupportedTemplateError extends Error {
+  readonly reason = "UnsupportedTemplate";
+}
+
 async function createMachine(failureDomain: string | undefined, context: ExecutionContext): Promise<string> {
   const { controlPlane, management, snapshot } = context;
   const namespace = controlPlane.metadata.namespace ?? "default";
@@ -150,6 +156,8 @@ async function createMachine(failureDomain: string | undefined, context: Executi
       `${key} spec.machineTemplate.spec.bootstrapConfigTemplateRef`,
     ),
   ]);
+  const unsupported = unsupportedBootstrapTemplate(bootstrapConfigTemplate);
+  if (unsupported) throw new UnsupportedTemplateError(`${key}: ${unsupported}`);
   // Names still held by a Machine or an etcd member are taken: reusing a member's name would make a stale
   // member look like the new Machine's.
   const taken = new Set([
@@ -158,7 +166,7 @@ async function createMachine(failureDomain: string | undefined, context: Executi
   ]);
   const machineName = nextMachineName(
     controlPlane.metadata.name,
-    controlPlane.spec.version,
+    snapshot.controlPlane.version,
     snapshot.controlPlane.templateHash,
     taken,
   );
@@ -176,5 +184,5 @@ async function createMachine(failureDomain: string | undefined, context: Executi
   await management.createIfAbsent(objects.infrastructure);
   await management.createIfAbsent(objects.bootstrap);
   await management.createIfAbsent(objects.machine);
-  return `created Machine ${machineName}${failureDomain ? ` in failure domain ${failureDomain}` : ""} at ${controlPlane.spec.version}`;
+  return `created Machine ${machineName}${failureDomain ? ` in failure domain ${failureDomain}` : ""} at ${objects.machine.spec.version}`;
 }

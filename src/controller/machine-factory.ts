@@ -10,10 +10,13 @@ import {
   LABEL_CLUSTER_NAME,
   LABEL_CONTROL_PLANE,
   LABEL_CONTROL_PLANE_NAME,
+  LABEL_WATCH_FILTER,
   PRE_TERMINATE_HOOK,
   TEMPLATE_HASH_ANNOTATION,
   TEMPLATE_METADATA_ANNOTATION,
 } from "../api/constants.ts";
+import { canonicalVersion } from "../api/version.ts";
+import { formatLabelValue } from "../api/label-value.ts";
 import { groupOf, type Unstructured } from "../api/objects.ts";
 import type { OwnerReference, QuorumControlPlane } from "../api/types.ts";
 import { templateKeysRecord, templateMetadata, type DeletionSeconds } from "../core/in-place.ts";
@@ -57,11 +60,16 @@ export function buildMachineObjects(inputs: MachineInputs): NewMachineObjects {
   const { controlPlane, clusterName, machineName } = inputs;
   const namespace = controlPlane.metadata.namespace ?? "default";
   const fromTemplate = machineTemplateMetadata(controlPlane);
+  // The QuorumControlPlane's watch-filter label, unless the template sets its own: a CAPI core or infrastructure
+  // provider run with the same --watch-filter reconciles only objects that carry it (KCP leaves that to the user's
+  // machineTemplate labels, and its Machines stall in such a shard until they are added).
+  const watchFilter = controlPlane.metadata.labels?.[LABEL_WATCH_FILTER];
   const labels = {
+    ...(watchFilter !== undefined ? { [LABEL_WATCH_FILTER]: watchFilter } : {}),
     ...fromTemplate.labels,
     [LABEL_CLUSTER_NAME]: clusterName,
     [LABEL_CONTROL_PLANE]: "",
-    [LABEL_CONTROL_PLANE_NAME]: controlPlane.metadata.name,
+    [LABEL_CONTROL_PLANE_NAME]: formatLabelValue(controlPlane.metadata.name),
   };
   const owner = ownerReference(controlPlane);
   const clone = (template: Unstructured) =>
@@ -87,7 +95,7 @@ export function buildMachineObjects(inputs: MachineInputs): NewMachineObjects {
     },
     spec: {
       clusterName,
-      version: controlPlane.spec.version,
+      version: canonicalVersion(controlPlane.spec.version),
       bootstrap: { configRef: { apiGroup: groupOf(bootstrap.apiVersion), kind: bootstrap.kind, name: machineName } },
       infrastructureRef: { apiGroup: groupOf(infrastructure.apiVersion), kind: infrastructure.kind, name: machineName },
       ...(inputs.failureDomain ? { failureDomain: inputs.failureDomain } : {}),

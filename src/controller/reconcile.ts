@@ -11,7 +11,7 @@ import { isDisruptive, type Action } from "../core/actions.ts";
 import type { Decision } from "../core/plan.ts";
 import type { Snapshot } from "../core/snapshot.ts";
 import type { CrashInjector } from "./crash.ts";
-import { execute, type ExecutionResult } from "./execute.ts";
+import { execute, UnsupportedTemplateError, type ExecutionResult } from "./execute.ts";
 import { mergePatch } from "./merge-patch.ts";
 import type { ControllerMetrics } from "./metrics.ts";
 import { observe } from "./observe.ts";
@@ -373,8 +373,9 @@ async function act(action: Action, context: ActContext, deps: ReconcilerDeps, lo
       return { kind: "deferred", problem: { reason, message }, retryAfterMs };
     }
     const message = `${action.kind} failed: ${errorText(error)}`;
-    if (isDisruptive(action)) await event("Warning", `${action.kind}Failed`, message);
-    return { kind: "failed", problem: { reason: `${action.kind}Failed`, message }, error };
+    const reason = error instanceof UnsupportedTemplateError ? error.reason : `${action.kind}Failed`;
+    if (isDisruptive(action)) await event("Warning", reason, message);
+    return { kind: "failed", problem: { reason, message }, error };
   }
 }
 

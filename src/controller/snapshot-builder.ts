@@ -13,6 +13,7 @@ import {
   TEMPLATE_HASH_ANNOTATION,
 } from "../api/constants.ts";
 import { durationOr } from "../api/duration.ts";
+import { canonicalVersion } from "../api/version.ts";
 import type { ForeignMachine } from "../api/ownership.ts";
 import type { QuorumControlPlane } from "../api/types.ts";
 import type {
@@ -106,7 +107,7 @@ function controlPlaneView(qcp: QuorumControlPlane): ControlPlaneView {
     name: qcp.metadata.name,
     generation: qcp.metadata.generation ?? 0,
     replicas: spec.replicas ?? 1,
-    version: spec.version,
+    version: canonicalVersion(spec.version),
     templateHash: machineTemplateHash(qcp),
     legacyTemplateHash: legacyMachineTemplateHash(qcp),
     ...(rolloutAfter !== undefined && !Number.isNaN(rolloutAfter) ? { rolloutAfter } : {}),
@@ -176,6 +177,12 @@ function clusterView(cluster: Cluster, foreign: ForeignMachine[]): ClusterView {
     paused: cluster.spec?.paused === true,
     failureDomains,
     infrastructureReady: cluster.status?.initialization?.infrastructureProvisioned === true,
+    // Only with an infrastructure provider: a Cluster without one (etcd-only Machines, the integration stack) may
+    // never get an endpoint, and Quorum needs none to run etcd.
+    ...(cluster.spec?.infrastructureRef !== undefined &&
+    !(cluster.spec.controlPlaneEndpoint?.host && cluster.spec.controlPlaneEndpoint.port)
+      ? { awaitingEndpoint: true }
+      : {}),
     controlPlaneInitialized: cluster.status?.initialization?.controlPlaneInitialized === true,
     ...(ref ? { controlPlaneRef: { apiGroup: ref.apiGroup ?? "", kind: ref.kind ?? "", name: ref.name ?? "" } } : {}),
     foreignMachines: foreign

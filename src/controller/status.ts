@@ -2,6 +2,7 @@
 // the etcd member list and quorum margin, and the single next action. Pure: the same inputs give the same status,
 // so an idle control plane produces an unchanged status and no write.
 import { CONDITION, LABEL_CONTROL_PLANE_NAME, REASON_WORKLOAD_KUBECONFIG_REJECTED } from "../api/constants.ts";
+import { formatLabelValue } from "../api/label-value.ts";
 import type { Condition, EtcdMemberStatus, QuorumControlPlane, QuorumControlPlaneStatus } from "../api/types.ts";
 import type { Action } from "../core/actions.ts";
 import { describeBlockers, memberStatuses, quorumStatus, unmappedFix, type Verdict } from "../core/assess.ts";
@@ -66,7 +67,7 @@ export function computeStatus(inputs: StatusInputs): QuorumControlPlaneStatus {
 
   return {
     observedGeneration: snapshot.controlPlane.generation,
-    selector: `${LABEL_CONTROL_PLANE_NAME}=${controlPlane.metadata.name}`,
+    selector: `${LABEL_CONTROL_PLANE_NAME}=${formatLabelValue(controlPlane.metadata.name)}`,
     replicas,
     readyReplicas: ready,
     availableReplicas: ready,

@@ -837,6 +837,16 @@ class Context {
         ),
       };
     }
+    if (cluster.awaitingEndpoint) {
+      // A Machine bootstrapped before the endpoint exists gets no API server address to join or serve (KCP waits too).
+      return {
+        action: waitFor(
+          `${context}, but Cluster ${this.spec.namespace}/${cluster.name} has no spec.controlPlaneEndpoint yet (host and port, set by its infrastructure provider)`,
+          RECHECK_MS.converging,
+          `Cluster ${cluster.name}`,
+        ),
+      };
+    }
     const verdict = this.check({ kind: "CreateMachine" });
     if (!verdict.allowed) return this.blocked(`${context}, but adding a member is not safe yet`, verdict);
     const failureDomain = chooseFailureDomain(this.snapshot);

@@ -79,6 +79,11 @@ export interface ClusterView {
   /** Cluster.status.failureDomains that may hold control-plane Machines, sorted. */
   failureDomains: string[];
   infrastructureReady: boolean;
+  /**
+   * Set when the Cluster has an infrastructureRef and its spec.controlPlaneEndpoint is not valid yet (host empty or
+   * port 0): that provider sets the endpoint, and Machines wait for it, as KCP's do.
+   */
+  awaitingEndpoint?: boolean;
   /** The workload control plane has been initialised (the first member and apiserver are up). */
   controlPlaneInitialized: boolean;
   /** Cluster.spec.controlPlaneRef: Quorum acts only when it names this QuorumControlPlane (issue 12, bug 4). */

@@ -181,7 +181,7 @@ const invalidCreates: Array<{ case: string; spec: Partial<QuorumControlPlaneObje
   {
     case: "version 1.30 (no v)",
     spec: { version: "1.30" },
-    message: /version must have the form vMAJOR\.MINOR\.PATCH, e\.g\. v1\.33\.2 \(got "1\.30"\)/,
+    message: /version must have the form vMAJOR\.MINOR\.PATCH \(the v optional\), e\.g\. v1\.33\.2 \(got "1\.30"\)/,
   },
 ];
 
@@ -238,6 +238,30 @@ test("an update that skips a minor version is rejected with the CRD's own messag
   });
   assert.equal(step.status, 200, statusMessage(step));
   assert.equal(step.body.spec.version, "v1.34.1");
+});
+
+test("a version without the leading v is accepted, and an update may drop or add the v within the version rules", async () => {
+  const created = await kubeRequest<QuorumControlPlaneObject>(apiServer.kubeConfig, collection, {
+    body: quorumControlPlane("no-v", { version: "1.33.2" }),
+  });
+  assert.equal(created.status, 201, statusMessage(created));
+  const step = await kubeRequest(apiServer.kubeConfig, `${collection}/no-v`, {
+    method: "PATCH",
+    body: { spec: { version: "v1.34.0" } },
+  });
+  assert.equal(step.status, 200, `1.33.2 -> v1.34.0 is one minor step: ${statusMessage(step)}`);
+  const skip = await kubeRequest(apiServer.kubeConfig, `${collection}/no-v`, {
+    method: "PATCH",
+    body: { spec: { version: "1.36.0" } },
+  });
+  assert.equal(skip.status, 422, skip.text);
+  assert.match(statusMessage(skip), /version may not skip a minor version \(from v1\.34\.0 to 1\.36\.0\)/);
+  const major = await kubeRequest(apiServer.kubeConfig, `${collection}/no-v`, {
+    method: "PATCH",
+    body: { spec: { version: "2.0.0" } },
+  });
+  assert.equal(major.status, 422, major.text);
+  assert.match(statusMessage(major), /version may not change its major version/);
 });
 
 test("the /scale subresource reads and writes spec.replicas, and refuses an even count or more than 7 like the main resource", async () => {

@@ -22,6 +22,7 @@ import {
   PLURAL,
   VERSION,
 } from "../../api/constants.ts";
+import { formatLabelValue } from "../../api/label-value.ts";
 import { concernsControlPlane } from "../../api/ownership.ts";
 import type { ObjectRef, OwnerReference, QuorumControlPlane, QuorumControlPlaneStatus } from "../../api/types.ts";
 import { groupOf, type Unstructured } from "../../api/objects.ts";
@@ -86,7 +87,9 @@ export class ManagementClient {
     clusterName?: string,
   ): Promise<Machine[]> {
     const selector =
-      clusterName === undefined ? `${LABEL_CONTROL_PLANE_NAME}=${controlPlaneName}` : LABEL_CONTROL_PLANE_NAME;
+      clusterName === undefined
+        ? `${LABEL_CONTROL_PLANE_NAME}=${formatLabelValue(controlPlaneName)}`
+        : LABEL_CONTROL_PLANE_NAME;
     const list = await this.objects.list<KubernetesObject>(
       CAPI_API_VERSION,
       "Machine",

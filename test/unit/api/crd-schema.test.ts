@@ -356,7 +356,7 @@ test("the CRD enforces each rule of the design with CEL: odd replicas from 1 to 
   }
 });
 
-test("the version rule accepts exactly vMAJOR.MINOR.PATCH", () => {
+test("the version rule accepts exactly vMAJOR.MINOR.PATCH, the v optional", () => {
   const versionRules = at(qcpSchema, "spec.version")!["x-kubernetes-validations"]!;
   const patterns = versionRules.map((rule) => celMatchesPattern(rule.rule).source);
   assert.equal(
@@ -365,8 +365,8 @@ test("the version rule accepts exactly vMAJOR.MINOR.PATCH", () => {
     "every version rule must use the same pattern, or the guards let malformed values reach int()",
   );
   const semver = celMatchesPattern(versionRules[0].rule);
-  for (const good of ["v1.33.2", "v1.0.0", "v2.10.100"]) assert.ok(semver.test(good), good);
-  for (const bad of ["1.33.2", "v1.33", "v1.33.2-rc.1", "v01.33.2", "v1.33.2 ", "latest", "v1.33.x"])
+  for (const good of ["v1.33.2", "v1.0.0", "v2.10.100", "1.33.2"]) assert.ok(semver.test(good), good);
+  for (const bad of ["vv1.33.2", "V1.33.2", "v1.33", "v1.33.2-rc.1", "v01.33.2", "v1.33.2 ", "latest", "v1.33.x"])
     assert.ok(!semver.test(bad), bad);
 });
 

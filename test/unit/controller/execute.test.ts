@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { execute, type ExecutionContext } from "../../../src/controller/execute.ts";
+import { execute, UnsupportedTemplateError, type ExecutionContext } from "../../../src/controller/execute.ts";
 import type { EtcdClusterClient, EtcdMember, ManagementApi } from "../../../src/ports/index.ts";
 import { buildSnapshot } from "../../../src/controller/snapshot-builder.ts";
 import { cluster, controlPlane, machine } from "./fixtures.ts";
@@ -137,6 +137,35 @@ describe("executor", () => {
     assert.deepEqual(calls, ["memberStatuses a,b"]);
     assert.equal(result.deferred, true);
     assert.match(result.message, /voter b stopped answering since the plan/);
+  });
+
+  it("refuses to create a Machine from a bootstrap template with external etcd, creating nothing and naming the field", async () => {
+    const calls: string[] = [];
+    const ctx = context(calls);
+    ctx.management.getReferenced = async (ref) => {
+      calls.push(`getReferenced ${ref.kind}`);
+      return {
+        apiVersion: "bootstrap.cluster.x-k8s.io/v1beta2",
+        kind: ref.kind,
+        metadata: { name: ref.name, namespace: "ns" },
+        spec: {
+          template: { spec: { clusterConfiguration: { etcd: { external: { endpoints: ["https://e:2379"] } } } } },
+        },
+      };
+    };
+    await assert.rejects(execute({ kind: "CreateMachine", reason: "test" }, ctx), (error: unknown) => {
+      assert.ok(error instanceof UnsupportedTemplateError);
+      assert.equal(error.reason, "UnsupportedTemplate");
+      assert.match(
+        error.message,
+        /ProcessBootstrapConfigTemplate ns\/cp-boot sets spec\.template\.spec\.clusterConfiguration\.etcd\.external/,
+      );
+      return true;
+    });
+    assert.deepEqual(
+      calls.filter((call) => call.startsWith("createIfAbsent")),
+      [],
+    );
   });
 
   it("records a remediation in status before deleting the Machine, so a crash in between keeps the retry count", async () => {

@@ -1,7 +1,12 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { LABEL_CLUSTER_NAME, LABEL_CONTROL_PLANE_NAME, PRE_TERMINATE_HOOK } from "../../../src/api/constants.ts";
-import { claimMachines } from "../../../src/api/ownership.ts";
+import {
+  LABEL_CLUSTER_NAME,
+  LABEL_CONTROL_PLANE_NAME,
+  LABEL_WATCH_FILTER,
+  PRE_TERMINATE_HOOK,
+} from "../../../src/api/constants.ts";
+import { claimMachines, concernsControlPlane, controllingControlPlaneName } from "../../../src/api/ownership.ts";
 import { buildMachineObjects, nextMachineName, type Unstructured } from "../../../src/controller/machine-factory.ts";
 import { inPlaceUpdates } from "../../../src/core/in-place.ts";
 import { controlPlane } from "./fixtures.ts";
@@ -162,5 +167,94 @@ describe("machine factory", () => {
         }),
       /ProcessMachine ns\/cp-infra is not a template/,
     );
+  });
+});
+
+describe("machine factory with a control plane name over 63 characters", () => {
+  const longName = "a-very-long-control-plane-name-that-is-definitely-longer-than-sixty-three-characters";
+
+  it("labels the Machine and its clones with CAPI's hash of the name, which the shell's selection still finds", () => {
+    const ours = controlPlane();
+    ours.metadata.name = longName;
+    const objects = buildMachineObjects({
+      controlPlane: ours,
+      clusterName: "c1",
+      machineName: `${longName}-x-0`,
+      templateHash: "h1",
+      infrastructureTemplate: infraTemplate,
+      bootstrapConfigTemplate: bootTemplate,
+    });
+    for (const object of [objects.machine, objects.infrastructure, objects.bootstrap])
+      assert.equal(object.metadata.labels?.[LABEL_CONTROL_PLANE_NAME], "hash_E6ub4A_z");
+    assert.equal(concernsControlPlane(objects.machine, longName), true);
+    assert.equal(concernsControlPlane(objects.machine, "cp"), false);
+  });
+});
+
+describe("which control plane a Machine event concerns", () => {
+  it("is the QuorumControlPlane that is the Machine's controller, whatever its labels say", () => {
+    const { machine } = buildMachineObjects({
+      controlPlane: controlPlane(),
+      clusterName: "c1",
+      machineName: "cp-x-0",
+      templateHash: "h1",
+      infrastructureTemplate: infraTemplate,
+      bootstrapConfigTemplate: bootTemplate,
+    });
+    assert.equal(controllingControlPlaneName(machine), "cp");
+    const kcpOwned = {
+      metadata: {
+        ownerReferences: [
+          {
+            apiVersion: "controlplane.cluster.x-k8s.io/v1beta2",
+            kind: "KubeadmControlPlane",
+            name: "k",
+            uid: "u",
+            controller: true,
+          },
+        ],
+      },
+    };
+    assert.equal(controllingControlPlaneName(kcpOwned), undefined);
+  });
+});
+
+describe("machine factory under --watch-filter", () => {
+  it("gives the Machine and its clones the QuorumControlPlane's watch-filter label, so a CAPI core in the same shard reconciles them", () => {
+    const labelled = controlPlane();
+    labelled.metadata.labels = { [LABEL_WATCH_FILTER]: "team-a" };
+    const objects = buildMachineObjects({
+      controlPlane: labelled,
+      clusterName: "c1",
+      machineName: "cp-x-0",
+      templateHash: "h1",
+      infrastructureTemplate: infraTemplate,
+      bootstrapConfigTemplate: bootTemplate,
+    });
+    for (const object of [objects.machine, objects.infrastructure, objects.bootstrap])
+      assert.equal(object.metadata.labels?.[LABEL_WATCH_FILTER], "team-a");
+    const unlabelled = buildMachineObjects({
+      controlPlane: controlPlane(),
+      clusterName: "c1",
+      machineName: "cp-x-0",
+      templateHash: "h1",
+      infrastructureTemplate: infraTemplate,
+      bootstrapConfigTemplate: bootTemplate,
+    });
+    assert.equal(unlabelled.machine.metadata.labels?.[LABEL_WATCH_FILTER], undefined);
+  });
+});
+
+describe("machine factory with spec.version written without the v", () => {
+  it("gives the Machine the canonical v-prefixed version", () => {
+    const { machine } = buildMachineObjects({
+      controlPlane: controlPlane({ version: "1.31.2" }),
+      clusterName: "c1",
+      machineName: "cp-x-0",
+      templateHash: "h1",
+      infrastructureTemplate: infraTemplate,
+      bootstrapConfigTemplate: bootTemplate,
+    });
+    assert.equal(machine.spec.version, "v1.31.2");
   });
 });

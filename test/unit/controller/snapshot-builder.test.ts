@@ -7,6 +7,7 @@ import {
   type Observation,
 } from "../../../src/controller/snapshot-builder.ts";
 import { claimMachines } from "../../../src/api/ownership.ts";
+import { isUpToDate } from "../../../src/core/selection.ts";
 import { cluster, controlPlane, machine, ownedBy } from "./fixtures.ts";
 
 const NOW = Date.parse("2026-11-29T12:00:00Z");
@@ -33,6 +34,29 @@ describe("buildSnapshot", () => {
         ["cp-b", "node-b"],
       ],
     );
+  });
+
+  it("reads spec.version 1.31.2 as v1.31.2, so Machines at v1.31.2 are up to date and nothing rolls", () => {
+    const snapshot = buildSnapshot(observation({ controlPlane: controlPlane({ version: "1.31.2" }) }));
+    assert.equal(snapshot.controlPlane.version, "v1.31.2");
+    assert.deepEqual(
+      snapshot.machines.map((m) => isUpToDate(snapshot, m)),
+      [true, true],
+    );
+  });
+
+  it("waits for a controlPlaneEndpoint only on a Cluster whose infrastructure provider is to set it", () => {
+    const awaiting = (spec: Partial<NonNullable<ReturnType<typeof cluster>["spec"]>>) => {
+      const base = cluster();
+      return buildSnapshot(observation({ cluster: { ...base, spec: { ...base.spec, ...spec } } })).cluster
+        .awaitingEndpoint;
+    };
+    const infrastructureRef = { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "ProcessCluster", name: "c1" };
+    assert.equal(awaiting({ infrastructureRef }), true, "no endpoint yet");
+    assert.equal(awaiting({ infrastructureRef, controlPlaneEndpoint: { host: "10.0.0.1", port: 0 } }), true, "port 0");
+    assert.equal(awaiting({ infrastructureRef, controlPlaneEndpoint: { host: "", port: 6443 } }), true, "empty host");
+    assert.equal(awaiting({ infrastructureRef, controlPlaneEndpoint: { host: "10.0.0.1", port: 6443 } }), undefined);
+    assert.equal(awaiting({}), undefined, "no infrastructure provider: etcd-only Machines need no endpoint");
   });
 
   it("lists only failure domains that may hold control-plane Machines, sorted", () => {

@@ -78,6 +78,17 @@ const cases: Case[] = [
     expect: { kind: "Wait", reason: ["infrastructure", "demo"], blockedBy: ["Cluster demo"] },
   },
   {
+    name: "the first Machine waits for the Cluster's controlPlaneEndpoint when an infrastructure provider is to set it",
+    snapshot: () => snapshot({ observed: false, cluster: { awaitingEndpoint: true } }),
+    expect: { kind: "Wait", reason: ["spec.controlPlaneEndpoint", "demo"], blockedBy: ["Cluster demo"] },
+  },
+  {
+    name: "a scale-up waits for the Cluster's controlPlaneEndpoint too",
+    snapshot: () =>
+      snapshot({ ...healthyMachines(3), controlPlane: { replicas: 5 }, cluster: { awaitingEndpoint: true } }),
+    expect: { kind: "Wait", reason: ["spec.controlPlaneEndpoint"] },
+  },
+  {
     name: "when etcd cannot be read and Machines exist, Quorum waits and names the error instead of acting",
     snapshot: () => {
       const h = outdatedThree();
