@@ -2,7 +2,9 @@
 # Installs and builds everything Quorum's tests need, pinned by hack/versions.env. Idempotent: a second run
 # only checks stamps and takes seconds.
 #
-#   hack/deps.sh            everything: npm ci, etcd 3.7 + 3.6, kube-apiserver, CAPI manager + clusterctl, bin/ links
+#   hack/deps.sh            everything: npm ci, etcd 3.7 + 3.6, Kubernetes 1.37 + 1.36 (kube-apiserver,
+#                           kube-controller-manager, kube-scheduler, kubeadm), CAPI core + kubeadm bootstrap
+#                           managers + clusterctl, bin/ links
 #   hack/deps.sh npm        npm ci only (skipped when node_modules matches package-lock.json)
 #   hack/deps.sh etcd       the etcd builds and their bin/ links only
 #   hack/deps.sh tools      the Go builds (etcd included) and bin/ links only
@@ -17,12 +19,12 @@ cd "$repo"
 # shellcheck source=versions.env
 source hack/versions.env
 : "${KUBERNETES_VERSION:?hack/versions.env must set KUBERNETES_VERSION}"
+: "${KUBERNETES_PREVIOUS_VERSION:?hack/versions.env must set KUBERNETES_PREVIOUS_VERSION}"
 : "${CAPI_VERSION:?hack/versions.env must set CAPI_VERSION}"
 : "${ETCD_VERSION:?hack/versions.env must set ETCD_VERSION}"
 : "${ETCD_PREVIOUS_VERSION:?hack/versions.env must set ETCD_PREVIOUS_VERSION}"
 
 cache=${QUORUM_CACHE:-$HOME/.cache/quorum}
-k8s_dir=$cache/k8s-$KUBERNETES_VERSION
 capi_dir=$cache/capi-$CAPI_VERSION
 mkdir -p "$cache" "$repo/.cache"
 
@@ -145,28 +147,45 @@ require_pin() {
     die "$gomod does not require $module $version (pinned in hack/versions.env): run hack/deps.sh wrappers"
 }
 
-# build_k8s <command>: one k8s.io/kubernetes command (kube-apiserver, kube-controller-manager) from the
-# hack/tools/kube-apiserver wrapper module, cached by version and the module's go.mod/go.sum.
+# Each Kubernetes minor has its own wrapper module (its own staging-module replaces): hack/tools/kube-apiserver
+# for KUBERNETES_VERSION, hack/tools/kube-apiserver-<major.minor> for KUBERNETES_PREVIOUS_VERSION.
+k8s_module() {
+  if [ "$1" = "$KUBERNETES_VERSION" ]; then
+    echo hack/tools/kube-apiserver
+  else
+    local minor=${1#v}
+    echo "hack/tools/kube-apiserver-${minor%.*}"
+  fi
+}
+k8s_minor() {
+  local minor=${1#v}
+  echo "${minor%.*}"
+}
+
+# build_k8s <command> <version>: one k8s.io/kubernetes command (kube-apiserver, kube-controller-manager,
+# kube-scheduler, kubeadm) from that version's wrapper module, cached by version and the module's go.mod/go.sum.
 build_k8s() {
-  local name=$1 module=hack/tools/kube-apiserver
+  local name=$1 version=$2
+  local module k8s_dir=$cache/k8s-$version
+  module=$(k8s_module "$version")
   local out=$k8s_dir/$name minutes
   local key
-  key="$name $KUBERNETES_VERSION $(sha $module/go.mod $module/go.sum)"
+  key="$name $version $(sha $module/go.mod $module/go.sum)"
   if [ -x "$out" ] && [ "$(cat "$out.stamp" 2>/dev/null)" = "$key" ]; then
     note "cached: $out"
     return
   fi
-  if [ -x "$out" ] && [ ! -f "$out.stamp" ] && [ "$("$out" --version 2>/dev/null)" = "Kubernetes $KUBERNETES_VERSION" ]; then
+  if [ -x "$out" ] && [ ! -f "$out.stamp" ] && [ "$(k8s_version_of "$out")" = "$version" ]; then
     echo "$key" >"$out.stamp"
-    note "cached (adopted, --version matches): $out"
+    note "cached (adopted, version matches): $out"
     return
   fi
   need_go
-  require_pin $module/go.mod k8s.io/kubernetes "$KUBERNETES_VERSION"
+  require_pin $module/go.mod k8s.io/kubernetes "$version"
   mkdir -p "$k8s_dir"
-  local minor=${KUBERNETES_VERSION#v*.}
+  local minor=${version#v*.}
   minor=${minor%%.*}
-  local major=${KUBERNETES_VERSION#v}
+  local major=${version#v}
   major=${major%%.*}
   local pkg=k8s.io/kubernetes/cmd/$name flag
   flag=$(mod_flag $module $pkg)
@@ -174,24 +193,48 @@ build_k8s() {
     kube-apiserver) minutes="~10 min on 2 cores" ;;
     *) minutes="a few minutes more once kube-apiserver's packages are built" ;;
   esac
-  note "go build $pkg ($KUBERNETES_VERSION; first build takes $minutes)"
+  note "go build $pkg ($version; first build takes $minutes)"
+  local started_build
+  started_build=$(date +%s)
   (cd $module && go build "$flag" -buildvcs=false -trimpath -ldflags "-s -w \
-    -X k8s.io/component-base/version.gitVersion=$KUBERNETES_VERSION \
+    -X k8s.io/component-base/version.gitVersion=$version \
     -X k8s.io/component-base/version.gitMajor=$major \
     -X k8s.io/component-base/version.gitMinor=$minor \
     -X k8s.io/component-base/version.gitTreeState=clean" -o "$out.tmp.$$" $pkg)
   mv -f "$out.tmp.$$" "$out"
-  [ "$("$out" --version)" = "Kubernetes $KUBERNETES_VERSION" ] ||
-    die "$out --version prints '$("$out" --version)', not 'Kubernetes $KUBERNETES_VERSION'"
+  [ "$(k8s_version_of "$out")" = "$version" ] ||
+    die "$out does not report $version (--version / version -o short prints '$(k8s_version_of "$out")')"
   echo "$key" >"$out.stamp"
+  note "built in $(($(date +%s) - started_build)) s"
+}
+
+# kubeadm prints its version with `kubeadm version -o short`; the control-plane commands with --version.
+k8s_version_of() {
+  case $(basename "$1") in
+    kubeadm) "$1" version -o short 2>/dev/null ;;
+    *) "$1" --version 2>/dev/null | sed -n 's/^Kubernetes //p' ;;
+  esac
+}
+
+k8s_commands=(kube-apiserver kube-controller-manager kube-scheduler kubeadm)
+
+build_k8s_minor() {
+  local version=$1 name
+  local module
+  module=$(k8s_module "$version")
+  for name in "${k8s_commands[@]}"; do
+    step "$name $version (from k8s.io/kubernetes via $module)"
+    with_lock "$cache/.k8s-$version.lock" build_k8s "$name" "$version"
+  done
 }
 
 build_capi() {
   local module=hack/tools/capi
   local key
   key="capi $CAPI_VERSION $(sha $module/go.mod $module/go.sum)"
-  if [ -x "$capi_dir/capi-manager" ] && [ -x "$capi_dir/clusterctl" ] && [ "$(cat "$capi_dir/.stamp" 2>/dev/null)" = "$key" ]; then
-    note "cached: $capi_dir/{capi-manager,clusterctl}"
+  if [ -x "$capi_dir/capi-manager" ] && [ -x "$capi_dir/capi-kubeadm-bootstrap-manager" ] && [ -x "$capi_dir/clusterctl" ] &&
+    [ "$(cat "$capi_dir/.stamp" 2>/dev/null)" = "$key" ]; then
+    note "cached: $capi_dir/{capi-manager,capi-kubeadm-bootstrap-manager,clusterctl}"
     return
   fi
   need_go
@@ -205,43 +248,56 @@ build_capi() {
     -X sigs.k8s.io/cluster-api/version.gitMajor=$major -X sigs.k8s.io/cluster-api/version.gitMinor=$minor \
     -X sigs.k8s.io/cluster-api/version.gitTreeState=clean"
   local flag
-  flag=$(mod_flag $module sigs.k8s.io/cluster-api/core sigs.k8s.io/cluster-api/cmd/clusterctl)
-  note "go build sigs.k8s.io/cluster-api/core and cmd/clusterctl ($CAPI_VERSION; first build takes ~6 min on 2 cores)"
-  (cd $module && go build "$flag" -buildvcs=false -trimpath -ldflags "$ldflags" -o "$capi_dir/capi-manager.tmp.$$" sigs.k8s.io/cluster-api/core)
-  (cd $module && go build "$flag" -buildvcs=false -trimpath -ldflags "$ldflags" -o "$capi_dir/clusterctl.tmp.$$" sigs.k8s.io/cluster-api/cmd/clusterctl)
-  mv -f "$capi_dir/capi-manager.tmp.$$" "$capi_dir/capi-manager"
-  mv -f "$capi_dir/clusterctl.tmp.$$" "$capi_dir/clusterctl"
+  flag=$(mod_flag $module sigs.k8s.io/cluster-api/core sigs.k8s.io/cluster-api/bootstrap/kubeadm sigs.k8s.io/cluster-api/cmd/clusterctl)
+  note "go build sigs.k8s.io/cluster-api/core, bootstrap/kubeadm and cmd/clusterctl ($CAPI_VERSION; first build takes ~8 min on 2 cores)"
+  local started_build name pkg
+  started_build=$(date +%s)
+  for name in capi-manager:core capi-kubeadm-bootstrap-manager:bootstrap/kubeadm clusterctl:cmd/clusterctl; do
+    pkg=sigs.k8s.io/cluster-api/${name#*:}
+    name=${name%%:*}
+    (cd $module && go build "$flag" -buildvcs=false -trimpath -ldflags "$ldflags" -o "$capi_dir/$name.tmp.$$" "$pkg")
+  done
+  for name in capi-manager capi-kubeadm-bootstrap-manager clusterctl; do
+    mv -f "$capi_dir/$name.tmp.$$" "$capi_dir/$name"
+  done
   echo "$key" >"$capi_dir/.stamp"
+  note "built in $(($(date +%s) - started_build)) s"
 }
 
+# bin/<command> is the KUBERNETES_VERSION build (what the tests run); bin/<command>-<major.minor> names each
+# minor's build, for kubeadm nodes of either minor (the process kubelet maps an image tag to one of these).
 link_bin() {
   mkdir -p bin
-  ln -sfn "$k8s_dir/kube-apiserver" bin/kube-apiserver
-  ln -sfn "$k8s_dir/kube-controller-manager" bin/kube-controller-manager
-  ln -sfn "$capi_dir/capi-manager" bin/capi-manager
-  ln -sfn "$capi_dir/clusterctl" bin/clusterctl
+  local version name
+  for name in "${k8s_commands[@]}"; do
+    ln -sfn "$cache/k8s-$KUBERNETES_VERSION/$name" "bin/$name"
+    note "$(printf '%-34s' "bin/$name") -> $(readlink "bin/$name")"
+    for version in "$KUBERNETES_VERSION" "$KUBERNETES_PREVIOUS_VERSION"; do
+      ln -sfn "$cache/k8s-$version/$name" "bin/$name-$(k8s_minor "$version")"
+      note "$(printf '%-34s' "bin/$name-$(k8s_minor "$version")") -> $(readlink "bin/$name-$(k8s_minor "$version")")"
+    done
+  done
+  for name in capi-manager capi-kubeadm-bootstrap-manager clusterctl; do
+    ln -sfn "$capi_dir/$name" "bin/$name"
+    note "$(printf '%-34s' "bin/$name") -> $(readlink "bin/$name")"
+  done
 }
 
 build_tools() {
-  step "kube-apiserver $KUBERNETES_VERSION (from k8s.io/kubernetes via hack/tools/kube-apiserver)"
-  with_lock "$cache/.k8s-$KUBERNETES_VERSION.lock" build_k8s kube-apiserver
-  step "kube-controller-manager $KUBERNETES_VERSION (its namespace controller and garbage collector run in tests)"
-  with_lock "$cache/.k8s-$KUBERNETES_VERSION.lock" build_k8s kube-controller-manager
-  step "CAPI core manager and clusterctl $CAPI_VERSION (from sigs.k8s.io/cluster-api via hack/tools/capi)"
+  build_k8s_minor "$KUBERNETES_VERSION"
+  step "CAPI core and kubeadm bootstrap managers, clusterctl $CAPI_VERSION (from sigs.k8s.io/cluster-api via hack/tools/capi)"
   with_lock "$cache/.capi-$CAPI_VERSION.lock" build_capi
+  build_k8s_minor "$KUBERNETES_PREVIOUS_VERSION"
   step "links in bin/"
   link_bin
-  note "bin/kube-apiserver -> $(readlink bin/kube-apiserver)"
-  note "bin/kube-controller-manager -> $(readlink bin/kube-controller-manager)"
-  note "bin/capi-manager   -> $(readlink bin/capi-manager)"
-  note "bin/clusterctl     -> $(readlink bin/clusterctl)"
 }
 
 print_versions() {
   step "versions"
   note "etcd            $(bin/etcd --version | sed -n 's/^etcd Version: //p') (bin/etcd; also $(cd bin && echo etcd-*))"
   note "node            $(node --version)"
-  note "kube-apiserver  $(bin/kube-apiserver --version)"
+  note "kube-apiserver  $(bin/kube-apiserver --version) (bin/kube-apiserver; also $(bin/kube-apiserver-"$(k8s_minor "$KUBERNETES_PREVIOUS_VERSION")" --version))"
+  note "kubeadm         $(bin/kubeadm version -o short) (bin/kubeadm; also $(bin/kubeadm-"$(k8s_minor "$KUBERNETES_PREVIOUS_VERSION")" version -o short))"
   note "CAPI            $CAPI_VERSION (clusterctl $(bin/clusterctl version -o short 2>/dev/null || echo '?'))"
   if command -v go >/dev/null 2>&1; then note "go              $(go env GOVERSION)"; fi
 }
@@ -249,30 +305,43 @@ print_versions() {
 # Rewrites the wrapper modules for the pinned versions. k8s.io/kubernetes requires its staging modules at
 # v0.0.0 with ./staging replaces that a dependent module ignores, so every staging module gets a replace to
 # the matching v0.<minor>.<patch>. Needs the module proxy (network).
-regenerate_wrappers() {
-  need_go
-  step "hack/tools/kube-apiserver for k8s.io/kubernetes $KUBERNETES_VERSION"
-  local module=hack/tools/kube-apiserver staging_version="v0.${KUBERNETES_VERSION#v1.}"
+regenerate_k8s_wrapper() {
+  local version=$1
+  local module staging_version="v0.${version#v1.}"
+  module=$(k8s_module "$version")
+  step "$module for k8s.io/kubernetes $version"
+  if [ ! -f "$module/go.mod" ]; then
+    mkdir -p "$module"
+    printf '// Wrapper module: builds kube-apiserver, kube-controller-manager, kube-scheduler and kubeadm %s from k8s.io/kubernetes. Regenerate with `hack/deps.sh wrappers`.\nmodule quorum.local/tools/%s\n\ngo %s\n' \
+      "$(k8s_minor "$version")" "$(basename "$module")" "$(sed -n 's/^go //p' hack/tools/kube-apiserver/go.mod)" >"$module/go.mod"
+  fi
   local kubernetes_gomod
-  kubernetes_gomod=$(cd $module && go mod download -json "k8s.io/kubernetes@$KUBERNETES_VERSION" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')
-  [ -f "$kubernetes_gomod" ] || die "could not download k8s.io/kubernetes@$KUBERNETES_VERSION's go.mod"
+  kubernetes_gomod=$(cd $module && go mod download -json "k8s.io/kubernetes@$version" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')
+  [ -f "$kubernetes_gomod" ] || die "could not download k8s.io/kubernetes@$version's go.mod"
   (
     cd $module
     # A tool directive (not a tools.go import: main packages cannot be imported) makes `go mod tidy` keep
     # every module the binary needs, so builds work with -mod=readonly from the committed go.sum.
-    go mod edit -require="k8s.io/kubernetes@$KUBERNETES_VERSION" -tool=k8s.io/kubernetes/cmd/kube-apiserver \
-      -tool=k8s.io/kubernetes/cmd/kube-controller-manager
+    local tools=() name
+    for name in "${k8s_commands[@]}"; do tools+=("-tool=k8s.io/kubernetes/cmd/$name"); done
+    go mod edit -require="k8s.io/kubernetes@$version" "${tools[@]}"
     sed -n 's|^[[:space:]]*\(k8s.io/[a-z0-9-]*\) => ./staging/.*|\1|p' "$kubernetes_gomod" | while read -r staging; do
       go mod edit -replace="$staging=$staging@$staging_version"
     done
     go mod tidy
   )
   note "$(grep -c '=> k8s.io/' $module/go.mod) staging replaces at $staging_version"
+}
+
+regenerate_wrappers() {
+  need_go
+  regenerate_k8s_wrapper "$KUBERNETES_VERSION"
+  regenerate_k8s_wrapper "$KUBERNETES_PREVIOUS_VERSION"
   step "hack/tools/capi for sigs.k8s.io/cluster-api $CAPI_VERSION"
   (
     cd hack/tools/capi
     go mod edit -require="sigs.k8s.io/cluster-api@$CAPI_VERSION" -replace="sigs.k8s.io/cluster-api/api=sigs.k8s.io/cluster-api/api@$CAPI_VERSION" \
-      -tool=sigs.k8s.io/cluster-api/core -tool=sigs.k8s.io/cluster-api/cmd/clusterctl
+      -tool=sigs.k8s.io/cluster-api/core -tool=sigs.k8s.io/cluster-api/bootstrap/kubeadm -tool=sigs.k8s.io/cluster-api/cmd/clusterctl
     go mod tidy
   )
   note "done: review and commit hack/tools/*/go.mod and go.sum"

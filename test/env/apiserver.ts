@@ -22,6 +22,11 @@ export interface ApiServerOptions {
   readyTimeoutMs?: number;
   /** Extra kube-apiserver flags, e.g. ["--feature-gates=..."]. */
   extraArgs?: string[];
+  /**
+   * The CA that signs the serving certificate and every client certificate accepted (default: a new one). A workload
+   * cluster's API server gets its `<cluster>-ca`, so the kubeconfig Secret of that cluster works against it.
+   */
+  ca?: CertificateAuthority;
 }
 
 export interface ApiServer {
@@ -61,7 +66,7 @@ async function startApiServerOnce(options: ApiServerOptions): Promise<ApiServer>
     const port = await freePort(host);
     const url = `https://${host}:${port}`;
 
-    const ca = await createCA("quorum-test-kube-ca", validFor(7 * oneDay));
+    const ca = options.ca ?? (await createCA("quorum-test-kube-ca", validFor(7 * oneDay)));
     const serving = await issueCertificate(ca, {
       commonName: "kube-apiserver",
       dnsNames: ["localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"],

@@ -1,5 +1,6 @@
-// The real CAPI core manager (built by `make deps` from sigs.k8s.io/cluster-api/core) against a test
-// kube-apiserver. How its webhooks are handled is explained in test/env/README.md.
+// The real CAPI managers (built by `make deps` from sigs.k8s.io/cluster-api) against a test kube-apiserver: the core
+// manager (sigs.k8s.io/cluster-api/core) and the kubeadm bootstrap provider (bootstrap/kubeadm, CABPK). Both are
+// controller-runtime managers with the same flags; how their webhooks are handled is explained in test/env/README.md.
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createCA, issueCertificate, oneDay, validFor } from "../../src/adapters/certs/pki.ts";
@@ -29,12 +30,38 @@ export interface CapiManager {
 
 /** Starts the CAPI core controllers against `apiServer` (whose CRDs must already be installed) and waits for /readyz. */
 export async function startCapiManager(apiServer: ApiServer, options: CapiManagerOptions = {}): Promise<CapiManager> {
-  return retryOnPortConflict(() => startCapiManagerOnce(apiServer, options));
+  return retryOnPortConflict(() => startManagerOnce(apiServer, options, MANAGERS.core));
 }
 
-async function startCapiManagerOnce(apiServer: ApiServer, options: CapiManagerOptions): Promise<CapiManager> {
-  const binary = builtBinary("capi-manager");
-  const dir = makeTempDir("capi-manager");
+/**
+ * Starts CAPI's kubeadm bootstrap provider (the KubeadmConfig controller) against `apiServer`, whose CRDs must include
+ * the bootstrap/kubeadm set (installCRDs' default), and waits for /readyz. It writes each KubeadmConfig's cloud-init
+ * data Secret; for a join it also creates a bootstrap token in the workload cluster, reached through the
+ * `<cluster>-kubeconfig` Secret at Cluster.spec.controlPlaneEndpoint.
+ */
+export async function startKubeadmBootstrapManager(
+  apiServer: ApiServer,
+  options: CapiManagerOptions = {},
+): Promise<CapiManager> {
+  return retryOnPortConflict(() => startManagerOnce(apiServer, options, MANAGERS.kubeadmBootstrap));
+}
+
+const MANAGERS = {
+  core: { binary: "capi-manager", what: "CAPI core manager", webhookService: "capi-webhook-service" },
+  kubeadmBootstrap: {
+    binary: "capi-kubeadm-bootstrap-manager",
+    what: "CAPI kubeadm bootstrap manager",
+    webhookService: "capi-kubeadm-bootstrap-webhook-service",
+  },
+} as const;
+
+async function startManagerOnce(
+  apiServer: ApiServer,
+  options: CapiManagerOptions,
+  manager: (typeof MANAGERS)[keyof typeof MANAGERS],
+): Promise<CapiManager> {
+  const binary = builtBinary(manager.binary);
+  const dir = makeTempDir(manager.binary);
   let proc: ManagedProcess | undefined;
   const stop = async () => {
     await proc?.stop(10_000);
@@ -51,7 +78,7 @@ async function startCapiManagerOnce(apiServer: ApiServer, options: CapiManagerOp
     // is installed), so the apiserver never calls it; the certificate only lets the manager start.
     const webhookCA = await createCA("capi-webhook-ca", validFor(7 * oneDay));
     const webhookCert = await issueCertificate(webhookCA, {
-      commonName: "capi-webhook-service",
+      commonName: manager.webhookService,
       dnsNames: ["localhost"],
       ipAddresses: [host],
       usages: "server",
@@ -74,8 +101,8 @@ async function startCapiManagerOnce(apiServer: ApiServer, options: CapiManagerOp
       ...(options.extraArgs ?? []),
     ];
     const healthURL = `http://${host}:${healthPort}`;
-    const logFile = join(dir, "capi-manager.log");
-    proc = startProcess({ name: `CAPI core manager (health ${healthURL})`, command: binary, args, logFile });
+    const logFile = join(dir, `${manager.binary}.log`);
+    proc = startProcess({ name: `${manager.what} (health ${healthURL})`, command: binary, args, logFile });
     const started = proc;
     await waitUntilReady({
       process: started,

@@ -46,14 +46,36 @@ export function quorumCRDs(): V1CustomResourceDefinition[] {
 }
 
 /**
- * CAPI's CRDs from the module, changed in one way: only the storage version (v1beta2) is served. The bases
- * serve v1beta1 too, which without CAPI's conversion webhook would convert with strategy None (apiVersion
- * swapped, shape unchanged) and hand out wrongly shaped objects; the conversion stanza is dropped for the
- * same reason (the module's kustomize patches would add a webhook that is not running).
+ * CAPI's CRDs from the module as its config/crd kustomization builds them, changed in one way: only the storage
+ * version (v1beta2) is served. The bases serve v1beta1 too, which without CAPI's conversion webhook would convert
+ * with strategy None (apiVersion swapped, shape unchanged) and hand out wrongly shaped objects; the conversion
+ * stanza is dropped for the same reason (the module's kustomize patches would add a webhook that is not running).
+ * The kustomization's labels are kept: a provider's CRDs (KubeadmConfig) carry their contract labels only there, and
+ * without them CAPI's Machine controller cannot resolve a bootstrap configRef ("cannot find any versions matching
+ * contract versions").
  */
 export function capiCRDs(sets: CapiCrdSet[] = ["core", "bootstrap/kubeadm"]): V1CustomResourceDefinition[] {
   const moduleDir = capiModuleDir();
-  return sets.flatMap((set) => readCRDDir(join(moduleDir, set, "config/crd/bases"))).map(serveStorageVersionOnly);
+  return sets.flatMap((set) => {
+    const crdDir = join(moduleDir, set, "config/crd");
+    const labels = kustomizationLabels(join(crdDir, "kustomization.yaml"));
+    return readCRDDir(join(crdDir, "bases")).map((crd) =>
+      serveStorageVersionOnly({
+        ...crd,
+        metadata: { ...crd.metadata, labels: { ...crd.metadata?.labels, ...labels } },
+      }),
+    );
+  });
+}
+
+/** The labels a kustomization.yaml adds to every resource (`labels[].pairs`, or the older `commonLabels`). */
+function kustomizationLabels(path: string): Record<string, string> {
+  if (!existsSync(path)) return {};
+  const kustomization = (parseAllDocuments(readFileSync(path, "utf8"))[0]?.toJS() ?? {}) as {
+    labels?: { pairs?: Record<string, string> }[];
+    commonLabels?: Record<string, string>;
+  };
+  return Object.assign({}, kustomization.commonLabels, ...(kustomization.labels ?? []).map((entry) => entry.pairs));
 }
 
 export function serveStorageVersionOnly(crd: V1CustomResourceDefinition): V1CustomResourceDefinition {

@@ -27,9 +27,20 @@ export function pinnedVersions(): PinnedVersions {
   return { kubernetes: read("KUBERNETES_VERSION"), capi: read("CAPI_VERSION"), etcd: read("ETCD_VERSION") };
 }
 
-/** A binary `make deps` links into bin/ (etcd is ETCD_VERSION; etcd-3.6 and etcd-3.7 name each minor). */
+/**
+ * A binary `make deps` links into bin/. etcd is ETCD_VERSION, etcd-3.6 and etcd-3.7 name each minor; the Kubernetes
+ * commands are KUBERNETES_VERSION, and <command>-<minor> names each of the two minors built.
+ */
 export function builtBinary(
-  name: "etcd" | "etcd-3.6" | "etcd-3.7" | "kube-apiserver" | "kube-controller-manager" | "capi-manager" | "clusterctl",
+  name:
+    | "etcd"
+    | "etcd-3.6"
+    | "etcd-3.7"
+    | KubernetesCommand
+    | `${KubernetesCommand}-${string}`
+    | "capi-manager"
+    | "capi-kubeadm-bootstrap-manager"
+    | "clusterctl",
 ): string {
   const path = join(repoRoot, "bin", name);
   if (!existsSync(path)) {
@@ -37,6 +48,8 @@ export function builtBinary(
   }
   return path;
 }
+
+export type KubernetesCommand = "kube-apiserver" | "kube-controller-manager" | "kube-scheduler" | "kubeadm";
 
 /** The etcd every test, e2e scenario and benchmark runs: bin/etcd (ETCD_VERSION), or QUORUM_ETCD if set. */
 export function etcdBinary(): string {

@@ -52,6 +52,12 @@ export class MachinePlayer {
     private readonly namespace: string,
     private readonly clusterName: string,
     readonly mode: "infrastructure" | "machine-controller" = "machine-controller",
+    /**
+     * Infrastructure mode: provision a TestMachine only once its Machine has bootstrap data (spec.bootstrap.dataSecretName),
+     * as CAPD and the cloud providers do. With a real bootstrap provider this keeps the order it relies on: the first
+     * Machine's data is written (kubeadm init) before its member exists and the control plane counts as initialised.
+     */
+    private readonly options: { waitForBootstrapData?: boolean } = {},
   ) {}
 
   start(intervalMs = 150): void {
@@ -147,7 +153,8 @@ export class MachinePlayer {
     );
     for (const machine of list.items) {
       const bootstrap = machine.spec.bootstrap.configRef;
-      if (bootstrap && !machine.metadata.deletionTimestamp)
+      // The player is the bootstrap provider of the test kind only; another kind has its own (e.g. CABPK).
+      if (bootstrap?.kind === "TestBootstrapConfig" && !machine.metadata.deletionTimestamp)
         await this.bootstrapDataCreated(machine.metadata.name, bootstrap);
     }
     // Quorum labels what it clones for a Machine with the cluster's name: each player handles its own cluster's.
@@ -171,7 +178,9 @@ export class MachinePlayer {
         continue;
       }
       // Only TestMachines of a live Machine get a member (CAPI makes the Machine their owner).
-      if (!machineByInfra.has(testMachine.metadata.name)) continue;
+      const machine = machineByInfra.get(testMachine.metadata.name);
+      if (!machine) continue;
+      if (this.options.waitForBootstrapData && !machine.spec.bootstrap.dataSecretName) continue;
       if (!finalizers.includes(INFRA_FINALIZER)) {
         await this.setFinalizers(path, [...finalizers, INFRA_FINALIZER], testMachine.metadata.resourceVersion, {
           mustSucceed: true,

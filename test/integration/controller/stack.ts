@@ -1,7 +1,8 @@
 // The controller integration stack: a real kube-apiserver with Quorum's and CAPI's CRDs, workload clusters
 // whose etcd members are real processes started by a MachinePlayer, the Quorum controller as its own process,
 // and a quorum monitor that samples the real etcd every 250 ms. Optionally the real CAPI core manager (then the
-// players are only infrastructure providers) and the real kube-controller-manager's namespace controller and GC.
+// players are only infrastructure providers), CAPI's kubeadm bootstrap provider, and the real kube-controller-manager's
+// namespace controller and GC.
 import { writeFileSync } from "node:fs";
 import { KubeConfig } from "@kubernetes/client-node";
 import { join } from "node:path";
@@ -12,7 +13,7 @@ import type { QuorumControlPlane } from "../../../src/api/types.ts";
 import { createEtcdClusterClient } from "../../../src/adapters/etcd/client.ts";
 import type { EtcdClientCredentials } from "../../../src/adapters/etcd/types.ts";
 import { startApiServer, type ApiServer } from "../../env/apiserver.ts";
-import { startCapiManager, type CapiManager } from "../../env/capi.ts";
+import { startCapiManager, startKubeadmBootstrapManager, type CapiManager } from "../../env/capi.ts";
 import { startControllerManager, type ControllerManager } from "../../env/controller-manager.ts";
 import { installCRDs } from "../../env/crds.ts";
 import { kubeRequest, kubeRequestOk } from "../../env/kube.ts";
@@ -49,6 +50,8 @@ export interface StackOptions {
   capi?: boolean;
   /** Run the real kube-controller-manager's namespace and garbage-collector controllers. */
   controllerManager?: boolean;
+  /** Run CAPI's real kubeadm bootstrap provider (KubeadmConfig controller) next to the core manager (needs `capi`). */
+  kubeadmBootstrap?: boolean;
 }
 
 export async function startStack(options: StackOptions = {}): Promise<ControllerStack> {
@@ -59,6 +62,11 @@ export async function startStack(options: StackOptions = {}): Promise<Controller
   try {
     await installCRDs(apiServer.kubeConfig, { extra: testKindCRDs() });
     if (options.capi) stack.capi = await startCapiManager(apiServer);
+    if (options.kubeadmBootstrap) {
+      if (!options.capi)
+        throw new Error("startStack: kubeadmBootstrap needs capi (CABPK waits on CAPI's Machine and Cluster)");
+      stack.kubeadmBootstrap = await startKubeadmBootstrapManager(apiServer);
+    }
     if (options.controllerManager) stack.controllerManager = await startControllerManager(apiServer);
     return stack;
   } catch (error) {
@@ -96,6 +104,7 @@ export class ControllerStack {
   readonly controllers: ControllerProcess[] = [];
   readonly monitors: QuorumMonitor[] = [];
   capi: CapiManager | undefined;
+  kubeadmBootstrap: CapiManager | undefined;
   controllerManager: ControllerManager | undefined;
 
   constructor(
@@ -107,11 +116,17 @@ export class ControllerStack {
     return this.apiServer.kubeConfig;
   }
 
-  /** Namespace, Cluster, templates and a QuorumControlPlane owned by the Cluster; a player for its Machines. */
+  /**
+   * Namespace, Cluster, templates and a QuorumControlPlane owned by the Cluster; a player for its Machines. The
+   * bootstrap config template is the test kind the player serves unless `bootstrapTemplate` gives another (e.g. a
+   * KubeadmConfigTemplate for the real kubeadm bootstrap provider); it is created as `<name>-boot`, and the player
+   * then provisions a Machine only once its bootstrap data exists, as real infrastructure providers do.
+   */
   async createCluster(
     namespace: string,
     name: string,
     spec: { replicas: number; version: string; maxSurge?: 0 | 1; memberRemoval?: "BeforeDelete" | "AfterDrain" },
+    options: { bootstrapTemplate?: { apiVersion: string; kind: string; spec: Record<string, unknown> } } = {},
   ): Promise<MachinePlayer> {
     const kc = this.kubeConfig;
     await kubeRequest(kc, "/api/v1/namespaces", {
@@ -144,18 +159,13 @@ export class ControllerStack {
         spec: { template: { spec: { size: "small" } } },
       },
     });
-    await kubeRequestOk(
-      kc,
-      `/apis/${BOOTSTRAP_GROUP}/${TEST_VERSION}/namespaces/${namespace}/testbootstrapconfigtemplates`,
-      {
-        body: {
-          apiVersion: `${BOOTSTRAP_GROUP}/${TEST_VERSION}`,
-          kind: "TestBootstrapConfigTemplate",
-          metadata: { name: `${name}-boot`, namespace },
-          spec: { template: { spec: { join: "learner" } } },
-        },
-      },
-    );
+    const bootstrapTemplate = options.bootstrapTemplate ?? {
+      apiVersion: `${BOOTSTRAP_GROUP}/${TEST_VERSION}`,
+      kind: "TestBootstrapConfigTemplate",
+      spec: { template: { spec: { join: "learner" } } },
+    };
+    const bootstrapTemplateObject = { ...bootstrapTemplate, metadata: { name: `${name}-boot`, namespace } };
+    await kubeRequestOk(kc, objectCollectionPath(bootstrapTemplateObject), { body: bootstrapTemplateObject });
     await kubeRequestOk(kc, `/apis/${API_VERSION}/namespaces/${namespace}/quorumcontrolplanes`, {
       body: {
         apiVersion: API_VERSION,
@@ -173,8 +183,8 @@ export class ControllerStack {
             spec: {
               infrastructureRef: { apiGroup: INFRA_GROUP, kind: "TestMachineTemplate", name: `${name}-infra` },
               bootstrapConfigTemplateRef: {
-                apiGroup: BOOTSTRAP_GROUP,
-                kind: "TestBootstrapConfigTemplate",
+                apiGroup: bootstrapTemplate.apiVersion.split("/")[0],
+                kind: bootstrapTemplate.kind,
                 name: `${name}-boot`,
               },
             },
@@ -189,7 +199,9 @@ export class ControllerStack {
         },
       },
     });
-    const player = new MachinePlayer(kc, namespace, name, this.capi ? "infrastructure" : "machine-controller");
+    const player = new MachinePlayer(kc, namespace, name, this.capi ? "infrastructure" : "machine-controller", {
+      waitForBootstrapData: options.bootstrapTemplate !== undefined,
+    });
     player.start();
     this.players.push(player);
     return player;
@@ -410,6 +422,7 @@ export class ControllerStack {
     for (const monitor of this.monitors) await monitor.stop();
     for (const player of this.players) await player.stop();
     await this.controllerManager?.stop();
+    await this.kubeadmBootstrap?.stop();
     await this.capi?.stop();
     await this.apiServer.stop();
   }
