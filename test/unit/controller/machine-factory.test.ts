@@ -7,7 +7,13 @@ import {
   PRE_TERMINATE_HOOK,
 } from "../../../src/api/constants.ts";
 import { claimMachines, concernsControlPlane, controllingControlPlaneName } from "../../../src/api/ownership.ts";
-import { buildMachineObjects, nextMachineName, type Unstructured } from "../../../src/controller/machine-factory.ts";
+import {
+  buildMachineObjects,
+  nextMachineName,
+  type MachineInputs,
+  type NewMachineObjects,
+  type Unstructured,
+} from "../../../src/controller/machine-factory.ts";
 import { inPlaceUpdates } from "../../../src/core/in-place.ts";
 import { controlPlane } from "./fixtures.ts";
 
@@ -24,6 +30,19 @@ const bootTemplate: Unstructured = {
   spec: { template: { spec: { joinAs: "learner" } } },
 };
 
+/** The objects for one Machine of the fixture's control plane, with the inputs a test changes. */
+function build(inputs: Partial<MachineInputs> = {}): NewMachineObjects {
+  return buildMachineObjects({
+    controlPlane: controlPlane(),
+    clusterName: "c1",
+    machineName: "cp-x-0",
+    templateHash: "h1",
+    infrastructureTemplate: infraTemplate,
+    bootstrapConfigTemplate: bootTemplate,
+    ...inputs,
+  });
+}
+
 describe("machine factory", () => {
   it("picks the same Machine name again after a crash and a new one only when it is taken", () => {
     const first = nextMachineName("cp", "v1.31.2", "abc", new Set());
@@ -34,15 +53,7 @@ describe("machine factory", () => {
   });
 
   it("clones both templates and points the Machine at the clones, with the hook, labels and owner", () => {
-    const objects = buildMachineObjects({
-      controlPlane: controlPlane(),
-      clusterName: "c1",
-      machineName: "cp-x-0",
-      failureDomain: "fd-a",
-      templateHash: "h1",
-      infrastructureTemplate: infraTemplate,
-      bootstrapConfigTemplate: bootTemplate,
-    });
+    const objects = build({ failureDomain: "fd-a" });
     assert.equal(objects.infrastructure.kind, "ProcessMachine");
     assert.deepEqual(objects.infrastructure.spec, { image: "etcd-3.4" });
     assert.equal(objects.infrastructure.metadata.labels?.tier, "gold");
@@ -96,14 +107,7 @@ describe("machine factory", () => {
       labels: { team: "a", [LABEL_CLUSTER_NAME]: "forged" },
       annotations: { note: "n" },
     };
-    const objects = buildMachineObjects({
-      controlPlane: labelled,
-      clusterName: "c1",
-      machineName: "cp-x-0",
-      templateHash: "h1",
-      infrastructureTemplate: infraTemplate,
-      bootstrapConfigTemplate: bootTemplate,
-    });
+    const objects = build({ controlPlane: labelled });
     for (const object of [objects.machine, objects.infrastructure, objects.bootstrap]) {
       assert.equal(object.metadata.labels?.team, "a");
       assert.equal(object.metadata.labels?.[LABEL_CLUSTER_NAME], "c1", "the template cannot override Quorum's labels");
@@ -123,14 +127,7 @@ describe("machine factory", () => {
   });
 
   it("creates a Machine the shell's ownership rule claims as this QuorumControlPlane's, and nobody else's", () => {
-    const { machine } = buildMachineObjects({
-      controlPlane: controlPlane(),
-      clusterName: "c1",
-      machineName: "cp-x-0",
-      templateHash: "h1",
-      infrastructureTemplate: infraTemplate,
-      bootstrapConfigTemplate: bootTemplate,
-    });
+    const { machine } = build();
     const ours = controlPlane();
     assert.deepEqual(claimMachines([machine], ours, "c1").owned, [machine]);
     const copy = { ...ours, metadata: { ...ours.metadata, name: "cp-copy", uid: "uid-copy" } };
@@ -141,15 +138,7 @@ describe("machine factory", () => {
     const noUid = controlPlane();
     delete noUid.metadata.uid;
     assert.throws(
-      () =>
-        buildMachineObjects({
-          controlPlane: noUid,
-          clusterName: "c1",
-          machineName: "m",
-          templateHash: "h",
-          infrastructureTemplate: infraTemplate,
-          bootstrapConfigTemplate: bootTemplate,
-        }),
+      () => build({ controlPlane: noUid, machineName: "m", templateHash: "h" }),
       /QuorumControlPlane ns\/cp has no metadata\.uid/,
     );
   });
@@ -157,13 +146,10 @@ describe("machine factory", () => {
   it("refuses a reference that is not a template, naming it", () => {
     assert.throws(
       () =>
-        buildMachineObjects({
-          controlPlane: controlPlane(),
-          clusterName: "c1",
+        build({
           machineName: "m",
           templateHash: "h",
           infrastructureTemplate: { ...infraTemplate, kind: "ProcessMachine" },
-          bootstrapConfigTemplate: bootTemplate,
         }),
       /ProcessMachine ns\/cp-infra is not a template/,
     );
@@ -176,14 +162,7 @@ describe("machine factory with a control plane name over 63 characters", () => {
   it("labels the Machine and its clones with CAPI's hash of the name, which the shell's selection still finds", () => {
     const ours = controlPlane();
     ours.metadata.name = longName;
-    const objects = buildMachineObjects({
-      controlPlane: ours,
-      clusterName: "c1",
-      machineName: `${longName}-x-0`,
-      templateHash: "h1",
-      infrastructureTemplate: infraTemplate,
-      bootstrapConfigTemplate: bootTemplate,
-    });
+    const objects = build({ controlPlane: ours, machineName: `${longName}-x-0` });
     for (const object of [objects.machine, objects.infrastructure, objects.bootstrap])
       assert.equal(object.metadata.labels?.[LABEL_CONTROL_PLANE_NAME], "hash_E6ub4A_z");
     assert.equal(concernsControlPlane(objects.machine, longName), true);
@@ -193,14 +172,7 @@ describe("machine factory with a control plane name over 63 characters", () => {
 
 describe("which control plane a Machine event concerns", () => {
   it("is the QuorumControlPlane that is the Machine's controller, whatever its labels say", () => {
-    const { machine } = buildMachineObjects({
-      controlPlane: controlPlane(),
-      clusterName: "c1",
-      machineName: "cp-x-0",
-      templateHash: "h1",
-      infrastructureTemplate: infraTemplate,
-      bootstrapConfigTemplate: bootTemplate,
-    });
+    const { machine } = build();
     assert.equal(controllingControlPlaneName(machine), "cp");
     const kcpOwned = {
       metadata: {
@@ -223,38 +195,17 @@ describe("machine factory under --watch-filter", () => {
   it("gives the Machine and its clones the QuorumControlPlane's watch-filter label, so a CAPI core in the same shard reconciles them", () => {
     const labelled = controlPlane();
     labelled.metadata.labels = { [LABEL_WATCH_FILTER]: "team-a" };
-    const objects = buildMachineObjects({
-      controlPlane: labelled,
-      clusterName: "c1",
-      machineName: "cp-x-0",
-      templateHash: "h1",
-      infrastructureTemplate: infraTemplate,
-      bootstrapConfigTemplate: bootTemplate,
-    });
+    const objects = build({ controlPlane: labelled });
     for (const object of [objects.machine, objects.infrastructure, objects.bootstrap])
       assert.equal(object.metadata.labels?.[LABEL_WATCH_FILTER], "team-a");
-    const unlabelled = buildMachineObjects({
-      controlPlane: controlPlane(),
-      clusterName: "c1",
-      machineName: "cp-x-0",
-      templateHash: "h1",
-      infrastructureTemplate: infraTemplate,
-      bootstrapConfigTemplate: bootTemplate,
-    });
+    const unlabelled = build();
     assert.equal(unlabelled.machine.metadata.labels?.[LABEL_WATCH_FILTER], undefined);
   });
 });
 
 describe("machine factory with spec.version written without the v", () => {
   it("gives the Machine the canonical v-prefixed version", () => {
-    const { machine } = buildMachineObjects({
-      controlPlane: controlPlane({ version: "1.31.2" }),
-      clusterName: "c1",
-      machineName: "cp-x-0",
-      templateHash: "h1",
-      infrastructureTemplate: infraTemplate,
-      bootstrapConfigTemplate: bootTemplate,
-    });
+    const { machine } = build({ controlPlane: controlPlane({ version: "1.31.2" }) });
     assert.equal(machine.spec.version, "v1.31.2");
   });
 });
