@@ -213,6 +213,16 @@ class Driver {
               addresses: [{ type: "InternalIP", address }],
               nodeRef: { name: simulatedNodeName(address) },
               initialization: { infrastructureProvisioned: true, bootstrapDataSecretCreated: true },
+              // CAPI's Machine controller: Ready (bootstrap, infrastructure, Node) and, with minReadySeconds 0, Available.
+              conditions: [
+                { type: "Ready", status: "True", reason: "Ready", lastTransitionTime: new Date().toISOString() },
+                {
+                  type: "Available",
+                  status: "True",
+                  reason: "Available",
+                  lastTransitionTime: new Date().toISOString(),
+                },
+              ],
             },
           },
         },

@@ -73,3 +73,5 @@ export interface Node {
 /** MachineHealthCheck marks a control-plane Machine for its owner's remediation with this condition False. */
 export const OWNER_REMEDIATED_CONDITION = "OwnerRemediated";
 export const HEALTH_CHECK_SUCCEEDED_CONDITION = "HealthCheckSucceeded";
+/** Set on each Machine by its owner (CAPI's Machine controller does not for control-plane Machines). */
+export const UP_TO_DATE_CONDITION = "UpToDate";

@@ -62,6 +62,8 @@ export const CONDITION = {
   Remediating: "Remediating",
   Paused: "Paused",
   MachinesReady: "MachinesReady",
+  /** Every Machine not being deleted matches the spec (the UpToDate condition Quorum sets on each Machine). */
+  MachinesUpToDate: "MachinesUpToDate",
   CertificatesAvailable: "CertificatesAvailable",
   Reconciled: "Reconciled",
   /**

@@ -92,6 +92,12 @@ export function cachedManagement(
         expectations.expectChange(key, "Machine", machineKey(namespace, ref.name), resourceVersion ?? before, written);
       return written;
     },
+    async setMachineConditions(namespace, name, conditions, resourceVersion) {
+      const written = await api.setMachineConditions(namespace, name, conditions, resourceVersion);
+      if (written !== undefined)
+        expectations.expectChange(key, "Machine", machineKey(namespace, name), resourceVersion, written);
+      return written;
+    },
     // Templates are not cached, so no expectation: the next reconcile reads the template again.
     setOwnerReferences: (object, ownerReferences) => api.setOwnerReferences(object, ownerReferences),
     async setFinalizers(controlPlane, finalizers) {

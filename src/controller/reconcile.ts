@@ -27,6 +27,7 @@ import {
 import { buildSnapshot } from "./snapshot-builder.ts";
 import { statusFor, type Problem, type StatusRequest } from "./status.ts";
 import { keepTemplatesOwned, type OwnedTemplates } from "./template-owners.ts";
+import { keepMachineConditions, type MachineConditionsResult } from "./machine-conditions.ts";
 import { keepMachinesInPlace, type InPlaceResult } from "./in-place.ts";
 
 export type Planner = (snapshot: Snapshot) => Decision;
@@ -137,13 +138,19 @@ export async function reconcile(
     // change the Machines' resourceVersions, which an action's preconditions were taken from.
     const inPlace =
       action.kind === "Wait" ? await machinesInPlace(controlPlane, cluster, machines, snapshot, deps, log) : undefined;
+    // The Machines' UpToDate and OwnerRemediated conditions, likewise, and not on Machines just patched in place
+    // (their resourceVersions moved; the next reconcile writes them).
+    const conditions =
+      action.kind === "Wait" && (inPlace?.updated.length ?? 0) === 0
+        ? await machineConditions(controlPlane, cluster, machines, snapshot, action, deps, log)
+        : undefined;
 
     // Status: what this reconcile observed, whatever the action met.
     const actionStatus = outcome?.kind === "done" ? outcome.result.statusUpdate : undefined;
     const problem =
       outcome?.kind === "deferred" || outcome?.kind === "failed"
         ? outcome.problem
-        : (templates?.problem ?? inPlace?.problem);
+        : (templates?.problem ?? inPlace?.problem ?? conditions?.problem);
     const observed = {
       snapshot,
       action,
@@ -290,6 +297,34 @@ async function machinesInPlace(
   for (const updated of result.updated) {
     deps.metrics?.apiWrites.inc({ verb: "patch-in-place" });
     log("info", `updated in place from spec.machineTemplate, no rollout: ${updated}`);
+  }
+  if (result.problem) log("warn", result.problem.message, { reason: result.problem.reason });
+  return result;
+}
+
+/** The conditions Quorum owns on its Machines, with the same guards as the in-place fields. */
+async function machineConditions(
+  controlPlane: QuorumControlPlane,
+  cluster: Cluster,
+  machines: readonly Machine[],
+  snapshot: Snapshot,
+  action: Action,
+  deps: ReconcilerDeps,
+  log: Log,
+): Promise<MachineConditionsResult | undefined> {
+  if (controlPlane.metadata.deletionTimestamp || snapshot.cluster.paused || snapshot.controlPlane.paused)
+    return undefined;
+  if (!namesControlPlane(cluster.spec?.controlPlaneRef, controlPlane.metadata.name)) return undefined;
+  const result = await keepMachineConditions(
+    snapshot.controlPlane.namespace,
+    machines,
+    snapshot,
+    action,
+    deps.management,
+  );
+  for (const updated of result.updated) {
+    deps.metrics?.apiWrites.inc({ verb: "patch-machine-conditions" });
+    log("debug", `Machine conditions: ${updated}`);
   }
   if (result.problem) log("warn", result.problem.message, { reason: result.problem.reason });
   return result;

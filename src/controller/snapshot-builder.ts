@@ -2,7 +2,7 @@
 // the plain Snapshot the planner decides on. Pure: every input is passed in, including the clock.
 import { createHash } from "node:crypto";
 import type { Cluster, Machine, Node } from "../api/capi.ts";
-import { OWNER_REMEDIATED_CONDITION } from "../api/capi.ts";
+import { HEALTH_CHECK_SUCCEEDED_CONDITION, OWNER_REMEDIATED_CONDITION } from "../api/capi.ts";
 import {
   DEFAULTS,
   DELETE_MACHINE_ANNOTATION,
@@ -249,8 +249,11 @@ function machineView(machine: Machine): MachineView {
   const status = machine.status ?? {};
   const nodeName = status.nodeRef?.name || undefined;
   const ownerRemediated = status.conditions?.find((condition) => condition.type === OWNER_REMEDIATED_CONDITION);
+  const healthCheck = status.conditions?.find((condition) => condition.type === HEALTH_CHECK_SUCCEEDED_CONDITION);
   const failure = status.deprecated?.v1beta1;
   const drainFinished = drainState(machine);
+  const conditionTrue = (type: string) =>
+    status.conditions?.some((condition) => condition.type === type && condition.status === "True") === true;
   return {
     name: machine.metadata.name,
     created: Date.parse(machine.metadata.creationTimestamp ?? "") || 0,
@@ -267,8 +270,11 @@ function machineView(machine: Machine): MachineView {
     infrastructureReady: status.initialization?.infrastructureProvisioned === true,
     bootstrapReady:
       status.initialization?.bootstrapDataSecretCreated === true || Boolean(machine.spec.bootstrap?.dataSecretName),
+    ...(conditionTrue("Ready") ? { capiReady: true } : {}),
+    ...(conditionTrue("Available") ? { capiAvailable: true } : {}),
     hasPreTerminateHook: annotations[PRE_TERMINATE_HOOK] !== undefined,
-    remediationRequested: ownerRemediated?.status === "False",
+    remediationRequested: ownerRemediated?.status === "False" && healthCheck?.status === "False",
+    ...(ownerRemediated?.status === "False" && healthCheck?.status === "True" ? { remediationWithdrawn: true } : {}),
     failed: Boolean(failure?.failureReason || failure?.failureMessage) || status.phase === "Failed",
     markedForDeletion: annotations[DELETE_MACHINE_ANNOTATION] !== undefined,
     ...(drainFinished !== undefined ? { drainFinished } : {}),

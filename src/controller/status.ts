@@ -45,6 +45,11 @@ export function computeStatus(inputs: StatusInputs): QuorumControlPlaneStatus {
   }).length;
   const upToDate = machines.filter((machine) => machine.deleting === undefined && isUpToDate(snapshot, machine)).length;
   const replicas = machines.length;
+  // The v1beta2 contract counts Machines by their conditions: Ready and Available as CAPI's Machine controller sets
+  // them, UpToDate as Quorum sets it (src/core/machine-conditions.ts, the same judgement as `upToDate`). The
+  // deprecated v1beta1 counters keep Quorum's own reading: a healthy etcd voter whose Node is Ready.
+  const capiReady = machines.filter((machine) => machine.capiReady === true).length;
+  const capiAvailable = machines.filter((machine) => machine.capiAvailable === true).length;
   const initialized = previous.initialization?.controlPlaneInitialized === true || healthyMemberMachines.size > 0;
   const versions = machines
     .map((machine) => machine.version)
@@ -69,8 +74,8 @@ export function computeStatus(inputs: StatusInputs): QuorumControlPlaneStatus {
     observedGeneration: snapshot.controlPlane.generation,
     selector: `${LABEL_CONTROL_PLANE_NAME}=${formatLabelValue(controlPlane.metadata.name)}`,
     replicas,
-    readyReplicas: ready,
-    availableReplicas: ready,
+    readyReplicas: capiReady,
+    availableReplicas: capiAvailable,
     upToDateReplicas: upToDate,
     updatedReplicas: upToDate,
     unavailableReplicas: replicas - ready,
@@ -202,6 +207,13 @@ function conditionInputs(
       status: outdated.length > 0 ? "True" : "False",
       reason: outdated.length > 0 ? "RollingOut" : "NotRollingOut",
       message: outdated.length > 0 ? `${outdated.length} Machine(s) to replace: ${outdated.join(", ")}` : "",
+    },
+    {
+      type: CONDITION.MachinesUpToDate,
+      status: outdated.length > 0 ? "False" : "True",
+      reason: outdated.length > 0 ? "NotUpToDate" : active === 0 ? "NoReplicas" : "UpToDate",
+      message:
+        outdated.length > 0 ? `${outdated.join(", ")} not up to date (each Machine's UpToDate condition says why)` : "",
     },
     {
       type: CONDITION.ScalingUp,

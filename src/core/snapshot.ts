@@ -122,10 +122,26 @@ export interface MachineView {
   addresses: string[];
   infrastructureReady: boolean;
   bootstrapReady: boolean;
+  /**
+   * CAPI's v1beta2 Ready and Available conditions of the Machine are True (CAPI's Machine controller sets them from
+   * the bootstrap, the infrastructure and the Node). Only the contract's replica counters read them: Quorum's own
+   * decisions use the etcd member and the Node it sees itself.
+   */
+  capiReady?: boolean;
+  capiAvailable?: boolean;
   /** Carries Quorum's pre-terminate hook annotation. */
   hasPreTerminateHook: boolean;
-  /** A MachineHealthCheck (or a user) asked for this Machine to be remediated. */
+  /**
+   * A MachineHealthCheck (or a user, through it) asked for this Machine to be remediated: OwnerRemediated and
+   * HealthCheckSucceeded both False, as KCP reads it.
+   */
   remediationRequested: boolean;
+  /**
+   * OwnerRemediated is still False but the MachineHealthCheck now finds the Machine healthy (HealthCheckSucceeded
+   * True): it recovered before its owner acted. The MachineHealthCheck leaves OwnerRemediated to the owner, so Quorum
+   * removes it; until then nothing remediates the Machine.
+   */
+  remediationWithdrawn?: boolean;
   /** The Machine's infrastructure failed for good (failureReason/failureMessage or a terminal condition). */
   failed: boolean;
   /** A user marked the Machine to be preferred for deletion (cluster.x-k8s.io/delete-machine). */

@@ -1,7 +1,7 @@
 // The management-cluster port: what one reconcile reads and writes in the management cluster. The real adapter
 // (src/adapters/capi/management.ts behind src/controller/cached-management.ts) implements it, and so does the
 // simulator's world (test/sim/ports.ts).
-import type { Cluster, Machine } from "../api/capi.ts";
+import type { Cluster, Machine, MetaV1Condition } from "../api/capi.ts";
 import type { Unstructured } from "../api/objects.ts";
 import type {
   MachineDeletionSpec,
@@ -70,6 +70,17 @@ export interface ManagementApi {
   setOwnerReferences(object: Unstructured, ownerReferences: OwnerReference[]): Promise<void>;
   /** Sets metadata.finalizers with the resourceVersion precondition of the object passed in. */
   setFinalizers(controlPlane: QuorumControlPlane, finalizers: string[]): Promise<string | undefined>;
+  /**
+   * Sets status.conditions of a Machine read at `resourceVersion`: the list is replaced whole, so a Machine changed
+   * since (CAPI writing its own conditions) is a conflict, never a lost condition. Returns the resourceVersion the
+   * patch produced, or undefined for a Machine that is gone.
+   */
+  setMachineConditions(
+    namespace: string,
+    name: string,
+    conditions: MetaV1Condition[],
+    resourceVersion: string,
+  ): Promise<string | undefined>;
   patchStatus(controlPlane: QuorumControlPlane, status: Record<string, unknown>): Promise<QuorumControlPlane>;
   event(
     controlPlane: QuorumControlPlane,

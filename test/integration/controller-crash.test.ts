@@ -188,7 +188,15 @@ describe("the controller resumes and finishes after a crash right after any acti
           method: "PATCH",
           body: {
             status: {
+              // As a MachineHealthCheck marks an unhealthy Machine: both conditions False.
               conditions: [
+                {
+                  type: "HealthCheckSucceeded",
+                  status: "False",
+                  reason: "UnhealthyNode",
+                  message: "test",
+                  lastTransitionTime: new Date().toISOString(),
+                },
                 {
                   type: "OwnerRemediated",
                   status: "False",

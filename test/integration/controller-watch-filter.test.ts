@@ -47,7 +47,7 @@ describe("--watch-filter", { timeout: 600_000 }, () => {
 
   it("converges the labelled control plane, creating each Machine once, and never touches the other", async () => {
     const converged = await stack.waitConverged(NS, "labelled", 3);
-    assert.equal(converged.status?.readyReplicas, 3);
+    assert.equal(converged.status?.deprecated?.v1beta1?.readyReplicas, 3);
     const machines = await stack.machines(NS, "labelled");
     assert.deepEqual(
       machines.map((machine) => machine.metadata.labels?.[LABEL_WATCH_FILTER]),

@@ -229,13 +229,17 @@ function runMachineHealthCheck(world: World): void {
       (machine.nodeRegistered && !nodeReady) ||
       (!machine.nodeRegistered && world.step - machine.createdStep > NODE_STARTUP_STEPS);
     if (!unhealthy) {
-      // CAPI's MachineHealthCheck drops OwnerRemediated=False again from a Machine that recovered before its owner acted.
+      // CAPI's MachineHealthCheck sets HealthCheckSucceeded True again on a Machine that recovered before its owner
+      // acted, and leaves OwnerRemediated=False for the owner to take off (ownerRemediatedPending).
       machine.unhealthySince = undefined;
       machine.remediationRequested = false;
       continue;
     }
     machine.unhealthySince ??= world.step;
-    if (world.step - machine.unhealthySince >= UNHEALTHY_STEPS) machine.remediationRequested = true;
+    if (world.step - machine.unhealthySince >= UNHEALTHY_STEPS) {
+      machine.remediationRequested = true;
+      machine.ownerRemediatedPending = true;
+    }
   }
 }
 

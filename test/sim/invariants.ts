@@ -1,10 +1,12 @@
 // The properties every schedule must keep, judged against the world's truth (not the controller's view of it).
 // Safety rules are checked before each API call the controller makes and after its action; the liveness rules
 // (converges, never stuck) are judged by run.ts over the steps after faults stop.
+import { UP_TO_DATE_CONDITION } from "../../src/api/capi.ts";
 import type { Snapshot } from "../../src/core/snapshot.ts";
 import type { Call } from "./calls.ts";
 import {
   CLUSTER,
+  ETCD_HEALTH_INTERVAL_MS,
   findMachine,
   youngConnections,
   findMember,
@@ -85,7 +87,10 @@ function checkRemoval(world: World, snapshot: Snapshot, memberId: string): Findi
   // without any status write seeing it (the controller was down, or crashed) restarted its connections where the
   // controller could not see: the real controller defers that refusal and asks again, which is not a violation.
   const young = youngConnections(world, member);
-  if (young && young.every((voter) => !voter.unseenBounce)) {
+  // The leader is one end of every connection: its own unseen bounce makes them all young where nobody could see.
+  const leader = world.leaderId === undefined ? undefined : findMember(world, world.leaderId);
+  const leaderBouncedUnseen = leader?.unseenBounce === true && world.now - leader.activeSince < ETCD_HEALTH_INTERVAL_MS;
+  if (young && !leaderBouncedUnseen && young.every((voter) => !voter.unseenBounce)) {
     return {
       kind: "violation",
       rule: "6 never sends a removal etcd refuses",
@@ -197,6 +202,7 @@ export function converged(world: World): boolean {
     if (
       machine.deleting !== undefined ||
       machine.remediationRequested ||
+      machine.ownerRemediatedPending === true ||
       machine.phase !== "running" ||
       !machine.nodeRegistered
     )
@@ -204,6 +210,13 @@ export function converged(world: World): boolean {
     if (machine.version !== spec.version || machine.templateHash !== spec.templateHash) return false;
     // spec.machineTemplate.metadata reaches every Machine in place (issue 15, item 2).
     if (JSON.stringify(sorted(machine.labels)) !== JSON.stringify(sorted(spec.machineLabels))) return false;
+    // Each Machine says it is up to date, as the v1beta2 contract asks of its owner (issue 15, item 3).
+    if (
+      !machine.ownedConditions?.some(
+        (condition) => condition.type === UP_TO_DATE_CONDITION && condition.status === "True",
+      )
+    )
+      return false;
     const member = machine.memberId === undefined ? undefined : findMember(world, machine.memberId);
     if (!member || member.learner || !member.up) return false;
   }
@@ -222,7 +235,7 @@ export function fingerprint(world: World): string {
   const machines = world.machines
     .map(
       (m) =>
-        `${m.name}:${m.phase}:${m.deleting ?? ""}:${m.hook}:${m.nodeRegistered}:${m.remediationRequested}:${JSON.stringify(m.labels)}`,
+        `${m.name}:${m.phase}:${m.deleting ?? ""}:${m.hook}:${m.nodeRegistered}:${m.remediationRequested}:${m.ownerRemediatedPending === true}:${JSON.stringify(m.labels)}:${JSON.stringify(m.ownedConditions ?? [])}`,
     )
     .join(",");
   const members = world.members.map((m) => `${m.id}:${m.name}:${m.learner}:${m.up}`).join(",");

@@ -3,7 +3,11 @@
 // client over its members, answering as etcd does. Every call first passes the schedule's CallGate (calls.ts),
 // which judges it against the invariants before it takes effect and crashes the controller after call N.
 import type { Cluster, Machine, MetaV1Condition, Node } from "../../src/api/capi.ts";
-import { OWNER_REMEDIATED_CONDITION } from "../../src/api/capi.ts";
+import {
+  HEALTH_CHECK_SUCCEEDED_CONDITION,
+  OWNER_REMEDIATED_CONDITION,
+  UP_TO_DATE_CONDITION,
+} from "../../src/api/capi.ts";
 import {
   API_VERSION,
   CAPI_API_VERSION,
@@ -236,6 +240,27 @@ export class SimPorts {
       this.gate.done("ok");
       return resourceVersionOf(this.world, machine);
     },
+    setMachineConditions: async (_namespace, name, conditions, resourceVersion) => {
+      this.gate.call(`set conditions of Machine ${name}`, { kind: "none" });
+      const machine = findMachine(this.world, name);
+      if (!machine) return this.gate.done(undefined);
+      if (resourceVersion !== resourceVersionOf(this.world, machine)) {
+        throw this.gate.fail(
+          new SimApiError(
+            409,
+            `Operation cannot be fulfilled on machines.cluster.x-k8s.io "${name}": the object has been modified`,
+          ),
+        );
+      }
+      // The world keeps only the conditions Quorum owns; the rest are CAPI's, made up from the world when shown.
+      machine.ownedConditions = structuredClone(
+        conditions.filter((condition) => OWNED_MACHINE_CONDITIONS.has(condition.type)),
+      );
+      if (!conditions.some((condition) => condition.type === OWNER_REMEDIATED_CONDITION))
+        machine.ownerRemediatedPending = false;
+      this.gate.done("ok");
+      return resourceVersionOf(this.world, machine);
+    },
     setFinalizers: async (_controlPlane, finalizers) => {
       this.gate.call("set finalizers", { kind: "none" });
       if (this.copy) this.copy.finalizers = [...finalizers];
@@ -430,6 +455,7 @@ function resourceVersionOf(world: World, machine: SimMachine): string {
     machine.hook,
     machine.nodeRegistered,
     machine.remediationRequested,
+    machine.ownerRemediatedPending === true,
     machine.failed,
     machine.markedForDeletion,
     machine.infrastructureReady,
@@ -437,10 +463,13 @@ function resourceVersionOf(world: World, machine: SimMachine): string {
     world.step >= (machine.drainedAt ?? 0),
     JSON.stringify(machine.labels),
     JSON.stringify(machine.annotations),
+    JSON.stringify(machine.ownedConditions ?? []),
   ].join("/");
 }
 
 /** A Machine as CAPI v1beta2 shows it. */
+const OWNED_MACHINE_CONDITIONS = new Set<string>([UP_TO_DATE_CONDITION, OWNER_REMEDIATED_CONDITION]);
+
 export function machineObject(world: World, machine: SimMachine): Machine {
   const annotations: Record<string, string> = {
     ...machine.annotations,
@@ -450,13 +479,25 @@ export function machineObject(world: World, machine: SimMachine): Machine {
   if (machine.markedForDeletion) annotations[DELETE_MACHINE_ANNOTATION] = "";
   const since = new Date(world.now).toISOString();
   const conditions: MetaV1Condition[] = [];
-  if (machine.remediationRequested)
-    conditions.push({
-      type: OWNER_REMEDIATED_CONDITION,
-      status: "False",
-      reason: "WaitingForRemediation",
-      lastTransitionTime: since,
-    });
+  if (machine.remediationRequested || machine.ownerRemediatedPending)
+    conditions.push(
+      {
+        type: HEALTH_CHECK_SUCCEEDED_CONDITION,
+        status: machine.remediationRequested ? "False" : "True",
+        reason: machine.remediationRequested ? "UnhealthyNode" : "HealthCheckSucceeded",
+        lastTransitionTime: since,
+      },
+      ...(machine.ownerRemediatedPending
+        ? [
+            {
+              type: OWNER_REMEDIATED_CONDITION,
+              status: "False" as const,
+              reason: "WaitingForRemediation",
+              lastTransitionTime: since,
+            },
+          ]
+        : []),
+    );
   if (machine.deleting !== undefined) {
     const drained = world.step >= (machine.drainedAt ?? 0);
     conditions.push({
@@ -465,6 +506,11 @@ export function machineObject(world: World, machine: SimMachine): Machine {
       reason: drained ? "WaitingForPreTerminateHook" : "DrainingNode",
       lastTransitionTime: since,
     });
+  }
+  for (const owned of machine.ownedConditions ?? []) {
+    const at = conditions.findIndex((condition) => condition.type === owned.type);
+    if (at >= 0) conditions[at] = { ...owned };
+    else conditions.push({ ...owned });
   }
   const addresses = machine.infrastructureReady && machine.address ? addressesOf(world, machine, machine.address) : [];
   const nodeRef = machine.nodeRegistered && world.step >= (machine.nodeRefAt ?? 0);

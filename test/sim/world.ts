@@ -2,6 +2,7 @@
 // kubeadm bootstrap, the workload Nodes, and the etcd cluster (members, processes, leader, raft indices).
 // Everything here is plain mutable data plus small helpers; evolve.ts moves it forward in time, faults.ts breaks
 // it, and ports.ts shows it to the real reconcile() as Kubernetes objects and an etcd cluster and applies its calls.
+import type { MetaV1Condition } from "../../src/api/capi.ts";
 import type { MemberRemoval } from "../../src/api/constants.ts";
 import type { OwnerReference, QuorumControlPlaneStatus } from "../../src/api/types.ts";
 import type { Prng } from "./prng.ts";
@@ -57,6 +58,8 @@ export interface SimMachine {
    */
   labels: Record<string, string>;
   annotations: Record<string, string>;
+  /** The conditions Quorum owns on the Machine (UpToDate, OwnerRemediated) as it last wrote them. */
+  ownedConditions?: MetaV1Condition[];
   failureDomain?: string;
   /** Assigned when the infrastructure is ready. */
   address?: string;
@@ -68,7 +71,13 @@ export interface SimMachine {
   infrastructureReady: boolean;
   bootstrapReady: boolean;
   hook: boolean;
+  /** The MachineHealthCheck finds the Machine unhealthy and asked its owner to remediate it (both conditions False). */
   remediationRequested: boolean;
+  /**
+   * OwnerRemediated=False is on the Machine. The MachineHealthCheck sets it with its request but never takes it off
+   * again: when the Machine recovers first, only its owner removes it (as KCP does).
+   */
+  ownerRemediatedPending?: boolean;
   /** CAPI reports a terminal failure (failureReason). */
   failed: boolean;
   markedForDeletion: boolean;

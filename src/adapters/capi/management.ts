@@ -10,11 +10,13 @@ import {
   type KubeConfig,
   type KubernetesObject,
 } from "@kubernetes/client-node";
-import type { Cluster, Machine } from "../../api/capi.ts";
+import type { Cluster, Machine, MetaV1Condition } from "../../api/capi.ts";
 import {
   AGGREGATION_LABEL,
   API_VERSION,
   CAPI_API_VERSION,
+  CAPI_GROUP,
+  CAPI_VERSION,
   CONTRACT_LABEL_V1BETA2,
   GROUP,
   KIND,
@@ -249,6 +251,33 @@ export class ManagementClient {
     };
     const written = await this.mergePatch(patch);
     return written.metadata?.resourceVersion;
+  }
+
+  /** A Machine's status.conditions through the /status subresource, with the resourceVersion precondition. */
+  async setMachineConditions(
+    namespace: string,
+    name: string,
+    conditions: MetaV1Condition[],
+    resourceVersion: string,
+  ): Promise<string | undefined> {
+    try {
+      const response = (await this.custom.patchNamespacedCustomObjectStatus(
+        {
+          group: CAPI_GROUP,
+          version: CAPI_VERSION,
+          namespace,
+          plural: "machines",
+          name,
+          body: { metadata: { resourceVersion }, status: { conditions } },
+          fieldManager: FIELD_MANAGER,
+        },
+        setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+      )) as Machine;
+      return response.metadata?.resourceVersion;
+    } catch (error) {
+      if (error instanceof ApiException && error.code === 404) return undefined;
+      throw error;
+    }
   }
 
   /** Writes status through the /status subresource with a JSON merge patch (only the given fields change). */

@@ -24,6 +24,7 @@ function recordingManagement(calls: string[]): ManagementApi {
     patchAnnotations: record("patchAnnotations"),
     setOwnerReferences: record("setOwnerReferences"),
     patchInPlace: record("patchInPlace"),
+    setMachineConditions: record("setMachineConditions"),
     setFinalizers: record("setFinalizers"),
     patchStatus: async (_qcp, status) => {
       calls.push(`patchStatus ${JSON.stringify(status)}`);

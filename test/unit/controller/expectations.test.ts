@@ -52,6 +52,7 @@ function fakeApi(): ManagementApi & { created: string[] } {
     patchAnnotations: async () => String(++version),
     setOwnerReferences: async () => {},
     patchInPlace: async () => undefined,
+    setMachineConditions: async () => undefined,
     setFinalizers: async () => String(++version),
     patchStatus: async (controlPlane) => ({
       ...controlPlane,

@@ -67,6 +67,7 @@ export function machine(
     deleting?: string;
     hash?: string;
     ownerRemediated?: "True" | "False";
+    healthCheck?: "True" | "False";
     owner?: OwnerReference;
     controlPlaneName?: string;
     clusterName?: string;
@@ -101,8 +102,14 @@ export function machine(
       initialization: { infrastructureProvisioned: true, bootstrapDataSecretCreated: true },
       ...(extra.node ? { nodeRef: { name: extra.node } } : {}),
       addresses: [{ type: "InternalIP", address: "127.0.1.5" }],
+      // A MachineHealthCheck sets both: HealthCheckSucceeded False with OwnerRemediated False asks the owner to act.
       ...(extra.ownerRemediated
-        ? { conditions: [{ type: "OwnerRemediated", status: extra.ownerRemediated, reason: "WaitingForRemediation" }] }
+        ? {
+            conditions: [
+              { type: "HealthCheckSucceeded", status: extra.healthCheck ?? extra.ownerRemediated, reason: "Checked" },
+              { type: "OwnerRemediated", status: extra.ownerRemediated, reason: "WaitingForRemediation" },
+            ],
+          }
         : {}),
     },
   };

@@ -75,6 +75,7 @@ function world(options: WorldOptions) {
     setOwnerReferences: async (object) => assert.fail(`no owner reference patch expected (${object.kind})`),
     // Our own Machines of an earlier release get their record of the template's keys: not what these tests are about.
     patchInPlace: async () => undefined,
+    setMachineConditions: async () => undefined,
     setFinalizers: async (_object, finalizers) => {
       writes.push(`finalizers ${JSON.stringify(finalizers)}`);
       return undefined;

@@ -41,6 +41,7 @@ function world(machines: Machine[]) {
     },
     setOwnerReferences: async (object) => assert.fail(`no owner reference patch expected (${object.kind})`),
     patchInPlace: async (ref) => assert.fail(`no in-place patch expected (${ref.kind} ${ref.name})`),
+    setMachineConditions: async (_namespace, name) => assert.fail(`no Machine condition write expected (${name})`),
     setFinalizers: async (_object, finalizers) => {
       calls.push(`finalizers ${JSON.stringify(finalizers)}`);
       return undefined;

@@ -63,6 +63,7 @@ function world(removeError: Error, status?: QuorumControlPlane["status"]) {
     patchAnnotations: async () => assert.fail("no annotation patch expected"),
     setOwnerReferences: async (object) => assert.fail(`no owner reference patch expected (${object.kind})`),
     patchInPlace: async () => undefined,
+    setMachineConditions: async () => undefined,
     setFinalizers: async () => undefined,
     patchStatus: async (_object, status) => {
       statuses.push(status);

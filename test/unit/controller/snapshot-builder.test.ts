@@ -94,6 +94,15 @@ describe("buildSnapshot", () => {
     );
   });
 
+  it("does not remediate a Machine that recovered before Quorum acted, and marks its stale OwnerRemediated for removal", () => {
+    // The MachineHealthCheck sets HealthCheckSucceeded True again but leaves OwnerRemediated False to the owner.
+    const snapshot = buildSnapshot(
+      observation({ machines: [machine("cp-a", { ownerRemediated: "False", healthCheck: "True" })] }),
+    );
+    assert.equal(snapshot.machines[0].remediationRequested, false);
+    assert.equal(snapshot.machines[0].remediationWithdrawn, true);
+  });
+
   it("names the object and the field when a duration in the spec is invalid", () => {
     assert.throws(
       () =>

@@ -1,0 +1,66 @@
+// The conditions a control-plane provider owns on its Machines under the CAPI v1beta2 contract: `UpToDate` on every
+// Machine (CAPI's Machine controller leaves it to the owner; the QuorumControlPlane's upToDateReplicas, the Cluster's
+// RollingOut condition and the topology controller read it), and `OwnerRemediated` on a Machine a MachineHealthCheck
+// asked the owner to remediate. Pure; the shell writes what differs (src/controller/machine-conditions.ts).
+import { OWNER_REMEDIATED_CONDITION, UP_TO_DATE_CONDITION } from "../api/capi.ts";
+import type { Action } from "./actions.ts";
+import { outdatedReasons } from "./selection.ts";
+import type { MachineView, Snapshot } from "./snapshot.ts";
+
+export interface MachineCondition {
+  type: typeof UP_TO_DATE_CONDITION | typeof OWNER_REMEDIATED_CONDITION;
+  status: "True" | "False";
+  reason: string;
+  message: string;
+}
+
+export interface OwnedConditions {
+  set: MachineCondition[];
+  /** Condition types to take off the Machine: a stale OwnerRemediated once the Machine recovered (as KCP does). */
+  remove: (typeof OWNER_REMEDIATED_CONDITION)[];
+}
+
+/**
+ * The owned conditions each Machine should carry, by Machine name. A Machine Quorum cannot read (malformed) gets
+ * none: what it runs is unknown, so calling it up to date or not would be a guess.
+ */
+export function ownedMachineConditions(snapshot: Snapshot, action: Action): Map<string, OwnedConditions> {
+  const conditions = new Map<string, OwnedConditions>();
+  for (const machine of snapshot.machines) {
+    if (machine.malformed !== undefined) continue;
+    conditions.set(machine.name, {
+      set: [upToDate(snapshot, machine), ...(machine.remediationRequested ? [ownerRemediated(machine, action)] : [])],
+      remove: machine.remediationWithdrawn && machine.deleting === undefined ? [OWNER_REMEDIATED_CONDITION] : [],
+    });
+  }
+  return conditions;
+}
+
+/** Whether the Machine matches the spec, and if not why, one "* ..." line per reason as KCP writes them. */
+function upToDate(snapshot: Snapshot, machine: MachineView): MachineCondition {
+  const reasons = outdatedReasons(snapshot, machine);
+  if (reasons.length === 0) return { type: UP_TO_DATE_CONDITION, status: "True", reason: "UpToDate", message: "" };
+  return {
+    type: UP_TO_DATE_CONDITION,
+    status: "False",
+    reason: "NotUpToDate",
+    message: reasons.map((reason) => `* ${reason.charAt(0).toUpperCase()}${reason.slice(1)}`).join("\n"),
+  };
+}
+
+/**
+ * The owner's answer to a MachineHealthCheck: the Machine is being replaced, or the replacement waits. The message
+ * stays the same while it waits (the reason changes with every poll); status.nextAction says what it waits for.
+ */
+function ownerRemediated(machine: MachineView, action: Action): MachineCondition {
+  const deleting = machine.deleting !== undefined || (action.kind === "Remediate" && action.machine === machine.name);
+  return deleting
+    ? { type: OWNER_REMEDIATED_CONDITION, status: "False", reason: "MachineDeleting", message: "Machine is deleting" }
+    : {
+        type: OWNER_REMEDIATED_CONDITION,
+        status: "False",
+        reason: "RemediationDeferred",
+        message:
+          "Quorum replaces this Machine once that keeps etcd quorum and the remediation limits allow it; the QuorumControlPlane's status.nextAction says what it waits for",
+      };
+}
