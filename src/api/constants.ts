@@ -47,6 +47,13 @@ export const DELETE_MACHINE_ANNOTATION = "cluster.x-k8s.io/delete-machine";
  */
 export const REMOVE_MEMBER_ANNOTATION = "controlplane.cluster.x-k8s.io/quorum-remove-etcd-member";
 
+/**
+ * Quorum's remediation memory on the QuorumControlPlane, JSON {"machine","time","retryCount"}: the last Machine it
+ * remediated, which the retry limits (spec.remediation) count from. An annotation, not status, because
+ * `clusterctl move` recreates objects without their status (KCP keeps its remediation data in annotations too).
+ */
+export const LAST_REMEDIATION_ANNOTATION = "controlplane.cluster.x-k8s.io/quorum-last-remediation";
+
 export const FINALIZER = "controlplane.cluster.x-k8s.io/quorum";
 
 export const CONDITION = {

@@ -2,7 +2,13 @@
 // two calls and the next reconcile re-derives the same Action from the sources of truth: a create that finds its
 // object counts as done, removing a member that is gone counts as done, deleting a Machine that is gone too.
 import type { Machine } from "../api/capi.ts";
-import { CAPI_API_VERSION, PRE_TERMINATE_HOOK } from "../api/constants.ts";
+import {
+  API_VERSION,
+  CAPI_API_VERSION,
+  KIND,
+  LAST_REMEDIATION_ANNOTATION,
+  PRE_TERMINATE_HOOK,
+} from "../api/constants.ts";
 import type { QuorumControlPlane } from "../api/types.ts";
 import type { Action } from "../core/actions.ts";
 import type { Snapshot } from "../core/snapshot.ts";
@@ -103,7 +109,9 @@ export async function execute(action: Action, context: ExecutionContext): Promis
             : new Date(context.snapshot.now).toISOString(),
         retryCount,
       };
-      await context.management.patchStatus(context.controlPlane, { lastRemediation });
+      await context.management.patchAnnotations(API_VERSION, KIND, namespace, context.controlPlane.metadata.name, {
+        [LAST_REMEDIATION_ANNOTATION]: JSON.stringify(lastRemediation),
+      });
       await context.management.deleteMachine(namespace, action.machine);
       return {
         message: `deleted unhealthy Machine ${action.machine} to replace it (remediation retry ${retryCount})`,

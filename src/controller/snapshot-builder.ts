@@ -6,6 +6,7 @@ import { HEALTH_CHECK_SUCCEEDED_CONDITION, OWNER_REMEDIATED_CONDITION } from "..
 import {
   DEFAULTS,
   DELETE_MACHINE_ANNOTATION,
+  LAST_REMEDIATION_ANNOTATION,
   MEMBER_NAME_ANNOTATION,
   PAUSED_ANNOTATION,
   PRE_TERMINATE_HOOK,
@@ -85,11 +86,39 @@ function hashOf(material: object): string {
   return createHash("sha256").update(JSON.stringify(material)).digest("hex").slice(0, 10);
 }
 
+/**
+ * The last remediation, from the annotation (which `clusterctl move` carries) or, when it is absent or unreadable
+ * (a hand edit), from status.lastRemediation, where releases before the annotation kept it.
+ */
+function lastRemediation(qcp: QuorumControlPlane): { machine: string; time: string; retryCount: number } | undefined {
+  const text = qcp.metadata.annotations?.[LAST_REMEDIATION_ANNOTATION];
+  if (text !== undefined) {
+    try {
+      const value: unknown = JSON.parse(text);
+      if (typeof value === "object" && value !== null) {
+        const { machine, time, retryCount } = value as Record<string, unknown>;
+        if (
+          typeof machine === "string" &&
+          typeof time === "string" &&
+          !Number.isNaN(Date.parse(time)) &&
+          typeof retryCount === "number" &&
+          Number.isInteger(retryCount) &&
+          retryCount >= 0
+        )
+          return { machine, time, retryCount };
+      }
+    } catch {
+      // Not JSON: fall back to status below.
+    }
+  }
+  return qcp.status?.lastRemediation;
+}
+
 function controlPlaneView(qcp: QuorumControlPlane): ControlPlaneView {
   const key = `QuorumControlPlane ${qcp.metadata.namespace}/${qcp.metadata.name}`;
   const spec = qcp.spec;
   const rolling = spec.rollout?.strategy?.rollingUpdate;
-  const last = qcp.status?.lastRemediation;
+  const last = lastRemediation(qcp);
   const rolloutAfter = spec.rollout?.after ? Date.parse(spec.rollout.after) : undefined;
   const deletionStartedAt = qcp.metadata.deletionTimestamp ? Date.parse(qcp.metadata.deletionTimestamp) : undefined;
   // A control plane being deleted is taken down with the defaults in place of invalid settings: refusing to plan would

@@ -102,13 +102,23 @@ export function computeStatus(inputs: StatusInputs): QuorumControlPlaneStatus {
       summary: verdict.observed ? `${quorum.healthyVoters}/${quorum.voters}` : "unknown",
     },
     nextAction: nextAction(action),
-    ...((inputs.actionStatus?.lastRemediation ?? previous.lastRemediation)
+    // Shown from the memory the planner used (the annotation, src/controller/snapshot-builder.ts), or from the
+    // remediation this reconcile just made.
+    ...((inputs.actionStatus?.lastRemediation ?? remembered(snapshot) ?? previous.lastRemediation)
       ? {
           lastRemediation: (inputs.actionStatus?.lastRemediation ??
+            remembered(snapshot) ??
             previous.lastRemediation) as QuorumControlPlaneStatus["lastRemediation"],
         }
       : {}),
   };
+}
+
+function remembered(snapshot: Snapshot): QuorumControlPlaneStatus["lastRemediation"] | undefined {
+  const last = snapshot.controlPlane.remediation.last;
+  return last
+    ? { machine: last.machine, time: new Date(last.time).toISOString(), retryCount: last.retryCount }
+    : undefined;
 }
 
 /** What kept a reconcile from finishing its step: the Reconciled condition (and `condition`, when given) says so. */

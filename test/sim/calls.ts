@@ -14,6 +14,8 @@ export type Effect =
   | { kind: "remove-member"; memberId: string }
   | { kind: "delete-machine"; machine: string }
   | { kind: "set-hook"; machine: string; hook: boolean }
+  /** The controller records that it remediates this Machine (its remediation memory), right before deleting it. */
+  | { kind: "record-remediation"; machine: string }
   | { kind: "write-status" };
 
 export interface Call {

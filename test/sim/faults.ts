@@ -46,7 +46,8 @@ type FaultKind =
   | "strategy-change"
   | "pause"
   | "alarm"
-  | "workload-unreadable";
+  | "workload-unreadable"
+  | "status-wiped";
 
 const FAULT_WEIGHTS: readonly (readonly [FaultKind, number])[] = [
   ["member-outage", 3],
@@ -64,6 +65,7 @@ const FAULT_WEIGHTS: readonly (readonly [FaultKind, number])[] = [
   ["pause", 0.5],
   ["alarm", 0.5],
   ["workload-unreadable", 0.7],
+  ["status-wiped", 0.3],
 ];
 
 /** Injects at most one fault this step; returns what happened, for the trace. */
@@ -194,6 +196,11 @@ const FAULTS: Record<FaultKind, (world: World, rng: Prng) => string | undefined>
     world.spec.templateHash = `tpl-${world.spec.generation + 1}`;
     world.spec.generation++;
     return `spec.machineTemplate changed (hash ${world.spec.templateHash})`;
+  },
+  "status-wiped": (world) => {
+    // clusterctl move recreates the QuorumControlPlane on the target without its status; annotations travel.
+    world.status = undefined;
+    return "status wiped (clusterctl move recreated the QuorumControlPlane without it)";
   },
   "metadata-change": (world, rng) => {
     // A new value for one label, or a label removed: either reaches the Machines in place.

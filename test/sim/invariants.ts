@@ -7,6 +7,7 @@ import type { Call } from "./calls.ts";
 import {
   CLUSTER,
   ETCD_HEALTH_INTERVAL_MS,
+  SIM_TIMERS,
   findMachine,
   youngConnections,
   findMember,
@@ -32,6 +33,7 @@ export type Rule =
   | "6 never sends a removal etcd refuses"
   | "7 one owner"
   | "8 replacement serves before the old voter leaves"
+  | "9 remediations paced by retryPeriod"
   | "planner throws"
   | "reconcile throws";
 
@@ -51,9 +53,27 @@ export function checkCall(world: World, snapshot: Snapshot, call: Call): Finding
       return checkDelete(world, snapshot, effect.machine);
     case "set-hook":
       return effect.hook ? undefined : checkRelease(world, effect.machine);
+    case "record-remediation":
+      return checkRemediationPace(world, effect.machine);
     default:
       return undefined;
   }
+}
+
+/**
+ * Rule 9: KCP's limit, one remediation per spec.remediation.retryPeriod (a second try of the same Machine, after a
+ * crash, is not a new one). Its memory must survive what drops status: a crash before the write, clusterctl move.
+ */
+function checkRemediationPace(world: World, machine: string): Finding | undefined {
+  const previous = world.remediations?.at(-1);
+  if (!previous || previous.machine === machine) return undefined;
+  const since = world.now - previous.at;
+  if (since >= SIM_TIMERS.remediationRetryPeriodMs) return undefined;
+  return {
+    kind: "violation",
+    rule: "9 remediations paced by retryPeriod",
+    message: `remediates machine ${machine} ${since / 1000}s after machine ${previous.machine}, within retryPeriod ${SIM_TIMERS.remediationRetryPeriodMs / 1000}s`,
+  };
 }
 
 /** Rule 1: the controller's own action never takes the voters from a healthy quorum to none. */

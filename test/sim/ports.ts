@@ -13,6 +13,7 @@ import {
   CAPI_API_VERSION,
   DELETE_MACHINE_ANNOTATION,
   KIND,
+  LAST_REMEDIATION_ANNOTATION,
   LABEL_CLUSTER_NAME,
   LABEL_CONTROL_PLANE,
   LABEL_CONTROL_PLANE_NAME,
@@ -201,6 +202,7 @@ export class SimPorts {
       this.gate.done(machine ? "ok" : "ok (already gone)");
     },
     patchAnnotations: async (_apiVersion, kind, _namespace, name, annotations, resourceVersion) => {
+      if (kind === KIND) return this.annotateControlPlane(name, annotations);
       const hook = annotations[PRE_TERMINATE_HOOK];
       const effect =
         kind === "Machine" && hook !== undefined
@@ -325,9 +327,12 @@ export class SimPorts {
         ],
         finalizers: [...(this.copy ? this.copy.finalizers : this.world.finalizers)],
         // The copy carries the same spec (a copy-paste), but the operator annotates only the control plane in charge.
-        ...(!this.copy && (spec.paused || spec.removeMemberIds.length > 0)
+        ...(!this.copy && (spec.paused || spec.removeMemberIds.length > 0 || this.world.lastRemediationAnnotation)
           ? {
               annotations: {
+                ...(this.world.lastRemediationAnnotation
+                  ? { [LAST_REMEDIATION_ANNOTATION]: this.world.lastRemediationAnnotation }
+                  : {}),
                 ...(spec.paused ? { [PAUSED_ANNOTATION]: "" } : {}),
                 ...(spec.removeMemberIds.length > 0
                   ? { [REMOVE_MEMBER_ANNOTATION]: spec.removeMemberIds.join(",") }
@@ -384,6 +389,23 @@ export class SimPorts {
         failureDomains: this.world.failureDomains.map((name) => ({ name, controlPlane: true })),
       },
     };
+  }
+
+  /** The QuorumControlPlane's annotations the controller writes: only its remediation memory. */
+  private annotateControlPlane(name: string, annotations: Record<string, string | null>): string | undefined {
+    const value = annotations[LAST_REMEDIATION_ANNOTATION];
+    const machine = remediatedMachine(value);
+    this.gate.call(
+      `patch annotations of ${KIND} ${name}`,
+      machine ? { kind: "record-remediation", machine } : { kind: "none" },
+    );
+    // The copy's annotations are not modelled: it must not remediate at all (rule 7 judges that call).
+    if (value !== undefined && !this.copy) {
+      this.world.lastRemediationAnnotation = value ?? undefined;
+      if (machine) (this.world.remediations ??= []).push({ machine, at: this.world.now });
+    }
+    this.gate.done("ok");
+    return String(this.world.spec.generation);
   }
 
   /** A down member whose connection age the written status no longer trusts (or that status lost): the controller saw this outage. */
@@ -469,6 +491,15 @@ function resourceVersionOf(world: World, machine: SimMachine): string {
 
 /** A Machine as CAPI v1beta2 shows it. */
 const OWNED_MACHINE_CONDITIONS = new Set<string>([UP_TO_DATE_CONDITION, OWNER_REMEDIATED_CONDITION]);
+
+/** The Machine a remediation memory annotation names ("" for none or garbage). */
+function remediatedMachine(value: string | null | undefined): string {
+  try {
+    return value ? String((JSON.parse(value) as { machine?: unknown }).machine ?? "") : "";
+  } catch {
+    return "";
+  }
+}
 
 export function machineObject(world: World, machine: SimMachine): Machine {
   const annotations: Record<string, string> = {

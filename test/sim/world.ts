@@ -180,6 +180,10 @@ export interface World {
   initialized: boolean;
   /** The QuorumControlPlane's status: what the real controller wrote (and may lose), read back by its next reconcile. */
   status?: QuorumControlPlaneStatus;
+  /** The QuorumControlPlane's remediation memory annotation, as the controller last wrote it. */
+  lastRemediationAnnotation?: string;
+  /** Every remediation the controller recorded, in order: rule 9 paces them. */
+  remediations?: { machine: string; at: number }[];
   /** The QuorumControlPlane's metadata.finalizers. */
   finalizers: string[];
   /**

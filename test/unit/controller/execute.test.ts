@@ -21,7 +21,10 @@ function recordingManagement(calls: string[]): ManagementApi {
     deleteMachine: async (namespace, name) => {
       calls.push(`deleteMachine ${namespace}/${name}`);
     },
-    patchAnnotations: record("patchAnnotations"),
+    patchAnnotations: async (_apiVersion, kind, namespace, name, annotations) => {
+      calls.push(`patchAnnotations ${kind} ${namespace}/${name} ${JSON.stringify(annotations)}`);
+      return undefined;
+    },
     setOwnerReferences: record("setOwnerReferences"),
     patchInPlace: record("patchInPlace"),
     setMachineConditions: record("setMachineConditions"),
@@ -169,11 +172,14 @@ describe("executor", () => {
     );
   });
 
-  it("records a remediation in status before deleting the Machine, so a crash in between keeps the retry count", async () => {
+  it("records a remediation in an annotation before deleting the Machine, so neither a crash in between nor clusterctl move (which drops status) loses the retry count", async () => {
     const calls: string[] = [];
     await execute({ kind: "Remediate", machine: "cp-a", reason: "test" }, context(calls));
     assert.equal(calls.length, 2);
-    assert.match(calls[0], /^patchStatus .*"lastRemediation":\{"machine":"cp-a".*"retryCount":0/);
+    assert.match(
+      calls[0],
+      /^patchAnnotations QuorumControlPlane ns\/cp \{"controlplane\.cluster\.x-k8s\.io\/quorum-last-remediation":"\{\\"machine\\":\\"cp-a\\".*\\"retryCount\\":0\}"\}$/,
+    );
     assert.equal(calls[1], "deleteMachine ns/cp-a");
   });
 
@@ -183,7 +189,7 @@ describe("executor", () => {
       { kind: "Remediate", machine: "cp-a", reason: "test" },
       context(calls, { machine: "cp-a", time: "2026-11-29T11:59:00Z", retryCount: 2 }),
     );
-    assert.match(calls[0], /"machine":"cp-a","time":"2026-11-29T11:59:00.000Z","retryCount":2/);
+    assert.match(calls[0], /\\"machine\\":\\"cp-a\\",\\"time\\":\\"2026-11-29T11:59:00.000Z\\",\\"retryCount\\":2/);
   });
 
   it("counts a new retry when another Machine is remediated within the healthy period", async () => {
@@ -192,6 +198,6 @@ describe("executor", () => {
       { kind: "Remediate", machine: "cp-a", reason: "test" },
       context(calls, { machine: "cp-old", time: "2026-11-29T11:50:00Z", retryCount: 1 }),
     );
-    assert.match(calls[0], /"retryCount":2/);
+    assert.match(calls[0], /\\"retryCount\\":2/);
   });
 });

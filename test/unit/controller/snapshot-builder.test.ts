@@ -103,6 +103,30 @@ describe("buildSnapshot", () => {
     assert.equal(snapshot.machines[0].remediationWithdrawn, true);
   });
 
+  it("reads the remediation memory from its annotation, which clusterctl move carries, before status", () => {
+    const qcp = controlPlane();
+    qcp.metadata.annotations = {
+      "controlplane.cluster.x-k8s.io/quorum-last-remediation": JSON.stringify({
+        machine: "cp-x",
+        time: "2026-11-29T11:00:00Z",
+        retryCount: 2,
+      }),
+    };
+    qcp.status = { lastRemediation: { machine: "cp-old", time: "2026-11-28T11:00:00Z", retryCount: 0 } };
+    const last = buildSnapshot(observation({ controlPlane: qcp })).controlPlane.remediation.last;
+    assert.deepEqual(last, { machine: "cp-x", time: Date.parse("2026-11-29T11:00:00Z"), retryCount: 2 });
+  });
+
+  it("falls back to status.lastRemediation when the annotation is not what Quorum writes", () => {
+    for (const garbage of ["{not json", '{"machine":"cp-x","time":"yesterday","retryCount":1}', '{"machine":"cp-x"}']) {
+      const qcp = controlPlane();
+      qcp.metadata.annotations = { "controlplane.cluster.x-k8s.io/quorum-last-remediation": garbage };
+      qcp.status = { lastRemediation: { machine: "cp-old", time: "2026-11-28T11:00:00Z", retryCount: 1 } };
+      const last = buildSnapshot(observation({ controlPlane: qcp })).controlPlane.remediation.last;
+      assert.equal(last?.machine, "cp-old", garbage);
+    }
+  });
+
   it("names the object and the field when a duration in the spec is invalid", () => {
     assert.throws(
       () =>
