@@ -56,6 +56,11 @@ export function computeStatus(inputs: StatusInputs): QuorumControlPlaneStatus {
     .filter((version) => version !== "")
     .sort(compareVersions);
   const quorum = quorumStatus(verdict);
+  // The remediation this reconcile just made, else the memory the planner used (the annotation).
+  const lastRemediation =
+    (inputs.actionStatus?.lastRemediation as QuorumControlPlaneStatus["lastRemediation"]) ??
+    remembered(snapshot) ??
+    previous.lastRemediation;
 
   const conditions = setConditions(
     previous.conditions,
@@ -102,15 +107,7 @@ export function computeStatus(inputs: StatusInputs): QuorumControlPlaneStatus {
       summary: verdict.observed ? `${quorum.healthyVoters}/${quorum.voters}` : "unknown",
     },
     nextAction: nextAction(action),
-    // Shown from the memory the planner used (the annotation, src/controller/snapshot-builder.ts), or from the
-    // remediation this reconcile just made.
-    ...((inputs.actionStatus?.lastRemediation ?? remembered(snapshot) ?? previous.lastRemediation)
-      ? {
-          lastRemediation: (inputs.actionStatus?.lastRemediation ??
-            remembered(snapshot) ??
-            previous.lastRemediation) as QuorumControlPlaneStatus["lastRemediation"],
-        }
-      : {}),
+    ...(lastRemediation ? { lastRemediation } : {}),
   };
 }
 
