@@ -53,6 +53,8 @@ export interface Cluster {
     controlPlaneEndpoint?: { host?: string; port?: number };
     controlPlaneRef?: ContractVersionedObjectReference;
     infrastructureRef?: ContractVersionedObjectReference;
+    /** A Cluster made from a ClusterClass: the topology controller creates its control plane from the class. */
+    topology?: { classRef?: { name?: string; namespace?: string } };
   };
   status?: {
     initialization?: { infrastructureProvisioned?: boolean; controlPlaneInitialized?: boolean };

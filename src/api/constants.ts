@@ -56,6 +56,9 @@ export const LAST_REMEDIATION_ANNOTATION = "controlplane.cluster.x-k8s.io/quorum
 
 export const FINALIZER = "controlplane.cluster.x-k8s.io/quorum";
 
+/** CAPI's topology controller labels every object it creates for a Cluster made from a ClusterClass. */
+export const TOPOLOGY_OWNED_LABEL = "topology.cluster.x-k8s.io/owned";
+
 export const CONDITION = {
   /** v1beta1-style summary condition. */
   Ready: "Ready",

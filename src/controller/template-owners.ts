@@ -1,9 +1,10 @@
 // Keeps the templates a QuorumControlPlane references owned by its Cluster, so `clusterctl move` carries them
 // (the decision is src/core/template-owners.ts; this reads the templates and writes through the port).
 import type { Cluster } from "../api/capi.ts";
-import { PAUSED_ANNOTATION } from "../api/constants.ts";
+import { CAPI_API_VERSION, PAUSED_ANNOTATION, TOPOLOGY_OWNED_LABEL } from "../api/constants.ts";
 import type { QuorumControlPlane } from "../api/types.ts";
-import { templatesToOwn, withClusterOwner } from "../core/template-owners.ts";
+import type { ObjectRef } from "../api/types.ts";
+import { templatesToOwn, withOwner, type TemplateOwner } from "../core/template-owners.ts";
 import type { Clock, ManagementApi } from "../ports/index.ts";
 import type { Problem } from "./status.ts";
 
@@ -43,6 +44,30 @@ export interface TemplateOwnersResult {
 }
 
 /**
+ * The Cluster, or for a control plane the topology controller made from a ClusterClass, that ClusterClass: every
+ * Cluster of the class shares the bootstrap template its QuorumControlPlaneTemplate names (see TemplateOwner).
+ * Undefined for a class in another namespace, which cannot own the template.
+ */
+async function bootstrapTemplateOwner(
+  controlPlane: QuorumControlPlane,
+  cluster: Cluster,
+  management: ManagementApi,
+): Promise<TemplateOwner | undefined> {
+  const namespace = controlPlane.metadata.namespace ?? "default";
+  const classRef = cluster.spec?.topology?.classRef;
+  if (controlPlane.metadata.labels?.[TOPOLOGY_OWNED_LABEL] === undefined || !classRef?.name)
+    return { kind: "Cluster", name: cluster.metadata.name, uid: cluster.metadata.uid ?? "" };
+  if ((classRef.namespace ?? namespace) !== namespace) return undefined;
+  const ref: ObjectRef = { apiVersion: CAPI_API_VERSION, kind: "ClusterClass", name: classRef.name };
+  const clusterClass = await management.getReferenced(
+    ref,
+    namespace,
+    `Cluster ${namespace}/${cluster.metadata.name} spec.topology.classRef`,
+  );
+  return { kind: "ClusterClass", name: classRef.name, uid: clusterClass.metadata.uid ?? "" };
+}
+
+/**
  * Adds the Cluster owner reference to each referenced template that lacks it. A failure does not stop the
  * reconcile (etcd safety must not wait on a provider's RBAC): it is returned as a problem for status and tried
  * again on the next reconcile.
@@ -74,11 +99,13 @@ export async function keepTemplatesOwned(
     const what = `${ref.kind} ${namespace}/${ref.name}`;
     try {
       const referencedBy = `QuorumControlPlane ${key} spec.machineTemplate.spec.${field.get(ref) ?? ""}`;
+      const owner =
+        ref === template.bootstrapConfigTemplateRef
+          ? await bootstrapTemplateOwner(controlPlane, cluster, management)
+          : { kind: "Cluster" as const, name: cluster.metadata.name, uid: clusterUid };
+      if (!owner) continue;
       const object = await management.getReferenced(ref, namespace, referencedBy);
-      const ownerReferences = withClusterOwner(object.metadata.ownerReferences, {
-        name: cluster.metadata.name,
-        uid: clusterUid,
-      });
+      const ownerReferences = withOwner(object.metadata.ownerReferences, owner);
       if (ownerReferences) {
         await management.setOwnerReferences(object, ownerReferences);
         adopted.push(what);
@@ -90,7 +117,7 @@ export async function keepTemplatesOwned(
         adopted,
         problem: {
           reason: "TemplateOwnerReferenceFailed",
-          message: `could not give ${what} its owner reference to Cluster ${namespace}/${cluster.metadata.name}, which clusterctl move needs to carry the template: ${cause}`,
+          message: `could not give ${what} its owner reference (its Cluster ${namespace}/${cluster.metadata.name}, or for a bootstrap template a ClusterClass shares, the ClusterClass), which clusterctl move needs to carry the template: ${cause}`,
         },
       };
     }

@@ -39,26 +39,38 @@ export function templatesToOwn(
 }
 
 /**
- * The template's ownerReferences with the Cluster's added, or undefined when it already has it (so an idle
- * reconcile writes nothing). A reference to the same Cluster under another API version counts as present (the
- * group decides, as in CAPI's HasOwnerRef); one with the Cluster's name but another uid is a Cluster that was
+ * Who a template moves with. Normally its Cluster. The bootstrap template a ClusterClass's QuorumControlPlaneTemplate
+ * names is shared by every Cluster of the class (the topology controller copies the reference, it clones only the
+ * infrastructure template): owned by one of those Clusters, the garbage collector would delete it with that Cluster
+ * and break the others, so it is owned by the ClusterClass, which clusterctl move carries with its templates.
+ */
+export interface TemplateOwner {
+  kind: "Cluster" | "ClusterClass";
+  name: string;
+  uid: string;
+}
+
+/**
+ * The template's ownerReferences with the owner's added, or undefined when it already has it (so an idle
+ * reconcile writes nothing). A reference to the same owner under another API version counts as present (the
+ * group decides, as in CAPI's HasOwnerRef); one with the owner's name but another uid is an owner that was
  * recreated or restored, and is replaced. Every other reference is kept as it was, in its place.
  */
-export function withClusterOwner(
+export function withOwner(
   current: readonly OwnerReference[] | undefined,
-  cluster: { name: string; uid: string },
+  owner: TemplateOwner,
 ): OwnerReference[] | undefined {
   const owners = current ?? [];
-  const sameCluster = (owner: OwnerReference) =>
-    owner.kind === "Cluster" && groupOf(owner.apiVersion) === CAPI_GROUP && owner.name === cluster.name;
-  if (owners.some((owner) => sameCluster(owner) && owner.uid === cluster.uid)) return undefined;
+  const sameOwner = (candidate: OwnerReference) =>
+    candidate.kind === owner.kind && groupOf(candidate.apiVersion) === CAPI_GROUP && candidate.name === owner.name;
+  if (owners.some((candidate) => sameOwner(candidate) && candidate.uid === owner.uid)) return undefined;
   const desired: OwnerReference = {
     apiVersion: CAPI_API_VERSION,
-    kind: "Cluster",
-    name: cluster.name,
-    uid: cluster.uid,
+    kind: owner.kind,
+    name: owner.name,
+    uid: owner.uid,
   };
-  const stale = owners.findIndex(sameCluster);
+  const stale = owners.findIndex(sameOwner);
   if (stale < 0) return [...owners, desired];
   return owners.map((owner, index) => (index === stale ? desired : owner));
 }

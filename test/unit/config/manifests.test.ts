@@ -28,6 +28,7 @@ const CONTROLLER_CALLS: Record<string, string[]> = {
   "controlplane.cluster.x-k8s.io/quorumcontrolplanes/status": ["patch"],
   "controlplane.cluster.x-k8s.io/quorumcontrolplanes/finalizers": ["update"],
   "cluster.x-k8s.io/clusters": ["list", "watch"],
+  "cluster.x-k8s.io/clusterclasses": ["get"],
   "cluster.x-k8s.io/machines": ["list", "watch", "create", "patch", "delete"],
   "cluster.x-k8s.io/machines/status": ["patch"],
   "bootstrap.cluster.x-k8s.io/kubeadmconfigtemplates": ["get", "patch"],

@@ -24,7 +24,7 @@ function world(templates: Record<string, OwnerReference[] | undefined>, options:
       const object: Unstructured = {
         apiVersion: ref.apiVersion ?? `${ref.apiGroup}/v1beta1`,
         kind: ref.kind,
-        metadata: { name: ref.name, namespace, resourceVersion: "7" },
+        metadata: { name: ref.name, namespace, resourceVersion: "7", uid: `uid-${ref.name}` },
       };
       const owners = templates[ref.kind];
       return owners ? { ...object, metadata: { ...object.metadata, ownerReferences: owners } } : object;
@@ -52,6 +52,33 @@ describe("keepTemplatesOwned", () => {
     assert.equal(result.adopted.length, 2);
     assert.ok(calls.includes(`patch ${infraKind} rv=7 ${JSON.stringify([other, OWNED_BY_C1])}`), calls.join("\n"));
     assert.ok(calls.includes(`patch ${bootstrapKind} rv=7 ${JSON.stringify([OWNED_BY_C1])}`), calls.join("\n"));
+  });
+
+  it("gives the bootstrap template a ClusterClass shares to that ClusterClass, so deleting one of its Clusters does not delete it", async () => {
+    // What CAPI's topology controller makes: the control plane labelled as its own, the Cluster naming its class.
+    const qcp = controlPlane();
+    qcp.metadata.labels = { ...qcp.metadata.labels, "topology.cluster.x-k8s.io/owned": "" };
+    const topologyCluster = theCluster();
+    topologyCluster.spec = { ...topologyCluster.spec, topology: { classRef: { name: "quorum-class" } } };
+    const infraKind = qcp.spec.machineTemplate.spec.infrastructureRef.kind;
+    const bootstrapKind = qcp.spec.machineTemplate.spec.bootstrapConfigTemplateRef.kind;
+    const { management, calls } = world({});
+    const result = await keepTemplatesOwned(qcp, topologyCluster, management, undefined);
+    assert.equal(result.problem, undefined);
+    const byClass = {
+      apiVersion: "cluster.x-k8s.io/v1beta2",
+      kind: "ClusterClass",
+      name: "quorum-class",
+      uid: "uid-quorum-class",
+    };
+    assert.ok(calls.includes(`patch ${bootstrapKind} rv=7 ${JSON.stringify([byClass])}`), calls.join("\n"));
+    assert.ok(calls.includes(`patch ${infraKind} rv=7 ${JSON.stringify([OWNED_BY_C1])}`), calls.join("\n"));
+
+    // A class in another namespace cannot own it: the template is left alone rather than given to one Cluster.
+    topologyCluster.spec.topology = { classRef: { name: "quorum-class", namespace: "platform" } };
+    const elsewhere = world({});
+    await keepTemplatesOwned(qcp, topologyCluster, elsewhere.management, undefined);
+    assert.equal(elsewhere.calls.filter((call) => call.startsWith(`patch ${bootstrapKind}`)).length, 0);
   });
 
   it("writes nothing for templates that already have the reference", async () => {

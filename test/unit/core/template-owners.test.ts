@@ -3,9 +3,9 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { ObjectRef, OwnerReference } from "../../../src/api/types.ts";
-import { templatesToOwn, withClusterOwner } from "../../../src/core/template-owners.ts";
+import { templatesToOwn, withOwner } from "../../../src/core/template-owners.ts";
 
-const CLUSTER = { name: "c1", uid: "uid-c1" };
+const CLUSTER = { kind: "Cluster" as const, name: "c1", uid: "uid-c1" };
 const INFRA: ObjectRef = { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "ProcessMachineTemplate", name: "pm" };
 const BOOTSTRAP: ObjectRef = {
   apiGroup: "bootstrap.cluster.x-k8s.io",
@@ -75,31 +75,31 @@ describe("templatesToOwn", () => {
   });
 });
 
-describe("withClusterOwner", () => {
+describe("withOwner", () => {
   it("adds a Cluster owner that is neither controller nor blocks deletion to a template with no owners", () => {
-    assert.deepEqual(withClusterOwner(undefined, CLUSTER), [CLUSTER_OWNER]);
+    assert.deepEqual(withOwner(undefined, CLUSTER), [CLUSTER_OWNER]);
   });
 
   it("keeps every other owner reference as it was and appends the Cluster's", () => {
-    assert.deepEqual(withClusterOwner([OTHER_OWNER], CLUSTER), [OTHER_OWNER, CLUSTER_OWNER]);
+    assert.deepEqual(withOwner([OTHER_OWNER], CLUSTER), [OTHER_OWNER, CLUSTER_OWNER]);
   });
 
   it("asks for no write when the template already has the reference (no write at idle)", () => {
-    assert.equal(withClusterOwner([OTHER_OWNER, CLUSTER_OWNER], CLUSTER), undefined);
+    assert.equal(withOwner([OTHER_OWNER, CLUSTER_OWNER], CLUSTER), undefined);
   });
 
   it("counts a reference to the same Cluster under the v1beta1 API version as present", () => {
-    assert.equal(withClusterOwner([{ ...CLUSTER_OWNER, apiVersion: "cluster.x-k8s.io/v1beta1" }], CLUSTER), undefined);
+    assert.equal(withOwner([{ ...CLUSTER_OWNER, apiVersion: "cluster.x-k8s.io/v1beta1" }], CLUSTER), undefined);
   });
 
   it("replaces, in place, a reference to a Cluster of the same name but another uid (recreated or restored)", () => {
     const stale = { ...CLUSTER_OWNER, uid: "uid-before" };
-    assert.deepEqual(withClusterOwner([stale, OTHER_OWNER], CLUSTER), [CLUSTER_OWNER, OTHER_OWNER]);
+    assert.deepEqual(withOwner([stale, OTHER_OWNER], CLUSTER), [CLUSTER_OWNER, OTHER_OWNER]);
   });
 
   it("does not mistake another group's Cluster kind or another Cluster's name for this Cluster", () => {
     const foreign = { ...CLUSTER_OWNER, apiVersion: "example.com/v1", uid: "x" };
     const sibling = { ...CLUSTER_OWNER, name: "c2", uid: "uid-c2" };
-    assert.deepEqual(withClusterOwner([foreign, sibling], CLUSTER), [foreign, sibling, CLUSTER_OWNER]);
+    assert.deepEqual(withOwner([foreign, sibling], CLUSTER), [foreign, sibling, CLUSTER_OWNER]);
   });
 });
