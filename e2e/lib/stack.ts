@@ -38,6 +38,8 @@ export interface StackOptions {
   restartDelay?: string;
   /** Quorum's --etcd-poll-interval (default 1s). */
   etcdPollInterval?: string;
+  /** Extra CAPI core manager flags, e.g. ["--feature-gates=ClusterTopology=true"] for a ClusterClass (default none). */
+  capiExtraArgs?: string[];
 }
 
 export interface ClusterSpec {
@@ -98,7 +100,7 @@ export class E2EStack {
         cwd: repoRoot,
         logFile: join(dir, "provider.log"),
       });
-      const capi = await startCapiManager(apiServer);
+      const capi = await startCapiManager(apiServer, { extraArgs: options.capiExtraArgs ?? [] });
       return new E2EStack(dir, apiServer, capi, provider, eventsFile, options);
     } catch (error) {
       await apiServer.stop();

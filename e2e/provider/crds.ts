@@ -1,4 +1,4 @@
-// The process provider's API: infrastructure kinds (ProcessCluster, ProcessMachine and its template) and bootstrap
+// The process provider's API: infrastructure kinds (ProcessCluster, ProcessMachine and their templates) and bootstrap
 // kinds (ProcessBootstrapConfig and its template), served as v1alpha1 and labelled with the CAPI v1beta2 contract
 // so CAPI core resolves references to them by group and kind. Only the fields CAPI's v1beta2 contract reads, plus
 // what the provider itself reports (loopback address, process IDs, bootstrap phase), are in the schemas.
@@ -13,6 +13,7 @@ export const BOOTSTRAP_API_VERSION = `${BOOTSTRAP_GROUP}/${PROVIDER_VERSION}`;
 /** Plural resource names, as used in API paths. */
 export const RESOURCE = {
   ProcessCluster: "processclusters",
+  ProcessClusterTemplate: "processclustertemplates",
   ProcessMachine: "processmachines",
   ProcessMachineTemplate: "processmachinetemplates",
   ProcessBootstrapConfig: "processbootstrapconfigs",
@@ -44,6 +45,8 @@ const conditions: V1JSONSchemaProps = {
 };
 
 const endpoint = object({ host: string, port: integer });
+
+const processClusterSpec = object({ controlPlaneEndpoint: endpoint });
 
 const processMachineSpec = object({
   /** process://<namespace>/<machine>, set once the Machine has its loopback address. */
@@ -132,7 +135,7 @@ export function processProviderCRDs(): V1CustomResourceDefinition[] {
     crd(
       INFRA_GROUP,
       "ProcessCluster",
-      object({ controlPlaneEndpoint: endpoint }),
+      processClusterSpec,
       object({
         initialization: object({ provisioned: boolean }),
         ready: boolean,
@@ -148,6 +151,9 @@ export function processProviderCRDs(): V1CustomResourceDefinition[] {
         { name: "Provisioned", type: "boolean", jsonPath: ".status.initialization.provisioned" },
       ],
     ),
+    // For a ClusterClass's spec.infrastructure (the v1beta2 InfraClusterTemplate contract: spec.template.spec). The
+    // topology controller clones it into the Cluster's ProcessCluster; the endpoint stays the provider's to set.
+    crd(INFRA_GROUP, "ProcessClusterTemplate", template(processClusterSpec), undefined),
     crd(INFRA_GROUP, "ProcessMachine", processMachineSpec, processMachineStatus, [
       { name: "Address", type: "string", jsonPath: ".status.addresses[0].address" },
       { name: "Phase", type: "string", jsonPath: ".status.phase" },
