@@ -52,7 +52,11 @@ export const clusterClass: ScenarioDefinition = {
       `CAPI's topology controller created the QuorumControlPlane ${created.metadata.name} from the ClusterClass (label ${TOPOLOGY_OWNED_LABEL})`,
     );
     await waitClusterAvailable(s, 120_000);
-    s.notes.push(await bootstrapTemplateOwners(s));
+    const owners = await bootstrapTemplateOwners(s);
+    s.check(
+      owners.includes(`ClusterClass/${CLUSTER_CLASS}`) && !owners.some((owner) => owner.startsWith("Cluster/")),
+      `the bootstrap template the class's Clusters share is owned by the ClusterClass, not by one of them (owners: ${owners.join(", ") || "none"})`,
+    );
 
     const beforeUpgrade = new Set((await s.machines()).map((machine) => machine.metadata.name));
     await s.operation(
@@ -108,18 +112,18 @@ export const clusterClass: ScenarioDefinition = {
 };
 
 /**
- * Who owns the ClusterClass's bootstrap template. CAPI's ClusterClass controller owns only the templates the
- * ClusterClass names itself, not the one inside the QuorumControlPlaneTemplate, which every Cluster of the class
- * shares; Quorum adds the Cluster as owner for clusterctl move (src/core/template-owners.ts). Recorded, not checked.
+ * Who owns the ClusterClass's bootstrap template ("Kind/name"). CAPI's ClusterClass controller owns only the
+ * templates the ClusterClass names itself, not the one inside the QuorumControlPlaneTemplate, which every Cluster of
+ * the class shares; Quorum gives it to the ClusterClass (src/controller/template-owners.ts): owned by a Cluster, the
+ * garbage collector would delete it with that Cluster.
  */
-async function bootstrapTemplateOwners(s: Scenario): Promise<string> {
+async function bootstrapTemplateOwners(s: Scenario): Promise<string[]> {
   const name = `${CLUSTER_CLASS}-control-plane`;
   const template = await kubeRequestOk<{ metadata: { ownerReferences?: { kind: string; name: string }[] } }>(
     s.stack.kubeConfig,
     `/apis/${BOOTSTRAP_API_VERSION}/namespaces/${s.namespace}/${RESOURCE.ProcessBootstrapConfigTemplate}/${name}`,
   );
-  const owners = (template.metadata.ownerReferences ?? []).map((owner) => `${owner.kind}/${owner.name}`);
-  return `the ClusterClass's ProcessBootstrapConfigTemplate ${name} (shared by the class's Clusters) is owned by: ${owners.join(", ") || "nothing"}`;
+  return (template.metadata.ownerReferences ?? []).map((owner) => `${owner.kind}/${owner.name}`);
 }
 
 function identities(machines: Machine[]): string {
