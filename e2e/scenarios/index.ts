@@ -1,4 +1,5 @@
 // Every scenario `make e2e` runs, in order, each on its own fresh stack.
+import { clusterctlMove } from "./clusterctl-move.ts";
 import { crash } from "./crash.ts";
 import { ghost } from "./ghost.ts";
 import { leaderElection } from "./leader-election.ts";
@@ -7,4 +8,12 @@ import { memberDown } from "./member-down.ts";
 import type { ScenarioDefinition } from "./types.ts";
 import { userDelete } from "./user-delete.ts";
 
-export const scenarios: ScenarioDefinition[] = [lifecycle, crash, memberDown, ghost, leaderElection, userDelete];
+export const scenarios: ScenarioDefinition[] = [
+  lifecycle,
+  crash,
+  memberDown,
+  ghost,
+  leaderElection,
+  userDelete,
+  clusterctlMove,
+];
