@@ -108,29 +108,15 @@ export async function writeClusterctlInventory(
   ) as V1CustomResourceDefinition;
   providerCRD.metadata = {
     ...providerCRD.metadata,
-    labels: {
-      ...providerCRD.metadata?.labels,
-      [`${CLUSTERCTL_LABEL}/core`]: "inventory",
-    },
+    labels: { ...providerCRD.metadata?.labels, [`${CLUSTERCTL_LABEL}/core`]: "inventory" },
   };
-  await installCRDs(kubeConfig, {
-    quorum: false,
-    capi: [],
-    extra: [providerCRD],
-  });
+  await installCRDs(kubeConfig, { quorum: false, capi: [], extra: [providerCRD] });
   for (const entry of inventory) {
     const labels = { [CLUSTERCTL_LABEL]: "", [PROVIDER_LABEL]: entry.label };
     for (const crd of entry.crds)
-      await kubeRequestOk(kubeConfig, `${CRDS}/${crd}`, {
-        method: "PATCH",
-        body: { metadata: { labels } },
-      });
+      await kubeRequestOk(kubeConfig, `${CRDS}/${crd}`, { method: "PATCH", body: { metadata: { labels } } });
     const namespace = await kubeRequest(kubeConfig, "/api/v1/namespaces", {
-      body: {
-        apiVersion: "v1",
-        kind: "Namespace",
-        metadata: { name: entry.namespace, labels },
-      },
+      body: { apiVersion: "v1", kind: "Namespace", metadata: { name: entry.namespace, labels } },
     });
     if (namespace.status !== 201 && namespace.status !== 409)
       throw new Error(`create Namespace ${entry.namespace}: HTTP ${namespace.status} ${statusMessage(namespace)}`);
@@ -176,6 +162,26 @@ export async function startManagementCluster(): Promise<ExtraManagement & { capi
     await apiServer.stop();
     throw error;
   }
+}
+
+/** Runs a bash script under the harness; resolves with its output, rejects with the output's tail. */
+export async function runScript(
+  script: string,
+  options: { dir: string; label: string; cwd?: string; env?: NodeJS.ProcessEnv },
+): Promise<string> {
+  const logFile = join(options.dir, `${options.label}.log`);
+  const proc = startProcess({
+    name: options.label,
+    command: "bash",
+    args: ["-euo", "pipefail", "-c", script],
+    cwd: options.cwd ?? repoRoot,
+    env: { ...process.env, ...options.env },
+    logFile,
+  });
+  const exit = await exitOf(proc);
+  if (exit.code !== 0)
+    throw new Error(`${options.label} exited with ${exit.code ?? exit.signal}; its output:\n${proc.lastLogLines(40)}`);
+  return readFileSync(logFile, "utf8");
 }
 
 /** The child does not hold the event loop open by itself (test/env/processes.ts): a timer does, until it exits. */

@@ -44,6 +44,8 @@ export interface StackOptions {
    * target): one provider, one set of running Machines, adopted wherever their objects are moved.
    */
   providerAlsoServes?: string[];
+  /** Install Quorum's CRDs from this tree (default true); false when a scenario installs a release's with clusterctl. */
+  quorumCRDs?: boolean;
 }
 
 /** A management cluster besides the stack's own (its API server, CAPI manager...), stopped with the stack. */
@@ -94,7 +96,7 @@ export class E2EStack {
     const dir = makeTempDir(`e2e-${name}`);
     const apiServer = await startApiServer();
     try {
-      await installCRDs(apiServer.kubeConfig, { extra: processProviderCRDs() });
+      await installCRDs(apiServer.kubeConfig, { quorum: options.quorumCRDs ?? true, extra: processProviderCRDs() });
       const eventsFile = join(dir, "provider-events.jsonl");
       writeFileSync(eventsFile, "");
       const provider = startProcess({
@@ -152,6 +154,8 @@ export class E2EStack {
       logFormat?: "json" | "text";
       /** The management cluster it runs against (default: the one the scenario uses now). */
       kubeconfigPath?: string;
+      /** A source tree of another Quorum version to run (its src/main.ts, from that directory); default this one. */
+      source?: string;
     } = {},
   ): Promise<QuorumProcess> {
     this.quorumCount++;
@@ -162,7 +166,7 @@ export class E2EStack {
     const args = [
       "--import",
       "tsx",
-      join(repoRoot, "src/main.ts"),
+      join(options.source ?? repoRoot, "src/main.ts"),
       "--kubeconfig",
       options.kubeconfigPath ?? this.kubeconfigPath,
       "--etcd-poll-interval",
@@ -185,7 +189,7 @@ export class E2EStack {
       name: `Quorum ${label}`,
       command: process.execPath,
       args,
-      cwd: repoRoot,
+      cwd: options.source ?? repoRoot,
       env,
       logFile,
     });

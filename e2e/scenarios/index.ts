@@ -1,5 +1,6 @@
 // Every scenario `make e2e` runs, in order, each on its own fresh stack.
 import { clusterctlMove } from "./clusterctl-move.ts";
+import { clusterctlUpgrade } from "./clusterctl-upgrade.ts";
 import { crash } from "./crash.ts";
 import { ghost } from "./ghost.ts";
 import { leaderElection } from "./leader-election.ts";
@@ -16,4 +17,5 @@ export const scenarios: ScenarioDefinition[] = [
   leaderElection,
   userDelete,
   clusterctlMove,
+  clusterctlUpgrade,
 ];
