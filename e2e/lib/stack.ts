@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { API_VERSION, CAPI_API_VERSION, KIND, LABEL_CLUSTER_NAME } from "../../src/api/constants.ts";
 import type { QuorumControlPlane } from "../../src/api/types.ts";
 import type { Machine } from "../../src/api/capi.ts";
+import type { KubeConfig } from "@kubernetes/client-node";
 import {
   freePort,
   installCRDs,
@@ -40,6 +41,22 @@ export interface StackOptions {
   etcdPollInterval?: string;
   /** Extra CAPI core manager flags, e.g. ["--feature-gates=ClusterTopology=true"] for a ClusterClass (default none). */
   capiExtraArgs?: string[];
+  /**
+   * Kubeconfigs of further management clusters the process provider serves besides this stack's (a `clusterctl move`
+   * target): one provider, one set of running Machines, adopted wherever their objects are moved.
+   */
+  providerAlsoServes?: string[];
+  /** Install Quorum's CRDs from this tree (default true); false when a scenario installs a release's with clusterctl. */
+  quorumCRDs?: boolean;
+}
+
+/** A management cluster besides the stack's own (its API server, CAPI manager...), stopped with the stack. */
+export interface ExtraManagement {
+  kubeConfig: KubeConfig;
+  kubeconfigPath: string;
+  /** PIDs of its processes, for the leak check after stop(). */
+  pids(): number[];
+  stop(): Promise<void>;
 }
 
 export interface ClusterSpec {
@@ -63,6 +80,9 @@ export interface ProviderEvent {
 export class E2EStack {
   readonly quorums: QuorumProcess[] = [];
   private quorumCount = 0;
+  private readonly extraManagement: ExtraManagement[] = [];
+  /** The management cluster the scenario reads and writes; the stack's own until useManagement(). */
+  private active: { kubeConfig: KubeConfig; kubeconfigPath: string } | undefined;
 
   private constructor(
     readonly dir: string,
@@ -78,7 +98,7 @@ export class E2EStack {
     const dir = makeTempDir(`e2e-${name}`);
     const apiServer = await startApiServer();
     try {
-      await installCRDs(apiServer.kubeConfig, { extra: processProviderCRDs() });
+      await installCRDs(apiServer.kubeConfig, { quorum: options.quorumCRDs ?? true, extra: processProviderCRDs() });
       const eventsFile = join(dir, "provider-events.jsonl");
       writeFileSync(eventsFile, "");
       const provider = startProcess({
@@ -96,6 +116,7 @@ export class E2EStack {
           eventsFile,
           "--restart-delay",
           options.restartDelay ?? "10s",
+          ...(options.providerAlsoServes ?? []).flatMap((kubeconfig) => ["--kubeconfig", kubeconfig]),
         ],
         cwd: repoRoot,
         logFile: join(dir, "provider.log"),
@@ -108,13 +129,36 @@ export class E2EStack {
     }
   }
 
-  get kubeConfig() {
-    return this.apiServer.kubeConfig;
+  get kubeConfig(): KubeConfig {
+    return this.active?.kubeConfig ?? this.apiServer.kubeConfig;
+  }
+
+  get kubeconfigPath(): string {
+    return this.active?.kubeconfigPath ?? this.apiServer.kubeconfigPath;
+  }
+
+  /** Stops `management` with the stack (after Quorum and the provider) and counts its processes in leakedPids(). */
+  addManagement(management: ExtraManagement): void {
+    this.extraManagement.push(management);
+  }
+
+  /** From now on the scenario's reads and writes (cluster, Machines, convergence) go to `management`. */
+  useManagement(management: { kubeConfig: KubeConfig; kubeconfigPath: string }): void {
+    this.active = management;
   }
 
   /** Starts one Quorum controller process (its own process, admin credentials, JSON logs). */
   async startQuorum(
-    options: { leaderElect?: boolean; crashAfter?: string; label?: string; logFormat?: "json" | "text" } = {},
+    options: {
+      leaderElect?: boolean;
+      crashAfter?: string;
+      label?: string;
+      logFormat?: "json" | "text";
+      /** The management cluster it runs against (default: the one the scenario uses now). */
+      kubeconfigPath?: string;
+      /** A source tree of another Quorum version to run (its src/main.ts, from that directory); default this one. */
+      source?: string;
+    } = {},
   ): Promise<QuorumProcess> {
     this.quorumCount++;
     const label = options.label ?? `quorum-${this.quorumCount}`;
@@ -124,9 +168,9 @@ export class E2EStack {
     const args = [
       "--import",
       "tsx",
-      join(repoRoot, "src/main.ts"),
+      join(options.source ?? repoRoot, "src/main.ts"),
       "--kubeconfig",
-      this.apiServer.kubeconfigPath,
+      options.kubeconfigPath ?? this.kubeconfigPath,
       "--etcd-poll-interval",
       this.options.etcdPollInterval ?? "1s",
       "--metrics-bind-address",
@@ -147,7 +191,7 @@ export class E2EStack {
       name: `Quorum ${label}`,
       command: process.execPath,
       args,
-      cwd: repoRoot,
+      cwd: options.source ?? repoRoot,
       env,
       logFile,
     });
@@ -289,6 +333,7 @@ export class E2EStack {
     await this.provider.stop(10_000);
     await this.capi.stop();
     await this.apiServer.stop();
+    for (const management of this.extraManagement) await management.stop();
   }
 
   /** PIDs started for this stack (provider children included) that are still alive. */
@@ -299,6 +344,7 @@ export class E2EStack {
       this.capi.process.pid,
       this.apiServer.process.pid,
       ...this.quorums.map((quorum) => quorum.process.pid),
+      ...this.extraManagement.flatMap((management) => management.pids()),
     ];
     return pids.filter((pid) => isProcessAlive(pid));
   }

@@ -9,14 +9,21 @@
 //    Machine's processes (machine.ts). Deleting it (CAPI does, once every pre-terminate hook is gone) stops them.
 // It polls the management API (a handful of lists every few hundred ms) instead of watching: simpler, and the
 // latency it adds is the same for every scenario.
-import { appendFileSync, mkdirSync } from "node:fs";
+// One ProcessProvider serves one management cluster; several (one per --kubeconfig) share one ProcessCloud, the
+// Machines and load balancers that run (cloud.ts). Like the providers CAPI's contract describes, it does nothing for
+// a paused Cluster (Cluster.spec.paused, or the cluster.x-k8s.io/paused annotation on the object): `clusterctl move`
+// pauses the Cluster, copies every object to the target, then deletes the source objects (after removing their
+// finalizers), and that deletion must not stop the Machines. In the target the objects arrive paused, carrying the
+// providerID; once unpaused, the provider serving the target adopts the running Machine with that providerID and
+// reports its status again (a move never copies status).
 import { createPublicKey } from "node:crypto";
 import { join } from "node:path";
 import type { KubeConfig } from "@kubernetes/client-node";
-import { secretName, LABEL_CLUSTER_NAME, CAPI_API_VERSION } from "../../src/api/constants.ts";
+import { secretName, LABEL_CLUSTER_NAME, CAPI_API_VERSION, PAUSED_ANNOTATION } from "../../src/api/constants.ts";
 import { issueCertificate, loadCA, oneDay, validFor, type CertificateAuthority } from "../../src/adapters/certs/pki.ts";
 import { kubeRequest, kubeRequestOk, statusMessage } from "../../test/env/kube.ts";
-import { isPortFree, reserveLoopbackSubnet, type LoopbackSubnet } from "../../test/env/net.ts";
+import { isPortFree, reserveLoopbackSubnet } from "../../test/env/net.ts";
+import { ClusterRuntime, type ProcessCloud } from "./cloud.ts";
 import { BOOTSTRAP_API_VERSION, INFRA_API_VERSION, RESOURCE } from "./crds.ts";
 import { LoadBalancer } from "./loadbalancer.ts";
 import {
@@ -30,8 +37,8 @@ import {
 
 export const MACHINE_FINALIZER = "infrastructure.cluster.x-k8s.io/process-machine";
 export const CLUSTER_FINALIZER = "infrastructure.cluster.x-k8s.io/process-cluster";
-/** Hosts of a cluster's /24 handed to Machines; .254 is the load balancer. */
-const MAX_MACHINE_HOSTS = 250;
+/** clusterctl move sets it on each source object right before deleting it (cmd/clusterctl/api/v1alpha3). */
+export const DELETE_FOR_MOVE_ANNOTATION = "clusterctl.cluster.x-k8s.io/delete-for-move";
 const LOAD_BALANCER_HOST = 254;
 
 interface Meta {
@@ -42,6 +49,7 @@ interface Meta {
   deletionTimestamp?: string;
   finalizers?: string[];
   labels?: Record<string, string>;
+  annotations?: Record<string, string>;
   ownerReferences?: { apiVersion: string; kind: string; name: string; uid: string }[];
 }
 
@@ -57,70 +65,39 @@ type ProcessCluster = Obj<{ controlPlaneEndpoint?: { host?: string; port?: numbe
 type ProcessMachine = Obj<{ providerID?: string; apiServerExtraArgs?: string[] }>;
 type ProcessBootstrapConfig = Obj<{ note?: string }>;
 type Machine = Obj<{ version?: string; bootstrap?: { dataSecretName?: string } }>;
-type Cluster = Obj<Record<string, unknown>, { initialization?: { infrastructureProvisioned?: boolean } }>;
+type Cluster = Obj<{ paused?: boolean }, { initialization?: { infrastructureProvisioned?: boolean } }>;
 
 export interface ProviderOptions {
+  /** The management cluster this controller serves. */
   kubeConfig: KubeConfig;
-  /** Data dirs, certificates and logs of every Machine. */
-  stateDir: string;
-  /** JSON lines, one per thing that happened (process started, member became voter, Machine stopped...). */
-  eventsFile?: string;
-  /** How long a crashed etcd or kube-apiserver stays down before it is restarted. */
-  restartDelayMs: number;
+  /** Names this management cluster in events ("adopted from ... to ..."). */
+  management: string;
+  /** What the Machines run on; shared with the controllers of other management clusters. */
+  cloud: ProcessCloud;
   pollIntervalMs: number;
   log: (message: string) => void;
 }
 
-class ClusterRuntime {
-  readonly machines = new Map<string, ProcessMachineRuntime>();
-  private nextHost = 1;
-  bootstrappedBy: string | undefined;
-  context: ClusterContext | undefined;
-
-  constructor(
-    readonly namespace: string,
-    readonly name: string,
-    readonly uid: string,
-    readonly subnet: LoopbackSubnet,
-    readonly loadBalancer: LoadBalancer,
-  ) {}
-
-  get key(): string {
-    return `${this.namespace}/${this.name}`;
-  }
-
-  /** Addresses are never reused within a run: a stopped member's port may linger in TIME_WAIT. */
-  allocateAddress(): string {
-    if (this.nextHost > MAX_MACHINE_HOSTS)
-      throw new Error(`process cluster ${this.key} ran out of loopback addresses in ${this.subnet.prefix}.0/24`);
-    return this.subnet.address(this.nextHost++);
-  }
-}
-
 export class ProcessProvider {
-  private readonly clusters = new Map<string, ClusterRuntime>();
-  private readonly machinesByUid = new Map<string, ProcessMachineRuntime>();
+  private readonly cloud: ProcessCloud;
   private stopped = false;
   private wake: (() => void) | undefined;
   private loop: Promise<void> | undefined;
 
   constructor(private readonly options: ProviderOptions) {
-    mkdirSync(options.stateDir, { recursive: true });
+    this.cloud = options.cloud;
+    this.cloud.onChange(this.requestTick);
   }
 
   start(): void {
     this.loop = this.run();
   }
 
+  /** Stops reconciling; the Machines keep running (ProcessCloud.stop stops them). */
   async stop(): Promise<void> {
     this.stopped = true;
     this.wake?.();
     await this.loop;
-    await Promise.all([...this.machinesByUid.values()].map((machine) => machine.stop()));
-    for (const cluster of this.clusters.values()) {
-      await cluster.loadBalancer.stop();
-      cluster.subnet.release();
-    }
   }
 
   private async run(): Promise<void> {
@@ -128,7 +105,9 @@ export class ProcessProvider {
       try {
         await this.tick();
       } catch (error) {
-        this.options.log(`reconcile failed (retrying): ${error instanceof Error ? error.message : String(error)}`);
+        this.options.log(
+          `${this.options.management}: reconcile failed (retrying): ${error instanceof Error ? error.message : String(error)}`,
+        );
       }
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, this.options.pollIntervalMs);
@@ -143,18 +122,20 @@ export class ProcessProvider {
   private requestTick = (): void => this.wake?.();
 
   private event(namespace: string, cluster: string, machine: string | undefined, event: MachineEvent): void {
-    const line = {
-      at: Date.now(),
-      namespace,
-      cluster,
-      ...(machine ? { machine } : {}),
-      kind: event.kind,
-      ...(event.detail ?? {}),
-    };
-    this.options.log(
-      `${namespace}/${machine ?? cluster}: ${event.kind}${event.detail ? ` ${JSON.stringify(event.detail)}` : ""}`,
+    this.cloud.event(namespace, cluster, machine, event);
+  }
+
+  /**
+   * The contract's pause: Cluster.spec.paused or the paused annotation on the object itself. An object clusterctl
+   * move is deleting from the source counts as paused too: it lives on in the target, and so do its Machines.
+   */
+  private paused(object: Obj, cluster: Cluster | undefined): boolean {
+    const annotations = object.metadata.annotations ?? {};
+    return (
+      cluster?.spec?.paused === true ||
+      PAUSED_ANNOTATION in annotations ||
+      (object.metadata.deletionTimestamp !== undefined && DELETE_FOR_MOVE_ANNOTATION in annotations)
     );
-    if (this.options.eventsFile) appendFileSync(this.options.eventsFile, `${JSON.stringify(line)}\n`);
   }
 
   private async list<T>(path: string): Promise<T[]> {
@@ -174,7 +155,7 @@ export class ProcessProvider {
     const clusterIndex = byName(clusters);
     const machineIndex = byName(machines);
     for (const processCluster of processClusters) await this.reconcileCluster(processCluster, clusterIndex);
-    for (const config of bootstrapConfigs) await this.reconcileBootstrapConfig(config, machineIndex);
+    for (const config of bootstrapConfigs) await this.reconcileBootstrapConfig(config, machineIndex, clusterIndex);
     for (const processMachine of processMachines) {
       try {
         await this.reconcileMachine(processMachine, machineIndex, clusterIndex);
@@ -194,13 +175,16 @@ export class ProcessProvider {
     const owner = processCluster.metadata.ownerReferences?.find(
       (ref) => ref.kind === "Cluster" && ref.apiVersion.startsWith("cluster.x-k8s.io/"),
     );
+    const clusterName = owner?.name ?? processCluster.metadata.labels?.[LABEL_CLUSTER_NAME];
+    const key = `${namespace}/${clusterName}`;
+    if (this.paused(processCluster, clusters.get(key))) return;
     if (processCluster.metadata.deletionTimestamp) {
-      const runtime = [...this.clusters.values()].find((candidate) => candidate.uid === uid);
+      const runtime = clusterName === undefined ? undefined : this.cloud.clusters.get(key);
       if (runtime && runtime.machines.size > 0) return;
       if (runtime) {
         await runtime.loadBalancer.stop();
         runtime.subnet.release();
-        this.clusters.delete(runtime.key);
+        this.cloud.clusters.delete(runtime.key);
         this.event(namespace, runtime.name, undefined, { kind: "load-balancer-stopped" });
       }
       await this.setFinalizers(
@@ -211,7 +195,7 @@ export class ProcessProvider {
       return;
     }
     // The contract: do nothing until CAPI's Cluster controller has adopted the object.
-    if (!owner || !clusters.has(`${namespace}/${owner.name}`)) return;
+    if (!owner || !clusters.has(key)) return;
     if (!(processCluster.metadata.finalizers ?? []).includes(CLUSTER_FINALIZER)) {
       await this.setFinalizers(path, processCluster, [
         ...(processCluster.metadata.finalizers ?? []),
@@ -219,8 +203,7 @@ export class ProcessProvider {
       ]);
       return;
     }
-    const key = `${namespace}/${owner.name}`;
-    let runtime = this.clusters.get(key);
+    let runtime = this.cloud.clusters.get(key);
     if (!runtime) {
       const subnet = await reserveLoopbackSubnet({
         hosts: 12,
@@ -239,12 +222,12 @@ export class ProcessProvider {
             kind: "load-balancer-backends",
             detail: { backends: backends.map((backend) => `${backend.machine}=${backend.healthy ? "up" : "down"}`) },
           });
-          this.requestTick();
+          this.cloud.changed();
         },
       });
       await loadBalancer.start();
       runtime = new ClusterRuntime(namespace, owner.name, uid, subnet, loadBalancer);
-      this.clusters.set(key, runtime);
+      this.cloud.clusters.set(key, runtime);
       this.event(namespace, owner.name, undefined, {
         kind: "load-balancer-started",
         detail: { endpoint: `${host}:${API_SERVER_PORT}`, subnet: `${subnet.prefix}.0/24` },
@@ -277,9 +260,11 @@ export class ProcessProvider {
   private async reconcileBootstrapConfig(
     config: ProcessBootstrapConfig,
     machines: Map<string, Machine>,
+    clusters: Map<string, Cluster>,
   ): Promise<void> {
     const { namespace, name, uid } = config.metadata;
     if (config.metadata.deletionTimestamp) return;
+    if (this.paused(config, clusters.get(`${namespace}/${config.metadata.labels?.[LABEL_CLUSTER_NAME]}`))) return;
     const owner = config.metadata.ownerReferences?.find(
       (ref) => ref.kind === "Machine" && ref.apiVersion.startsWith("cluster.x-k8s.io/"),
     );
@@ -328,15 +313,20 @@ export class ProcessProvider {
     machines: Map<string, Machine>,
     clusters: Map<string, Cluster>,
   ): Promise<void> {
-    const { namespace, name, uid } = processMachine.metadata;
+    const { namespace, name } = processMachine.metadata;
     const path = `/apis/${INFRA_API_VERSION}/namespaces/${namespace}/${RESOURCE.ProcessMachine}/${name}`;
     const clusterName = processMachine.metadata.labels?.[LABEL_CLUSTER_NAME] ?? "";
-    let runtime = this.machinesByUid.get(uid);
+    const cluster = clusters.get(`${namespace}/${clusterName}`);
+    if (this.paused(processMachine, cluster)) return;
+    // The providerID is the "VM"'s identity: the same in every management cluster the object is moved to.
+    const providerID = processMachine.spec?.providerID ?? `process://${namespace}/${name}`;
+    let runtime = this.cloud.machines.get(providerID);
     if (processMachine.metadata.deletionTimestamp) {
       if (runtime) {
         const { memberPresent } = await runtime.stop();
-        this.machinesByUid.delete(uid);
-        this.clusters.get(`${namespace}/${clusterName}`)?.machines.delete(uid);
+        this.cloud.machines.delete(providerID);
+        this.cloud.managedBy.delete(providerID);
+        this.cloud.clusters.get(`${namespace}/${clusterName}`)?.machines.delete(providerID);
         this.event(namespace, clusterName, name, { kind: "infrastructure-deleted", detail: { memberPresent } });
       }
       if ((processMachine.metadata.finalizers ?? []).includes(MACHINE_FINALIZER)) {
@@ -360,33 +350,14 @@ export class ProcessProvider {
       ]);
       return;
     }
-    const cluster = clusters.get(`${namespace}/${clusterName}`);
-    const clusterRuntime = this.clusters.get(`${namespace}/${clusterName}`);
+    if (runtime) this.adopt(processMachine, providerID, clusterName);
+    const clusterRuntime = this.cloud.clusters.get(`${namespace}/${clusterName}`);
     if (!cluster?.status?.initialization?.infrastructureProvisioned || !clusterRuntime) return;
     if (!machine.spec?.bootstrap?.dataSecretName) return;
 
     if (!runtime) {
-      const context = clusterRuntime.context ?? (await this.clusterContext(clusterRuntime));
-      if (!context) return;
-      const address = clusterRuntime.allocateAddress();
-      const providerID = `process://${namespace}/${name}`;
-      runtime = new ProcessMachineRuntime({
-        namespace,
-        name,
-        uid,
-        version: machine.spec?.version ?? "",
-        address,
-        providerID,
-        dir: join(this.options.stateDir, namespace, clusterName, `${name}-${uid.slice(0, 8)}`),
-        restartDelayMs: this.options.restartDelayMs,
-        apiServerExtraArgs: processMachine.spec?.apiServerExtraArgs ?? [],
-        cluster: context,
-        emit: (event) => this.event(namespace, clusterName, name, event),
-        onChange: this.requestTick,
-      });
-      this.machinesByUid.set(uid, runtime);
-      clusterRuntime.machines.set(uid, runtime);
-      this.event(namespace, clusterName, name, { kind: "provisioned", detail: { address, providerID } });
+      runtime = await this.provision(processMachine, machine, providerID, clusterRuntime);
+      if (!runtime) return;
       // The "VM" exists: report it (CAPI copies providerID and addresses to the Machine), then boot it.
       await kubeRequestOk(this.options.kubeConfig, path, { method: "PATCH", body: { spec: { providerID } } });
       runtime.start();
@@ -406,6 +377,54 @@ export class ProcessProvider {
         : null,
     };
     await this.patchStatusIfChanged(path, processMachine.status, status);
+  }
+
+  /** A new Machine's runtime, registered in the cloud; undefined until the cluster's Secrets exist. */
+  private async provision(
+    processMachine: ProcessMachine,
+    machine: Machine,
+    providerID: string,
+    clusterRuntime: ClusterRuntime,
+  ): Promise<ProcessMachineRuntime | undefined> {
+    const { namespace, name, uid } = processMachine.metadata;
+    const clusterName = clusterRuntime.name;
+    const context = clusterRuntime.context ?? (await this.clusterContext(clusterRuntime));
+    if (!context) return undefined;
+    const address = clusterRuntime.allocateAddress();
+    const { stateDir, restartDelayMs } = this.cloud.options;
+    const runtime = new ProcessMachineRuntime({
+      namespace,
+      name,
+      uid,
+      version: machine.spec?.version ?? "",
+      address,
+      providerID,
+      dir: join(stateDir, namespace, clusterName, `${name}-${uid.slice(0, 8)}`),
+      restartDelayMs,
+      apiServerExtraArgs: processMachine.spec?.apiServerExtraArgs ?? [],
+      cluster: context,
+      emit: (event) => this.event(namespace, clusterName, name, event),
+      onChange: this.cloud.changed,
+    });
+    this.cloud.machines.set(providerID, runtime);
+    this.cloud.managedBy.set(providerID, this.options.management);
+    clusterRuntime.machines.set(providerID, runtime);
+    this.event(namespace, clusterName, name, { kind: "provisioned", detail: { address, providerID } });
+    return runtime;
+  }
+
+  /**
+   * A running Machine whose object this management cluster now holds (clusterctl move copied it here, unpaused):
+   * from now on this controller reports it. Nothing about the Machine itself changes.
+   */
+  private adopt(processMachine: ProcessMachine, providerID: string, clusterName: string): void {
+    const from = this.cloud.managedBy.get(providerID);
+    if (from === this.options.management) return;
+    this.cloud.managedBy.set(providerID, this.options.management);
+    this.event(processMachine.metadata.namespace, clusterName, processMachine.metadata.name, {
+      kind: "adopted",
+      detail: { providerID, from: from ?? "nobody", to: this.options.management },
+    });
   }
 
   /** Certificates and keys from the Secrets the control-plane provider created for the cluster; undefined until they exist. */

@@ -1,5 +1,7 @@
 // Every scenario `make e2e` runs, in order, each on its own fresh stack.
 import { clusterClass } from "./clusterclass.ts";
+import { clusterctlMove } from "./clusterctl-move.ts";
+import { clusterctlUpgrade } from "./clusterctl-upgrade.ts";
 import { crash } from "./crash.ts";
 import { ghost } from "./ghost.ts";
 import { leaderElection } from "./leader-election.ts";
@@ -16,4 +18,6 @@ export const scenarios: ScenarioDefinition[] = [
   leaderElection,
   userDelete,
   clusterClass,
+  clusterctlMove,
+  clusterctlUpgrade,
 ];

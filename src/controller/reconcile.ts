@@ -4,7 +4,7 @@
 // Nothing is carried between reconciles in memory: the next one re-derives its step from the sources of truth,
 // which is what makes a crash between any two calls harmless.
 import type { Cluster, Machine } from "../api/capi.ts";
-import { CONDITION, FINALIZER, KIND, LABEL_CLUSTER_NAME } from "../api/constants.ts";
+import { CONDITION, FINALIZER, KIND, LABEL_CLUSTER_NAME, PAUSED_ANNOTATION } from "../api/constants.ts";
 import { claimMachines, namesControlPlane, type ForeignMachine } from "../api/ownership.ts";
 import type { QuorumControlPlane, QuorumControlPlaneStatus } from "../api/types.ts";
 import { isDisruptive, type Action } from "../core/actions.ts";
@@ -179,7 +179,7 @@ type Write = (request: Omit<StatusRequest, "controlPlane" | "now">) => Promise<v
 /**
  * What must hold before observing: an owning Cluster that exists, Quorum's finalizer, and either (for a
  * QuorumControlPlane being deleted) Machines left to care for or (for any other) the cluster's certificates.
- * Otherwise the reconcile ends here.
+ * Otherwise the reconcile ends here. While paused, neither the finalizer nor the certificates are written.
  */
 async function gate(
   controlPlane: QuorumControlPlane,
@@ -213,8 +213,12 @@ async function gate(
     }).catch(warnStatus(log));
     return { result: { requeueAfterMs: 30_000 } };
   }
+  // Paused, the control plane gets no write but its status, as KCP does. `clusterctl move` creates the objects in
+  // the target paused, the QuorumControlPlane before the Secrets it owns: ensuring certificates there would mint a
+  // second CA for a running cluster in the gap (the planner waits on the pause; observing etcd writes nothing).
+  const paused = cluster.spec?.paused === true || controlPlane.metadata.annotations?.[PAUSED_ANNOTATION] !== undefined;
   const finalizers = controlPlane.metadata.finalizers ?? [];
-  if (!controlPlane.metadata.deletionTimestamp && !finalizers.includes(FINALIZER)) {
+  if (!controlPlane.metadata.deletionTimestamp && !paused && !finalizers.includes(FINALIZER)) {
     // Without it, deleting the QuorumControlPlane would orphan Machines whose members are still voters.
     deps.metrics?.apiWrites.inc({ verb: "patch-finalizers" });
     await deps.management.setFinalizers(controlPlane, [...finalizers, FINALIZER]);
@@ -242,6 +246,7 @@ async function gate(
     // existing etcd CA when it can be; when it cannot, the planner lets the Machines go (src/core/deletion.ts).
     return { cluster, clusterName, machines, foreign };
   }
+  if (paused) return { cluster, clusterName, machines, foreign };
   try {
     // A QuorumControlPlane the Cluster does not name must not create or rewrite the Cluster's Secrets (it would take
     // over the kubeconfig Secret of the control plane that does run the Cluster); the planner says why it waits.

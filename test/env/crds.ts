@@ -198,3 +198,36 @@ export function testCRD(options: TestCRDOptions): V1CustomResourceDefinition {
     },
   } as V1CustomResourceDefinition;
 }
+
+/**
+ * cert-manager's Issuer and Certificate CRDs, nothing else: what `clusterctl init` needs of cert-manager when the
+ * config says `cert-manager: externallyProvisioned` (its readiness check creates a test Issuer and Certificate,
+ * cmd/clusterctl/client/cluster/cert_manager.go waitForAPIReady). Nothing reconciles them.
+ */
+export function certManagerStandInCRDs(): V1CustomResourceDefinition[] {
+  const anything = { type: "object", "x-kubernetes-preserve-unknown-fields": true };
+  return [
+    ["Issuer", "issuers"],
+    ["Certificate", "certificates"],
+  ].map(
+    ([kind, plural]) =>
+      ({
+        apiVersion: "apiextensions.k8s.io/v1",
+        kind: "CustomResourceDefinition",
+        metadata: { name: `${plural}.cert-manager.io` },
+        spec: {
+          group: "cert-manager.io",
+          scope: "Namespaced",
+          names: { kind, plural, singular: kind.toLowerCase(), listKind: `${kind}List` },
+          versions: [
+            {
+              name: "v1",
+              served: true,
+              storage: true,
+              schema: { openAPIV3Schema: anything },
+            },
+          ],
+        },
+      }) as V1CustomResourceDefinition,
+  );
+}

@@ -16,6 +16,7 @@ import { stringify } from "yaml";
 import {
   builtBinary,
   capiModuleDir,
+  certManagerStandInCRDs,
   kubeRequest,
   kubeRequestOk,
   makeTempDir,
@@ -29,27 +30,6 @@ const run = promisify(execFile);
 const QUORUM_VERSION = `v${(JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { version: string }).version}`;
 /** A later patch release in the same repository, so `clusterctl upgrade plan` has somewhere to go. */
 const NEXT_VERSION = QUORUM_VERSION.replace(/\.(\d+)$/, (_match, patch: string) => `.${Number(patch) + 1}`);
-
-function certManagerCRD(kind: string, plural: string) {
-  return {
-    apiVersion: "apiextensions.k8s.io/v1",
-    kind: "CustomResourceDefinition",
-    metadata: { name: `${plural}.cert-manager.io` },
-    spec: {
-      group: "cert-manager.io",
-      scope: "Namespaced",
-      names: { kind, plural, singular: kind.toLowerCase(), listKind: `${kind}List` },
-      versions: [
-        {
-          name: "v1",
-          served: true,
-          storage: true,
-          schema: { openAPIV3Schema: { type: "object", "x-kubernetes-preserve-unknown-fields": true } },
-        },
-      ],
-    },
-  };
-}
 
 describe("clusterctl", () => {
   let apiServer: ApiServer;
@@ -121,7 +101,7 @@ describe("clusterctl", () => {
     env = { ...process.env, HOME: dir, XDG_CONFIG_HOME: join(dir, "config"), CLUSTERCTL_DISABLE_VERSIONCHECK: "true" };
 
     apiServer = await startApiServer();
-    for (const crd of [certManagerCRD("Issuer", "issuers"), certManagerCRD("Certificate", "certificates")]) {
+    for (const crd of certManagerStandInCRDs()) {
       await kubeRequestOk(apiServer.kubeConfig, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", {
         method: "POST",
         body: crd,
