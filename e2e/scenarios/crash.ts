@@ -47,7 +47,13 @@ class CrashDriver {
         this.s.log(`Quorum ${this.current.label} exited with 137 right after its first ${kind}; starting a new one`);
         this.index++;
         const next = this.kinds[this.index];
-        this.current = await this.s.stack.startQuorum(next ? { crashAfter: `${next}:1` } : {});
+        try {
+          this.current = await this.s.stack.startQuorum(next ? { crashAfter: `${next}:1` } : {});
+        } catch (error) {
+          // Not thrown from this loop, which nobody awaits until finish(): that would end the whole e2e run.
+          this.failure = error instanceof Error ? error : new Error(String(error));
+          return;
+        }
       }
       await sleep(100);
     }
