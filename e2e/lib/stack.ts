@@ -77,6 +77,23 @@ export interface ProviderEvent {
   [key: string]: unknown;
 }
 
+/** The control plane's process templates, `<name>-control-plane`: a ProcessMachineTemplate and a ProcessBootstrapConfigTemplate. */
+export async function createControlPlaneTemplates(kc: KubeConfig, namespace: string, name: string): Promise<void> {
+  const create = (path: string, body: unknown) => kubeRequestOk(kc, path, { body });
+  await create(`/apis/${INFRA_API_VERSION}/namespaces/${namespace}/${RESOURCE.ProcessMachineTemplate}`, {
+    apiVersion: INFRA_API_VERSION,
+    kind: "ProcessMachineTemplate",
+    metadata: { name: `${name}-control-plane`, namespace },
+    spec: { template: { spec: {} } },
+  });
+  await create(`/apis/${BOOTSTRAP_API_VERSION}/namespaces/${namespace}/${RESOURCE.ProcessBootstrapConfigTemplate}`, {
+    apiVersion: BOOTSTRAP_API_VERSION,
+    kind: "ProcessBootstrapConfigTemplate",
+    metadata: { name: `${name}-control-plane`, namespace },
+    spec: { template: { spec: {} } },
+  });
+}
+
 export class E2EStack {
   readonly quorums: QuorumProcess[] = [];
   private quorumCount = 0;
@@ -236,18 +253,7 @@ export class E2EStack {
       metadata: { name, namespace },
       spec: {},
     });
-    await create(`/apis/${INFRA_API_VERSION}/namespaces/${namespace}/${RESOURCE.ProcessMachineTemplate}`, {
-      apiVersion: INFRA_API_VERSION,
-      kind: "ProcessMachineTemplate",
-      metadata: { name: `${name}-control-plane`, namespace },
-      spec: { template: { spec: {} } },
-    });
-    await create(`/apis/${BOOTSTRAP_API_VERSION}/namespaces/${namespace}/${RESOURCE.ProcessBootstrapConfigTemplate}`, {
-      apiVersion: BOOTSTRAP_API_VERSION,
-      kind: "ProcessBootstrapConfigTemplate",
-      metadata: { name: `${name}-control-plane`, namespace },
-      spec: { template: { spec: {} } },
-    });
+    await createControlPlaneTemplates(kc, namespace, name);
     await create(`/apis/${API_VERSION}/namespaces/${namespace}/quorumcontrolplanes`, {
       apiVersion: API_VERSION,
       kind: KIND,

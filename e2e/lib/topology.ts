@@ -11,6 +11,7 @@ import type { QuorumControlPlaneTemplate } from "../../src/api/types.ts";
 import { kubeRequest, kubeRequestOk } from "../../test/env/index.ts";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { BOOTSTRAP_API_VERSION, INFRA_API_VERSION, RESOURCE } from "../provider/crds.ts";
+import { createControlPlaneTemplates } from "./stack.ts";
 
 /** A Cluster as the topology controller reads it: Quorum's Cluster type plus spec.topology. */
 export interface TopologyCluster extends Cluster {
@@ -48,18 +49,7 @@ export async function createClusterClass(kc: KubeConfig, spec: ClusterClassSpec)
     metadata: { name, namespace },
     spec: { template: { spec: {} } },
   });
-  await create(`/apis/${INFRA_API_VERSION}/namespaces/${namespace}/${RESOURCE.ProcessMachineTemplate}`, {
-    apiVersion: INFRA_API_VERSION,
-    kind: "ProcessMachineTemplate",
-    metadata: { name: `${name}-control-plane`, namespace },
-    spec: { template: { spec: {} } },
-  });
-  await create(`/apis/${BOOTSTRAP_API_VERSION}/namespaces/${namespace}/${RESOURCE.ProcessBootstrapConfigTemplate}`, {
-    apiVersion: BOOTSTRAP_API_VERSION,
-    kind: "ProcessBootstrapConfigTemplate",
-    metadata: { name: `${name}-control-plane`, namespace },
-    spec: { template: { spec: {} } },
-  });
+  await createControlPlaneTemplates(kc, namespace, name);
   // Without infrastructureRef: the topology controller writes it (its per-cluster copy of machineInfrastructure).
   const controlPlaneTemplate: QuorumControlPlaneTemplate = {
     apiVersion: API_VERSION,
