@@ -113,7 +113,7 @@ async function main(): Promise<void> {
     await waitAllHealthy(kept, cluster);
 
     const victimPaused = await follower(cluster, open);
-    victimPaused.member.pause();
+    await victimPaused.member.pause();
     const paused = await measureBoth(open, kept, faultRounds, victimPaused.id);
     victimPaused.member.resume();
     progress(

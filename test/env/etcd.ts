@@ -75,8 +75,8 @@ export interface EtcdMember {
   stop(): Promise<ProcessExit | undefined>;
   /** SIGKILL: a crash. */
   kill(): Promise<ProcessExit | undefined>;
-  /** SIGSTOP: the member keeps its sockets but answers nothing, like a hung machine. */
-  pause(): void;
+  /** SIGSTOP, resolving once the process is stopped: it keeps its sockets but answers nothing, like a hung machine. */
+  pause(): Promise<void>;
   /** SIGCONT after pause(). */
   resume(): void;
 }
@@ -237,7 +237,7 @@ export async function startEtcdCluster(options: EtcdClusterOptions = {}): Promis
       },
       stop: async () => current?.stop(10_000),
       kill: async () => current?.kill(),
-      pause: () => current?.pause(),
+      pause: async () => current?.pause(),
       resume: () => current?.resume(),
     };
     members.push(member);

@@ -7,7 +7,17 @@
 //   3. a guard process (its own group) holds a pipe from this process; when the pipe closes, which happens
 //      however this process dies (SIGKILL and crashes included), it SIGKILLs every group it was told about.
 import { spawn, type ChildProcess } from "node:child_process";
-import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, statSync } from "node:fs";
+import {
+  closeSync,
+  existsSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readSync,
+  rmSync,
+  statSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -44,8 +54,13 @@ export interface ManagedProcess {
   stop(graceMs?: number): Promise<ProcessExit>;
   /** SIGKILL to the group; resolves once the leader has exited. */
   kill(): Promise<ProcessExit>;
-  /** SIGSTOP / SIGCONT to the group: the process keeps its sockets but stops answering. */
-  pause(): void;
+  /**
+   * SIGSTOP to the group, resolving once every thread of the leader is stopped: the process keeps its sockets but
+   * answers nothing. The kernel stops a multi-threaded process only when one of its threads gets a CPU to act on
+   * the signal; on a loaded machine the others can answer a request meanwhile, so callers must await this.
+   */
+  pause(): Promise<void>;
+  /** SIGCONT to the group. */
   resume(): void;
   /** The last `count` lines of its log. */
   lastLogLines(count?: number): string;
@@ -174,13 +189,52 @@ export function startProcess(options: StartProcessOptions): ManagedProcess {
       signalGroup("SIGKILL");
       return exited;
     },
-    pause: () => signalGroup("SIGSTOP"),
+    async pause() {
+      signalGroup("SIGSTOP");
+      await waitUntilStopped(pid, options.name, () => exitStatus !== undefined);
+    },
     resume: () => signalGroup("SIGCONT"),
     lastLogLines: (count = 30) => tailFile(logFile, count),
   };
   liveProcesses.set(pid, managed);
   startedPids.push(pid);
   return managed;
+}
+
+/** The state letter of each thread of `pid` (`T` stopped, `t` traced, `S` sleeping, ...); empty once it is gone. */
+function threadStates(pid: number): string[] {
+  let tasks: string[];
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return [];
+  }
+  const states: string[] = [];
+  for (const task of tasks) {
+    try {
+      // "pid (comm) S ...": comm may hold spaces or parentheses, so the state follows the last ")".
+      const stat = readFileSync(`/proc/${pid}/task/${task}/stat`, "utf8");
+      states.push(stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3));
+    } catch {
+      // The thread ended between the listing and the read.
+    }
+  }
+  return states;
+}
+
+async function waitUntilStopped(pid: number, name: string, exited: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (exited()) return;
+    const states = threadStates(pid);
+    if (states.length > 0 && states.every((state) => state === "T" || state === "t")) return;
+    if (Date.now() > deadline) {
+      throw new Error(
+        `${name} (pid ${pid}): SIGSTOP sent ${timeoutMs} ms ago, threads still in states ${states.join("")}`,
+      );
+    }
+    await sleep(5);
+  }
 }
 
 /** Stops every process still running (SIGTERM, then SIGKILL after `graceMs`). */

@@ -71,7 +71,7 @@ describe("deleting a control plane never wedges", { timeout: 900_000 }, () => {
   it("deleting a QuorumControlPlane whose etcd answers nothing deletes its Machines within the bound plus a minute and names the members left", async () => {
     const members = [...frozen.members.values(), ...(frozen.etcd?.members ?? [])];
     for (const member of members) {
-      member.pause();
+      await member.pause();
       paused.add(member);
     }
     const qcpPath = `/apis/${API_VERSION}/namespaces/${FROZEN_NS}/quorumcontrolplanes/${NAME}`;

@@ -131,7 +131,7 @@ describe("the etcd client kept per workload cluster, on a real 3-member TLS clus
 
   it("with a SIGSTOPped member, every consecutive round takes at most about one deadline, and the member is seen again once it resumes", async () => {
     const victim = await follower();
-    victim.pause();
+    await victim.pause();
     try {
       for (let i = 1; i <= 3; i++) {
         const { ms, unreachable } = await round();

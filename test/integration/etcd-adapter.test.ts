@@ -150,7 +150,7 @@ describe("etcd adapter on a real 3-member TLS cluster", () => {
       const victimId = statuses.find((status) => !status.leader)?.memberId;
       const victim = harnessMember(members.find((member) => member.id === victimId)!);
       if (failure.startsWith("killed")) await victim.kill();
-      else victim.pause();
+      else await victim.pause();
       try {
         const started = performance.now();
         const round = await etcd.memberStatuses(members);

@@ -93,7 +93,7 @@ test("a paused member (SIGSTOP) stops answering while the others keep serving, a
     const paused = cluster.member("m2");
     assert.equal((await memberStatus(cluster, paused, 5_000)).ok, true);
 
-    paused.pause();
+    await paused.pause();
     try {
       const whilePaused = await memberStatus(cluster, paused, 1_000);
       assert.equal(whilePaused.ok, false, "a stopped process cannot answer");
