@@ -1,9 +1,11 @@
 // `make e2e`: every scenario on its own fresh stack, one after the other, then the summary (stdout and
-// e2e/results/summary.json) and the rolling upgrade's SVG timeline. Exit code 1 when any scenario failed.
+// e2e/results/summary.json) and the rolling upgrade's SVG timeline. Exit code 1 when any scenario failed. The run
+// moves into a network namespace of its own first (lib/netns.ts).
 //   node --import tsx e2e/run.ts [scenario ...]      (default: all; E2E_SCENARIOS="a,b" works too)
 import { copyFileSync, cpSync, existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { repoRoot } from "../test/env/index.ts";
+import { enterOwnNetworkNamespace } from "./lib/netns.ts";
 import { summaryTable, timelineSvg, writeResults } from "./lib/report.ts";
 import { Scenario, percentile, type ScenarioResult } from "./lib/scenario.ts";
 import { scenarios } from "./scenarios/index.ts";
@@ -135,6 +137,7 @@ async function main(): Promise<void> {
       `unknown scenario ${unknown.join(", ")}: choose among ${scenarios.map((scenario) => scenario.name).join(", ")}`,
     );
   const selected = wanted.length > 0 ? scenarios.filter((scenario) => wanted.includes(scenario.name)) : scenarios;
+  await enterOwnNetworkNamespace((line) => process.stderr.write(`${line}\n`));
   const started = Date.now();
   const results: ScenarioResult[] = [];
   for (const definition of selected) results.push(await runOne(definition));

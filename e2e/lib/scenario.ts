@@ -485,15 +485,21 @@ export class Scenario {
     const processMachines = await this.stack.processMachines(this.namespace);
     const currentPids = new Set(
       processMachines
-        .flatMap((machine) => [machine.status?.processes?.etcd?.pid, machine.status?.processes?.apiServer?.pid])
+        .flatMap((machine) => [
+          machine.status?.processes?.etcd?.pid,
+          machine.status?.processes?.apiServer?.pid,
+          machine.status?.processes?.kubelet?.pid,
+        ])
         .filter((pid): pid is number => pid !== undefined),
     );
     const alive = this.stack.providerPids().filter((pid) => isProcessAlive(pid));
     const stray = alive.filter((pid) => !currentPids.has(pid));
     if (stray.length > 0) leaks.push(`processes of deleted Machines still running: ${stray.join(", ")}`);
-    if (currentPids.size !== 2 * expectedReplicas)
+    // A process Machine runs etcd and kube-apiserver itself; a kubeadm Machine runs its kubelet, which runs the rest.
+    const expected = processMachines.reduce((sum, machine) => sum + (machine.status?.hostName ? 1 : 2), 0);
+    if (processMachines.length !== expectedReplicas || currentPids.size !== expected)
       leaks.push(
-        `${currentPids.size} Machine processes run for ${expectedReplicas} Machines (expected ${2 * expectedReplicas})`,
+        `${currentPids.size} Machine processes run for ${processMachines.length} Machines (expected ${expected} for ${expectedReplicas})`,
       );
     const members = (await this.controlPlane()).status?.etcd?.members ?? [];
     const unowned = members.filter((member) => member.machine === undefined);

@@ -17,6 +17,7 @@ import {
   repoRoot,
   startApiServer,
   startCapiManager,
+  startKubeadmBootstrapManager,
   startProcess,
   waitUntilReady,
   httpGet,
@@ -24,7 +25,11 @@ import {
   type CapiManager,
   type ManagedProcess,
 } from "../../test/env/index.ts";
+import { sampleKubeadmConfigTemplate } from "../../test/env/kubeadm-sample.ts";
 import { BOOTSTRAP_API_VERSION, INFRA_API_VERSION, RESOURCE, processProviderCRDs } from "../provider/crds.ts";
+
+/** CAPI's kubeadm bootstrap provider's API (the sample's KubeadmConfigTemplate). */
+const KUBEADM_BOOTSTRAP_API_VERSION = "bootstrap.cluster.x-k8s.io/v1beta2";
 
 export interface QuorumProcess {
   process: ManagedProcess;
@@ -48,6 +53,8 @@ export interface StackOptions {
   providerAlsoServes?: string[];
   /** Install Quorum's CRDs from this tree (default true); false when a scenario installs a release's with clusterctl. */
   quorumCRDs?: boolean;
+  /** Run CAPI's kubeadm bootstrap provider (CABPK) too, for kubeadm Machines (default false). */
+  kubeadmBootstrap?: boolean;
 }
 
 /** A management cluster besides the stack's own (its API server, CAPI manager...), stopped with the stack. */
@@ -66,6 +73,11 @@ export interface ClusterSpec {
   version: string;
   maxSurge?: 0 | 1;
   ghostMemberGracePeriod?: string;
+  /**
+   * kubeadm Machines: the bootstrap template is the KubeadmConfigTemplate of config/samples/cluster-kubeadm.yaml (CABPK
+   * writes `kubeadm init`/`join` cloud-init), and the ProcessCluster runs each Machine in namespaces of its own.
+   */
+  kubeadm?: boolean;
 }
 
 export interface ProviderEvent {
@@ -77,15 +89,31 @@ export interface ProviderEvent {
   [key: string]: unknown;
 }
 
-/** The control plane's process templates, `<name>-control-plane`: a ProcessMachineTemplate and a ProcessBootstrapConfigTemplate. */
-export async function createControlPlaneTemplates(kc: KubeConfig, namespace: string, name: string): Promise<void> {
+/**
+ * The control plane's templates, `<name>-control-plane`: a ProcessMachineTemplate and a ProcessBootstrapConfigTemplate,
+ * or with `kubeadm` the sample's KubeadmConfigTemplate (config/samples/cluster-kubeadm.yaml) instead of the latter.
+ */
+export async function createControlPlaneTemplates(
+  kc: KubeConfig,
+  namespace: string,
+  name: string,
+  options: { kubeadm?: boolean } = {},
+): Promise<void> {
   const create = (path: string, body: unknown) => kubeRequestOk(kc, path, { body });
+  if (options.kubeadm) {
+    const sample = sampleKubeadmConfigTemplate();
+    await create(`/apis/${sample.apiVersion}/namespaces/${namespace}/kubeadmconfigtemplates`, {
+      ...sample,
+      metadata: { name: `${name}-control-plane`, namespace },
+    });
+  }
   await create(`/apis/${INFRA_API_VERSION}/namespaces/${namespace}/${RESOURCE.ProcessMachineTemplate}`, {
     apiVersion: INFRA_API_VERSION,
     kind: "ProcessMachineTemplate",
     metadata: { name: `${name}-control-plane`, namespace },
     spec: { template: { spec: {} } },
   });
+  if (options.kubeadm) return;
   await create(`/apis/${BOOTSTRAP_API_VERSION}/namespaces/${namespace}/${RESOURCE.ProcessBootstrapConfigTemplate}`, {
     apiVersion: BOOTSTRAP_API_VERSION,
     kind: "ProcessBootstrapConfigTemplate",
@@ -108,6 +136,7 @@ export class E2EStack {
     readonly provider: ManagedProcess,
     readonly eventsFile: string,
     readonly options: StackOptions,
+    readonly kubeadmBootstrap: CapiManager | undefined,
   ) {}
 
   /** Starts everything but Quorum (scenarios start it, with the flags and crash settings they need). */
@@ -139,7 +168,8 @@ export class E2EStack {
         logFile: join(dir, "provider.log"),
       });
       const capi = await startCapiManager(apiServer, { extraArgs: options.capiExtraArgs ?? [] });
-      return new E2EStack(dir, apiServer, capi, provider, eventsFile, options);
+      const kubeadmBootstrap = options.kubeadmBootstrap ? await startKubeadmBootstrapManager(apiServer) : undefined;
+      return new E2EStack(dir, apiServer, capi, provider, eventsFile, options, kubeadmBootstrap);
     } catch (error) {
       await apiServer.stop();
       throw error;
@@ -251,9 +281,9 @@ export class E2EStack {
       apiVersion: INFRA_API_VERSION,
       kind: "ProcessCluster",
       metadata: { name, namespace },
-      spec: {},
+      spec: spec.kubeadm ? { machineNetwork: "Namespaces" } : {},
     });
-    await createControlPlaneTemplates(kc, namespace, name);
+    await createControlPlaneTemplates(kc, namespace, name, { kubeadm: spec.kubeadm ?? false });
     await create(`/apis/${API_VERSION}/namespaces/${namespace}/quorumcontrolplanes`, {
       apiVersion: API_VERSION,
       kind: KIND,
@@ -269,8 +299,8 @@ export class E2EStack {
               name: `${name}-control-plane`,
             },
             bootstrapConfigTemplateRef: {
-              apiGroup: BOOTSTRAP_API_VERSION.split("/")[0],
-              kind: "ProcessBootstrapConfigTemplate",
+              apiGroup: (spec.kubeadm ? KUBEADM_BOOTSTRAP_API_VERSION : BOOTSTRAP_API_VERSION).split("/")[0],
+              kind: spec.kubeadm ? "KubeadmConfigTemplate" : "ProcessBootstrapConfigTemplate",
               name: `${name}-control-plane`,
             },
           },
@@ -343,6 +373,7 @@ export class E2EStack {
   async stop(): Promise<void> {
     await Promise.all(this.quorums.map((quorum) => quorum.process.stop(5_000)));
     await this.provider.stop(10_000);
+    await this.kubeadmBootstrap?.stop();
     await this.capi.stop();
     await this.apiServer.stop();
     for (const management of this.extraManagement) await management.stop();
@@ -354,6 +385,7 @@ export class E2EStack {
       ...this.providerPids(),
       this.provider.pid,
       this.capi.process.pid,
+      ...(this.kubeadmBootstrap ? [this.kubeadmBootstrap.process.pid] : []),
       this.apiServer.process.pid,
       ...this.quorums.map((quorum) => quorum.process.pid),
       ...this.extraManagement.flatMap((management) => management.pids()),
@@ -374,6 +406,8 @@ export interface ProcessMachineObject {
   status?: {
     addresses?: { type: string; address: string }[];
     phase?: string;
-    processes?: { etcd?: { pid: number }; apiServer?: { pid: number } };
+    processes?: { etcd?: { pid: number }; apiServer?: { pid: number }; kubelet?: { pid: number } };
+    /** kubeadm Machines: the host name kubeadm named the Node and the etcd member after. */
+    hostName?: string;
   };
 }

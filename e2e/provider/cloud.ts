@@ -5,15 +5,18 @@
 // in the target finds the existing VMs by the providerID the moved objects carry. This is that cloud.
 import { appendFileSync, mkdirSync } from "node:fs";
 import type { LoopbackSubnet } from "../../test/env/net.ts";
+import type { BridgeSubnet } from "../lib/netns.ts";
 import type { LoadBalancer } from "./loadbalancer.ts";
-import type { ClusterContext, MachineEvent, ProcessMachineRuntime } from "./machine.ts";
+import type { ClusterContext, MachineEvent, MachineRuntime } from "./machine.ts";
+
+export type MachineNetwork = "Loopback" | "Namespaces";
 
 /** Hosts of a cluster's /24 handed to Machines; .254 is the load balancer. */
 const MAX_MACHINE_HOSTS = 250;
 
 export class ClusterRuntime {
   /** This cluster's running Machines, by providerID. */
-  readonly machines = new Map<string, ProcessMachineRuntime>();
+  readonly machines = new Map<string, MachineRuntime>();
   private nextHost = 1;
   bootstrappedBy: string | undefined;
   context: ClusterContext | undefined;
@@ -23,8 +26,10 @@ export class ClusterRuntime {
     readonly name: string,
     /** The uid of the ProcessCluster that created it: it names the etcd cluster (its token), so it never changes. */
     readonly uid: string,
-    readonly subnet: LoopbackSubnet,
+    readonly subnet: LoopbackSubnet | BridgeSubnet,
     readonly loadBalancer: LoadBalancer,
+    /** ProcessCluster.spec.machineNetwork: Namespaces Machines live on the e2e run's bridge (kubeadm Machines). */
+    readonly machineNetwork: MachineNetwork = "Loopback",
   ) {}
 
   get key(): string {
@@ -34,7 +39,7 @@ export class ClusterRuntime {
   /** Addresses are never reused within a run: a stopped member's port may linger in TIME_WAIT. */
   allocateAddress(): string {
     if (this.nextHost > MAX_MACHINE_HOSTS)
-      throw new Error(`process cluster ${this.key} ran out of loopback addresses in ${this.subnet.prefix}.0/24`);
+      throw new Error(`process cluster ${this.key} ran out of addresses in ${this.subnet.prefix}.0/24`);
     return this.subnet.address(this.nextHost++);
   }
 }
@@ -52,7 +57,7 @@ export interface CloudOptions {
 export class ProcessCloud {
   readonly clusters = new Map<string, ClusterRuntime>();
   /** Every running Machine, by providerID. */
-  readonly machines = new Map<string, ProcessMachineRuntime>();
+  readonly machines = new Map<string, MachineRuntime>();
   /**
    * Which management cluster's controller reconciles each Machine now (by providerID): a Machine another one
    * started is adopted when its object appears there, unpaused, with the same providerID.

@@ -46,7 +46,14 @@ const conditions: V1JSONSchemaProps = {
 
 const endpoint = object({ host: string, port: integer });
 
-const processClusterSpec = object({ controlPlaneEndpoint: endpoint });
+const processClusterSpec = object({
+  controlPlaneEndpoint: endpoint,
+  /**
+   * Loopback (default): each Machine gets a loopback address, its processes run on this host. Namespaces: each Machine
+   * runs in network, mount and UTS namespaces of its own on the e2e run's bridge, as kubeadm Machines need.
+   */
+  machineNetwork: string,
+});
 
 const processMachineSpec = object({
   /** process://<namespace>/<machine>, set once the Machine has its loopback address. */
@@ -62,7 +69,13 @@ const processMachineStatus = object({
   /** Where the Machine is in its bootstrap: Provisioned, JoiningEtcd, Learner, StartingAPIServer, Running, Stopped. */
   phase: string,
   etcdMemberName: string,
-  processes: object({ etcd: object({ pid: integer }), apiServer: object({ pid: integer }) }),
+  processes: object({
+    etcd: object({ pid: integer }),
+    apiServer: object({ pid: integer }),
+    kubelet: object({ pid: integer }),
+  }),
+  /** kubeadm Machines: the host name, which kubeadm gives the Node and the etcd member. */
+  hostName: string,
   conditions,
 });
 

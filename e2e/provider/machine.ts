@@ -21,6 +21,8 @@ export const API_SERVER_PORT = 6443;
 
 export type MachinePhase =
   | "Provisioned"
+  | "Booting"
+  | "RunningCloudInit"
   | "JoiningEtcd"
   | "Learner"
   | "StartingAPIServer"
@@ -74,7 +76,22 @@ export interface MachineOptions {
   onChange: () => void;
 }
 
-export class ProcessMachineRuntime {
+/** What the provider and the cloud need of a running Machine, however it is bootstrapped. */
+export interface MachineRuntime {
+  readonly name: string;
+  readonly address: string;
+  readonly clientURL: string;
+  phase: MachinePhase;
+  error: string | undefined;
+  /** The processes the provider reports in ProcessMachine status (none for kubeadm Machines: their kubelet runs them). */
+  readonly etcd: ManagedProcess | undefined;
+  readonly apiServer: ManagedProcess | undefined;
+  readonly etcdRunning: boolean;
+  start(): void;
+  stop(): Promise<{ memberPresent: boolean | undefined }>;
+}
+
+export class ProcessMachineRuntime implements MachineRuntime {
   phase: MachinePhase = "Provisioned";
   error: string | undefined;
   etcd: ManagedProcess | undefined;

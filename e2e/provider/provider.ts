@@ -23,7 +23,9 @@ import { secretName, LABEL_CLUSTER_NAME, CAPI_API_VERSION, PAUSED_ANNOTATION } f
 import { issueCertificate, loadCA, oneDay, validFor, type CertificateAuthority } from "../../src/adapters/certs/pki.ts";
 import { kubeRequest, kubeRequestOk, statusMessage } from "../../test/env/kube.ts";
 import { isPortFree, reserveLoopbackSubnet } from "../../test/env/net.ts";
-import { ClusterRuntime, type ProcessCloud } from "./cloud.ts";
+import { reserveBridgeSubnet } from "../lib/netns.ts";
+import { ClusterRuntime, type MachineNetwork, type ProcessCloud } from "./cloud.ts";
+import { KubeadmMachineRuntime } from "./kubeadm/machine.ts";
 import { BOOTSTRAP_API_VERSION, INFRA_API_VERSION, RESOURCE } from "./crds.ts";
 import { LoadBalancer } from "./loadbalancer.ts";
 import {
@@ -33,6 +35,7 @@ import {
   ProcessMachineRuntime,
   type ClusterContext,
   type MachineEvent,
+  type MachineRuntime,
 } from "./machine.ts";
 
 export const MACHINE_FINALIZER = "infrastructure.cluster.x-k8s.io/process-machine";
@@ -61,7 +64,7 @@ interface Obj<Spec = Record<string, unknown>, Status = Record<string, unknown>> 
   status?: Status;
 }
 
-type ProcessCluster = Obj<{ controlPlaneEndpoint?: { host?: string; port?: number } }>;
+type ProcessCluster = Obj<{ controlPlaneEndpoint?: { host?: string; port?: number }; machineNetwork?: MachineNetwork }>;
 type ProcessMachine = Obj<{ providerID?: string; apiServerExtraArgs?: string[] }>;
 type ProcessBootstrapConfig = Obj<{ note?: string }>;
 type Machine = Obj<{ version?: string; bootstrap?: { dataSecretName?: string } }>;
@@ -205,10 +208,15 @@ export class ProcessProvider {
     }
     let runtime = this.cloud.clusters.get(key);
     if (!runtime) {
-      const subnet = await reserveLoopbackSubnet({
-        hosts: 12,
-        ports: [ETCD_CLIENT_PORT, ETCD_PEER_PORT, API_SERVER_PORT],
-      });
+      const machineNetwork = processCluster.spec?.machineNetwork ?? "Loopback";
+      if (machineNetwork !== "Loopback" && machineNetwork !== "Namespaces")
+        throw new Error(
+          `ProcessCluster ${namespace}/${name}: spec.machineNetwork ${String(machineNetwork)} is not Loopback or Namespaces`,
+        );
+      const subnet =
+        machineNetwork === "Namespaces"
+          ? reserveBridgeSubnet()
+          : await reserveLoopbackSubnet({ hosts: 12, ports: [ETCD_CLIENT_PORT, ETCD_PEER_PORT, API_SERVER_PORT] });
       const host = subnet.address(LOAD_BALANCER_HOST);
       if (!(await isPortFree(host, API_SERVER_PORT))) {
         subnet.release();
@@ -226,11 +234,11 @@ export class ProcessProvider {
         },
       });
       await loadBalancer.start();
-      runtime = new ClusterRuntime(namespace, owner.name, uid, subnet, loadBalancer);
+      runtime = new ClusterRuntime(namespace, owner.name, uid, subnet, loadBalancer, machineNetwork);
       this.cloud.clusters.set(key, runtime);
       this.event(namespace, owner.name, undefined, {
         kind: "load-balancer-started",
-        detail: { endpoint: `${host}:${API_SERVER_PORT}`, subnet: `${subnet.prefix}.0/24` },
+        detail: { endpoint: `${host}:${API_SERVER_PORT}`, subnet: `${subnet.prefix}.0/24`, machineNetwork },
       });
     }
     const endpoint = runtime.loadBalancer.endpoint;
@@ -367,10 +375,15 @@ export class ProcessProvider {
       ready: true,
       addresses: [{ type: "InternalIP", address: runtime.address }],
       phase: runtime.phase,
-      etcdMemberName: name,
+      etcdMemberName: runtime instanceof KubeadmMachineRuntime ? runtime.hostName : name,
+      hostName: runtime instanceof KubeadmMachineRuntime ? runtime.hostName : null,
       processes: {
         etcd: runtime.etcd?.isRunning() ? { pid: runtime.etcd.pid } : null,
         apiServer: runtime.apiServer?.isRunning() ? { pid: runtime.apiServer.pid } : null,
+        kubelet:
+          runtime instanceof KubeadmMachineRuntime && runtime.kubelet?.isRunning()
+            ? { pid: runtime.kubelet.pid }
+            : null,
       },
       conditions: runtime.error
         ? [{ type: "BootstrapFailed", status: "True", reason: "Error", message: runtime.error }]
@@ -385,27 +398,46 @@ export class ProcessProvider {
     machine: Machine,
     providerID: string,
     clusterRuntime: ClusterRuntime,
-  ): Promise<ProcessMachineRuntime | undefined> {
+  ): Promise<MachineRuntime | undefined> {
     const { namespace, name, uid } = processMachine.metadata;
     const clusterName = clusterRuntime.name;
     const context = clusterRuntime.context ?? (await this.clusterContext(clusterRuntime));
     if (!context) return undefined;
+    const bootstrap = await this.bootstrapData(namespace, machine.spec?.bootstrap?.dataSecretName ?? "");
+    const kubeadm = bootstrap.format === "cloud-config";
+    if (kubeadm !== (clusterRuntime.machineNetwork === "Namespaces")) {
+      throw new Error(
+        kubeadm
+          ? `Machine ${namespace}/${machine.metadata.name} has cloud-init bootstrap data (kubeadm): set spec.machineNetwork: Namespaces on its ProcessCluster`
+          : `Machine ${namespace}/${machine.metadata.name} has bootstrap data of format ${bootstrap.format}; a Namespaces ProcessCluster runs only cloud-config (kubeadm) Machines`,
+      );
+    }
     const address = clusterRuntime.allocateAddress();
     const { stateDir, restartDelayMs } = this.cloud.options;
-    const runtime = new ProcessMachineRuntime({
+    const common = {
       namespace,
       name,
-      uid,
       version: machine.spec?.version ?? "",
       address,
       providerID,
       dir: join(stateDir, namespace, clusterName, `${name}-${uid.slice(0, 8)}`),
-      restartDelayMs,
-      apiServerExtraArgs: processMachine.spec?.apiServerExtraArgs ?? [],
       cluster: context,
-      emit: (event) => this.event(namespace, clusterName, name, event),
+      emit: (event: MachineEvent) => this.event(namespace, clusterName, name, event),
       onChange: this.cloud.changed,
-    });
+    };
+    const runtime: MachineRuntime = kubeadm
+      ? new KubeadmMachineRuntime({
+          ...common,
+          userData: bootstrap.value,
+          // Unique in the run: addresses are never reused within a cluster, nor /24s while a cluster holds them.
+          vethName: `qv${address.split(".").slice(2).join("-")}`,
+        })
+      : new ProcessMachineRuntime({
+          ...common,
+          uid,
+          restartDelayMs,
+          apiServerExtraArgs: processMachine.spec?.apiServerExtraArgs ?? [],
+        });
     this.cloud.machines.set(providerID, runtime);
     this.cloud.managedBy.set(providerID, this.options.management);
     clusterRuntime.machines.set(providerID, runtime);
@@ -425,6 +457,16 @@ export class ProcessProvider {
       kind: "adopted",
       detail: { providerID, from: from ?? "nobody", to: this.options.management },
     });
+  }
+
+  /** A Machine's bootstrap data Secret: its `value` and `format` ("cloud-config" from CABPK, "process" from ours). */
+  private async bootstrapData(namespace: string, name: string): Promise<{ value: string; format: string }> {
+    const secret = await kubeRequestOk<{ data?: Record<string, string> }>(
+      this.options.kubeConfig,
+      `/api/v1/namespaces/${namespace}/secrets/${name}`,
+    );
+    const decode = (key: string) => Buffer.from(secret.data?.[key] ?? "", "base64").toString("utf8");
+    return { value: decode("value"), format: decode("format") || "cloud-config" };
   }
 
   /** Certificates and keys from the Secrets the control-plane provider created for the cluster; undefined until they exist. */

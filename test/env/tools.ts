@@ -7,6 +7,8 @@ export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../.."
 
 export interface PinnedVersions {
   kubernetes: string;
+  /** The other Kubernetes minor make deps builds (bin/<command>-<minor>), e.g. "v1.36.3". */
+  previousKubernetes: string;
   capi: string;
   /** The etcd the tests run (bin/etcd), e.g. "v3.7.3". */
   etcd: string;
@@ -24,7 +26,12 @@ export function pinnedVersions(): PinnedVersions {
     if (!value) throw new Error(`${file} has no ${key}=: restore the file from git`);
     return value;
   };
-  return { kubernetes: read("KUBERNETES_VERSION"), capi: read("CAPI_VERSION"), etcd: read("ETCD_VERSION") };
+  return {
+    kubernetes: read("KUBERNETES_VERSION"),
+    previousKubernetes: read("KUBERNETES_PREVIOUS_VERSION"),
+    capi: read("CAPI_VERSION"),
+    etcd: read("ETCD_VERSION"),
+  };
 }
 
 /**

@@ -7,8 +7,6 @@
 // server is a real kube-apiserver serving with the `<cluster>-ca` Quorum generated, at Cluster.spec.controlPlaneEndpoint:
 // CABPK creates each join's bootstrap token there.
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { parse, parseAllDocuments } from "yaml";
 import type { Machine } from "../../src/api/capi.ts";
@@ -16,7 +14,8 @@ import { CAPI_API_VERSION, secretName } from "../../src/api/constants.ts";
 import { loadCA } from "../../src/adapters/certs/pki.ts";
 import { startApiServer, type ApiServer } from "../env/apiserver.ts";
 import { kubeRequest, kubeRequestOk } from "../env/kube.ts";
-import { pinnedVersions, repoRoot } from "../env/tools.ts";
+import { pinnedVersions } from "../env/tools.ts";
+import { sampleKubeadmConfigTemplate } from "../env/kubeadm-sample.ts";
 import { eventually } from "../env/wait.ts";
 import { startStack, type ControllerStack } from "./controller/stack.ts";
 
@@ -34,16 +33,6 @@ interface KubeadmConfig {
 interface CloudConfig {
   write_files?: { path: string; content: string }[];
   runcmd?: string[];
-}
-
-/** The KubeadmConfigTemplate users copy from the sample, as the stack should create it. */
-function sampleKubeadmConfigTemplate(): { apiVersion: string; kind: string; spec: Record<string, unknown> } {
-  const path = join(repoRoot, "config/samples/cluster-kubeadm.yaml");
-  const template = parseAllDocuments(readFileSync(path, "utf8"))
-    .map((doc) => doc.toJS() as { apiVersion: string; kind: string; spec: Record<string, unknown> })
-    .find((object) => object.kind === "KubeadmConfigTemplate");
-  if (!template) throw new Error(`${path} has no KubeadmConfigTemplate`);
-  return { apiVersion: template.apiVersion, kind: template.kind, spec: template.spec };
 }
 
 function fileIn(cloudConfig: CloudConfig, path: string): string {

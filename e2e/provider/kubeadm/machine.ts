@@ -1,0 +1,250 @@
+// A process Machine bootstrapped by kubeadm, as a VM would be: its own namespaces (namespaces.ts), a process kubelet
+// (kubelet-main.ts) that runs the static pods kubeadm writes, and CABPK's cloud-init user data applied by the
+// cloud-init runner (cloud-init.ts), whose runcmd runs real `kubeadm init` or `kubeadm join --control-plane` for the
+// Machine's Kubernetes minor. Only kubeadm's preflight phase is skipped (it looks for a container runtime and pulls
+// images). The Machine is Running once cloud-init wrote CABPK's bootstrap-success sentinel; its API server then joins
+// the load balancer. Stopping it stops the kubelet (which stops its static pods) and ends the namespaces; like a VM
+// going away, it never touches etcd membership.
+import { appendFileSync, existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { createEtcdClusterClient } from "../../../src/adapters/etcd/client.ts";
+import type { EtcdMember } from "../../../src/adapters/etcd/types.ts";
+import { startProcess, type ManagedProcess } from "../../../test/env/processes.ts";
+import { builtBinary, repoRoot } from "../../../test/env/tools.ts";
+import type { ClusterContext, MachineEvent, MachinePhase, MachineRuntime } from "../machine.ts";
+import { ETCD_CLIENT_PORT, ETCD_PEER_PORT } from "../machine.ts";
+import { renderCloudConfig, writeFiles } from "./cloud-init.ts";
+import { MachineNamespaces, hostNameFor, hostPathOf } from "./namespaces.ts";
+
+/** CABPK's sentinel: cloud-init's runcmd writes it once kubeadm succeeded (bootstrap/kubeadm/pkg/cloudinit). */
+export const BOOTSTRAP_SENTINEL = "/run/cluster-api/bootstrap-success.complete";
+/** The kubeadm phases a process Machine cannot run, with why (also in e2e/README.md). */
+export const SKIPPED_PHASES = { preflight: "checks for a container runtime (CRI socket) and pulls images through it" };
+
+export interface KubeadmMachineOptions {
+  namespace: string;
+  name: string;
+  /** The Machine's Kubernetes version: picks bin/kubeadm-<minor>. */
+  version: string;
+  address: string;
+  providerID: string;
+  dir: string;
+  /** The host end of the Machine's veth pair (≤ 15 characters). */
+  vethName: string;
+  /** CABPK's bootstrap data (the `value` of the Machine's bootstrap Secret). */
+  userData: string;
+  cluster: ClusterContext;
+  emit: (event: MachineEvent) => void;
+  onChange: () => void;
+}
+
+export class KubeadmMachineRuntime implements MachineRuntime {
+  phase: MachinePhase = "Provisioned";
+  error: string | undefined;
+  readonly etcd: ManagedProcess | undefined = undefined;
+  readonly apiServer: ManagedProcess | undefined = undefined;
+  kubelet: ManagedProcess | undefined;
+  private command: ManagedProcess | undefined;
+  private readonly namespaces: MachineNamespaces;
+  private stopping = false;
+  private bootstrapping: Promise<void> | undefined;
+  readonly hostName: string;
+
+  constructor(readonly options: KubeadmMachineOptions) {
+    this.hostName = hostNameFor(options.address);
+    this.namespaces = new MachineNamespaces({
+      name: `kubeadm machine ${options.namespace}/${options.name}`,
+      dir: options.dir,
+      address: options.address,
+      hostName: this.hostName,
+      vethName: options.vethName,
+    });
+  }
+
+  get name(): string {
+    return this.options.name;
+  }
+  get address(): string {
+    return this.options.address;
+  }
+  get clientURL(): string {
+    return `https://${this.options.address}:${ETCD_CLIENT_PORT}`;
+  }
+  /** kubeadm's etcd runs under the kubelet; once kubeadm succeeded it is a member serving clients. */
+  get etcdRunning(): boolean {
+    return this.phase === "Running";
+  }
+
+  start(): void {
+    if (this.bootstrapping) return;
+    this.bootstrapping = this.bootstrap().catch((error: unknown) => {
+      if (this.stopping) return;
+      this.error = error instanceof Error ? error.message : String(error);
+      this.setPhase("Failed");
+      this.options.emit({ kind: "bootstrap-failed", detail: { error: this.error } });
+    });
+  }
+
+  private setPhase(phase: MachinePhase): void {
+    if (this.phase === phase) return;
+    this.phase = phase;
+    this.options.onChange();
+  }
+
+  private checkStopping(): void {
+    if (this.stopping) throw new Error(`kubeadm machine ${this.options.name} is stopping`);
+  }
+
+  private async bootstrap(): Promise<void> {
+    const { dir, address, providerID } = this.options;
+    mkdirSync(dir, { recursive: true });
+    const cloudConfig = renderCloudConfig(this.options.userData, {
+      local_hostname: this.hostName,
+      hostname: this.hostName,
+      local_ipv4: address,
+      instance_id: this.options.name,
+      provider_id: providerID,
+    });
+    const kubeadm = this.kubeadmShim();
+    this.setPhase("Booting");
+    await this.namespaces.create();
+    this.options.emit({ kind: "namespaces-created", detail: { address, hostName: this.hostName } });
+    this.checkStopping();
+    this.startKubelet();
+
+    const log = join(dir, "cloud-init-output.log");
+    this.setPhase("RunningCloudInit");
+    for (const command of cloudConfig.bootCommands) await this.run(command, kubeadm, log);
+    writeFiles(cloudConfig.files, dir, log);
+    for (const command of cloudConfig.commands) await this.run(command, kubeadm, log);
+    if (!existsSync(hostPathOf(dir, BOOTSTRAP_SENTINEL)))
+      throw new Error(`cloud-init finished without ${BOOTSTRAP_SENTINEL}: kubeadm did not succeed (see ${log})`);
+    this.options.emit({ kind: "kubeadm-succeeded" });
+    this.options.cluster.addBackend(this.options.name, address);
+    this.setPhase("Running");
+  }
+
+  /** A directory holding `kubeadm` for this Machine's minor, which skips only the phases listed in SKIPPED_PHASES. */
+  private kubeadmShim(): string {
+    const minor = /^v?(\d+\.\d+)\./.exec(this.options.version)?.[1];
+    if (!minor) throw new Error(`kubeadm machine ${this.options.name}: version ${this.options.version} has no minor`);
+    const binary = builtBinary(`kubeadm-${minor}`);
+    if (!existsSync(binary))
+      throw new Error(
+        `no kubeadm for Kubernetes ${minor} (${binary}); make deps builds the minors in hack/versions.env`,
+      );
+    const shimDir = join(this.options.dir, "bin");
+    mkdirSync(shimDir, { recursive: true });
+    const skip = Object.keys(SKIPPED_PHASES).join(",");
+    writeFileSync(
+      join(shimDir, "kubeadm"),
+      [
+        "#!/bin/sh",
+        `# kubeadm ${minor} for this process Machine: init and join skip ${skip} (no container runtime here).`,
+        'case "$1" in',
+        `  init|join) sub="$1"; shift; exec '${binary}' "$sub" --skip-phases=${skip} "$@" ;;`,
+        `  *) exec '${binary}' "$@" ;;`,
+        "esac",
+        "",
+      ].join("\n"),
+      { mode: 0o755 },
+    );
+    return shimDir;
+  }
+
+  private startKubelet(): void {
+    const { dir, providerID, address } = this.options;
+    const proc = startProcess({
+      name: `process kubelet of ${this.options.name} (${this.hostName})`,
+      command: this.namespaces.enter()[0],
+      args: [
+        ...this.namespaces.enter().slice(1),
+        process.execPath,
+        "--import",
+        "tsx",
+        join(repoRoot, "e2e/provider/kubeadm/kubelet-main.ts"),
+        "--node-name",
+        this.hostName,
+        "--provider-id",
+        providerID,
+        "--node-ip",
+        address,
+        "--bin-dir",
+        join(repoRoot, "bin"),
+        "--log-dir",
+        join(dir, "pods"),
+      ],
+      cwd: repoRoot,
+      logFile: join(dir, "kubelet.log"),
+    });
+    this.kubelet = proc;
+    this.options.emit({ kind: "process-started", detail: { role: "kubelet", pid: proc.pid } });
+    void proc.exited.then((exit) => {
+      if (this.stopping) return;
+      this.options.emit({ kind: "kubelet-exited", detail: { code: exit.code, signal: exit.signal } });
+      this.options.cluster.markBackendDown(this.options.name);
+    });
+  }
+
+  /** One cloud-init command, in the Machine's namespaces, with the kubeadm shim first on PATH. */
+  private async run(command: string, shimDir: string, log: string): Promise<void> {
+    this.checkStopping();
+    appendFileSync(log, `runcmd: ${command}\n`);
+    this.options.emit({ kind: "cloud-init-command", detail: { command } });
+    const proc = startProcess({
+      name: `cloud-init command of ${this.options.name}`,
+      command: this.namespaces.enter()[0],
+      args: [...this.namespaces.enter().slice(1), "sh", "-c", command],
+      env: { ...process.env, PATH: `${shimDir}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin` },
+      cwd: "/",
+      logFile: log,
+    });
+    this.command = proc;
+    const exit = await proc.exited;
+    this.command = undefined;
+    this.checkStopping();
+    if (exit.code !== 0)
+      throw new Error(
+        `cloud-init command failed (exit ${exit.code ?? exit.signal}): ${command}\n${proc.lastLogLines(15)}`,
+      );
+  }
+
+  /** The member list from the cluster's running members (and this one), with the provider's etcd credentials. */
+  async memberList(): Promise<EtcdMember[] | undefined> {
+    const endpoints = [...this.options.cluster.peerClientURLs(this.options.name), this.clientURL];
+    const client = createEtcdClusterClient({
+      endpoints,
+      credentials: this.options.cluster.etcdClient,
+      callDeadlineMs: 2_000,
+      context: `kubeadm machine ${this.options.name}`,
+    });
+    try {
+      return await client.listMembers();
+    } catch {
+      return undefined;
+    } finally {
+      await client.close();
+    }
+  }
+
+  /** Stops everything the Machine runs; reports whether its member (by peer URL) was still in the membership. */
+  async stop(): Promise<{ memberPresent: boolean | undefined }> {
+    if (this.stopping) return { memberPresent: undefined };
+    this.stopping = true;
+    this.options.cluster.removeBackend(this.options.name);
+    const peerURL = `https://${this.options.address}:${ETCD_PEER_PORT}`;
+    const members = await this.memberList();
+    const memberPresent = members === undefined ? undefined : members.some((m) => m.peerURLs.includes(peerURL));
+    this.setPhase("Stopping");
+    this.options.emit({ kind: "stopping", detail: { memberPresent, kubeletPid: this.kubelet?.pid } });
+    await this.command?.stop(5_000);
+    await this.kubelet?.stop(15_000);
+    await this.bootstrapping;
+    await this.kubelet?.stop(15_000);
+    await this.namespaces.remove();
+    this.setPhase("Stopped");
+    this.options.emit({ kind: "stopped" });
+    rmSync(this.options.dir, { recursive: true, force: true });
+    return { memberPresent };
+  }
+}
