@@ -144,6 +144,7 @@ export function podCommand(pod: StaticPod, binDir: string, hostname: string): Po
         `cannot know the image's entrypoint: give the container a command`,
     );
   }
+  checkHostPathMounts(pod, container);
   const env: Record<string, string> = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOSTNAME: hostname };
   for (const variable of container.env ?? []) {
     if (variable.valueFrom !== undefined) {
@@ -160,6 +161,25 @@ export function podCommand(pod: StaticPod, binDir: string, hostname: string): Po
     env,
     cwd: container.workingDir ?? "/",
   };
+}
+
+/**
+ * A process sees the node's files at their own paths: a hostPath volume mounted elsewhere (mountPath ≠ path) would
+ * make the command line name files the process cannot find. kubeadm mounts every hostPath at its own path, so this
+ * only refuses manifests a user changed, with the fix.
+ */
+function checkHostPathMounts(pod: StaticPod, container: ContainerSpec): void {
+  const volumes = (pod.manifest.spec.volumes ?? []) as { name: string; hostPath?: { path: string } }[];
+  const mounts = (container.volumeMounts ?? []) as { name: string; mountPath: string }[];
+  for (const mount of mounts) {
+    const hostPath = volumes.find((volume) => volume.name === mount.name)?.hostPath?.path;
+    if (hostPath !== undefined && hostPath.replace(/\/+$/, "") !== mount.mountPath.replace(/\/+$/, "")) {
+      throw new Error(
+        `static pod ${pod.name} (${pod.file}): volume ${mount.name} mounts host path ${hostPath} at ` +
+          `${mount.mountPath}; a process has no mount namespace of its own: mount it at ${hostPath}`,
+      );
+    }
+  }
 }
 
 /** The name the kubelet gives a static pod's mirror Pod: `<manifest name>-<node name>`. */

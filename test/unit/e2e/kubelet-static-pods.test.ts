@@ -108,6 +108,14 @@ describe("a manifest becomes a command line", () => {
     );
   });
 
+  it("a host path mounted at another path is refused: the process would look for its files in the wrong place", () => {
+    const moved = etcdYaml.replace("  - mountPath: /var/lib/etcd\n", "  - mountPath: /data\n");
+    assert.throws(
+      () => podCommand(parseStaticPod("/m/e.yaml", moved, NODE), binDir, NODE),
+      /volume etcd-data mounts host path \/var\/lib\/etcd at \/data/,
+    );
+  });
+
   it("a file that is not a one-container Pod is refused with its path", () => {
     assert.throws(
       () => parseStaticPod("/m/x.yaml", "kind: Deployment\napiVersion: apps/v1\n", NODE),
