@@ -193,87 +193,24 @@ describe("the process kubelet", { timeout: 150_000 }, () => {
     await api?.stop();
   });
 
-  it("runs an init node: static etcd restarted, replaced and stopped, Node and mirror pod from kubelet.conf", async () => {
+  describe("on an init node (kubeadm wrote kubelet.conf with the node's pair embedded)", () => {
     const nodeName = "ip-127-0-0-1";
     const nodeDir = join(dir, nodeName);
-    mkdirSync(nodeDir);
-    // kubeadm init writes kubelet.conf with the node's client certificate embedded.
-    const node = await api.userKubeConfig(`system:node:${nodeName}`, ["system:nodes"]);
-    writeFileSync(join(nodeDir, "kubelet.conf"), readFileSync(node.kubeconfigPath));
-    const embeddedSerial = new X509Certificate(Buffer.from(node.kubeConfig.getCurrentUser()!.certData!, "base64"))
-      .serialNumber;
-    const kubelet = await startKubelet(nodeName, nodeDir);
-    kubelets.push(kubelet);
+    let kubelet: Kubelet;
+    let embeddedSerial: string;
+    let clientPort: number;
+    let peerPort: number;
+    let manifest: string;
+    let first: PodInfo;
+    let nodeUID: string;
     const context = () => `kubelet log:\n${kubelet.process.lastLogLines(40)}`;
-
-    await eventually(
-      "/healthz answers ok",
-      async () => {
-        const { status, body } = await httpGet(kubelet.healthz);
-        return status === 200 && body === "ok";
-      },
-      { timeoutMs: 30_000, context },
-    );
-
-    const [clientPort, peerPort] = [await freePort("127.0.0.1"), await freePort("127.0.0.1")];
-    const manifest = join(kubelet.manifests, "etcd.yaml");
-    writeFileSync(manifest, etcdManifest(nodeDir, clientPort, peerPort));
+    const etcdPod = async () => (await kubelet.pods()).find((pod) => pod.name === "etcd");
     const etcdHealthy = () =>
       eventually(
         "etcd from the static pod answers /health",
-        async () => {
-          const { status } = await httpGet(`http://127.0.0.1:${clientPort}/health`);
-          return status === 200;
-        },
+        async () => (await httpGet(`http://127.0.0.1:${clientPort}/health`)).status === 200,
         { timeoutMs: 30_000, context },
       );
-    await etcdHealthy();
-    const first = (await kubelet.pods()).find((pod) => pod.name === "etcd")!;
-    assert.ok(
-      first.pid && isProcessAlive(first.pid, "etcd-3.7"),
-      `etcd runs from bin/etcd-3.7: ${JSON.stringify(first)}`,
-    );
-    assert.ok(existsSync(join(kubelet.logDir, "etcd.log")), "the pod's output goes to <log-dir>/etcd.log");
-    assert.match(readFileSync(`/proc/${first.pid}/environ`, "utf8"), /KUBELET_TEST_MARKER=from-the-manifest/);
-
-    // The Node, its Lease and the mirror pod, created with the node's own credentials.
-    const registered = await eventually(
-      "the Node is registered",
-      async () => {
-        const response = await kubeRequest<{
-          metadata: { uid: string; labels: Record<string, string> };
-          spec: { providerID: string };
-          status: {
-            nodeInfo: { kubeletVersion: string };
-            addresses: { type: string; address: string }[];
-            conditions?: { type: string; status: string }[];
-          };
-        }>(api.kubeConfig, `/api/v1/nodes/${nodeName}`);
-        return response.status === 200 && response.body.status.conditions ? response.body : undefined;
-      },
-      { timeoutMs: 30_000, context },
-    );
-    assert.equal(registered.spec.providerID, `process://kubelet-test/${nodeName}`);
-    assert.equal(registered.metadata.labels["kubernetes.io/hostname"], nodeName);
-    assert.equal(registered.metadata.labels["kubernetes.io/os"], "linux");
-    assert.equal(registered.status.nodeInfo.kubeletVersion, VERSION);
-    assert.deepEqual(registered.status.addresses, [
-      { type: "InternalIP", address: "127.0.0.1" },
-      { type: "Hostname", address: nodeName },
-    ]);
-    assert.equal(registered.status.conditions?.find((c) => c.type === "Ready")?.status, "True");
-    await eventually(
-      "the node's Lease exists",
-      async () => {
-        const lease = await kubeRequest<{ spec: { holderIdentity: string } }>(
-          api.kubeConfig,
-          `/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/${nodeName}`,
-        );
-        return lease.status === 200 && lease.body.spec.holderIdentity === nodeName;
-      },
-      { context },
-    );
-
     const mirrorPath = `/api/v1/namespaces/kube-system/pods/etcd-${nodeName}`;
     const mirror = (predicate: (pod: MirrorPod) => boolean, what: string) =>
       eventually(
@@ -284,110 +221,183 @@ describe("the process kubelet", { timeout: 150_000 }, () => {
         },
         { timeoutMs: 30_000, context },
       );
-    const running = await mirror((pod) => pod.status.phase === "Running", "the mirror pod is Running");
-    assert.equal(running.metadata.annotations["kubernetes.io/config.source"], "file");
-    assert.equal(running.metadata.annotations["kubernetes.io/config.mirror"], first.hash);
-    assert.equal(running.metadata.annotations["kubernetes.io/config.hash"], first.hash);
-    assert.equal(
-      running.metadata.annotations["kubeadm.kubernetes.io/etcd.advertise-client-urls"],
-      `http://127.0.0.1:${clientPort}`,
-    );
-    assert.equal(running.spec.nodeName, nodeName);
-    assert.deepEqual(
-      running.metadata.ownerReferences.map((owner) => [owner.kind, owner.name, owner.uid, owner.controller]),
-      [["Node", nodeName, registered.metadata.uid, true]],
-    );
-    assert.equal(running.status.conditions?.find((c) => c.type === "Ready")?.status, "True");
 
-    // Killed: restarted with a back-off, and the mirror pod counts the restart.
-    process.kill(first.pid!, "SIGKILL");
-    const restarted = await eventually(
-      "etcd is restarted after SIGKILL",
-      async () => {
-        const pod = (await kubelet.pods()).find((p) => p.name === "etcd");
-        return pod?.pid && pod.pid !== first.pid ? pod : undefined;
-      },
-      { timeoutMs: 30_000, context },
-    );
-    assert.equal(restarted.restartCount, 1);
-    await etcdHealthy();
-    await mirror(
-      (pod) => pod.status.containerStatuses?.[0]?.restartCount === 1 && pod.status.phase === "Running",
-      "the mirror pod shows 1 restart",
-    );
-
-    // Changed: the old process stops, the new command line runs, the mirror pod is replaced.
-    writeFileSync(manifest, etcdManifest(nodeDir, clientPort, peerPort, ["--snapshot-count=5000"]));
-    const changed = await eventually(
-      "etcd runs the changed manifest",
-      async () => {
-        const pod = (await kubelet.pods()).find((p) => p.name === "etcd");
-        return pod?.pid && pod.hash !== first.hash ? pod : undefined;
-      },
-      { timeoutMs: 30_000, context },
-    );
-    assert.ok(!isProcessAlive(restarted.pid!), "the old etcd process is stopped");
-    assert.match(readFileSync(`/proc/${changed.pid}/cmdline`, "utf8"), /--snapshot-count=5000/);
-    await etcdHealthy();
-    await mirror(
-      (pod) => pod.metadata.annotations["kubernetes.io/config.mirror"] === changed.hash,
-      "the mirror pod carries the new hash",
-    );
-
-    // An image without a local binary is reported, not guessed: in /pods and as the mirror pod's waiting reason.
-    const oldManifest = etcdManifest(nodeDir, 1, 2)
-      .replace("etcd:3.7.0-0", "etcd:3.1.0-0")
-      .replace("name: etcd\n  namespace", "name: old-etcd\n  namespace");
-    writeFileSync(join(kubelet.manifests, "old-etcd.yaml"), oldManifest);
-    const oldEtcd = await eventually(
-      "old-etcd is refused",
-      async () => {
-        const pod = (await kubelet.pods()).find((p) => p.name === "old-etcd");
-        // Wrapped: eventually() reads a result with a `waiting` field as "not yet".
-        return pod?.waiting?.reason === "ErrImagePull" ? { pod } : undefined;
-      },
-      { context },
-    );
-    assert.match(oldEtcd.pod.waiting!.message, /etcd-3\.1/);
-    assert.equal(oldEtcd.pod.pid, undefined);
-    await eventually(
-      "the old-etcd mirror pod shows ErrImagePull",
-      async () => {
-        const response = await kubeRequest<MirrorPod>(
-          api.kubeConfig,
-          `/api/v1/namespaces/kube-system/pods/old-etcd-${nodeName}`,
-        );
-        return (
-          response.status === 200 &&
-          response.body.status.containerStatuses?.[0]?.state.waiting?.reason === "ErrImagePull"
-        );
-      },
-      { context },
-    );
-    rmSync(join(kubelet.manifests, "old-etcd.yaml"));
-
-    // Removed: stopped, and the mirror pod goes.
-    rmSync(manifest);
-    await eventually("etcd is stopped after its manifest is removed", async () => !isProcessAlive(changed.pid!), {
-      context,
+    before(async () => {
+      mkdirSync(nodeDir);
+      const node = await api.userKubeConfig(`system:node:${nodeName}`, ["system:nodes"]);
+      writeFileSync(join(nodeDir, "kubelet.conf"), readFileSync(node.kubeconfigPath));
+      const embedded = Buffer.from(node.kubeConfig.getCurrentUser()!.certData!, "base64");
+      embeddedSerial = new X509Certificate(embedded).serialNumber;
+      kubelet = await startKubelet(nodeName, nodeDir);
+      kubelets.push(kubelet);
+      [clientPort, peerPort] = [await freePort("127.0.0.1"), await freePort("127.0.0.1")];
+      manifest = join(kubelet.manifests, "etcd.yaml");
     });
-    await eventually(
-      "the mirror pod is deleted",
-      async () => (await kubeRequest(api.kubeConfig, mirrorPath)).status === 404,
-      { context },
-    );
 
-    // The pair kubeadm embedded is stored where kubelet-finalize looks, then renewed through a CSR (selfnodeclient).
-    const rotated = await eventually(
-      "the client certificate is rotated",
-      async () => {
-        const pem = readFileSync(join(kubelet.certDir, "kubelet-client-current.pem"), "utf8");
-        const certificate = new X509Certificate(pem);
-        return certificate.serialNumber !== embeddedSerial ? certificate : undefined;
-      },
-      { timeoutMs: 30_000, context },
-    );
-    assert.match(rotated.subject, new RegExp(`CN=system:node:${nodeName}`));
+    it("answers /healthz and runs a static pod's command with the local binary, its env and a log file", async () => {
+      await eventually(
+        "/healthz answers ok",
+        async () => {
+          const { status, body } = await httpGet(kubelet.healthz);
+          return status === 200 && body === "ok";
+        },
+        { timeoutMs: 30_000, context },
+      );
+      writeFileSync(manifest, etcdManifest(nodeDir, clientPort, peerPort));
+      await etcdHealthy();
+      first = (await etcdPod())!;
+      assert.ok(first.pid && isProcessAlive(first.pid, "etcd-3.7"), `etcd runs bin/etcd-3.7: ${JSON.stringify(first)}`);
+      assert.match(readFileSync(`/proc/${first.pid}/environ`, "utf8"), /KUBELET_TEST_MARKER=from-the-manifest/);
+      assert.match(readFileSync(join(kubelet.logDir, "etcd.log"), "utf8"), /"name":"kl-etcd"/);
+    });
+
+    it("registers its Node with the providerID, InternalIP, version and Ready, and a Lease, as system:node", async () => {
+      type Node = {
+        metadata: { uid: string; labels: Record<string, string> };
+        spec: { providerID: string };
+        status: {
+          nodeInfo: { kubeletVersion: string };
+          addresses: { type: string; address: string }[];
+          conditions?: { type: string; status: string }[];
+        };
+      };
+      const registered = await eventually(
+        "the Node is registered",
+        async () => {
+          const response = await kubeRequest<Node>(api.kubeConfig, `/api/v1/nodes/${nodeName}`);
+          return response.status === 200 && response.body.status.conditions ? response.body : undefined;
+        },
+        { timeoutMs: 30_000, context },
+      );
+      nodeUID = registered.metadata.uid;
+      assert.equal(registered.spec.providerID, `process://kubelet-test/${nodeName}`);
+      assert.equal(registered.metadata.labels["kubernetes.io/hostname"], nodeName);
+      assert.equal(registered.metadata.labels["kubernetes.io/os"], "linux");
+      assert.equal(registered.status.nodeInfo.kubeletVersion, VERSION);
+      assert.deepEqual(registered.status.addresses, [
+        { type: "InternalIP", address: "127.0.0.1" },
+        { type: "Hostname", address: nodeName },
+      ]);
+      assert.equal(registered.status.conditions?.find((c) => c.type === "Ready")?.status, "True");
+      await eventually(
+        "the node's Lease exists",
+        async () => {
+          const path = `/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/${nodeName}`;
+          const lease = await kubeRequest<{ spec: { holderIdentity: string } }>(api.kubeConfig, path);
+          return lease.status === 200 && lease.body.spec.holderIdentity === nodeName;
+        },
+        { context },
+      );
+    });
+
+    it("mirrors the static pod with kubeadm's annotations, the kubelet's, its Node as owner, Running and Ready", async () => {
+      const running = await mirror((pod) => pod.status.phase === "Running", "the mirror pod is Running");
+      assert.equal(running.metadata.annotations["kubernetes.io/config.source"], "file");
+      assert.equal(running.metadata.annotations["kubernetes.io/config.mirror"], first.hash);
+      assert.equal(running.metadata.annotations["kubernetes.io/config.hash"], first.hash);
+      assert.equal(
+        running.metadata.annotations["kubeadm.kubernetes.io/etcd.advertise-client-urls"],
+        `http://127.0.0.1:${clientPort}`,
+      );
+      assert.equal(running.spec.nodeName, nodeName);
+      assert.deepEqual(
+        running.metadata.ownerReferences.map((owner) => [owner.kind, owner.name, owner.uid, owner.controller]),
+        [["Node", nodeName, nodeUID, true]],
+      );
+      assert.equal(running.status.conditions?.find((c) => c.type === "Ready")?.status, "True");
+    });
+
+    it("restarts a killed process and counts the restart in the mirror pod", async () => {
+      process.kill(first.pid!, "SIGKILL");
+      const restarted = await eventually(
+        "etcd is restarted after SIGKILL",
+        async () => {
+          const pod = await etcdPod();
+          return pod?.pid && pod.pid !== first.pid ? pod : undefined;
+        },
+        { timeoutMs: 30_000, context },
+      );
+      assert.equal(restarted.restartCount, 1);
+      await etcdHealthy();
+      await mirror(
+        (pod) => pod.status.containerStatuses?.[0]?.restartCount === 1 && pod.status.phase === "Running",
+        "the mirror pod shows 1 restart",
+      );
+    });
+
+    it("replaces the process and the mirror pod when the manifest changes", async () => {
+      const before = (await etcdPod())!;
+      writeFileSync(manifest, etcdManifest(nodeDir, clientPort, peerPort, ["--snapshot-count=5000"]));
+      const changed = await eventually(
+        "etcd runs the changed manifest",
+        async () => {
+          const pod = await etcdPod();
+          return pod?.pid && pod.hash !== first.hash ? pod : undefined;
+        },
+        { timeoutMs: 30_000, context },
+      );
+      assert.ok(!isProcessAlive(before.pid!), "the old etcd process is stopped");
+      assert.match(readFileSync(`/proc/${changed.pid}/cmdline`, "utf8"), /--snapshot-count=5000/);
+      await etcdHealthy();
+      await mirror(
+        (pod) => pod.metadata.annotations["kubernetes.io/config.mirror"] === changed.hash,
+        "the mirror pod carries the new hash",
+      );
+    });
+
+    it("reports an image without a local binary in /pods and the mirror pod instead of running another version", async () => {
+      const oldManifest = etcdManifest(nodeDir, 1, 2)
+        .replace("etcd:3.7.0-0", "etcd:3.1.0-0")
+        .replace("name: etcd\n  namespace", "name: old-etcd\n  namespace");
+      writeFileSync(join(kubelet.manifests, "old-etcd.yaml"), oldManifest);
+      const oldEtcd = await eventually(
+        "old-etcd is refused",
+        async () => {
+          const pod = (await kubelet.pods()).find((p) => p.name === "old-etcd");
+          // Wrapped: eventually() reads a result with a `waiting` field as "not yet".
+          return pod?.waiting?.reason === "ErrImagePull" ? { pod } : undefined;
+        },
+        { context },
+      );
+      assert.match(oldEtcd.pod.waiting!.message, /etcd-3\.1/);
+      assert.equal(oldEtcd.pod.pid, undefined);
+      await eventually(
+        "the old-etcd mirror pod shows ErrImagePull",
+        async () => {
+          const path = `/api/v1/namespaces/kube-system/pods/old-etcd-${nodeName}`;
+          const response = await kubeRequest<MirrorPod>(api.kubeConfig, path);
+          const waiting = response.body.status?.containerStatuses?.[0]?.state.waiting;
+          return response.status === 200 && waiting?.reason === "ErrImagePull";
+        },
+        { context },
+      );
+      rmSync(join(kubelet.manifests, "old-etcd.yaml"));
+    });
+
+    it("stops the process and deletes the mirror pod when the manifest is removed", async () => {
+      const last = (await etcdPod())!;
+      rmSync(manifest);
+      await eventually("etcd is stopped", async () => !isProcessAlive(last.pid!), { context });
+      await eventually(
+        "the mirror pod is deleted",
+        async () => (await kubeRequest(api.kubeConfig, mirrorPath)).status === 404,
+        { context },
+      );
+    });
+
+    it("stores the embedded pair where kubelet-finalize looks, then renews it through a selfnodeclient CSR", async () => {
+      const rotated = await eventually(
+        "the client certificate is rotated",
+        async () => {
+          const pem = readFileSync(join(kubelet.certDir, "kubelet-client-current.pem"), "utf8");
+          const certificate = new X509Certificate(pem);
+          return certificate.serialNumber !== embeddedSerial ? certificate : undefined;
+        },
+        { timeoutMs: 30_000, context },
+      );
+      assert.match(rotated.subject, new RegExp(`CN=system:node:${nodeName}`));
+      assert.ok(rotated.checkIssued(new X509Certificate(api.ca.certPem)), "signed by the cluster CA (csrsigning)");
+    });
   });
 
   it("TLS-bootstraps a join node with a bootstrap token: CSR approved and signed, kubelet.conf written, Node registered", async () => {
