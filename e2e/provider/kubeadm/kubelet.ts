@@ -44,6 +44,8 @@ export interface KubeletOptions {
   apiSyncMs?: number;
   /** Node status and Lease renewal interval (default 10 s, the kubelet's). */
   heartbeatMs?: number;
+  /** How long a rotation CSR may stay pending before the kubelet asks again with a new key (default 5 min). */
+  rotationWaitMs?: number;
   backoff?: Pick<SupervisorOptions, "initialBackoffMs" | "maxBackoffMs" | "backoffResetMs" | "stopGraceMs">;
   log?: (line: string) => void;
 }
@@ -156,7 +158,11 @@ export class ProcessKubelet {
     const { signal } = this.abort;
     try {
       while (!this.client) {
-        this.client = await this.obtainCredentials();
+        // A refused CSR or an unreadable file: the real kubelet exits and systemd starts it again; retry instead.
+        this.client = await this.obtainCredentials().catch((error: Error) => {
+          if (!signal.aborted) this.log(`ERROR credentials: ${error.message}; retrying`);
+          return undefined;
+        });
         if (!this.client) await sleep(1_000, undefined, { signal });
       }
       let version = this.options.kubeletVersion;
@@ -258,23 +264,35 @@ export class ProcessKubelet {
     return client;
   }
 
-  /** Replaces the init node's kubeadm-issued pair with one signed through a CSR, as the kubelet does at start. */
+  /**
+   * Replaces the init node's kubeadm-issued pair with one signed through a CSR, as the kubelet's certificate manager
+   * does at start. csrapproving approves it (selfnodeclient) only once kubeadm's bootstrap-token phase has created
+   * the RBAC for it, and retries a CSR it may not approve yet with a back-off growing to 1000 s: like the certificate
+   * manager (15 min), stop waiting after a while and ask again with a new key, i.e. a new CSR.
+   */
   private async rotateClientCertificate(kubeConfig: KubeConfig): Promise<void> {
     const { certDir, nodeName } = this.options;
-    try {
-      const keyPem = loadOrGenerateKey(certDir);
-      const certPem = await requestNodeCertificate({
-        client: this.clientFor(kubeConfig),
-        nodeName,
-        keyPem,
-        log: this.log,
-        signal: this.abort.signal,
-      });
-      const pem = storeClientPair(certDir, certPem, keyPem);
+    const stop = this.abort.signal;
+    while (!stop.aborted) {
       forgetTemporaryKey(certDir);
-      this.log(`rotated the client certificate: ${pem}`);
-    } catch (error) {
-      if (!this.abort.signal.aborted) this.log(`ERROR client certificate rotation: ${(error as Error).message}`);
+      const keyPem = loadOrGenerateKey(certDir);
+      try {
+        const certPem = await requestNodeCertificate({
+          client: this.clientFor(kubeConfig),
+          nodeName,
+          keyPem,
+          log: this.log,
+          signal: AbortSignal.any([stop, AbortSignal.timeout(this.options.rotationWaitMs ?? 5 * 60_000)]),
+        });
+        const pem = storeClientPair(certDir, certPem, keyPem);
+        forgetTemporaryKey(certDir);
+        this.log(`rotated the client certificate: ${pem}`);
+        return;
+      } catch (error) {
+        if (stop.aborted) return;
+        this.log(`ERROR client certificate rotation: ${(error as Error).message}; asking again with a new key`);
+        await sleep(10_000, undefined, { signal: stop }).catch(() => undefined);
+      }
     }
   }
 }
