@@ -37,7 +37,10 @@ export interface KubeletOptions {
   certDir: string;
   /** host:port of /healthz, e.g. 127.0.0.1:10248 (port 0: any free port, see healthzURL). */
   healthzAddress: string;
-  /** nodeInfo.kubeletVersion; default: the tag of the kube-apiserver image of the static pods. */
+  /**
+   * nodeInfo.kubeletVersion; default: the tag of the kube-apiserver static pod's image, followed when it changes (the
+   * e2e upgrades a node's kubelet with its control plane, as `kubeadm upgrade` plus a package upgrade would).
+   */
   kubeletVersion?: string;
   /** How often the manifests dir is read (default 500 ms) and mirror pods are synced (default 1 s). */
   podSyncMs?: number;
@@ -139,11 +142,17 @@ export class ProcessKubelet {
   /** Runs `action` every `intervalMs` until stopped; a failure is logged and the loop goes on, as the kubelet's do. */
   private async every(intervalMs: number, action: () => Promise<unknown>): Promise<void> {
     const { signal } = this.abort;
+    // A failure repeated every interval (the API server restarting) is logged once, and its end once.
+    let lastError = "";
     while (!signal.aborted) {
       try {
         await action();
+        if (lastError) this.log(`recovered from: ${lastError}`);
+        lastError = "";
       } catch (error) {
-        this.log(`ERROR ${(error as Error).message}`);
+        const message = (error as Error).message;
+        if (message !== lastError) this.log(`ERROR ${message}`);
+        lastError = message;
       }
       await sleep(intervalMs, undefined, { signal }).catch(() => undefined);
     }
@@ -176,13 +185,16 @@ export class ProcessKubelet {
       const client = () => this.client!;
       const { nodeName, providerID, nodeIP } = this.options;
       const agent = new NodeAgent(client, { nodeName, providerID, nodeIP, kubeletVersion: version, log: this.log });
+      const currentVersion = () => this.options.kubeletVersion ?? this.apiServerImageVersion();
       while (!(await agent.register().catch((error: Error) => this.waiting(`API server for Node: ${error.message}`)))) {
         await sleep(1_000, undefined, { signal });
       }
       this.agent = agent;
       let lastHeartbeat = Date.now();
       await this.every(this.options.apiSyncMs ?? 1_000, async () => {
-        if (Date.now() - lastHeartbeat >= (this.options.heartbeatMs ?? 10_000)) {
+        const version = currentVersion();
+        const versionChanged = version !== undefined && agent.setKubeletVersion(version);
+        if (versionChanged || Date.now() - lastHeartbeat >= (this.options.heartbeatMs ?? 10_000)) {
           lastHeartbeat = Date.now();
           await agent.heartbeat();
         }

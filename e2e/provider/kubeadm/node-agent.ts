@@ -111,8 +111,16 @@ export class NodeAgent {
 
   constructor(
     private readonly client: () => KubeConfig,
-    private readonly options: NodeAgentOptions,
+    private options: NodeAgentOptions,
   ) {}
+
+  /** Reports another version from the next heartbeat on; true when it changed. */
+  setKubeletVersion(version: string): boolean {
+    if (version === this.options.kubeletVersion) return false;
+    this.options.log(`nodeInfo.kubeletVersion ${this.options.kubeletVersion} -> ${version}`);
+    this.options = { ...this.options, kubeletVersion: version };
+    return true;
+  }
 
   get registered(): NodeIdentity | undefined {
     return this.node;
