@@ -202,6 +202,8 @@ export interface RequestCertificateOptions {
   /** Stop waiting (default: never). */
   signal?: AbortSignal;
   pollMs?: number;
+  /** What the certificate is for, in log lines (default "TLS bootstrap"). */
+  purpose?: string;
 }
 
 /**
@@ -211,7 +213,8 @@ export interface RequestCertificateOptions {
  * Throws when the CSR is denied or failed: the kubelet then starts over with a new attempt.
  */
 export async function requestNodeCertificate(options: RequestCertificateOptions): Promise<string> {
-  const { client, nodeName, keyPem, log, pollMs = 1_000 } = options;
+  const { client, nodeName, keyPem, pollMs = 1_000 } = options;
+  const log = (line: string) => options.log(`${options.purpose ?? "TLS bootstrap"}: ${line}`);
   const name = csrName(keyPem, nodeName);
   const body = {
     apiVersion: "certificates.k8s.io/v1",
@@ -227,7 +230,7 @@ export async function requestNodeCertificate(options: RequestCertificateOptions)
   let created = false;
   let lastProblem = "";
   const note = (problem: string) => {
-    if (problem !== lastProblem) log(`TLS bootstrap: CSR ${name}: ${problem}; retrying`);
+    if (problem !== lastProblem) log(`CSR ${name}: ${problem}; retrying`);
     lastProblem = problem;
   };
   for (;;) {
@@ -237,9 +240,7 @@ export async function requestNodeCertificate(options: RequestCertificateOptions)
         const response = await kubeRequest(client, path, { method: "POST", body, timeoutMs: 10_000 });
         if (response.status === 201 || response.status === 409) {
           created = true;
-          log(
-            `TLS bootstrap: CSR ${name} ${response.status === 201 ? "created" : "exists already"} for system:node:${nodeName}`,
-          );
+          log(`CSR ${name} ${response.status === 201 ? "created" : "exists already"} for system:node:${nodeName}`);
         } else {
           note(`create answered HTTP ${response.status}: ${statusMessage(response)}`);
         }
@@ -258,7 +259,7 @@ export async function requestNodeCertificate(options: RequestCertificateOptions)
             );
           }
           if (csr.status?.certificate) {
-            log(`TLS bootstrap: CSR ${name} approved and signed`);
+            log(`CSR ${name} approved and signed`);
             return Buffer.from(csr.status.certificate, "base64").toString("utf8");
           }
           note("waiting for approval and signing");

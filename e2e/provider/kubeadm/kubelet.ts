@@ -295,6 +295,7 @@ export class ProcessKubelet {
           keyPem,
           log: this.log,
           signal: AbortSignal.any([stop, AbortSignal.timeout(this.options.rotationWaitMs ?? 5 * 60_000)]),
+          purpose: "client certificate rotation",
         });
         const pem = storeClientPair(certDir, certPem, keyPem);
         forgetTemporaryKey(certDir);
