@@ -63,7 +63,6 @@ export const DEFAULTS = {
 
 export class ProcessKubelet {
   readonly supervisor: PodSupervisor;
-  private agent: NodeAgent | undefined;
   private server: Server | undefined;
   private readonly abort = new AbortController();
   private readonly loops: Promise<void>[] = [];
@@ -85,11 +84,6 @@ export class ProcessKubelet {
     });
   }
 
-  /** The node's registration (name and UID) once done. */
-  get node() {
-    return this.agent?.registered;
-  }
-
   async start(): Promise<void> {
     mkdirSync(this.options.logDir, { recursive: true });
     await this.serveHealthz();
@@ -101,8 +95,9 @@ export class ProcessKubelet {
   async stop(): Promise<void> {
     if (this.abort.signal.aborted) return;
     this.abort.abort();
-    await Promise.allSettled(this.loops);
-    await this.supervisor.stopAll();
+    // In parallel: an API call in flight may take its 10 s timeout, and the pods should not wait for it. The
+    // supervisor starts nothing once stopping, so a sync still running cannot add a process behind stopAll's back.
+    await Promise.all([Promise.allSettled(this.loops), this.supervisor.stopAll()]);
     await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
     this.log("stopped");
   }
@@ -189,7 +184,6 @@ export class ProcessKubelet {
       while (!(await agent.register().catch((error: Error) => this.waiting(`API server for Node: ${error.message}`)))) {
         await sleep(1_000, undefined, { signal });
       }
-      this.agent = agent;
       let lastHeartbeat = Date.now();
       await this.every(this.options.apiSyncMs ?? 1_000, async () => {
         const version = currentVersion();

@@ -122,10 +122,6 @@ export class NodeAgent {
     return true;
   }
 
-  get registered(): NodeIdentity | undefined {
-    return this.node;
-  }
-
   private request<T>(path: string, options: KubeRequestOptions = {}) {
     return kubeRequest<T>(this.client(), path, { timeoutMs: 10_000, ...options });
   }

@@ -39,7 +39,7 @@ export interface RunningPod {
 export class PodSupervisor {
   /** By manifest file path. */
   readonly pods = new Map<string, RunningPod>();
-  /** Manifest files that do not parse, by path, with the content hash last reported (to log each failure once). */
+  /** Manifest files that do not parse, by path, with the text last reported (to log each failure once). */
   private readonly badManifests = new Map<string, string>();
   private stopping = false;
   private readonly opts: Required<Omit<SupervisorOptions, "log">> & Pick<SupervisorOptions, "log">;
