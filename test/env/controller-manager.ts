@@ -18,6 +18,8 @@ export interface ControllerManagerOptions {
   controllers?: string[];
   /** Readiness timeout (default 60 s). */
   readyTimeoutMs?: number;
+  /** Extra flags, e.g. the cluster signing certificate and key for the csrsigning controller. */
+  extraArgs?: string[];
 }
 
 export async function startControllerManager(
@@ -51,6 +53,7 @@ async function startOnce(apiServer: ApiServer, options: ControllerManagerOptions
       `--cert-dir=${join(dir, "certs")}`,
       "--use-service-account-credentials=false",
       "--v=2",
+      ...(options.extraArgs ?? []),
     ];
     const healthURL = `https://${host}:${port}/healthz`;
     const logFile = join(dir, "kube-controller-manager.log");

@@ -359,11 +359,25 @@ export function killEverythingNow(): void {
 }
 
 let exitHandlersInstalled = false;
+let signalsLeftToCaller = false;
+
+/**
+ * For a long-running program (not a test) that stops its children gracefully on SIGINT/SIGTERM/SIGHUP itself: the
+ * harness then installs no signal handlers of its own (which SIGKILL every group at once). The "exit" handler and
+ * the guard stay, so children still never outlive the program. Call before the first startProcess.
+ */
+export function leaveTerminationSignalsToCaller(): void {
+  if (exitHandlersInstalled) {
+    throw new Error("leaveTerminationSignalsToCaller() must be called before the first startProcess/makeTempDir");
+  }
+  signalsLeftToCaller = true;
+}
 
 function installExitHandlers(): void {
   if (exitHandlersInstalled) return;
   exitHandlersInstalled = true;
   process.on("exit", killEverythingNow);
+  if (signalsLeftToCaller) return;
   for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
     process.once(signal, () => {
       killEverythingNow();
