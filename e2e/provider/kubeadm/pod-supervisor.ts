@@ -73,12 +73,19 @@ export class PodSupervisor {
     for (const running of this.pods.values()) this.startIfDue(running, Date.now());
   }
 
-  /** Stops every pod (SIGTERM, SIGKILL after the grace) and starts no more. */
+  /**
+   * Stops every pod (SIGTERM, SIGKILL after the grace) and starts no more: etcd last, because a kube-apiserver whose
+   * etcd is gone does not finish its graceful shutdown and waits for the SIGKILL (seen with kubeadm's manifests).
+   */
   async stopAll(): Promise<void> {
     this.stopping = true;
-    await Promise.all(
-      [...this.pods.entries()].map(([file, running]) => this.remove(file, running, "kubelet stopping")),
-    );
+    const isEtcd = (running: RunningPod) => /(^|\/)etcd:/.test(running.pod.manifest.spec.containers[0]?.image ?? "");
+    for (const etcdLast of [false, true]) {
+      const stops = [...this.pods.entries()]
+        .filter(([, running]) => isEtcd(running) === etcdLast)
+        .map(([file, running]) => this.remove(file, running, "kubelet stopping"));
+      await Promise.all(stops);
+    }
   }
 
   private readManifests(): Map<string, StaticPod> {
