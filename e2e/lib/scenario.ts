@@ -88,6 +88,8 @@ export class Scenario {
   readonly notes: string[] = [];
   readonly machineSnapshots: { at: number; machines: { name: string; deleting: boolean; provisioned: boolean }[] }[] =
     [];
+  /** Processes the stack did not start itself (a kubelet's static pods) that must be gone once it stopped. */
+  readonly watchedPids: number[] = [];
   /** A window the suite draws as an SVG timeline (the rolling upgrade). */
   timelineWindow: { title: string; from: number; to: number; file: string } | undefined;
   private recorderStopped = false;
@@ -508,7 +510,7 @@ export class Scenario {
     await this.stopObservers();
     await this.stack.stop();
     await sleep(500);
-    const leftover = this.stack.leakedPids();
+    const leftover = [...this.stack.leakedPids(), ...this.watchedPids.filter((pid) => isProcessAlive(pid))];
     if (leftover.length > 0) leaks.push(`processes alive after the stack stopped: ${leftover.join(", ")}`);
     const underDir = processesUnder(this.stack.dir);
     if (underDir.length > 0) leaks.push(`processes still using ${this.stack.dir}: ${underDir.join(", ")}`);

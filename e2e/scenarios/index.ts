@@ -1,9 +1,10 @@
-// Every scenario `make e2e` runs, in order, each on its own fresh stack.
+// Every scenario `make e2e` runs, in order, each on its own fresh stack, and those it runs only by name.
 import { clusterClass } from "./clusterclass.ts";
 import { clusterctlMove } from "./clusterctl-move.ts";
 import { clusterctlUpgrade } from "./clusterctl-upgrade.ts";
 import { crash } from "./crash.ts";
 import { ghost } from "./ghost.ts";
+import { kubeadm } from "./kubeadm.ts";
 import { leaderElection } from "./leader-election.ts";
 import { lifecycle } from "./lifecycle.ts";
 import { memberDown } from "./member-down.ts";
@@ -21,3 +22,10 @@ export const scenarios: ScenarioDefinition[] = [
   clusterctlMove,
   clusterctlUpgrade,
 ];
+
+/**
+ * Scenarios `make e2e` runs only when named (`make e2e SCENARIOS=kubeadm`). kubeadm is not in the default list yet:
+ * one of its two runs saw the monitor count a quorum loss in the 1 → 2 voter step, where kubeadm promotes its own
+ * learner before it answers status calls (e2e/README.md).
+ */
+export const optInScenarios: ScenarioDefinition[] = [kubeadm];

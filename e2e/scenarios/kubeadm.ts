@@ -4,7 +4,7 @@
 // (e2e/provider/kubeadm/): kubeadm writes the certificates and static-pod manifests, a process kubelet runs them, kubeadm
 // adds each joining etcd member as a learner and promotes it. The member and the Node are named after the host
 // (`ip-10-200-1-3`), never after the Machine, as on clouds. Create 1 → scale 3 → 5 → 3.
-import { readFileSync, readdirSync, readlinkSync } from "node:fs";
+import { readFileSync, readdirSync, readlinkSync, realpathSync } from "node:fs";
 import { join } from "node:path";
 import { parse } from "yaml";
 import { pinnedVersions } from "../../test/env/tools.ts";
@@ -44,6 +44,7 @@ export const kubeadm: ScenarioDefinition = {
         members.every((member) => /^ip-10-200-/.test(member.name) && !machineNames.has(member.name)),
       `every etcd member is named after its host, not its Machine, and Quorum maps each to its Machine (${members.map((member) => `${member.name}→${member.machine}`).join(", ")})`,
     );
+    checkLearners(s);
     await checkStaticPods(s);
     await checkKubeadmConfig(s);
     return 3;
@@ -111,9 +112,35 @@ async function checkStaticPods(s: Scenario): Promise<void> {
         `${machine.metadata.name} (${machine.status?.hostName}) runs ${component} from the manifest kubeadm wrote, in its own network namespace (${match.length} process)`,
       );
       found.push(`${component}@${machine.status?.hostName}=${match[0]}`);
+      s.watchedPids.push(...match);
+      if (component === "etcd") {
+        // kubeadm 1.36 pins an etcd 3.6 image; the kubelet runs the binary of that minor.
+        const binary = realpathSync(`/proc/${match[0]}/exe`);
+        s.check(
+          /etcd-v3\.6\./.test(binary),
+          `${machine.status?.hostName}'s etcd is the 3.6 kubeadm ${VERSION} pins (${binary})`,
+        );
+      }
     }
   }
   s.log(`static pods: ${found.join(", ")}`);
+}
+
+/**
+ * kubeadm join added every new member itself, as a learner: each member that appeared after the first sample of the
+ * quorum monitor (every 250 ms) was a learner when first seen, and is a voter now or was removed.
+ */
+function checkLearners(s: Scenario): void {
+  const samples = s.monitor.samples.filter((sample) => sample.members.length > 0);
+  const initial = new Set(samples[0]?.members.map((member) => member.id) ?? []);
+  const firstSeen = new Map<string, boolean>();
+  for (const sample of samples)
+    for (const member of sample.members) if (!firstSeen.has(member.id)) firstSeen.set(member.id, member.learner);
+  const joined = [...firstSeen].filter(([id]) => !initial.has(id));
+  s.check(
+    joined.length >= 4 && joined.every(([, learner]) => learner),
+    `every member a join added (${joined.length}) was a learner when first seen (${joined.map(([id, learner]) => `${id}: ${learner ? "learner" : "voter"}`).join(", ")})`,
+  );
 }
 
 /** PIDs whose arguments after argv[0] are exactly `argv`. */

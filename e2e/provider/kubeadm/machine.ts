@@ -156,9 +156,9 @@ export class KubeadmMachineRuntime implements MachineRuntime {
     const { dir, providerID, address } = this.options;
     const proc = startProcess({
       name: `process kubelet of ${this.options.name} (${this.hostName})`,
-      command: this.namespaces.enter()[0],
+      command: "nsenter",
       args: [
-        ...this.namespaces.enter().slice(1),
+        ...this.namespaces.enter(repoRoot).slice(1),
         process.execPath,
         "--import",
         "tsx",
@@ -193,7 +193,7 @@ export class KubeadmMachineRuntime implements MachineRuntime {
     this.options.emit({ kind: "cloud-init-command", detail: { command } });
     const proc = startProcess({
       name: `cloud-init command of ${this.options.name}`,
-      command: this.namespaces.enter()[0],
+      command: "nsenter",
       args: [...this.namespaces.enter().slice(1), "sh", "-c", command],
       env: { ...process.env, PATH: `${shimDir}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin` },
       cwd: "/",

@@ -55,9 +55,12 @@ export class MachineNamespaces {
     return this.holder.pid;
   }
 
-  /** The command prefix that runs a program inside the Machine's namespaces. */
-  enter(): string[] {
-    return ["nsenter", "-t", String(this.pid), "--net", "--mount", "--uts", "--"];
+  /**
+   * The command prefix that runs a program inside the Machine's namespaces, in `workingDir` (nsenter --mount
+   * otherwise starts it in /).
+   */
+  enter(workingDir = "/"): string[] {
+    return ["nsenter", "-t", String(this.pid), "--net", "--mount", "--uts", `--wd=${workingDir}`, "--"];
   }
 
   async create(): Promise<void> {
