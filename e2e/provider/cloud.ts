@@ -7,7 +7,7 @@ import { appendFileSync, mkdirSync } from "node:fs";
 import type { LoopbackSubnet } from "../../test/env/net.ts";
 import type { BridgeSubnet } from "../lib/netns.ts";
 import type { LoadBalancer } from "./loadbalancer.ts";
-import type { ClusterContext, MachineEvent, MachineRuntime } from "./machine.ts";
+import type { ClusterContext, MachineEvent, MachineRuntime } from "./machine-base.ts";
 
 export type MachineNetwork = "Loopback" | "Namespaces";
 

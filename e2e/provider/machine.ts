@@ -8,58 +8,13 @@ import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { request } from "node:https";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { issueCertificate, oneDay, validFor, type CertificateAuthority } from "../../src/adapters/certs/pki.ts";
+import { issueCertificate, oneDay, validFor } from "../../src/adapters/certs/pki.ts";
 import { createEtcdClusterClient } from "../../src/adapters/etcd/client.ts";
 import type { EtcdMember } from "../../src/adapters/etcd/types.ts";
 import { startProcess, waitUntilReady, type ManagedProcess } from "../../test/env/processes.ts";
 import { httpGet } from "../../test/env/net.ts";
 import { builtBinary, etcdBinary } from "../../test/env/tools.ts";
-
-export const ETCD_CLIENT_PORT = 2379;
-export const ETCD_PEER_PORT = 2380;
-export const API_SERVER_PORT = 6443;
-
-export type MachinePhase =
-  | "Provisioned"
-  | "Booting"
-  | "RunningCloudInit"
-  | "JoiningEtcd"
-  | "Learner"
-  | "StartingAPIServer"
-  | "RegisteringNode"
-  | "Running"
-  | "Stopping"
-  | "Stopped"
-  | "Failed";
-
-/** What a Machine needs from its cluster: certificates, peers, the load balancer. */
-export interface ClusterContext {
-  /** "<namespace>/<cluster>" */
-  key: string;
-  /** Names the etcd cluster; the same for every member. */
-  token: string;
-  etcdCA: CertificateAuthority;
-  clusterCA: CertificateAuthority;
-  serviceAccount: { publicKeyPem: string; privateKeyPem: string };
-  /** Client credentials signed by the cluster CA with O=system:masters. */
-  admin: { certPem: string; keyPem: string };
-  /** Credentials for etcd calls the provider makes (member add, membership checks). */
-  etcdClient: { caPem: string; certPem: string; keyPem: string };
-  loadBalancerHost: string;
-  /** Client URLs of the cluster's other members whose etcd runs now. */
-  peerClientURLs(except: string): string[];
-  /** True once some Machine has started the cluster's first member. */
-  etcdBootstrapped(): boolean;
-  claimBootstrap(machine: string): boolean;
-  addBackend(machine: string, address: string): void;
-  removeBackend(machine: string): void;
-  markBackendDown(machine: string): void;
-}
-
-export interface MachineEvent {
-  kind: string;
-  detail?: Record<string, unknown>;
-}
+import { API_SERVER_PORT, MachineRuntimeBase, type ClusterContext, type MachineEvent } from "./machine-base.ts";
 
 export interface MachineOptions {
   namespace: string;
@@ -76,72 +31,21 @@ export interface MachineOptions {
   onChange: () => void;
 }
 
-/** What the provider and the cloud need of a running Machine, however it is bootstrapped. */
-export interface MachineRuntime {
-  readonly name: string;
-  readonly address: string;
-  readonly clientURL: string;
-  phase: MachinePhase;
-  error: string | undefined;
-  /** The processes the provider reports in ProcessMachine status (none for kubeadm Machines: their kubelet runs them). */
-  readonly etcd: ManagedProcess | undefined;
-  readonly apiServer: ManagedProcess | undefined;
-  readonly etcdRunning: boolean;
-  start(): void;
-  stop(): Promise<{ memberPresent: boolean | undefined }>;
-}
-
-export class ProcessMachineRuntime implements MachineRuntime {
-  phase: MachinePhase = "Provisioned";
-  error: string | undefined;
+export class ProcessMachineRuntime extends MachineRuntimeBase {
   etcd: ManagedProcess | undefined;
   apiServer: ManagedProcess | undefined;
-  private stopping = false;
   private etcdArgs: string[] = [];
   private apiServerArgs: string[] = [];
-  private bootstrapping: Promise<void> | undefined;
 
-  constructor(readonly options: MachineOptions) {}
+  constructor(readonly options: MachineOptions) {
+    super(options, "process machine");
+  }
 
-  get name(): string {
-    return this.options.name;
-  }
-  get address(): string {
-    return this.options.address;
-  }
-  get clientURL(): string {
-    return `https://${this.options.address}:${ETCD_CLIENT_PORT}`;
-  }
-  get peerURL(): string {
-    return `https://${this.options.address}:${ETCD_PEER_PORT}`;
-  }
   get etcdRunning(): boolean {
     return this.etcd?.isRunning() ?? false;
   }
 
-  /** Runs the bootstrap in the background; failures are reported in phase/error and retried by the caller. */
-  start(): void {
-    if (this.bootstrapping) return;
-    this.bootstrapping = this.bootstrap().catch((error: unknown) => {
-      if (this.stopping) return;
-      this.error = error instanceof Error ? error.message : String(error);
-      this.setPhase("Failed");
-      this.options.emit({ kind: "bootstrap-failed", detail: { error: this.error } });
-    });
-  }
-
-  private setPhase(phase: MachinePhase): void {
-    if (this.phase === phase) return;
-    this.phase = phase;
-    this.options.onChange();
-  }
-
-  /** A stop() that came in while the bootstrap awaited something must not be followed by a process start. */
-  private checkStopping(): void {
-    if (this.stopping) throw new Error(`process machine ${this.options.name} is stopping`);
-  }
-
-  private async bootstrap(): Promise<void> {
+  protected async bootstrap(): Promise<void> {
     const { cluster, name, address, dir } = this.options;
     mkdirSync(dir, { recursive: true });
     const file = (fileName: string, contents: string) => {
@@ -315,28 +219,6 @@ export class ProcessMachineRuntime implements MachineRuntime {
       if (members && !own)
         throw new Error(`process machine ${this.options.name}: its etcd member was removed while it was a learner`);
       await sleep(250);
-    }
-  }
-
-  /** The member list from any other running member (a learner serves no member list); undefined if none answers. */
-  async memberList(): Promise<EtcdMember[] | undefined> {
-    const endpoints = [
-      ...this.options.cluster.peerClientURLs(this.options.name),
-      ...(this.phase === "Learner" ? [] : [this.clientURL]),
-    ];
-    if (endpoints.length === 0) return undefined;
-    const client = createEtcdClusterClient({
-      endpoints,
-      credentials: this.options.cluster.etcdClient,
-      callDeadlineMs: 2_000,
-      context: `process machine ${this.options.name}`,
-    });
-    try {
-      return await client.listMembers();
-    } catch {
-      return undefined;
-    } finally {
-      await client.close();
     }
   }
 

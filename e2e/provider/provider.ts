@@ -32,11 +32,11 @@ import {
   API_SERVER_PORT,
   ETCD_CLIENT_PORT,
   ETCD_PEER_PORT,
-  ProcessMachineRuntime,
   type ClusterContext,
   type MachineEvent,
   type MachineRuntime,
-} from "./machine.ts";
+} from "./machine-base.ts";
+import { ProcessMachineRuntime } from "./machine.ts";
 
 export const MACHINE_FINALIZER = "infrastructure.cluster.x-k8s.io/process-machine";
 export const CLUSTER_FINALIZER = "infrastructure.cluster.x-k8s.io/process-cluster";

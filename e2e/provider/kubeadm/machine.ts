@@ -7,12 +7,9 @@
 // going away, it never touches etcd membership.
 import { appendFileSync, existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { createEtcdClusterClient } from "../../../src/adapters/etcd/client.ts";
-import type { EtcdMember } from "../../../src/adapters/etcd/types.ts";
 import { startProcess, type ManagedProcess } from "../../../test/env/processes.ts";
 import { builtBinary, repoRoot } from "../../../test/env/tools.ts";
-import type { ClusterContext, MachineEvent, MachinePhase, MachineRuntime } from "../machine.ts";
-import { ETCD_CLIENT_PORT, ETCD_PEER_PORT } from "../machine.ts";
+import { MachineRuntimeBase, type ClusterContext, type MachineEvent } from "../machine-base.ts";
 import { renderCloudConfig, writeFiles } from "./cloud-init.ts";
 import { MachineNamespaces, hostNameFor, hostPathOf } from "./namespaces.ts";
 
@@ -38,19 +35,16 @@ export interface KubeadmMachineOptions {
   onChange: () => void;
 }
 
-export class KubeadmMachineRuntime implements MachineRuntime {
-  phase: MachinePhase = "Provisioned";
-  error: string | undefined;
+export class KubeadmMachineRuntime extends MachineRuntimeBase {
   readonly etcd: ManagedProcess | undefined = undefined;
   readonly apiServer: ManagedProcess | undefined = undefined;
   kubelet: ManagedProcess | undefined;
   private command: ManagedProcess | undefined;
   private readonly namespaces: MachineNamespaces;
-  private stopping = false;
-  private bootstrapping: Promise<void> | undefined;
   readonly hostName: string;
 
   constructor(readonly options: KubeadmMachineOptions) {
+    super(options, "kubeadm machine");
     this.hostName = hostNameFor(options.address);
     this.namespaces = new MachineNamespaces({
       name: `kubeadm machine ${options.namespace}/${options.name}`,
@@ -61,41 +55,12 @@ export class KubeadmMachineRuntime implements MachineRuntime {
     });
   }
 
-  get name(): string {
-    return this.options.name;
-  }
-  get address(): string {
-    return this.options.address;
-  }
-  get clientURL(): string {
-    return `https://${this.options.address}:${ETCD_CLIENT_PORT}`;
-  }
   /** kubeadm's etcd runs under the kubelet; once kubeadm succeeded it is a member serving clients. */
   get etcdRunning(): boolean {
     return this.phase === "Running";
   }
 
-  start(): void {
-    if (this.bootstrapping) return;
-    this.bootstrapping = this.bootstrap().catch((error: unknown) => {
-      if (this.stopping) return;
-      this.error = error instanceof Error ? error.message : String(error);
-      this.setPhase("Failed");
-      this.options.emit({ kind: "bootstrap-failed", detail: { error: this.error } });
-    });
-  }
-
-  private setPhase(phase: MachinePhase): void {
-    if (this.phase === phase) return;
-    this.phase = phase;
-    this.options.onChange();
-  }
-
-  private checkStopping(): void {
-    if (this.stopping) throw new Error(`kubeadm machine ${this.options.name} is stopping`);
-  }
-
-  private async bootstrap(): Promise<void> {
+  protected async bootstrap(): Promise<void> {
     const { dir, address, providerID } = this.options;
     mkdirSync(dir, { recursive: true });
     const cloudConfig = renderCloudConfig(this.options.userData, {
@@ -209,32 +174,13 @@ export class KubeadmMachineRuntime implements MachineRuntime {
       );
   }
 
-  /** The member list from the cluster's running members (and this one), with the provider's etcd credentials. */
-  async memberList(): Promise<EtcdMember[] | undefined> {
-    const endpoints = [...this.options.cluster.peerClientURLs(this.options.name), this.clientURL];
-    const client = createEtcdClusterClient({
-      endpoints,
-      credentials: this.options.cluster.etcdClient,
-      callDeadlineMs: 2_000,
-      context: `kubeadm machine ${this.options.name}`,
-    });
-    try {
-      return await client.listMembers();
-    } catch {
-      return undefined;
-    } finally {
-      await client.close();
-    }
-  }
-
   /** Stops everything the Machine runs; reports whether its member (by peer URL) was still in the membership. */
   async stop(): Promise<{ memberPresent: boolean | undefined }> {
     if (this.stopping) return { memberPresent: undefined };
     this.stopping = true;
     this.options.cluster.removeBackend(this.options.name);
-    const peerURL = `https://${this.options.address}:${ETCD_PEER_PORT}`;
     const members = await this.memberList();
-    const memberPresent = members === undefined ? undefined : members.some((m) => m.peerURLs.includes(peerURL));
+    const memberPresent = members === undefined ? undefined : members.some((m) => m.peerURLs.includes(this.peerURL));
     this.setPhase("Stopping");
     this.options.emit({ kind: "stopping", detail: { memberPresent, kubeletPid: this.kubelet?.pid } });
     await this.command?.stop(5_000);
