@@ -8,7 +8,7 @@ import { repoRoot } from "../test/env/index.ts";
 import { enterOwnNetworkNamespace } from "./lib/netns.ts";
 import { summaryTable, timelineSvg, writeResults } from "./lib/report.ts";
 import { Scenario, percentile, type ScenarioResult } from "./lib/scenario.ts";
-import { optInScenarios, scenarios } from "./scenarios/index.ts";
+import { scenarios } from "./scenarios/index.ts";
 
 const resultsDir = join(repoRoot, "e2e/results");
 const MIN_CLIENT_RATIO = 0.99;
@@ -131,13 +131,12 @@ async function main(): Promise<void> {
   const wanted = [...process.argv.slice(2), ...(process.env.E2E_SCENARIOS ?? "").split(",")]
     .map((name) => name.trim())
     .filter(Boolean);
-  const known = [...scenarios, ...optInScenarios];
-  const unknown = wanted.filter((name) => !known.some((scenario) => scenario.name === name));
+  const unknown = wanted.filter((name) => !scenarios.some((scenario) => scenario.name === name));
   if (unknown.length > 0)
     throw new Error(
-      `unknown scenario ${unknown.join(", ")}: choose among ${known.map((scenario) => scenario.name).join(", ")}`,
+      `unknown scenario ${unknown.join(", ")}: choose among ${scenarios.map((scenario) => scenario.name).join(", ")}`,
     );
-  const selected = wanted.length > 0 ? known.filter((scenario) => wanted.includes(scenario.name)) : scenarios;
+  const selected = wanted.length > 0 ? scenarios.filter((scenario) => wanted.includes(scenario.name)) : scenarios;
   await enterOwnNetworkNamespace((line) => process.stderr.write(`${line}\n`));
   const started = Date.now();
   const results: ScenarioResult[] = [];
