@@ -130,6 +130,12 @@ export abstract class MachineRuntimeBase implements MachineRuntime {
     if (this.stopping) throw new Error(`${this.kind} ${this.base.name} is stopping`);
   }
 
+  /** Whether this Machine's member (by peer URL) is in the membership; undefined when no member answers. */
+  protected async memberPresent(): Promise<boolean | undefined> {
+    const members = await this.memberList();
+    return members === undefined ? undefined : members.some((member) => member.peerURLs.includes(this.peerURL));
+  }
+
   /** The member list from any other running member (a learner serves no member list); undefined if none answers. */
   async memberList(): Promise<EtcdMember[] | undefined> {
     const endpoints = [

@@ -436,9 +436,7 @@ export class ProcessMachineRuntime extends MachineRuntimeBase {
     if (this.stopping) return { memberPresent: undefined };
     this.stopping = true;
     this.options.cluster.removeBackend(this.options.name);
-    const members = await this.memberList();
-    const memberPresent =
-      members === undefined ? undefined : members.some((member) => member.peerURLs.includes(this.peerURL));
+    const memberPresent = await this.memberPresent();
     this.setPhase("Stopping");
     this.options.emit({
       kind: "stopping",

@@ -123,7 +123,7 @@ export class KubeadmMachineRuntime extends MachineRuntimeBase {
       name: `process kubelet of ${this.options.name} (${this.hostName})`,
       command: "nsenter",
       args: [
-        ...this.namespaces.enter(repoRoot).slice(1),
+        ...this.namespaces.nsenterArgs(repoRoot),
         process.execPath,
         "--import",
         "tsx",
@@ -159,7 +159,7 @@ export class KubeadmMachineRuntime extends MachineRuntimeBase {
     const proc = startProcess({
       name: `cloud-init command of ${this.options.name}`,
       command: "nsenter",
-      args: [...this.namespaces.enter().slice(1), "sh", "-c", command],
+      args: [...this.namespaces.nsenterArgs(), "sh", "-c", command],
       env: { ...process.env, PATH: `${shimDir}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin` },
       cwd: "/",
       logFile: log,
@@ -179,14 +179,13 @@ export class KubeadmMachineRuntime extends MachineRuntimeBase {
     if (this.stopping) return { memberPresent: undefined };
     this.stopping = true;
     this.options.cluster.removeBackend(this.options.name);
-    const members = await this.memberList();
-    const memberPresent = members === undefined ? undefined : members.some((m) => m.peerURLs.includes(this.peerURL));
+    const memberPresent = await this.memberPresent();
     this.setPhase("Stopping");
     this.options.emit({ kind: "stopping", detail: { memberPresent, kubeletPid: this.kubelet?.pid } });
     await this.command?.stop(5_000);
+    // The bootstrap starts the kubelet right after a stopping check, never after an await, so one stop covers it.
     await this.kubelet?.stop(15_000);
     await this.bootstrapping;
-    await this.kubelet?.stop(15_000);
     await this.namespaces.remove();
     this.setPhase("Stopped");
     this.options.emit({ kind: "stopped" });

@@ -56,11 +56,11 @@ export class MachineNamespaces {
   }
 
   /**
-   * The command prefix that runs a program inside the Machine's namespaces, in `workingDir` (nsenter --mount
-   * otherwise starts it in /).
+   * nsenter's arguments, up to `--`, that run a program inside the Machine's namespaces, in `workingDir` (nsenter
+   * --mount otherwise starts it in /).
    */
-  enter(workingDir = "/"): string[] {
-    return ["nsenter", "-t", String(this.pid), "--net", "--mount", "--uts", `--wd=${workingDir}`, "--"];
+  nsenterArgs(workingDir = "/"): string[] {
+    return ["-t", String(this.pid), "--net", "--mount", "--uts", `--wd=${workingDir}`, "--"];
   }
 
   async create(): Promise<void> {
