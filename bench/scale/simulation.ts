@@ -25,7 +25,7 @@ import type {
   PromoteResult,
 } from "../../src/adapters/etcd/types.ts";
 import type { ClusterWorkloadAccess } from "../../src/adapters/workload/access.ts";
-import type { WorkloadAccess } from "../../src/ports/index.ts";
+import type { TemplateReader, WorkloadAccess, WorkloadSteps } from "../../src/ports/index.ts";
 
 /** The simulated node (and etcd member) name of the Machine at `address`, like cloud providers name nodes. */
 export function simulatedNodeName(address: string): string {
@@ -292,6 +292,20 @@ export class SimulatedWorkloadAccess implements WorkloadAccess {
 
   nodes(controlPlane: QuorumControlPlane, cluster: Cluster): Promise<Node[]> {
     return this.world.nodes(`${controlPlane.metadata.namespace}/${cluster.metadata.name}`);
+  }
+
+  /** The benchmark's control planes use the generic bootstrap flavour: no workload steps (the real adapter agrees). */
+  workloadSteps(controlPlane: QuorumControlPlane, cluster: Cluster, template: TemplateReader): Promise<WorkloadSteps> {
+    return this.real.workloadSteps(controlPlane, cluster, template);
+  }
+
+  prepareWorkload(
+    controlPlane: QuorumControlPlane,
+    cluster: Cluster,
+    step: string,
+    template: TemplateReader,
+  ): Promise<string> {
+    return this.real.prepareWorkload(controlPlane, cluster, step, template);
   }
 
   async forget(namespace: string, clusterName: string): Promise<void> {

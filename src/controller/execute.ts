@@ -25,6 +25,8 @@ export interface ExecutionContext {
   management: ManagementApi;
   /** Opened lazily: only actions on etcd need it. */
   etcd: () => Promise<EtcdClusterClient>;
+  /** Carries out one of the bootstrap flavour's workload steps (WorkloadAccess.prepareWorkload); returns what changed. */
+  prepareWorkload: (step: string) => Promise<string>;
   clock: () => number;
 }
 
@@ -84,6 +86,8 @@ export async function execute(action: Action, context: ExecutionContext): Promis
         logMeta: { votersConfirmedAt: new Date(confirmedAt).toISOString() },
       };
     }
+    case "PrepareWorkload":
+      return { message: await context.prepareWorkload(action.step) };
     case "DeleteMachine":
       await context.management.deleteMachine(namespace, action.machine);
       return { message: `deleted Machine ${action.machine}` };

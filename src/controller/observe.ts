@@ -4,9 +4,9 @@ import type { Cluster, Machine, Node } from "../api/capi.ts";
 import { DEFAULTS } from "../api/constants.ts";
 import type { QuorumControlPlane } from "../api/types.ts";
 import { etcdEndpoints } from "../api/endpoints.ts";
-import type { EtcdClusterClient, WorkloadAccess } from "../ports/index.ts";
+import type { EtcdClusterClient, TemplateReader, WorkloadAccess } from "../ports/index.ts";
 import { observe as observeMembers, recall } from "../core/memory.ts";
-import type { EtcdView, WorkloadView } from "../core/snapshot.ts";
+import type { EtcdView, WorkloadStepsView, WorkloadView } from "../core/snapshot.ts";
 import { observeEtcd, toEtcdView } from "./etcd-view.ts";
 import type { Observation } from "./snapshot-builder.ts";
 
@@ -26,6 +26,7 @@ export async function observe(
   machines: Machine[],
   workload: WorkloadAccess,
   now: number,
+  template: TemplateReader,
 ): Promise<ObservedWorld> {
   const clientPort = controlPlane.spec.etcd?.clientPort ?? DEFAULTS.etcdClientPort;
   const live = machines.filter((machine) => (machine.status?.addresses ?? []).length > 0);
@@ -33,9 +34,10 @@ export async function observe(
     live.map((machine) => ({ addresses: internalAddresses(machine) })),
     clientPort,
   );
-  const [etcdResult, nodesResult] = await Promise.all([
+  const [etcdResult, nodesResult, workloadSteps] = await Promise.all([
     observeEtcdOf(controlPlane, cluster, machines, endpoints, workload),
     listNodes(controlPlane, cluster, workload),
+    stepsOf(controlPlane, cluster, workload, template),
   ]);
   const observation: Observation = {
     now,
@@ -44,6 +46,7 @@ export async function observe(
     machines,
     nodes: nodesResult.nodes,
     workload: nodesResult.workload,
+    ...(workloadSteps ? { workloadSteps } : {}),
     etcd: etcdResult.view(now),
   };
   return {
@@ -97,14 +100,35 @@ async function observeEtcdOf(
   };
 }
 
+/**
+ * The bootstrap flavour's workload steps, once there is a workload API (as for the Nodes): before the control plane is
+ * initialised there is nothing to prepare, and the first Machine's bootstrap creates what joiners read.
+ */
+async function stepsOf(
+  controlPlane: QuorumControlPlane,
+  cluster: Cluster,
+  workload: WorkloadAccess,
+  template: TemplateReader,
+): Promise<WorkloadStepsView | undefined> {
+  if (!controlPlaneInitialized(controlPlane, cluster) || controlPlane.metadata.deletionTimestamp) return undefined;
+  const observed = await workload.workloadSteps(controlPlane, cluster, template);
+  if (!observed.flavour) return undefined;
+  return { flavour: observed.flavour, steps: observed.steps, ...(observed.error ? { error: observed.error } : {}) };
+}
+
+function controlPlaneInitialized(controlPlane: QuorumControlPlane, cluster: Cluster): boolean {
+  return (
+    cluster.status?.initialization?.controlPlaneInitialized === true ||
+    controlPlane.status?.initialization?.controlPlaneInitialized === true
+  );
+}
+
 async function listNodes(
   controlPlane: QuorumControlPlane,
   cluster: Cluster,
   workload: WorkloadAccess,
 ): Promise<{ nodes: Node[]; workload: WorkloadView; error?: string; reason?: string }> {
-  const initialized =
-    cluster.status?.initialization?.controlPlaneInitialized === true ||
-    controlPlane.status?.initialization?.controlPlaneInitialized === true;
+  const initialized = controlPlaneInitialized(controlPlane, cluster);
   // Without an endpoint there may be no workload API at all (Machines that run etcd only): Nodes are then checked only
   // if one answers anyway (a user's kubeconfig Secret), and an unreadable one holds nothing back.
   const endpoint = Boolean(cluster.spec?.controlPlaneEndpoint?.host);

@@ -22,6 +22,7 @@ import {
   type EtcdClusterClient,
   type Logger,
   type ManagementApi,
+  type TemplateReader,
   type WorkloadAccess,
 } from "../ports/index.ts";
 import { buildSnapshot } from "./snapshot-builder.ts";
@@ -102,7 +103,8 @@ export async function reconcile(
   let etcd: EtcdClusterClient | undefined;
   try {
     // Observe.
-    const world = await observe(controlPlane, cluster, machines, deps.workload, now);
+    const template = bootstrapTemplateReader(controlPlane, deps);
+    const world = await observe(controlPlane, cluster, machines, deps.workload, now, template);
     etcd = world.etcd;
     let snapshot: Snapshot;
     try {
@@ -123,7 +125,7 @@ export async function reconcile(
         ? undefined
         : await act(
             action,
-            { controlPlane, cluster, clusterName, machines, snapshot, etcd: () => etcd, now },
+            { controlPlane, cluster, clusterName, machines, snapshot, etcd: () => etcd, now, template },
             deps,
             log,
           );
@@ -360,6 +362,19 @@ interface ActContext {
   snapshot: Snapshot;
   etcd: () => EtcdClusterClient | undefined;
   now: number;
+  template: TemplateReader;
+}
+
+/** The bootstrap config template, read at most once per reconcile and only when a workload step needs its contents. */
+function bootstrapTemplateReader(controlPlane: QuorumControlPlane, deps: ReconcilerDeps): TemplateReader {
+  let read: ReturnType<TemplateReader> | undefined;
+  const namespace = controlPlane.metadata.namespace ?? "default";
+  return () =>
+    (read ??= deps.management.getReferenced(
+      controlPlane.spec.machineTemplate.spec.bootstrapConfigTemplateRef,
+      namespace,
+      `${KIND} ${namespace}/${controlPlane.metadata.name} spec.machineTemplate.spec.bootstrapConfigTemplateRef`,
+    ));
 }
 
 async function act(action: Action, context: ActContext, deps: ReconcilerDeps, log: Log): Promise<Outcome> {
@@ -376,6 +391,7 @@ async function act(action: Action, context: ActContext, deps: ReconcilerDeps, lo
       snapshot: context.snapshot,
       management: deps.management,
       etcd: async () => context.etcd() ?? (await deps.workload.etcd(controlPlane, context.cluster, [])),
+      prepareWorkload: (step) => deps.workload.prepareWorkload(controlPlane, context.cluster, step, context.template),
       clock: deps.clock,
     });
     if (result.deferred) {

@@ -25,6 +25,7 @@ import type {
   MachineView,
   NodeView,
   Snapshot,
+  WorkloadStepsView,
   WorkloadView,
 } from "../core/snapshot.ts";
 
@@ -36,6 +37,8 @@ export interface Observation {
   nodes: Node[];
   /** Whether the workload API exists and answered the Node list (absent: no workload API to ask). */
   workload?: WorkloadView;
+  /** The bootstrap flavour's workload steps, when it has any and the workload API is expected. */
+  workloadSteps?: WorkloadStepsView;
   /** What etcd showed, with each member's memory (core/memory.ts) recalled from status and updated. */
   etcd: EtcdView;
   /** Machines listed with ours that claimMachines (src/api/ownership.ts) found not to be ours. */
@@ -51,6 +54,7 @@ export function buildSnapshot(observation: Observation): Snapshot {
     machines: observation.machines.map(readMachine).sort((a, b) => a.name.localeCompare(b.name)),
     nodes: observation.nodes.map(nodeView).sort((a, b) => a.name.localeCompare(b.name)),
     ...(observation.workload ? { workload: observation.workload } : {}),
+    ...(observation.workloadSteps ? { workloadSteps: observation.workloadSteps } : {}),
     etcd: observation.etcd,
   };
 }

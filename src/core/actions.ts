@@ -20,6 +20,11 @@ export type Action =
   | { kind: "RemoveGhost"; memberId: string; memberName: string; reason: string }
   /** Delete a Machine a MachineHealthCheck asked to remediate (its member already removed). */
   | { kind: "Remediate"; machine: string; reason: string }
+  /**
+   * Bring the workload cluster to what the bootstrap flavour needs (snapshot.workloadSteps: kubeadm's RBAC, its
+   * kubeadm-config ClusterConfiguration before a Machine joins, kube-proxy's image after a rollout).
+   */
+  | { kind: "PrepareWorkload"; step: string; reason: string }
   | { kind: "Wait"; reason: string; blockedBy?: string; recheckAfterMs: number };
 
 export type ActionKind = Action["kind"];
@@ -34,6 +39,7 @@ export const ACTION_KINDS: readonly ActionKind[] = [
   "AddHook",
   "RemoveGhost",
   "Remediate",
+  "PrepareWorkload",
   "Wait",
 ] as const;
 

@@ -331,7 +331,7 @@ class Context {
       // or of one to remediate) is unblocked only by scaling up; the create is still judged by assess, whose
       // strict policy refuses it next to a ghost, an unhealthy voter or an unproven joiner.
       const grow = this.active.length < this.desired ? this.scaleUp() : undefined;
-      if (grow?.action.kind === "CreateMachine") return grow;
+      if (grow?.action.kind === "CreateMachine" || grow?.action.kind === "PrepareWorkload") return grow;
       // What is blocked above is often blocked by a dead voter (the strict policy refuses every healthy removal while
       // it lives). When fewer Machines are wanted and the dead voter's Machine is the one to go, removing it never
       // costs quorum and is what unblocks the rest (issue 12, bug 3: a healthy Machine being deleted, a dead one
@@ -816,6 +816,14 @@ class Context {
         ),
       };
     }
+    const after =
+      this.outdated.length === 0 && !this.spec.deleting
+        ? this.workloadStep(
+            "AfterRollout",
+            `${this.active.length} of ${this.desired} Machines up to date at ${this.spec.version}`,
+          )
+        : undefined;
+    if (after) return after;
     return {
       action: waitFor(
         `nothing to do: ${this.active.length} of ${this.desired} Machines up to date; etcd ${healthyVoters} of ${voters} voters healthy (quorum ${quorumSize}, tolerates ${failuresTolerated} failure${failuresTolerated === 1 ? "" : "s"})`,
@@ -849,6 +857,8 @@ class Context {
     }
     const verdict = this.check({ kind: "CreateMachine" });
     if (!verdict.allowed) return this.blocked(`${context}, but adding a member is not safe yet`, verdict);
+    const prepare = this.workloadStep("BeforeCreate", context);
+    if (prepare) return prepare;
     const failureDomain = chooseFailureDomain(this.snapshot);
     return {
       action: {
@@ -857,6 +867,37 @@ class Context {
         reason: `${context}: create a Machine${failureDomain !== undefined ? ` in failure domain ${failureDomain}` : ""}; ${verdict.summary}`,
       },
       check: verdict,
+    };
+  }
+
+  /**
+   * The bootstrap flavour's first workload step of this kind not done (snapshot.workloadSteps): a PrepareWorkload, or
+   * a Wait when it cannot be done now or the steps could not be observed. BeforeCreate steps come before any Machine
+   * joins (kubeadm join renders the new node from kubeadm-config); AfterRollout ones once all Machines are up to date.
+   */
+  workloadStep(when: "BeforeCreate" | "AfterRollout", context: string): Step | undefined {
+    const observed = this.snapshot.workloadSteps;
+    if (!observed) return undefined;
+    if (observed.error) {
+      // A joiner needs what these steps put in place; after a rollout, nothing waits on them.
+      if (when === "AfterRollout") return undefined;
+      return {
+        action: waitFor(
+          `${context}, but what a new ${observed.flavour} Machine needs in the workload cluster could not be checked: ${observed.error}`,
+          RECHECK_MS.converging,
+          "workload API",
+        ),
+      };
+    }
+    const step = observed.steps.find((candidate) => candidate.when === when && !candidate.done);
+    if (!step) return undefined;
+    if (step.blocked) return { action: waitFor(`${context}, but ${step.blocked}`, RECHECK_MS.converging, step.name) };
+    return {
+      action: {
+        kind: "PrepareWorkload",
+        step: step.name,
+        reason: `${context}; first, ${step.name}: ${step.detail}`,
+      },
     };
   }
 

@@ -11,7 +11,31 @@ export interface Snapshot {
   nodes: NodeView[];
   /** Whether the workload API (where the Nodes are) exists and could be read; absent: no workload API to ask. */
   workload?: WorkloadView;
+  /**
+   * What the bootstrap flavour needs in the workload cluster (kubeadm: RBAC, kubeadm-config, kube-proxy), observed
+   * while the workload API is expected; absent for a flavour that needs nothing, or before there is a workload API.
+   */
+  workloadSteps?: WorkloadStepsView;
   etcd: EtcdView;
+}
+
+export interface WorkloadStepsView {
+  /** "kubeadm". */
+  flavour: string;
+  /** In the order they are taken. */
+  steps: WorkloadStepView[];
+  /** The steps could not be observed (the workload API did not answer): creating a Machine waits. */
+  error?: string;
+}
+
+export interface WorkloadStepView {
+  name: string;
+  /** BeforeCreate: done before a Machine is created (a joining node reads it). AfterRollout: once all are up to date. */
+  when: "BeforeCreate" | "AfterRollout";
+  done: boolean;
+  detail: string;
+  /** Quorum cannot do it now: why, and what fixes it. */
+  blocked?: string;
 }
 
 /**

@@ -1,7 +1,37 @@
-// The workload-cluster port: certificates, etcd and Nodes of one QuorumControlPlane's cluster.
+// The workload-cluster port: certificates, etcd, Nodes and the bootstrap flavour's steps of one QuorumControlPlane's
+// cluster.
 import type { Cluster, Node } from "../api/capi.ts";
+import type { Unstructured } from "../api/objects.ts";
 import type { QuorumControlPlane } from "../api/types.ts";
 import type { EtcdClusterClient } from "./etcd.ts";
+
+/**
+ * One thing the bootstrap flavour needs in the workload cluster (kubeadm: its RBAC, the kubeadm-config
+ * ClusterConfiguration, kube-proxy's image), as observed. The planner takes the first one not done, in order:
+ * `BeforeCreate` ones before it creates a Machine (a joining node reads them), `AfterRollout` ones once every
+ * Machine is up to date.
+ */
+export interface WorkloadStep {
+  /** Stable name, the PrepareWorkload action's `step` ("kubeadm-config"). */
+  name: string;
+  when: "BeforeCreate" | "AfterRollout";
+  done: boolean;
+  /** What is missing or differs, for the action's reason; empty when done. */
+  detail: string;
+  /** Quorum cannot do it now (kubeadm init has not uploaded its config yet, a document it must not rewrite): why, and what fixes it. */
+  blocked?: string;
+}
+
+/** The flavour's steps for the current spec, or why they could not be observed. */
+export interface WorkloadSteps {
+  /** "kubeadm"; absent for a bootstrap provider that needs nothing in the workload cluster. */
+  flavour?: string;
+  steps: WorkloadStep[];
+  error?: string;
+}
+
+/** The bootstrap config template the control plane references, read only when a step needs its contents. */
+export type TemplateReader = () => Promise<Unstructured>;
 
 /** The workload cluster of one QuorumControlPlane: its certificates, its etcd and its Nodes. */
 export interface WorkloadAccess {
@@ -11,6 +41,18 @@ export interface WorkloadAccess {
   etcd(controlPlane: QuorumControlPlane, cluster: Cluster, endpoints: string[]): Promise<EtcdClusterClient>;
   /** The workload cluster's Nodes, or an error when its API is not reachable (yet). */
   nodes(controlPlane: QuorumControlPlane, cluster: Cluster): Promise<Node[]>;
+  /**
+   * The bootstrap flavour's workload steps for the control plane's spec (version, template). Never throws: an
+   * unreadable workload API is `error`.
+   */
+  workloadSteps(controlPlane: QuorumControlPlane, cluster: Cluster, template: TemplateReader): Promise<WorkloadSteps>;
+  /** Carries out one step, idempotently (a step already done changes nothing); returns what it changed. */
+  prepareWorkload(
+    controlPlane: QuorumControlPlane,
+    cluster: Cluster,
+    step: string,
+    template: TemplateReader,
+  ): Promise<string>;
   /** Drops cached clients of a QuorumControlPlane that is gone. */
   forget(namespace: string, clusterName: string): Promise<void>;
 }

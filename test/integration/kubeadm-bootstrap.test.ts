@@ -8,7 +8,7 @@
 // CABPK creates each join's bootstrap token there.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { parse, parseAllDocuments } from "yaml";
+import { parse, parseAllDocuments, stringify } from "yaml";
 import type { Machine } from "../../src/api/capi.ts";
 import { CAPI_API_VERSION, secretName } from "../../src/api/constants.ts";
 import { loadCA } from "../../src/adapters/certs/pki.ts";
@@ -86,6 +86,35 @@ describe("the real kubeadm bootstrap provider bootstraps a QuorumControlPlane's 
     return cloudConfig;
   }
 
+  /**
+   * kubeadm init's upload-config phase, played here (no kubeadm runs on these Machines): the init Machine's
+   * ClusterConfiguration into the workload cluster's kube-system/kubeadm-config, which every kubeadm join reads and
+   * Quorum waits for before it creates a joining Machine.
+   */
+  async function uploadKubeadmConfig(): Promise<void> {
+    const first = await eventually(
+      `a Machine of ${NS}/${NAME} with a KubeadmConfig`,
+      async () => {
+        const found = (await stack.machines(NS, NAME)).find((machine) => machine.spec.bootstrap.configRef?.name);
+        return found ?? { waiting: "no Machine yet" };
+      },
+      { timeoutMs: 120_000, context: logs },
+    );
+    const init = await cloudConfigOf(first.spec.bootstrap.configRef!.name);
+    const clusterConfiguration = kubeadmDocuments(fileIn(init, "/run/kubeadm/kubeadm.yaml")).get(
+      "ClusterConfiguration",
+    );
+    await kubeRequestOk(workload!.kubeConfig, "/api/v1/namespaces/kube-system/configmaps", {
+      method: "POST",
+      body: {
+        apiVersion: "v1",
+        kind: "ConfigMap",
+        metadata: { name: "kubeadm-config", namespace: "kube-system" },
+        data: { ClusterConfiguration: stringify(clusterConfiguration) },
+      },
+    });
+  }
+
   before(async () => {
     stack = await startStack({ capi: true, kubeadmBootstrap: true });
     await stack.createCluster(
@@ -117,6 +146,7 @@ describe("the real kubeadm bootstrap provider bootstraps a QuorumControlPlane's 
       method: "PATCH",
       body: { spec: { controlPlaneEndpoint: endpoint } },
     });
+    await uploadKubeadmConfig();
     await stack.waitConverged(NS, NAME, 3, 300_000);
     machines = (await stack.machines(NS, NAME)).sort((a, b) =>
       (a.metadata.creationTimestamp ?? "").localeCompare(b.metadata.creationTimestamp ?? ""),
@@ -189,6 +219,24 @@ describe("the real kubeadm bootstrap provider bootstraps a QuorumControlPlane's 
       );
       assert.equal(token.status, 200, `the workload cluster holds bootstrap token ${tokenId}`);
     }
+  });
+
+  it("before the first join, Quorum created the RBAC kubeadm expects and left kubeadm-config as init uploaded it", async () => {
+    for (const name of ["kubeadm:cluster-admins", "kubeadm:apiserver-kubelet-client"]) {
+      const binding = await kubeRequest(
+        workload!.kubeConfig,
+        `/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/${name}`,
+      );
+      assert.equal(binding.status, 200, `ClusterRoleBinding ${name} in the workload cluster`);
+    }
+    const configMap = await kubeRequestOk<{ data: Record<string, string> }>(
+      workload!.kubeConfig,
+      "/api/v1/namespaces/kube-system/configmaps/kubeadm-config",
+    );
+    const uploaded = kubeadmDocuments(
+      fileIn(await cloudConfigOf(machines[0].spec.bootstrap.configRef!.name), "/run/kubeadm/kubeadm.yaml"),
+    ).get("ClusterConfiguration");
+    assert.deepEqual(parse(configMap.data.ClusterConfiguration), uploaded);
   });
 
   it("the certificates CABPK hands to joining Machines are the CAs Quorum created", async () => {

@@ -291,6 +291,11 @@ export class SimPorts {
     ensureCertificates: async () => {
       this.gate.call("ensure certificates", { kind: "none" });
     },
+    // The simulated clusters use the generic bootstrap flavour: nothing to prepare in the workload cluster.
+    workloadSteps: async () => ({ steps: [] }),
+    prepareWorkload: async (_controlPlane, _cluster, step) => {
+      throw new Error(`the simulated bootstrap flavour has no workload step ${step}`);
+    },
     nodes: async () => {
       this.gate.call("list Nodes", { kind: "none" });
       // The workload apiserver answers only while its etcd has a leader.

@@ -28,6 +28,8 @@ export function describeAction(action: Action): string {
     case "AddHook":
     case "Remediate":
       return `${kind}(${action.machine}): ${reason}`;
+    case "PrepareWorkload":
+      return `${kind}(${action.step}): ${reason}`;
     case "Wait":
       return `Wait: ${reason}${action.blockedBy ? ` [blocked by ${action.blockedBy}]` : ""}`;
   }

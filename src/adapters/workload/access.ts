@@ -5,7 +5,7 @@
 import { createHash } from "node:crypto";
 import type { Cluster, Node } from "../../api/capi.ts";
 import type { QuorumControlPlane } from "../../api/types.ts";
-import type { WorkloadAccess } from "../../ports/index.ts";
+import type { TemplateReader, WorkloadAccess, WorkloadSteps } from "../../ports/index.ts";
 import {
   CLUSTER_CERTIFICATE_PURPOSES,
   ensureClusterCertificates,
@@ -23,6 +23,8 @@ import { EtcdClientPool } from "../etcd/pool.ts";
 import type { EtcdClientOptions, EtcdClusterClient, EtcdClusterClientFactory } from "../etcd/types.ts";
 import type { Logger } from "../kube/log.ts";
 import { WorkloadClients } from "./client.ts";
+import { flavourOf } from "./flavours.ts";
+import { KubeadmFlavour, type WorkloadCaller } from "./kubeadm/flavour.ts";
 
 export interface WorkloadAccessOptions {
   secrets: SecretStore;
@@ -61,11 +63,13 @@ export class ClusterWorkloadAccess implements WorkloadAccess {
   private readonly etcdClients: EtcdClientPool;
   /** Per namespace/cluster: when its certificate Secrets last passed the check, and their versions then. */
   private readonly checkedCertificates = new Map<string, { at: number; fingerprint: string }>();
+  private readonly kubeadm: KubeadmFlavour;
 
   constructor(private readonly options: WorkloadAccessOptions) {
     this.etcdCertificates = new EtcdClientCertificates(options.secrets, options.etcdCredentials);
     this.workloadClients = new WorkloadClients(options.secrets, { timeoutMs: options.workloadTimeoutMs });
     this.clock = options.clock ?? (() => new Date());
+    this.kubeadm = new KubeadmFlavour(() => this.clock().getTime());
     this.etcdCallDeadlineMs = options.etcdCallDeadlineMs ?? DEFAULT_ETCD_CALL_DEADLINE_MS;
     this.etcdClientFactory = options.etcdClientFactory ?? createEtcdClusterClient;
     this.etcdClients = new EtcdClientPool({
@@ -172,6 +176,47 @@ export class ClusterWorkloadAccess implements WorkloadAccess {
     );
   }
 
+  async workloadSteps(
+    controlPlane: QuorumControlPlane,
+    cluster: Cluster,
+    template: TemplateReader,
+  ): Promise<WorkloadSteps> {
+    const flavour = flavourOf(controlPlane);
+    if (flavour !== "kubeadm") return { steps: [] };
+    try {
+      return {
+        flavour,
+        steps: await this.kubeadm.steps(controlPlane, cluster, this.caller(controlPlane, cluster), template),
+      };
+    } catch (error) {
+      return { flavour, steps: [], error: error instanceof Error ? error.message : String(error) };
+    }
+  }
+
+  async prepareWorkload(
+    controlPlane: QuorumControlPlane,
+    cluster: Cluster,
+    step: string,
+    template: TemplateReader,
+  ): Promise<string> {
+    const flavour = flavourOf(controlPlane);
+    if (flavour !== "kubeadm")
+      throw new Error(`the bootstrap provider of ${controlPlane.metadata.name} needs no workload step ${step}`);
+    return this.kubeadm.prepare(controlPlane, cluster, step, this.caller(controlPlane, cluster), template);
+  }
+
+  /** Deadline-bound calls to this cluster's workload API, through the same client and credentials as nodes(). */
+  private caller(controlPlane: QuorumControlPlane, cluster: Cluster): WorkloadCaller {
+    const clients = this.workloadClients;
+    const namespace = namespaceOf(controlPlane);
+    const endpoint = cluster.spec?.controlPlaneEndpoint;
+    const now = this.clock();
+    return ((what, request, absentOk?: true) =>
+      absentOk
+        ? clients.call(namespace, cluster.metadata.name, endpoint, now, what, request, true)
+        : clients.call(namespace, cluster.metadata.name, endpoint, now, what, request)) as WorkloadCaller;
+  }
+
   /**
    * Drops everything kept for a cluster that is gone: its etcd client, Quorum's etcd and workload API client
    * certificates and their private keys, the workload API client, and the parsed CAs (keys included) of its CA Secrets.
@@ -180,6 +225,7 @@ export class ClusterWorkloadAccess implements WorkloadAccess {
     this.etcdCertificates.forget(namespace, clusterName);
     this.checkedCertificates.delete(`${namespace}/${clusterName}`);
     this.workloadClients.forget(namespace, clusterName);
+    this.kubeadm.forget(namespace, clusterName);
     for (const purpose of CLUSTER_CERTIFICATE_PURPOSES)
       forgetCheckedCA({ namespace, name: secretName[purpose](clusterName) });
     await this.etcdClients.forget(clusterKey(namespace, clusterName));

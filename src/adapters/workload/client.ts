@@ -6,7 +6,15 @@
 // change (renewal, rotation, new endpoint); every call has a deadline because an unreachable control-plane endpoint
 // must not stall a reconcile.
 import { createHash } from "node:crypto";
-import { ApiException, CoreV1Api, KubeConfig, Observable, type V1Node } from "@kubernetes/client-node";
+import {
+  ApiException,
+  AppsV1Api,
+  CoreV1Api,
+  KubeConfig,
+  Observable,
+  RbacAuthorizationV1Api,
+  type V1Node,
+} from "@kubernetes/client-node";
 import type { Node } from "../../api/capi.ts";
 import { secretName } from "../../api/constants.ts";
 import { TLS_KEY } from "../certs/ca-secret.ts";
@@ -29,7 +37,19 @@ interface CachedClient {
   /** Where its credentials came from, for error messages. */
   credentialsFrom: string;
   core: CoreV1Api;
+  apps: AppsV1Api;
+  rbac: RbacAuthorizationV1Api;
 }
+
+/** The workload API groups a bootstrap flavour reads and writes (src/adapters/workload/kubeadm/). */
+export interface WorkloadApis {
+  core: CoreV1Api;
+  apps: AppsV1Api;
+  rbac: RbacAuthorizationV1Api;
+}
+
+/** Per-call options that put this client's deadline on one call (pass as the last argument of any API method). */
+export type CallOptions = ReturnType<typeof withSignal>;
 
 /** Server, CA and credentials for one cluster, before a client is built from them. */
 interface Access {
@@ -78,13 +98,50 @@ export class WorkloadClients {
     endpoint?: { host?: string; port?: number },
     now: Date = new Date(),
   ): Promise<Node[]> {
+    const list = await this.call(namespace, cluster, endpoint, now, "list Nodes", (apis, options) =>
+      apis.core.listNode({}, options),
+    );
+    return list.items.map(toNode);
+  }
+
+  /**
+   * One call to the workload API (as listNodes reaches it), with this client's deadline. `what` names the call in
+   * errors ("read ConfigMap kube-system/kubeadm-config"). A 404 comes back as `undefined` when `absentOk`; every other
+   * failure is a WorkloadApiError.
+   */
+  async call<T>(
+    namespace: string,
+    cluster: string,
+    endpoint: { host?: string; port?: number } | undefined,
+    now: Date,
+    what: string,
+    request: (apis: WorkloadApis, options: CallOptions) => Promise<T>,
+  ): Promise<T>;
+  async call<T>(
+    namespace: string,
+    cluster: string,
+    endpoint: { host?: string; port?: number } | undefined,
+    now: Date,
+    what: string,
+    request: (apis: WorkloadApis, options: CallOptions) => Promise<T>,
+    absentOk: true,
+  ): Promise<T | undefined>;
+  async call<T>(
+    namespace: string,
+    cluster: string,
+    endpoint: { host?: string; port?: number } | undefined,
+    now: Date,
+    what: string,
+    request: (apis: WorkloadApis, options: CallOptions) => Promise<T>,
+    absentOk = false,
+  ): Promise<T | undefined> {
     const client = await this.clientFor(namespace, cluster, endpoint, now);
     const signal = AbortSignal.timeout(this.timeoutMs);
     try {
-      const list = await client.core.listNode({}, withSignal(signal));
-      return list.items.map(toNode);
+      return await request(client, withSignal(signal));
     } catch (error) {
-      throw new WorkloadApiError(client.server, client.credentialsFrom, describe(error, signal, this.timeoutMs), {
+      if (absentOk && error instanceof ApiException && error.code === 404) return undefined;
+      throw new WorkloadApiError(client.server, client.credentialsFrom, describe(error, signal, this.timeoutMs, what), {
         cause: error,
       });
     }
@@ -121,6 +178,8 @@ export class WorkloadClients {
       server: access.contents.server,
       credentialsFrom: access.credentialsFrom,
       core: config.makeApiClient(CoreV1Api),
+      apps: config.makeApiClient(AppsV1Api),
+      rbac: config.makeApiClient(RbacAuthorizationV1Api),
     };
     this.cache.set(key, client);
     return client;
@@ -200,10 +259,10 @@ function withSignal(signal: AbortSignal) {
   } as unknown as Parameters<CoreV1Api["listNode"]>[1];
 }
 
-function describe(error: unknown, signal: AbortSignal, timeoutMs: number): string {
-  if (signal.aborted) return `did not answer within ${timeoutMs} ms`;
+function describe(error: unknown, signal: AbortSignal, timeoutMs: number, what: string): string {
+  if (signal.aborted) return `did not answer within ${timeoutMs} ms (${what})`;
   if (error instanceof ApiException) {
-    return `refused to list Nodes (HTTP ${error.code}: ${statusMessageOf(error.body)})`;
+    return `refused to ${what} (HTTP ${error.code}: ${statusMessageOf(error.body)})`;
   }
   return `could not be reached (${errorMessage(error)})`;
 }

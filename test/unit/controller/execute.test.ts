@@ -56,6 +56,10 @@ function context(calls: string[], last?: { machine: string; time: string; retryC
     snapshot,
     management: recordingManagement(calls),
     etcd: async () => assert.fail("no etcd call expected"),
+    prepareWorkload: async (step) => {
+      calls.push(`prepare ${step}`);
+      return `prepared ${step}`;
+    },
     clock: () => Date.parse("2026-11-29T12:00:01Z"),
   };
 }

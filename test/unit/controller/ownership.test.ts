@@ -130,6 +130,9 @@ function world(options: WorldOptions) {
     },
     etcd: async () => etcd,
     nodes: async () => [],
+    // A bootstrap flavour with no workload steps (the generic one).
+    workloadSteps: async () => ({ steps: [] }),
+    prepareWorkload: async () => assert.fail("no workload step was planned"),
     forget: async () => undefined,
   };
   const deps: ReconcilerDeps = {

@@ -62,6 +62,9 @@ function world(machines: Machine[]) {
       );
     },
     nodes: async () => [],
+    // A bootstrap flavour with no workload steps (the generic one).
+    workloadSteps: async () => ({ steps: [] }),
+    prepareWorkload: async () => assert.fail("no workload step was planned"),
     forget: async () => {
       calls.push("forget");
     },

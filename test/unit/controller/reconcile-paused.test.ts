@@ -55,6 +55,9 @@ function world(pause: { cluster: boolean; annotation: boolean }, finalizers: str
       throw new Error("Secret ns/c1-etcd not found");
     },
     nodes: async () => [],
+    // A bootstrap flavour with no workload steps (the generic one).
+    workloadSteps: async () => ({ steps: [] }),
+    prepareWorkload: async () => assert.fail("no workload step was planned"),
     forget: async () => undefined,
   };
   const deps: ReconcilerDeps = {

@@ -1,0 +1,166 @@
+// The ClusterConfiguration in the workload cluster's `kube-system/kubeadm-config` ConfigMap, as `kubeadm join
+// --control-plane` reads it: a joining node renders its static pods (images, extra args, etcd) from this document, not
+// from its own bootstrap data. So before a Machine of a new version or a new template joins, the document must say
+// that version and carry the template's clusterConfiguration, as KCP's UpdateClusterConfiguration makes it (CAPI
+// v1.14 controlplane/kubeadm/reconcilers/kubeadmcontrolplane/update.go): kubernetesVersion always; when the template
+// defines a clusterConfiguration, imageRepository, certificate validity and encryptionAlgorithm when it sets them, and
+// featureGates, apiServer, controllerManager, scheduler and etcd.local (or etcd.external) replaced whole (etcd.local
+// keeps the dataDir kubeadm defaulted unless the template sets one). Everything else in the document (networking, controlPlaneEndpoint, clusterName, certificatesDir, dns...) stays as kubeadm init
+// wrote it. Pure: YAML in, YAML and the list of changes out.
+import jsonpatch from "fast-json-patch";
+import { parse, stringify } from "yaml";
+
+/** The data key kubeadm keeps the document under. */
+export const CLUSTER_CONFIGURATION_KEY = "ClusterConfiguration";
+/** kubeadm's config API since Kubernetes 1.31 (kubeadm init uploads the document in it). */
+export const KUBEADM_API_VERSION = "kubeadm.k8s.io/v1beta4";
+
+/** The kubelet local-mode gate exists from 1.31 and is GA (and gone) from 1.36; KCP turns it on in between. */
+const KUBELET_LOCAL_MODE_GATE = "ControlPlaneKubeletLocalMode";
+
+type Json = Record<string, unknown>;
+
+export interface ClusterConfigurationSync {
+  /** The document to write, or undefined when the current one already says everything. */
+  yaml?: string;
+  /** What differs, as JSON pointers with the value wanted (`/kubernetesVersion: v1.36.3 → v1.37.2`). */
+  changes: string[];
+}
+
+/** Thrown for a document Quorum cannot safely rewrite: names the ConfigMap and what to do. */
+export class ClusterConfigurationError extends Error {
+  override readonly name = "ClusterConfigurationError";
+}
+
+/**
+ * The kubeadm-config ClusterConfiguration `current` brought to `version` and the template's `clusterConfiguration`
+ * (spec.template.spec.clusterConfiguration of a KubeadmConfigTemplate, bootstrap.cluster.x-k8s.io v1beta2 or v1beta1).
+ */
+export function syncClusterConfiguration(
+  current: string,
+  template: unknown,
+  version: string,
+  where = "ConfigMap kube-system/kubeadm-config",
+): ClusterConfigurationSync {
+  let document: unknown;
+  try {
+    document = parse(current);
+  } catch (error) {
+    throw new ClusterConfigurationError(
+      `${where}: ${CLUSTER_CONFIGURATION_KEY} is not YAML (${(error instanceof Error ? error.message : String(error)).split("\n")[0]}); kubeadm joins read it, so restore it from a control-plane node (kubeadm init phase upload-config kubeadm)`,
+    );
+  }
+  if (!isObject(document)) {
+    throw new ClusterConfigurationError(
+      `${where}: ${CLUSTER_CONFIGURATION_KEY} is not a YAML mapping; restore it from a control-plane node (kubeadm init phase upload-config kubeadm)`,
+    );
+  }
+  if (document.apiVersion !== KUBEADM_API_VERSION) {
+    throw new ClusterConfigurationError(
+      `${where}: ${CLUSTER_CONFIGURATION_KEY} is ${String(document.apiVersion)}, and Quorum writes only ${KUBEADM_API_VERSION} (what kubeadm for Kubernetes 1.31 and later uploads); upgrade the cluster with kubeadm to 1.31 first`,
+    );
+  }
+  const wanted = structuredClone(document);
+  wanted.kubernetesVersion = version;
+  if (isObject(template)) applyTemplate(wanted, template, version);
+  // An empty mapping and an absent one mean the same to kubeadm (`apiServer: {}`): neither is a difference.
+  const before = prune(document);
+  const after = prune(wanted);
+  const changes = jsonpatch
+    .compare(before, after)
+    .map((op) => `${op.path}: ${show(valueAt(document, op.path))} → ${"value" in op ? show(op.value) : "(removed)"}`);
+  if (changes.length === 0) return { changes };
+  return { yaml: stringify(after), changes };
+}
+
+function applyTemplate(document: Json, template: Json, version: string): void {
+  if (typeof template.imageRepository === "string" && template.imageRepository !== "")
+    document.imageRepository = template.imageRepository;
+  setOrDelete(document, "featureGates", featureGates(template.featureGates, version));
+  for (const component of ["apiServer", "controllerManager", "scheduler"] as const)
+    document[component] = upstreamComponent(template[component]);
+  // Fields kubeadm defaults when it uploads the document are only set when the template sets them, so an upload's
+  // defaults never count as a difference.
+  const days = template.certificateValidityPeriodDays;
+  if (typeof days === "number" && days > 0) document.certificateValidityPeriod = `${days * 24}h0m0s`;
+  if (typeof template.encryptionAlgorithm === "string" && template.encryptionAlgorithm !== "")
+    document.encryptionAlgorithm = template.encryptionAlgorithm;
+  const etcd = isObject(template.etcd) ? template.etcd : {};
+  const current = isObject(document.etcd) ? document.etcd : {};
+  // Local and external are mutually exclusive and, once set, never switched: the one the template names wins.
+  if (isObject(etcd.external)) {
+    document.etcd = { external: structuredClone(etcd.external) };
+  } else {
+    const local = upstreamComponent(etcd.local);
+    const dataDir = isObject(current.local) ? current.local.dataDir : undefined;
+    if (local.dataDir === undefined && dataDir !== undefined) local.dataDir = dataDir;
+    document.etcd = { local };
+  }
+}
+
+/** The template's gates, with the kubelet local mode KCP adds for 1.31 <= version < 1.36 unless the user set it. */
+function featureGates(gates: unknown, version: string): Json | undefined {
+  const result: Json = isObject(gates) ? { ...gates } : {};
+  const minor = minorOf(version);
+  if (minor !== undefined && minor >= 31 && minor < 36 && !(KUBELET_LOCAL_MODE_GATE in result))
+    result[KUBELET_LOCAL_MODE_GATE] = true;
+  return Object.keys(result).length > 0 ? result : undefined;
+}
+
+/**
+ * A control-plane component (or etcd.local) of the template in kubeadm v1beta4's shape. CABPK v1beta2 and kubeadm
+ * v1beta4 share it (extraArgs a list of {name, value}); a v1beta1 template's extraArgs map becomes that list.
+ */
+function upstreamComponent(value: unknown): Json {
+  if (!isObject(value)) return {};
+  const component = structuredClone(value);
+  if (isObject(component.extraArgs)) {
+    component.extraArgs = Object.entries(component.extraArgs)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([name, argument]) => ({ name, value: String(argument) }));
+  }
+  return component;
+}
+
+/** The document without empty mappings, at any depth. */
+function prune(value: Json): Json {
+  const result: Json = {};
+  for (const [key, field] of Object.entries(value)) {
+    if (field === undefined || field === null) continue;
+    if (isObject(field)) {
+      const inner = prune(field);
+      if (Object.keys(inner).length > 0) result[key] = inner;
+    } else result[key] = field;
+  }
+  return result;
+}
+
+function setOrDelete(document: Json, key: string, value: unknown): void {
+  if (value === undefined) delete document[key];
+  else document[key] = value;
+}
+
+/** 37 for "v1.37.2"; undefined for anything that is not a Kubernetes version. */
+export function minorOf(version: string): number | undefined {
+  const match = /^v?1\.(\d+)\./.exec(version);
+  return match ? Number(match[1]) : undefined;
+}
+
+function valueAt(document: unknown, pointer: string): unknown {
+  let node: unknown = document;
+  for (const part of pointer.split("/").slice(1)) {
+    const key = part.replace(/~1/g, "/").replace(/~0/g, "~");
+    if (Array.isArray(node)) node = node[Number(key)];
+    else if (isObject(node)) node = node[key];
+    else return undefined;
+  }
+  return node;
+}
+
+function show(value: unknown): string {
+  return value === undefined ? "(absent)" : JSON.stringify(value);
+}
+
+function isObject(value: unknown): value is Json {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
