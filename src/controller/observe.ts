@@ -113,7 +113,13 @@ async function stepsOf(
   if (!controlPlaneInitialized(controlPlane, cluster) || controlPlane.metadata.deletionTimestamp) return undefined;
   const observed = await workload.workloadSteps(controlPlane, cluster, template);
   if (!observed.flavour) return undefined;
-  return { flavour: observed.flavour, steps: observed.steps, ...(observed.error ? { error: observed.error } : {}) };
+  return {
+    flavour: observed.flavour,
+    steps: observed.steps,
+    ...(observed.components ? { components: observed.components } : {}),
+    ...(observed.componentNames ? { componentNames: observed.componentNames } : {}),
+    ...(observed.error ? { error: observed.error } : {}),
+  };
 }
 
 function controlPlaneInitialized(controlPlane: QuorumControlPlane, cluster: Cluster): boolean {

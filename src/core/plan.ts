@@ -50,20 +50,35 @@ export interface PlannerParts {
 }
 
 /**
- * What keeps the Machines that stay from being seen serving: the workload API cannot be read, or these Machines have
- * no Ready Node (by nodeRef or providerID). Nothing when there is no workload API to ask (snapshot.workload.expected).
+ * What keeps the Machines that stay from being seen serving: the workload API cannot be read, these Machines have no
+ * Ready Node (by nodeRef or providerID), or, where the bootstrap flavour sees them (kubeadm's static pods), one of
+ * their control-plane components is missing or not ready: a new Machine whose API server crashes must stop a rollout
+ * before an old Machine leaves. Nothing when there is no workload API to ask (snapshot.workload.expected).
  */
 export function notServing(
   snapshot: Snapshot,
   staying: MachineView[],
-): { unreadable?: string; machines: { machine: MachineView; node?: string }[] } {
+): { unreadable?: string; machines: { machine: MachineView; node?: string; components?: string[] }[] } {
   const workload = snapshot.workload;
   if (!workload?.expected) return { machines: [] };
   if (!workload.readable) return { unreadable: workload.error ?? "no answer", machines: [] };
+  const flavour = snapshot.workloadSteps;
+  if (flavour?.error) return { unreadable: flavour.error, machines: [] };
   const machines = [];
   for (const machine of staying) {
     const node = nodeOfMachine(machine, snapshot.nodes);
-    if (node?.ready !== true) machines.push({ machine, ...(node ? { node: node.name } : {}) });
+    if (node?.ready !== true) {
+      machines.push({ machine, ...(node ? { node: node.name } : {}) });
+      continue;
+    }
+    const { components, componentNames } = flavour ?? {};
+    if (!components || !componentNames) continue;
+    const problems = componentNames.flatMap((name) => {
+      const seen = components.find((candidate) => candidate.node === node.name && candidate.component === name);
+      if (!seen) return [`${name} has no pod on Node ${node.name}`];
+      return seen.ready ? [] : [`${name}: ${seen.detail}`];
+    });
+    if (problems.length > 0) machines.push({ machine, node: node.name, components: problems });
   }
   return { machines };
 }
@@ -750,8 +765,12 @@ class Context {
     }
     if (found.machines.length === 0) return undefined;
     const detail = found.machines
-      .map(({ machine, node }) =>
-        node ? `machine ${machine.name}'s Node ${node} is not Ready` : `machine ${machine.name} has no Node yet`,
+      .map(({ machine, node, components }) =>
+        components
+          ? `machine ${machine.name}'s control plane is not serving (${components.join("; ")})`
+          : node
+            ? `machine ${machine.name}'s Node ${node} is not Ready`
+            : `machine ${machine.name} has no Node yet`,
       )
       .join("; ");
     return {

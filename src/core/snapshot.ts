@@ -24,8 +24,22 @@ export interface WorkloadStepsView {
   flavour: string;
   /** In the order they are taken. */
   steps: WorkloadStepView[];
+  /**
+   * Each node's control-plane components as the flavour sees them (kubeadm: the mirror Pods of its static pods), and
+   * the components every control-plane node must run; absent when the flavour cannot see them. A voter leaves only
+   * once every Machine that stays runs all of them ready (servingGate).
+   */
+  components?: ComponentView[];
+  componentNames?: string[];
   /** The steps could not be observed (the workload API did not answer): creating a Machine waits. */
   error?: string;
+}
+
+export interface ComponentView {
+  node: string;
+  component: string;
+  ready: boolean;
+  detail: string;
 }
 
 export interface WorkloadStepView {

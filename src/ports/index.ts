@@ -15,4 +15,4 @@ export {
 } from "./etcd.ts";
 export type { LogMeta, Logger } from "./log.ts";
 export { isConflict, type InPlacePatch, type ManagementApi } from "./management.ts";
-export type { TemplateReader, WorkloadAccess, WorkloadStep, WorkloadSteps } from "./workload.ts";
+export type { ControlPlaneComponent, TemplateReader, WorkloadAccess, WorkloadStep, WorkloadSteps } from "./workload.ts";

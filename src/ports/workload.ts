@@ -22,11 +22,29 @@ export interface WorkloadStep {
   blocked?: string;
 }
 
+/** A control-plane component the bootstrap flavour runs on a node (kubeadm: its static pods' mirror Pods). */
+export interface ControlPlaneComponent {
+  /** The Node it runs on. */
+  node: string;
+  /** "kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd". */
+  component: string;
+  ready: boolean;
+  /** Where it was seen and, when not ready, why ("pod kube-system/kube-apiserver-ip-10-0-0-1: CrashLoopBackOff: ..."). */
+  detail: string;
+}
+
 /** The flavour's steps for the current spec, or why they could not be observed. */
 export interface WorkloadSteps {
   /** "kubeadm"; absent for a bootstrap provider that needs nothing in the workload cluster. */
   flavour?: string;
   steps: WorkloadStep[];
+  /**
+   * The control-plane components the flavour knows how to see, for every node that runs one; absent when the flavour
+   * cannot see them. A Machine staying in a rollout must have every one of its components ready.
+   */
+  components?: ControlPlaneComponent[];
+  /** The component names every control-plane node runs under this flavour (kubeadm: four static pods). */
+  componentNames?: string[];
   error?: string;
 }
 

@@ -259,6 +259,59 @@ describe("the kubeadm flavour in a workload cluster kubeadm 1.36 initialised", {
     assert.equal(unchanged.body.data.ClusterConfiguration, "{{ range .Values }}: [");
   });
 
+  it("sees each node's static pods through their mirror Pods, with why one is not ready", async () => {
+    for (const component of ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"]) {
+      const name = `${component}-ip-10-200-1-3`;
+      await kubeRequestOk(api.kubeConfig, "/api/v1/namespaces/kube-system/pods", {
+        method: "POST",
+        body: {
+          apiVersion: "v1",
+          kind: "Pod",
+          metadata: { name, namespace: "kube-system", labels: { component, tier: "control-plane" } },
+          spec: {
+            nodeName: "ip-10-200-1-3",
+            containers: [{ name: component, image: `registry.k8s.io/${component}:v1.37.2` }],
+          },
+        },
+      });
+      const crashing = component === "kube-apiserver";
+      await kubeRequestOk(api.kubeConfig, `/api/v1/namespaces/kube-system/pods/${name}/status`, {
+        method: "PATCH",
+        body: {
+          status: {
+            phase: crashing ? "Pending" : "Running",
+            conditions: [{ type: "Ready", status: crashing ? "False" : "True" }],
+            containerStatuses: [
+              {
+                name: component,
+                image: `registry.k8s.io/${component}:v1.37.2`,
+                imageID: "",
+                ready: !crashing,
+                restartCount: crashing ? 4 : 0,
+                state: crashing
+                  ? { waiting: { reason: "CrashLoopBackOff", message: "back-off 40s restarting failed container" } }
+                  : { running: { startedAt: new Date().toISOString() } },
+                ...(crashing ? { lastState: { terminated: { exitCode: 1, reason: "Error" } } } : {}),
+              },
+            ],
+          },
+        },
+      });
+    }
+    const observed = await access.workloadSteps(controlPlane("v1.37.2"), cluster(), template);
+    assert.deepEqual(observed.componentNames, ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"]);
+    assert.deepEqual(observed.components?.map(({ node, component, ready }) => `${node} ${component} ${ready}`).sort(), [
+      "ip-10-200-1-3 etcd true",
+      "ip-10-200-1-3 kube-apiserver false",
+      "ip-10-200-1-3 kube-controller-manager true",
+      "ip-10-200-1-3 kube-scheduler true",
+    ]);
+    assert.equal(
+      observed.components?.find((component) => component.component === "kube-apiserver")?.detail,
+      "pod kube-system/kube-apiserver-ip-10-200-1-3 is not Ready: CrashLoopBackOff, back-off 40s restarting failed container, last exit 1 (Error), 4 restarts",
+    );
+  });
+
   it("reports an unreachable workload API as the steps' error, naming the server", async () => {
     const closed = `https://127.0.0.1:${await freePort()}`;
     await kubeconfigSecret("gone", closed);

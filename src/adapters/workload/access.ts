@@ -24,7 +24,7 @@ import type { EtcdClientOptions, EtcdClusterClient, EtcdClusterClientFactory } f
 import type { Logger } from "../kube/log.ts";
 import { WorkloadClients } from "./client.ts";
 import { flavourOf } from "./flavours.ts";
-import { KubeadmFlavour, type WorkloadCaller } from "./kubeadm/flavour.ts";
+import { KUBEADM_COMPONENTS, KubeadmFlavour, type WorkloadCaller } from "./kubeadm/flavour.ts";
 
 export interface WorkloadAccessOptions {
   secrets: SecretStore;
@@ -183,11 +183,13 @@ export class ClusterWorkloadAccess implements WorkloadAccess {
   ): Promise<WorkloadSteps> {
     const flavour = flavourOf(controlPlane);
     if (flavour !== "kubeadm") return { steps: [] };
+    const call = this.caller(controlPlane, cluster);
     try {
-      return {
-        flavour,
-        steps: await this.kubeadm.steps(controlPlane, cluster, this.caller(controlPlane, cluster), template),
-      };
+      const [steps, components] = await Promise.all([
+        this.kubeadm.steps(controlPlane, cluster, call, template),
+        this.kubeadm.components(call),
+      ]);
+      return { flavour, steps, components, componentNames: [...KUBEADM_COMPONENTS] };
     } catch (error) {
       return { flavour, steps: [], error: error instanceof Error ? error.message : String(error) };
     }

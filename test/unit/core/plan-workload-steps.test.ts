@@ -4,8 +4,20 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { plan } from "../../../src/core/plan.ts";
-import type { Snapshot, WorkloadStepView, WorkloadStepsView } from "../../../src/core/snapshot.ts";
-import { healthyMachines, OLD_VERSION, snapshot, VERSION } from "./fixtures.ts";
+import type { ComponentView, Snapshot, WorkloadStepView, WorkloadStepsView } from "../../../src/core/snapshot.ts";
+import {
+  healthyMachines,
+  idOf,
+  machine,
+  member,
+  MINUTE,
+  NOW,
+  nodeFor,
+  OLD_VERSION,
+  snapshot,
+  VERSION,
+  withLeader,
+} from "./fixtures.ts";
 
 const PERMISSIONS: WorkloadStepView = { name: "kubeadm-permissions", when: "BeforeCreate", done: true, detail: "" };
 const CONFIG_OUTDATED: WorkloadStepView = {
@@ -95,5 +107,79 @@ describe("the bootstrap flavour's workload steps", () => {
 
   it("creates as before for a bootstrap provider with no workload steps", () => {
     assert.equal(plan(rolloutStart(undefined)).action.kind, "CreateMachine");
+  });
+});
+
+const COMPONENTS = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"];
+
+/** A surge rollout at its removal step (n-1 joined and leading), every Node Ready, with each node's static pods. */
+function rolloutAtRemoval(components: (node: string) => ComponentView[]): Snapshot {
+  const old = healthyMachines(3, "m", { version: OLD_VERSION });
+  const fresh = machine("n-1", { failureDomain: "fd-a", created: NOW - 5 * MINUTE });
+  const machines = [...old.machines, fresh];
+  const base = snapshot({
+    machines,
+    members: withLeader([...old.members, member("n-1")], "n-1"),
+    nodes: machines.map(nodeFor),
+  });
+  const done = [PERMISSIONS, { ...CONFIG_OUTDATED, done: true }, PROXY_OUTDATED];
+  return {
+    ...base,
+    workload: { expected: true, readable: true },
+    workloadSteps: {
+      ...kubeadm(done),
+      components: base.nodes.flatMap((node) => components(node.name)),
+      componentNames: COMPONENTS,
+    },
+  };
+}
+
+const allReady = (node: string): ComponentView[] =>
+  COMPONENTS.map((component) => ({ node, component, ready: true, detail: `pod kube-system/${component}-${node}` }));
+
+describe("a rollout of kubeadm Machines gates on their control-plane components", () => {
+  it("removes the old member once every Machine that stays runs all four static pods ready", () => {
+    const { action } = plan(rolloutAtRemoval(allReady));
+    assert.equal(action.kind, "RemoveMember", action.reason);
+    assert.equal(action.kind === "RemoveMember" && action.memberId, idOf("m-1"));
+  });
+
+  it("stops after the new Machine whose kube-apiserver crashes, naming the Machine and the component", () => {
+    const crashing = (node: string): ComponentView[] =>
+      allReady(node).map((component) =>
+        node === "n-1" && component.component === "kube-apiserver"
+          ? {
+              ...component,
+              ready: false,
+              detail:
+                "pod kube-system/kube-apiserver-n-1 is not Ready: CrashLoopBackOff, last exit 1 (Error), 4 restarts",
+            }
+          : component,
+      );
+    const { action } = plan(rolloutAtRemoval(crashing));
+    assert.equal(action.kind, "Wait", action.reason);
+    assert.match(
+      action.reason,
+      /machine n-1's control plane is not serving \(kube-apiserver: pod kube-system\/kube-apiserver-n-1 is not Ready: CrashLoopBackOff/,
+    );
+    assert.equal(action.kind === "Wait" && action.blockedBy, "machine n-1");
+  });
+
+  it("waits for a static pod the kubelet has not mirrored yet", () => {
+    const missing = (node: string) =>
+      allReady(node).filter((component) => !(node === "n-1" && component.component === "kube-scheduler"));
+    const { action } = plan(rolloutAtRemoval(missing));
+    assert.equal(action.kind, "Wait", action.reason);
+    assert.match(action.reason, /kube-scheduler has no pod on Node n-1/);
+  });
+
+  it("does not remove a voter while the components could not be seen", () => {
+    const s = rolloutAtRemoval(allReady);
+    const { action } = plan({
+      ...s,
+      workloadSteps: { ...s.workloadSteps!, error: "workload API server did not answer" },
+    });
+    assert.equal(action.kind, "Wait", action.reason);
+    assert.match(action.reason, /the workload API cannot be read \(workload API server did not answer\)/);
   });
 });

@@ -8,10 +8,10 @@
 //                       skip-kube-proxy annotation.
 // Observing reads the workload API; a step seen done for the same version and template is not read again for
 // DONE_RECHECK_MS (an idle cluster costs no workload read), and any step Quorum carries out re-reads first.
-import type { V1ConfigMap, V1DaemonSet } from "@kubernetes/client-node";
+import type { V1ConfigMap, V1DaemonSet, V1Pod } from "@kubernetes/client-node";
 import type { Cluster } from "../../../api/capi.ts";
 import type { QuorumControlPlane } from "../../../api/types.ts";
-import type { TemplateReader, WorkloadStep } from "../../../ports/workload.ts";
+import type { ControlPlaneComponent, TemplateReader, WorkloadStep } from "../../../ports/workload.ts";
 import type { CallOptions, WorkloadApis } from "../client.ts";
 import {
   CLUSTER_CONFIGURATION_KEY,
@@ -27,6 +27,9 @@ export const KUBE_PROXY = { namespace: "kube-system", name: "kube-proxy" } as co
 export const SKIP_KUBE_PROXY_ANNOTATION = "controlplane.cluster.x-k8s.io/skip-kube-proxy";
 /** A step seen done is trusted this long for the same inputs (the templates are re-read as often). */
 export const DONE_RECHECK_MS = 10 * 60_000;
+
+/** The static pods kubeadm runs on every stacked control-plane node, labelled `tier: control-plane` and `component`. */
+export const KUBEADM_COMPONENTS = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"] as const;
 
 export const KUBEADM_STEPS = ["kubeadm-permissions", "kubeadm-config", "kube-proxy"] as const;
 export type KubeadmStep = (typeof KUBEADM_STEPS)[number];
@@ -91,6 +94,24 @@ export class KubeadmFlavour {
     const message = step.done || !apply ? `${name}: already done` : await apply();
     this.done.set(key, { inputs: inputsOf(controlPlane, name), at: this.clock() });
     return message;
+  }
+
+  /**
+   * Every node's control-plane components, from the mirror Pods the kubelet keeps for kubeadm's static pods (one
+   * list of kube-system, `tier=control-plane`), as KCP's control-plane health check reads them.
+   */
+  async components(call: WorkloadCaller): Promise<ControlPlaneComponent[]> {
+    const pods = await call("list the control-plane Pods in kube-system", (apis, options) =>
+      apis.core.listNamespacedPod({ namespace: "kube-system", labelSelector: "tier=control-plane" }, options),
+    );
+    const result: ControlPlaneComponent[] = [];
+    for (const pod of pods.items) {
+      const component = pod.metadata?.labels?.component;
+      const node = pod.spec?.nodeName;
+      if (!component || !node || !(KUBEADM_COMPONENTS as readonly string[]).includes(component)) continue;
+      result.push({ node, component, ...podReadiness(pod) });
+    }
+    return result;
   }
 
   forget(namespace: string, clusterName: string): void {
@@ -263,6 +284,23 @@ async function kubeProxy(
       return `moved ${where} from ${from} to ${image}`;
     },
   };
+}
+
+/** Ready as the kubelet reports it, and when not, the container's waiting or last-terminated reason. */
+function podReadiness(pod: V1Pod): { ready: boolean; detail: string } {
+  const where = `pod ${pod.metadata?.namespace ?? "kube-system"}/${pod.metadata?.name ?? ""}`;
+  const ready = pod.status?.conditions?.some((condition) => condition.type === "Ready" && condition.status === "True");
+  if (ready) return { ready: true, detail: where };
+  const container = pod.status?.containerStatuses?.[0];
+  const waiting = container?.state?.waiting;
+  const terminated = container?.lastState?.terminated;
+  const why = [
+    waiting?.reason,
+    waiting?.message,
+    terminated ? `last exit ${terminated.exitCode}${terminated.reason ? ` (${terminated.reason})` : ""}` : undefined,
+    container?.restartCount ? `${container.restartCount} restarts` : undefined,
+  ].filter((part): part is string => Boolean(part));
+  return { ready: false, detail: `${where} is not Ready${why.length > 0 ? `: ${why.join(", ")}` : ""}` };
 }
 
 /** spec.template.spec.clusterConfiguration of the KubeadmConfigTemplate, or undefined when it sets none. */
