@@ -76,7 +76,8 @@ export class WorkloadClients {
     this.timeoutMs = options.timeoutMs ?? DEFAULT_WORKLOAD_TIMEOUT_MS;
     // system:masters, the identity of the admin kubeconfig Quorum already writes for this cluster (so no new power): a
     // workload cluster whose control plane is still forming has no role Quorum could be bound to beforehand, and a
-    // role inside it would be one its tenant can edit. Quorum only lists Nodes with it today.
+    // role inside it would be one its tenant can edit. Quorum lists Nodes and, for kubeadm control planes, reads and
+    // writes kubeadm-config, kube-proxy and two ClusterRoleBindings with it (kubeadm/flavour.ts).
     this.ownCertificates = new ClientCertificates(store, {
       caSecret: secretName.ca,
       commonName: WORKLOAD_CLIENT_COMMON_NAME,
