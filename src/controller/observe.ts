@@ -37,7 +37,7 @@ export async function observe(
   const [etcdResult, nodesResult, workloadSteps] = await Promise.all([
     observeEtcdOf(controlPlane, cluster, machines, endpoints, workload),
     listNodes(controlPlane, cluster, workload),
-    stepsOf(controlPlane, cluster, workload, template),
+    stepsOf(controlPlane, cluster, machines, workload, template),
   ]);
   const observation: Observation = {
     now,
@@ -101,16 +101,18 @@ async function observeEtcdOf(
 }
 
 /**
- * The bootstrap flavour's workload steps, once there is a workload API (as for the Nodes): before the control plane is
- * initialised there is nothing to prepare, and the first Machine's bootstrap creates what joiners read.
+ * The bootstrap flavour's workload steps, from the first Machine on: before the control plane is initialised they
+ * also say whether it is by the flavour's word (kubeadm: init uploaded kubeadm-config), and the first Machine's
+ * bootstrap creates what joiners read. A generic flavour answers without I/O.
  */
 async function stepsOf(
   controlPlane: QuorumControlPlane,
   cluster: Cluster,
+  machines: Machine[],
   workload: WorkloadAccess,
   template: TemplateReader,
 ): Promise<WorkloadStepsView | undefined> {
-  if (!controlPlaneInitialized(controlPlane, cluster) || controlPlane.metadata.deletionTimestamp) return undefined;
+  if (machines.length === 0 || controlPlane.metadata.deletionTimestamp) return undefined;
   const observed = await workload.workloadSteps(controlPlane, cluster, template);
   if (!observed.flavour) return undefined;
   return {
@@ -118,6 +120,7 @@ async function stepsOf(
     steps: observed.steps,
     ...(observed.components ? { components: observed.components } : {}),
     ...(observed.componentNames ? { componentNames: observed.componentNames } : {}),
+    ...(observed.initialized !== undefined ? { initialized: observed.initialized } : {}),
     ...(observed.error ? { error: observed.error } : {}),
   };
 }

@@ -50,7 +50,12 @@ export function computeStatus(inputs: StatusInputs): QuorumControlPlaneStatus {
   // deprecated v1beta1 counters keep Quorum's own reading: a healthy etcd voter whose Node is Ready.
   const capiReady = machines.filter((machine) => machine.capiReady === true).length;
   const capiAvailable = machines.filter((machine) => machine.capiAvailable === true).length;
-  const initialized = previous.initialization?.controlPlaneInitialized === true || healthyMemberMachines.size > 0;
+  // The first healthy member, and where the bootstrap flavour has its own word for it, that too (kubeadm: init has
+  // uploaded kubeadm-config, which every join reads; CABPK writes join data only once this is true, so a first Machine
+  // whose init failed after etcd started keeps getting init data, as with KCP).
+  const flavourInitialized = snapshot.workloadSteps ? snapshot.workloadSteps.initialized === true : true;
+  const initialized =
+    previous.initialization?.controlPlaneInitialized === true || (healthyMemberMachines.size > 0 && flavourInitialized);
   const versions = machines
     .map((machine) => machine.version)
     .filter((version) => version !== "")

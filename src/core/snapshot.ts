@@ -31,6 +31,8 @@ export interface WorkloadStepsView {
    */
   components?: ComponentView[];
   componentNames?: string[];
+  /** The flavour's own word that the control plane is initialised (kubeadm: kubeadm-config exists); unknown on error. */
+  initialized?: boolean;
   /** The steps could not be observed (the workload API did not answer): creating a Machine waits. */
   error?: string;
 }

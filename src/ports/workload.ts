@@ -45,6 +45,8 @@ export interface WorkloadSteps {
   components?: ControlPlaneComponent[];
   /** The component names every control-plane node runs under this flavour (kubeadm: four static pods). */
   componentNames?: string[];
+  /** The flavour's own word that the control plane is initialised (kubeadm: init uploaded kubeadm-config). */
+  initialized?: boolean;
   error?: string;
 }
 

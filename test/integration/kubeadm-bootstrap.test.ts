@@ -8,6 +8,7 @@
 // CABPK creates each join's bootstrap token there.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
 import { parse, parseAllDocuments, stringify } from "yaml";
 import type { Machine } from "../../src/api/capi.ts";
 import { CAPI_API_VERSION, secretName } from "../../src/api/constants.ts";
@@ -17,7 +18,7 @@ import { kubeRequest, kubeRequestOk } from "../env/kube.ts";
 import { pinnedVersions } from "../env/tools.ts";
 import { sampleKubeadmConfigTemplate } from "../env/kubeadm-sample.ts";
 import { eventually } from "../env/wait.ts";
-import { startStack, type ControllerStack } from "./controller/stack.ts";
+import { startStack, type ControllerProcess, type ControllerStack } from "./controller/stack.ts";
 
 const NS = "kubeadm";
 const NAME = "k1";
@@ -54,6 +55,8 @@ describe("the real kubeadm bootstrap provider bootstraps a QuorumControlPlane's 
   let endpoint: { host: string; port: number };
   const bootstrapData = new Map<string, CloudConfig>();
   let machines: Machine[] = [];
+  let crashing: ControllerProcess;
+  let crashExit: Awaited<ControllerProcess["process"]["exited"]> | undefined;
 
   const logs = () =>
     [
@@ -123,7 +126,9 @@ describe("the real kubeadm bootstrap provider bootstraps a QuorumControlPlane's 
       { replicas: 3, version: VERSION },
       { bootstrapTemplate: sampleKubeadmConfigTemplate() },
     );
-    await stack.startController();
+    // Killed right after its first workload step (issue 17: the new action is crash-safe like the others); the
+    // controller started next finishes from the sources of truth.
+    crashing = await stack.startController({ env: { QUORUM_CRASH_AFTER: "PrepareWorkload:1" } });
     // The workload API server trusts the cluster CA Quorum generates on its first reconcile; Cluster.spec.controlPlaneEndpoint
     // then points at it, as an infrastructure provider's load balancer would.
     const ca = await eventually(
@@ -147,6 +152,13 @@ describe("the real kubeadm bootstrap provider bootstraps a QuorumControlPlane's 
       body: { spec: { controlPlaneEndpoint: endpoint } },
     });
     await uploadKubeadmConfig();
+    const deadline = new AbortController();
+    crashExit = await Promise.race([
+      crashing.process.exited,
+      sleep(180_000, undefined, { signal: deadline.signal }).catch(() => undefined),
+    ]).finally(() => deadline.abort());
+    if (crashing.process.isRunning()) await crashing.process.kill();
+    await stack.startController();
     await stack.waitConverged(NS, NAME, 3, 300_000);
     machines = (await stack.machines(NS, NAME)).sort((a, b) =>
       (a.metadata.creationTimestamp ?? "").localeCompare(b.metadata.creationTimestamp ?? ""),
@@ -219,6 +231,19 @@ describe("the real kubeadm bootstrap provider bootstraps a QuorumControlPlane's 
       );
       assert.equal(token.status, 200, `the workload cluster holds bootstrap token ${tokenId}`);
     }
+  });
+
+  it("a controller killed right after its first PrepareWorkload leaves nothing a restarted one cannot finish", () => {
+    assert.ok(
+      crashExit,
+      `the controller never ran PrepareWorkload within 180 s:\n${crashing.process.lastLogLines(30)}`,
+    );
+    assert.equal(crashExit.code, 137, `exit: ${JSON.stringify(crashExit)}\n${crashing.process.lastLogLines(30)}`);
+    assert.match(crashing.process.lastLogLines(400), /QUORUM_CRASH_AFTER: exiting with 137 after PrepareWorkload #1/);
+    assert.match(
+      crashing.process.lastLogLines(400),
+      /created ClusterRoleBinding kubeadm:cluster-admins, kubeadm:apiserver-kubelet-client/,
+    );
   });
 
   it("before the first join, Quorum created the RBAC kubeadm expects and left kubeadm-config as init uploaded it", async () => {

@@ -153,11 +153,12 @@ describe("the kubeadm flavour in a workload cluster kubeadm 1.36 initialised", {
     assert.deepEqual(
       observed.steps.map(({ name, when, done }) => ({ name, when, done })),
       [
-        { name: "kubeadm-permissions", when: "BeforeCreate", done: false },
         { name: "kubeadm-config", when: "BeforeCreate", done: true },
+        { name: "kubeadm-permissions", when: "BeforeCreate", done: false },
         { name: "kube-proxy", when: "AfterRollout", done: true },
       ],
     );
+    assert.equal(observed.initialized, true, "kubeadm init uploaded kubeadm-config");
   });
 
   it("brings kubeadm's RBAC, kubeadm-config and kube-proxy to v1.37.2, each step once", async () => {
@@ -169,7 +170,7 @@ describe("the kubeadm flavour in a workload cluster kubeadm 1.36 initialised", {
       /runs registry\.k8s\.io\/kube-proxy:v1\.36\.3, not .*:v1\.37\.2/,
     );
 
-    for (const name of ["kubeadm-permissions", "kubeadm-config", "kube-proxy"]) {
+    for (const name of ["kubeadm-config", "kubeadm-permissions", "kube-proxy"]) {
       const message = await access.prepareWorkload(target, cluster(), name, template);
       assert.doesNotMatch(message, /already done/, `${name}: ${message}`);
     }
@@ -229,6 +230,7 @@ describe("the kubeadm flavour in a workload cluster kubeadm 1.36 initialised", {
       "kubeadm-config",
     );
     assert.equal(missing.done, false);
+    assert.equal((await access.workloadSteps(controlPlane("v1.37.4"), cluster(), template)).initialized, false);
     assert.match(
       missing.blocked ?? "",
       /ConfigMap kube-system\/kubeadm-config of the workload cluster does not exist: kubeadm init uploads it/,

@@ -185,11 +185,11 @@ export class ClusterWorkloadAccess implements WorkloadAccess {
     if (flavour !== "kubeadm") return { steps: [] };
     const call = this.caller(controlPlane, cluster);
     try {
-      const [steps, components] = await Promise.all([
+      const [{ steps, initialized }, components] = await Promise.all([
         this.kubeadm.steps(controlPlane, cluster, call, template),
         this.kubeadm.components(call),
       ]);
-      return { flavour, steps, components, componentNames: [...KUBEADM_COMPONENTS] };
+      return { flavour, steps, components, componentNames: [...KUBEADM_COMPONENTS], initialized };
     } catch (error) {
       return { flavour, steps: [], error: error instanceof Error ? error.message : String(error) };
     }

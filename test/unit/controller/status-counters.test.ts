@@ -58,4 +58,16 @@ describe("the contract's replica counters", () => {
     assert.equal(condition?.status, "True");
     assert.equal(condition?.reason, "NoReplicas");
   });
+
+  it("say initialised for a kubeadm control plane only once kubeadm init uploaded kubeadm-config, not at its first healthy member", () => {
+    const base = snapshot({ machines: [machine("cp-0")], members: [member("cp-0", { leader: true })] });
+    const steps = (initialized: boolean | undefined) => ({
+      ...base,
+      workloadSteps: { flavour: "kubeadm", steps: [], ...(initialized === undefined ? {} : { initialized }) },
+    });
+    assert.equal(statusOf(base).initialization?.controlPlaneInitialized, true, "generic: the first healthy member");
+    assert.equal(statusOf(steps(false)).initialization?.controlPlaneInitialized, false);
+    assert.equal(statusOf(steps(undefined)).initialization?.controlPlaneInitialized, false, "unknown is not yet");
+    assert.equal(statusOf(steps(true)).initialization?.controlPlaneInitialized, true);
+  });
 });

@@ -58,10 +58,12 @@ describe("the bootstrap flavour's workload steps", () => {
     assert.match(action.reason, /kubernetesVersion/);
   });
 
-  it("takes the steps in their order: the permissions before the config", () => {
+  it("takes the steps in the order the flavour lists them, one per reconcile", () => {
     const permissions = { ...PERMISSIONS, done: false, detail: "ClusterRoleBinding kubeadm:apiserver-kubelet-client" };
-    const { action } = plan(rolloutStart(kubeadm([permissions, CONFIG_OUTDATED])));
-    assert.equal(action.kind === "PrepareWorkload" && action.step, "kubeadm-permissions", action.reason);
+    const first = plan(rolloutStart(kubeadm([CONFIG_OUTDATED, permissions])));
+    assert.equal(first.action.kind === "PrepareWorkload" && first.action.step, "kubeadm-config", first.action.reason);
+    const second = plan(rolloutStart(kubeadm([{ ...CONFIG_OUTDATED, done: true }, permissions])));
+    assert.equal(second.action.kind === "PrepareWorkload" && second.action.step, "kubeadm-permissions");
   });
 
   it("creates the Machine once every BeforeCreate step is done, leaving kube-proxy for after the rollout", () => {

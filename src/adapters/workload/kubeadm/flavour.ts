@@ -31,7 +31,8 @@ export const DONE_RECHECK_MS = 10 * 60_000;
 /** The static pods kubeadm runs on every stacked control-plane node, labelled `tier: control-plane` and `component`. */
 export const KUBEADM_COMPONENTS = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"] as const;
 
-export const KUBEADM_STEPS = ["kubeadm-permissions", "kubeadm-config", "kube-proxy"] as const;
+/** kubeadm-config first: while init has not uploaded it, nothing else is written to a control plane still forming. */
+export const KUBEADM_STEPS = ["kubeadm-config", "kubeadm-permissions", "kube-proxy"] as const;
 export type KubeadmStep = (typeof KUBEADM_STEPS)[number];
 
 /** One deadline-bound workload API call (WorkloadClients.call for this cluster); `absentOk` turns a 404 into undefined. */
@@ -46,6 +47,8 @@ export interface WorkloadCaller {
 
 interface StepState {
   step: WorkloadStep;
+  /** The object the step is about does not exist (kubeadm-config: init has not uploaded it). */
+  absent?: boolean;
   /** Apply the step; returns what changed. */
   apply?: () => Promise<string>;
 }
@@ -61,8 +64,9 @@ export class KubeadmFlavour {
     cluster: Cluster,
     call: WorkloadCaller,
     template: TemplateReader,
-  ): Promise<WorkloadStep[]> {
+  ): Promise<{ steps: WorkloadStep[]; initialized: boolean }> {
     const result: WorkloadStep[] = [];
+    let initialized = true;
     for (const name of KUBEADM_STEPS) {
       const inputs = inputsOf(controlPlane, name);
       const key = doneKey(controlPlane, cluster, name);
@@ -71,12 +75,13 @@ export class KubeadmFlavour {
         result.push({ name, when: whenOf(name), done: true, detail: "" });
         continue;
       }
-      const { step } = await this.observe(name, controlPlane, call, template);
+      const { step, absent } = await this.observe(name, controlPlane, call, template);
       if (step.done) this.done.set(key, { inputs, at: this.clock() });
       else this.done.delete(key);
+      if (name === "kubeadm-config" && absent) initialized = false;
       result.push(step);
     }
-    return result;
+    return { steps: result, initialized };
   }
 
   async prepare(
@@ -217,6 +222,7 @@ async function kubeadmConfig(
   if (!configMap || current === undefined) {
     const missing = configMap ? `${where} has no ${CLUSTER_CONFIGURATION_KEY}` : `${where} does not exist`;
     return {
+      absent: true,
       step: step(
         false,
         missing,
