@@ -5,6 +5,9 @@
 #   hack/deps.sh            everything: npm ci, etcd 3.7 + 3.6, Kubernetes 1.37 + 1.36 (kube-apiserver,
 #                           kube-controller-manager, kube-scheduler, kubeadm), CAPI core + kubeadm bootstrap
 #                           managers + clusterctl, bin/ links
+#   hack/deps.sh test       what make test needs: npm ci, etcd, Kubernetes 1.37, CAPI, bin/ links (no 1.36 set)
+#   hack/deps.sh previous   the Kubernetes 1.36 set only (e2e's kubeadm nodes) and bin/ links; .ci/run builds it
+#                           in the background at the lowest CPU priority while make test runs
 #   hack/deps.sh npm        npm ci only (skipped when node_modules matches package-lock.json)
 #   hack/deps.sh etcd       the etcd builds and their bin/ links only
 #   hack/deps.sh tools      the Go builds (etcd included) and bin/ links only
@@ -283,10 +286,14 @@ link_bin() {
   done
 }
 
-build_tools() {
+build_current_tools() {
   build_k8s_minor "$KUBERNETES_VERSION"
   step "CAPI core and kubeadm bootstrap managers, clusterctl $CAPI_VERSION (from sigs.k8s.io/cluster-api via hack/tools/capi)"
   with_lock "$cache/.capi-$CAPI_VERSION.lock" build_capi
+}
+
+build_tools() {
+  build_current_tools
   build_k8s_minor "$KUBERNETES_PREVIOUS_VERSION"
   step "links in bin/"
   link_bin
@@ -296,8 +303,11 @@ print_versions() {
   step "versions"
   note "etcd            $(bin/etcd --version | sed -n 's/^etcd Version: //p') (bin/etcd; also $(cd bin && echo etcd-*))"
   note "node            $(node --version)"
-  note "kube-apiserver  $(bin/kube-apiserver --version) (bin/kube-apiserver; also $(bin/kube-apiserver-"$(k8s_minor "$KUBERNETES_PREVIOUS_VERSION")" --version))"
-  note "kubeadm         $(bin/kubeadm version -o short) (bin/kubeadm; also $(bin/kubeadm-"$(k8s_minor "$KUBERNETES_PREVIOUS_VERSION")" version -o short))"
+  local previous
+  previous=$(k8s_minor "$KUBERNETES_PREVIOUS_VERSION")
+  # The previous minor is absent after `hack/deps.sh test` until `hack/deps.sh previous` (or all) built it.
+  note "kube-apiserver  $(bin/kube-apiserver --version) (bin/kube-apiserver; also $(bin/kube-apiserver-"$previous" --version 2>/dev/null || echo "no $previous build yet"))"
+  note "kubeadm         $(bin/kubeadm version -o short) (bin/kubeadm; also $(bin/kubeadm-"$previous" version -o short 2>/dev/null || echo "no $previous build yet"))"
   note "CAPI            $CAPI_VERSION (clusterctl $(bin/clusterctl version -o short 2>/dev/null || echo '?'))"
   if command -v go >/dev/null 2>&1; then note "go              $(go env GOVERSION)"; fi
 }
@@ -366,6 +376,19 @@ case "${1:-all}" in
     build_tools
     print_versions
     ;;
+  test)
+    npm_ci
+    build_etcds
+    build_current_tools
+    step "links in bin/"
+    link_bin
+    print_versions
+    ;;
+  previous)
+    build_k8s_minor "$KUBERNETES_PREVIOUS_VERSION"
+    step "links in bin/"
+    link_bin
+    ;;
   npm) npm_ci ;;
   etcd) build_etcds ;;
   tools)
@@ -376,6 +399,6 @@ case "${1:-all}" in
     regenerate_etcd_wrappers
     regenerate_wrappers
     ;;
-  *) die "unknown step '$1': use all, npm, etcd, tools or wrappers" ;;
+  *) die "unknown step '$1': use all, test, previous, npm, etcd, tools or wrappers" ;;
 esac
 printf '==> deps done in %d s\n' "$(($(date +%s) - started))"
