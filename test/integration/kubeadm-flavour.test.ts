@@ -14,38 +14,13 @@ import type { WorkloadStep } from "../../src/ports/index.ts";
 import { startApiServer, type ApiServer } from "../env/apiserver.ts";
 import { kubeRequest, kubeRequestOk } from "../env/kube.ts";
 import { freePort } from "../env/net.ts";
-import { sampleKubeadmConfigTemplate } from "../env/kubeadm-sample.ts";
+import { sampleKubeadmConfigTemplate, uploadedClusterConfiguration } from "../env/kubeadm-sample.ts";
 import { MemorySecretStore } from "../unit/adapters/memory-secret-store.ts";
 
 const NS = "tenant";
 const CLUSTER = "c1";
 
-/** What kubeadm v1.36.3 uploads after CABPK's init from the sample template, defaults included. */
-const UPLOADED = `apiServer:
-  certSANs:
-  - localhost
-  - 127.0.0.1
-apiVersion: kubeadm.k8s.io/v1beta4
-caCertificateValidityPeriod: 87600h0m0s
-certificateValidityPeriod: 8760h0m0s
-certificatesDir: /etc/kubernetes/pki
-clusterName: c1
-controlPlaneEndpoint: 10.200.1.254:6443
-controllerManager: {}
-dns: {}
-encryptionAlgorithm: RSA-2048
-etcd:
-  local:
-    dataDir: /var/lib/etcd
-imageRepository: registry.k8s.io
-kind: ClusterConfiguration
-kubernetesVersion: v1.36.3
-networking:
-  dnsDomain: cluster.local
-  serviceSubnet: 10.96.0.0/12
-proxy: {}
-scheduler: {}
-`;
+const UPLOADED = uploadedClusterConfiguration("c1");
 
 function controlPlane(version: string, annotations: Record<string, string> = {}): QuorumControlPlane {
   return {
@@ -103,19 +78,23 @@ describe("the kubeadm flavour in a workload cluster kubeadm 1.36 initialised", {
     });
   }
 
-  before(async () => {
-    api = await startApiServer();
-    await kubeconfigSecret(CLUSTER, api.url);
-    access = new ClusterWorkloadAccess({ secrets });
-    await kubeRequestOk(api.kubeConfig, "/api/v1/namespaces/kube-system/configmaps", {
+  /** kube-system/kubeadm-config in the workload cluster, as kubeadm init's upload-config phase creates it. */
+  const createKubeadmConfig = (clusterConfiguration: string) =>
+    kubeRequestOk(api.kubeConfig, "/api/v1/namespaces/kube-system/configmaps", {
       method: "POST",
       body: {
         apiVersion: "v1",
         kind: "ConfigMap",
         metadata: { name: "kubeadm-config", namespace: "kube-system" },
-        data: { ClusterConfiguration: UPLOADED },
+        data: { ClusterConfiguration: clusterConfiguration },
       },
     });
+
+  before(async () => {
+    api = await startApiServer();
+    await kubeconfigSecret(CLUSTER, api.url);
+    access = new ClusterWorkloadAccess({ secrets });
+    await createKubeadmConfig(UPLOADED);
     await kubeRequestOk(api.kubeConfig, "/apis/apps/v1/namespaces/kube-system/daemonsets", {
       method: "POST",
       body: {
@@ -236,15 +215,7 @@ describe("the kubeadm flavour in a workload cluster kubeadm 1.36 initialised", {
       /ConfigMap kube-system\/kubeadm-config of the workload cluster does not exist: kubeadm init uploads it/,
     );
 
-    await kubeRequestOk(api.kubeConfig, "/api/v1/namespaces/kube-system/configmaps", {
-      method: "POST",
-      body: {
-        apiVersion: "v1",
-        kind: "ConfigMap",
-        metadata: { name: "kubeadm-config", namespace: "kube-system" },
-        data: { ClusterConfiguration: "{{ range .Values }}: [" },
-      },
-    });
+    await createKubeadmConfig("{{ range .Values }}: [");
     const garbage = step(
       (await access.workloadSteps(controlPlane("v1.37.4"), cluster(), template)).steps,
       "kubeadm-config",

@@ -22,9 +22,9 @@ import { EtcdClientCertificates, type EtcdCredentialsOptions } from "../etcd/cre
 import { EtcdClientPool } from "../etcd/pool.ts";
 import type { EtcdClientOptions, EtcdClusterClient, EtcdClusterClientFactory } from "../etcd/types.ts";
 import type { Logger } from "../kube/log.ts";
-import { WorkloadClients } from "./client.ts";
+import { WorkloadClients, type WorkloadCaller } from "./client.ts";
 import { flavourOf } from "./flavours.ts";
-import { KUBEADM_COMPONENTS, KubeadmFlavour, type WorkloadCaller } from "./kubeadm/flavour.ts";
+import { KUBEADM_COMPONENTS, KubeadmFlavour } from "./kubeadm/flavour.ts";
 
 export interface WorkloadAccessOptions {
   secrets: SecretStore;
@@ -209,14 +209,12 @@ export class ClusterWorkloadAccess implements WorkloadAccess {
 
   /** Deadline-bound calls to this cluster's workload API, through the same client and credentials as nodes(). */
   private caller(controlPlane: QuorumControlPlane, cluster: Cluster): WorkloadCaller {
-    const clients = this.workloadClients;
-    const namespace = namespaceOf(controlPlane);
-    const endpoint = cluster.spec?.controlPlaneEndpoint;
-    const now = this.clock();
-    return ((what, request, absentOk?: true) =>
-      absentOk
-        ? clients.call(namespace, cluster.metadata.name, endpoint, now, what, request, true)
-        : clients.call(namespace, cluster.metadata.name, endpoint, now, what, request)) as WorkloadCaller;
+    return this.workloadClients.caller(
+      namespaceOf(controlPlane),
+      cluster.metadata.name,
+      cluster.spec?.controlPlaneEndpoint,
+      this.clock(),
+    );
   }
 
   /**

@@ -51,6 +51,14 @@ export interface WorkloadApis {
 /** Per-call options that put this client's deadline on one call (pass as the last argument of any API method). */
 export type CallOptions = ReturnType<typeof withSignal>;
 
+export type WorkloadRequest<T> = (apis: WorkloadApis, options: CallOptions) => Promise<T>;
+
+/** One deadline-bound workload API call (WorkloadClients.caller); `absentOk` turns a 404 into undefined. */
+export interface WorkloadCaller {
+  <T>(what: string, request: WorkloadRequest<T>): Promise<T>;
+  <T>(what: string, request: WorkloadRequest<T>, absentOk: true): Promise<T | undefined>;
+}
+
 /** Server, CA and credentials for one cluster, before a client is built from them. */
 interface Access {
   contents: KubeconfigContents;
@@ -99,53 +107,42 @@ export class WorkloadClients {
     endpoint?: { host?: string; port?: number },
     now: Date = new Date(),
   ): Promise<Node[]> {
-    const list = await this.call(namespace, cluster, endpoint, now, "list Nodes", (apis, options) =>
-      apis.core.listNode({}, options),
-    );
+    const list = await this.caller(
+      namespace,
+      cluster,
+      endpoint,
+      now,
+    )("list Nodes", (apis, options) => apis.core.listNode({}, options));
     return list.items.map(toNode);
   }
 
   /**
-   * One call to the workload API (as listNodes reaches it), with this client's deadline. `what` names the call in
-   * errors ("read ConfigMap kube-system/kubeadm-config"). A 404 comes back as `undefined` when `absentOk`; every other
-   * failure is a WorkloadApiError.
+   * Calls to one cluster's workload API (reached as listNodes reaches it), each with this client's deadline. `what`
+   * names the call in errors ("read ConfigMap kube-system/kubeadm-config"). A 404 comes back as `undefined` when
+   * `absentOk`; every other failure is a WorkloadApiError.
    */
-  async call<T>(
+  caller(
     namespace: string,
     cluster: string,
     endpoint: { host?: string; port?: number } | undefined,
     now: Date,
-    what: string,
-    request: (apis: WorkloadApis, options: CallOptions) => Promise<T>,
-  ): Promise<T>;
-  async call<T>(
-    namespace: string,
-    cluster: string,
-    endpoint: { host?: string; port?: number } | undefined,
-    now: Date,
-    what: string,
-    request: (apis: WorkloadApis, options: CallOptions) => Promise<T>,
-    absentOk: true,
-  ): Promise<T | undefined>;
-  async call<T>(
-    namespace: string,
-    cluster: string,
-    endpoint: { host?: string; port?: number } | undefined,
-    now: Date,
-    what: string,
-    request: (apis: WorkloadApis, options: CallOptions) => Promise<T>,
-    absentOk = false,
-  ): Promise<T | undefined> {
-    const client = await this.clientFor(namespace, cluster, endpoint, now);
-    const signal = AbortSignal.timeout(this.timeoutMs);
-    try {
-      return await request(client, withSignal(signal));
-    } catch (error) {
-      if (absentOk && error instanceof ApiException && error.code === 404) return undefined;
-      throw new WorkloadApiError(client.server, client.credentialsFrom, describe(error, signal, this.timeoutMs, what), {
-        cause: error,
-      });
-    }
+  ): WorkloadCaller {
+    const call = async <T>(what: string, request: WorkloadRequest<T>, absentOk = false): Promise<T | undefined> => {
+      const client = await this.clientFor(namespace, cluster, endpoint, now);
+      const signal = AbortSignal.timeout(this.timeoutMs);
+      try {
+        return await request(client, withSignal(signal));
+      } catch (error) {
+        if (absentOk && error instanceof ApiException && error.code === 404) return undefined;
+        throw new WorkloadApiError(
+          client.server,
+          client.credentialsFrom,
+          describe(error, signal, this.timeoutMs, what),
+          { cause: error },
+        );
+      }
+    };
+    return call as WorkloadCaller;
   }
 
   /** Drops the cluster's client and Quorum's client certificate and private key for it; every cluster's without arguments. */

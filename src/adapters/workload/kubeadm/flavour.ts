@@ -12,7 +12,7 @@ import type { V1ConfigMap, V1DaemonSet, V1Pod } from "@kubernetes/client-node";
 import type { Cluster } from "../../../api/capi.ts";
 import type { QuorumControlPlane } from "../../../api/types.ts";
 import type { ControlPlaneComponent, TemplateReader, WorkloadStep } from "../../../ports/workload.ts";
-import type { CallOptions, WorkloadApis } from "../client.ts";
+import type { WorkloadCaller } from "../client.ts";
 import {
   CLUSTER_CONFIGURATION_KEY,
   ClusterConfigurationError,
@@ -34,16 +34,6 @@ export const KUBEADM_COMPONENTS = ["etcd", "kube-apiserver", "kube-controller-ma
 /** kubeadm-config first: while init has not uploaded it, nothing else is written to a control plane still forming. */
 export const KUBEADM_STEPS = ["kubeadm-config", "kubeadm-permissions", "kube-proxy"] as const;
 export type KubeadmStep = (typeof KUBEADM_STEPS)[number];
-
-/** One deadline-bound workload API call (WorkloadClients.call for this cluster); `absentOk` turns a 404 into undefined. */
-export interface WorkloadCaller {
-  <T>(what: string, request: (apis: WorkloadApis, options: CallOptions) => Promise<T>): Promise<T>;
-  <T>(
-    what: string,
-    request: (apis: WorkloadApis, options: CallOptions) => Promise<T>,
-    absentOk: true,
-  ): Promise<T | undefined>;
-}
 
 interface StepState {
   step: WorkloadStep;

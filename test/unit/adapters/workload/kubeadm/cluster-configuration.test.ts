@@ -1,5 +1,5 @@
 // The kubeadm-config ClusterConfiguration a joining node renders its static pods from, brought to the spec the way
-// KCP brings it (issue 17). The document below is what kubeadm 1.36 uploads after CABPK's init from the sample
+// KCP brings it (issue 17), starting from what kubeadm 1.36 uploads after CABPK's init from the sample
 // KubeadmConfigTemplate (config/samples/cluster-kubeadm.yaml), defaults included.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
@@ -10,32 +10,9 @@ import {
 } from "../../../../../src/adapters/workload/kubeadm/cluster-configuration.ts";
 import { retagImage } from "../../../../../src/adapters/workload/kubeadm/images.ts";
 import { kubeadmBindings } from "../../../../../src/adapters/workload/kubeadm/permissions.ts";
+import { uploadedClusterConfiguration } from "../../../../env/kubeadm-sample.ts";
 
-const UPLOADED = `apiServer:
-  certSANs:
-  - localhost
-  - 127.0.0.1
-apiVersion: kubeadm.k8s.io/v1beta4
-caCertificateValidityPeriod: 87600h0m0s
-certificateValidityPeriod: 8760h0m0s
-certificatesDir: /etc/kubernetes/pki
-clusterName: demo
-controlPlaneEndpoint: 10.200.1.254:6443
-controllerManager: {}
-dns: {}
-encryptionAlgorithm: RSA-2048
-etcd:
-  local:
-    dataDir: /var/lib/etcd
-imageRepository: registry.k8s.io
-kind: ClusterConfiguration
-kubernetesVersion: v1.36.3
-networking:
-  dnsDomain: cluster.local
-  serviceSubnet: 10.96.0.0/12
-proxy: {}
-scheduler: {}
-`;
+const UPLOADED = uploadedClusterConfiguration("demo");
 
 /** The sample template's clusterConfiguration (bootstrap.cluster.x-k8s.io/v1beta2). */
 const SAMPLE = { apiServer: { certSANs: ["localhost", "127.0.0.1"] } };
