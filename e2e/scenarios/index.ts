@@ -5,6 +5,7 @@ import { clusterctlUpgrade } from "./clusterctl-upgrade.ts";
 import { crash } from "./crash.ts";
 import { ghost } from "./ghost.ts";
 import { kubeadm } from "./kubeadm.ts";
+import { kubeadmUpgrade } from "./kubeadm-upgrade.ts";
 import { leaderElection } from "./leader-election.ts";
 import { lifecycle } from "./lifecycle.ts";
 import { memberDown } from "./member-down.ts";
@@ -22,4 +23,5 @@ export const scenarios: ScenarioDefinition[] = [
   clusterctlMove,
   clusterctlUpgrade,
   kubeadm,
+  kubeadmUpgrade,
 ];
