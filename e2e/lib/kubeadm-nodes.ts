@@ -163,7 +163,11 @@ export function expectedControlPlane(version: string): ExpectedControlPlane {
   const minor = /^v(\d+\.\d+)\./.exec(version)?.[1];
   const kubeadm = builtBinary(`kubeadm-${minor}`);
   const images = parseImageList(
-    execFileSync(kubeadm, ["config", "images", "list", "--kubernetes-version", version], { encoding: "utf8" }),
+    // stderr is kept from the run's output: kubeadm warns that this host (the run's namespace) has no default route.
+    execFileSync(kubeadm, ["config", "images", "list", "--kubernetes-version", version], {
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "pipe"],
+    }),
   );
   const binDir = join(repoRoot, "bin");
   const binaries = Object.fromEntries(

@@ -32,7 +32,7 @@ export const kubeadmUpgrade: ScenarioDefinition = {
     const before = await observeVersion(s, expectedControlPlane(FROM));
     s.check(
       before.failed.length === 0,
-      `before the upgrade the control plane runs ${FROM}: ${before.failed.join("; ")}`,
+      `before the upgrade the control plane runs ${FROM}${before.failed.length > 0 ? `: ${before.failed.join("; ")}` : ""}`,
     );
     for (const line of before.passed) s.check(true, `before the upgrade: ${line}`);
 

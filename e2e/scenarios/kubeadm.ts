@@ -45,7 +45,10 @@ export const kubeadm: ScenarioDefinition = {
     // Every static pod runs the binary of kubeadm's image for VERSION (etcd: the 3.6 it pins) with its manifest's
     // arguments, in its Machine's network namespace; kubeadm-config and kube-proxy say VERSION.
     const verdict = await observeVersion(s, expectedControlPlane(VERSION));
-    s.check(verdict.failed.length === 0, `the control plane runs ${VERSION}: ${verdict.failed.join("; ")}`);
+    s.check(
+      verdict.failed.length === 0,
+      `the control plane runs ${VERSION}${verdict.failed.length > 0 ? `: ${verdict.failed.join("; ")}` : ""}`,
+    );
     for (const line of verdict.passed) s.check(true, line);
     return 3;
   },
