@@ -109,7 +109,7 @@ export async function kubeadmNodes(s: Scenario): Promise<KubeadmNode[]> {
   });
 }
 
-/** The manifest kubeadm wrote for `component` on `node`, and the processes of the Machine running a component. */
+/** The four manifests kubeadm wrote on the Machine (its root directory), and its processes running a component. */
 export function observeNode(node: KubeadmNode): NodeObservation {
   const manifests = CONTROL_PLANE_COMPONENTS.map((component) => {
     const file = join(node.dir, "root/etc/kubernetes/manifests", `${component}.yaml`);
