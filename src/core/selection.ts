@@ -3,6 +3,7 @@
 import type { MachineView, Snapshot } from "./snapshot.ts";
 import type { MemberAssessment, Verdict } from "./assess.ts";
 import { formatDuration } from "./format.ts";
+import { nodeOfMachine } from "./identity.ts";
 
 /** Why a Machine no longer matches the spec; empty when it is up to date. */
 export function outdatedReasons(snapshot: Snapshot, machine: MachineView): string[] {
@@ -21,7 +22,32 @@ export function outdatedReasons(snapshot: Snapshot, machine: MachineView): strin
     reasons.push("machine template changed");
   if (spec.rolloutAfter !== undefined && snapshot.now >= spec.rolloutAfter && machine.created < spec.rolloutAfter)
     reasons.push("created before spec.rollout.after");
+  if (reasons.length === 0) {
+    const running = staticPodVersion(snapshot, machine);
+    if (running !== undefined && running !== spec.version)
+      reasons.push(
+        `its kube-apiserver static pod runs ${running}, not ${spec.version} (kubeadm join renders static pods from kubeadm-config as it was at the join)`,
+      );
+  }
   return reasons;
+}
+
+/**
+ * The version a kubeadm Machine's control plane really runs: its kube-apiserver mirror Pod's image tag. A Machine
+ * that joined while kubeadm-config still named another version (created from a stale view of the Machines, or
+ * before Quorum synced kubeadm-config) claims spec.version but runs the older pods, and only a new Machine fixes it.
+ */
+function staticPodVersion(snapshot: Snapshot, machine: MachineView): string | undefined {
+  const components = snapshot.workloadSteps?.components;
+  if (!components) return undefined;
+  const node = nodeOfMachine(machine, snapshot.nodes);
+  if (!node) return undefined;
+  const image = components.find(
+    (component) => component.node === node.name && component.component === "kube-apiserver",
+  )?.image;
+  const tag = image?.split("@")[0].match(/:([^:/]+)$/)?.[1];
+  // Image tags spell a version's "+" as "_".
+  return tag?.replace(/_/g, "+");
 }
 
 export function isUpToDate(snapshot: Snapshot, machine: MachineView): boolean {

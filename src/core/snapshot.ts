@@ -41,6 +41,8 @@ export interface ComponentView {
   node: string;
   component: string;
   ready: boolean;
+  /** The image its pod runs: a kubeadm node's static pods are tagged with the version kubeadm-config said at its join. */
+  image?: string;
   detail: string;
 }
 

@@ -29,6 +29,8 @@ export interface ControlPlaneComponent {
   /** "kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd". */
   component: string;
   ready: boolean;
+  /** The image its pod runs (kubeadm tags it with the kubernetesVersion of kubeadm-config at the node's join). */
+  image?: string;
   /** Where it was seen and, when not ready, why ("pod kube-system/kube-apiserver-ip-10-0-0-1: CrashLoopBackOff: ..."). */
   detail: string;
 }

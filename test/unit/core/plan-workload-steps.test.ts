@@ -185,3 +185,32 @@ describe("a rollout of kubeadm Machines gates on their control-plane components"
     assert.match(action.reason, /the workload API cannot be read \(workload API server did not answer\)/);
   });
 });
+
+describe("a kubeadm Machine whose static pods run another version than it claims", () => {
+  it("is outdated and replaced, though its spec.version is the spec's (it joined from a stale kubeadm-config)", () => {
+    const images = (node: string): ComponentView[] =>
+      allReady(node).map((component) => ({
+        ...component,
+        image: `registry.k8s.io/${component.component}:${node === "m-2" ? OLD_VERSION : VERSION}`,
+      }));
+    const { machines, members } = healthyMachines(3);
+    const base = snapshot({ machines, members });
+    const s: Snapshot = {
+      ...base,
+      workload: { expected: true, readable: true },
+      workloadSteps: {
+        ...kubeadm([PERMISSIONS, { ...CONFIG_OUTDATED, done: true }]),
+        components: base.nodes.flatMap((node) => images(node.name)),
+        componentNames: COMPONENTS,
+      },
+    };
+    const { action } = plan(s);
+    assert.equal(action.kind, "CreateMachine", action.reason);
+    assert.match(
+      action.reason,
+      new RegExp(
+        `rollout: 1 of 3 Machines outdated \\(m-2: its kube-apiserver static pod runs ${OLD_VERSION}, not ${VERSION}`,
+      ),
+    );
+  });
+});

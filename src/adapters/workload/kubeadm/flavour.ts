@@ -66,7 +66,8 @@ export class KubeadmFlavour {
         continue;
       }
       const { step, absent } = await this.observe(name, controlPlane, call, template);
-      if (step.done) this.done.set(key, { inputs, at: this.clock() });
+      // An absent object is not trusted for long: kube-proxy's DaemonSet appears when kubeadm init gets to its addons.
+      if (step.done && !absent) this.done.set(key, { inputs, at: this.clock() });
       else this.done.delete(key);
       if (name === "kubeadm-config" && absent) initialized = false;
       result.push(step);
@@ -104,7 +105,8 @@ export class KubeadmFlavour {
       const component = pod.metadata?.labels?.component;
       const node = pod.spec?.nodeName;
       if (!component || !node || !(KUBEADM_COMPONENTS as readonly string[]).includes(component)) continue;
-      result.push({ node, component, ...podReadiness(pod) });
+      const image = pod.spec?.containers[0]?.image;
+      result.push({ node, component, ...(image ? { image } : {}), ...podReadiness(pod) });
     }
     return result;
   }
@@ -263,7 +265,8 @@ async function kubeProxy(
   );
   // No kube-proxy (skipped at init, or another proxy replaces it): nothing to move.
   const container = daemonSet?.spec?.template.spec?.containers.find((candidate) => candidate.name === "kube-proxy");
-  if (!daemonSet || !container?.image) return done;
+  if (!daemonSet) return { ...done, absent: true };
+  if (!container?.image) return done;
   const repository = stringField(await templateClusterConfiguration(template), "imageRepository");
   const image = retagImage(container.image, versionTag(controlPlane.spec.version), repository);
   if (image === container.image) return done;

@@ -5,12 +5,14 @@ import type { V1ClusterRoleBinding } from "@kubernetes/client-node";
 import { minorOf } from "./cluster-configuration.ts";
 
 /**
- * The ClusterRoleBindings a control plane at `version` needs. Both are created by kubeadm init itself from the minor
- * that introduced them (1.29 and 1.37); from 1.38 every cluster Quorum can upgrade from has them.
+ * The ClusterRoleBindings a control plane at `version` needs. kubeadm init creates them itself from the minor that
+ * introduced them (1.29 and 1.37), and KCP stops ensuring them from 1.38, assuming a 1.37 step in between; but a
+ * spec moved 1.36 → 1.37 → 1.38 before the first rollout finished takes Machines from 1.36 straight to 1.38 (found by
+ * the simulator), so Quorum ensures them for every version from 1.29.
  */
 export function kubeadmBindings(version: string): V1ClusterRoleBinding[] {
   const minor = minorOf(version);
-  if (minor === undefined || minor >= 38) return [];
+  if (minor === undefined || minor < 29) return [];
   return [
     // kubeadm 1.29 split its admin credential from system:masters: admin.conf is in group kubeadm:cluster-admins.
     binding("kubeadm:cluster-admins", "cluster-admin", { kind: "Group", name: "kubeadm:cluster-admins" }),
