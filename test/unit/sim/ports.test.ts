@@ -14,7 +14,7 @@ function converged(): { world: World; ports: SimPorts } {
   for (let seed = 1; ; seed++) {
     const { world } = createScenario(seed);
     if (world.machines.length !== 3) continue;
-    world.traits = { nodeRefLag: false, addressLag: false, secondOwner: false, racingOutage: false };
+    world.traits = { ...world.traits, nodeRefLag: false, addressLag: false, secondOwner: false, racingOutage: false };
     for (const machine of world.machines) {
       delete machine.nodeRefAt;
       delete machine.addressAt;
