@@ -36,7 +36,11 @@ import type {
 } from "../../src/ports/index.ts";
 import { EtcdRetryLaterError } from "../../src/ports/index.ts";
 import { flavourOf } from "../../src/adapters/workload/flavours.ts";
-import { KubeadmFlavour, type WorkloadCaller } from "../../src/adapters/workload/kubeadm/flavour.ts";
+import {
+  KUBEADM_COMPONENTS,
+  KubeadmFlavour,
+  type WorkloadCaller,
+} from "../../src/adapters/workload/kubeadm/flavour.ts";
 import { SimCrash, SimEtcdError, SimApiError, SimViolation, type CallGate } from "./calls.ts";
 import { bootstrapTemplateRef, TEMPLATE_CLUSTER_CONFIGURATION } from "./kubeadm.ts";
 import { simWorkloadCaller } from "./workload-api.ts";
@@ -316,8 +320,13 @@ export class SimPorts {
     workloadSteps: async (controlPlane, cluster, template) => {
       const flavour = flavourOf(controlPlane);
       if (flavour !== "kubeadm") return { steps: [] };
+      const call = this.workloadCaller;
       try {
-        return { flavour, steps: await this.kubeadm.steps(controlPlane, cluster, this.workloadCaller, template) };
+        const [{ steps, initialized }, components] = await Promise.all([
+          this.kubeadm.steps(controlPlane, cluster, call, template),
+          this.kubeadm.components(call),
+        ]);
+        return { flavour, steps, components, componentNames: [...KUBEADM_COMPONENTS], initialized };
       } catch (error) {
         if (error instanceof SimCrash || error instanceof SimViolation) throw error;
         return { flavour, steps: [], error: error instanceof Error ? error.message : String(error) };

@@ -1,15 +1,22 @@
 // The workload API of a kubeadm world as the real KubeadmFlavour (src/adapters/workload/kubeadm/flavour.ts) reaches
 // it: in-memory stand-ins for the few @kubernetes/client-node methods the flavour calls, over the world's kubeadm
-// objects, behind a WorkloadCaller that does what WorkloadClients.call does (a 404 is `undefined` when the caller
-// allows it; every other failure a WorkloadApiError). Every method passes the schedule's CallGate first, so a crash can
-// fall between any two of the flavour's calls and rule 7 and rule 10 judge its writes before they take effect.
-import { ApiException, type V1ClusterRoleBinding, type V1ConfigMap, type V1DaemonSet } from "@kubernetes/client-node";
+// objects and the mirror Pods of each Machine's static pods, behind a WorkloadCaller that does what
+// WorkloadClients.call does (a 404 is `undefined` when the caller allows it; every other failure a WorkloadApiError).
+// Every method passes the schedule's CallGate first, so a crash can fall between any two of the flavour's calls and
+// rules 7 and 10 judge its writes before they take effect.
+import {
+  ApiException,
+  type V1ClusterRoleBinding,
+  type V1ConfigMap,
+  type V1DaemonSet,
+  type V1Pod,
+} from "@kubernetes/client-node";
 import { WorkloadApiError } from "../../src/adapters/errors.ts";
 import type { CallOptions, WorkloadApis } from "../../src/adapters/workload/client.ts";
 import type { WorkloadCaller } from "../../src/adapters/workload/kubeadm/flavour.ts";
 import { SimCrash, SimViolation, type CallGate, type Effect } from "./calls.ts";
 import { KUBE_PROXY_DAEMON_SET, KUBEADM_CONFIG_MAP } from "./kubeadm.ts";
-import { workloadReadable, type KubeadmObjects, type World } from "./world.ts";
+import { nodeReady, workloadReadable, type KubeadmObjects, type World } from "./world.ts";
 
 const SERVER = "https://sim.example:6443";
 const CREDENTIALS = "Quorum's client certificate, signed by Secret default/sim-ca";
@@ -77,6 +84,11 @@ function fakeApis(world: World, gate: () => CallGate): WorkloadApis {
     );
 
   const core = {
+    listNamespacedPod: async ({ namespace, labelSelector }: { namespace: string; labelSelector?: string }) => {
+      enter(`list Pods ${namespace} ${labelSelector ?? ""}`.trim(), { kind: "none" });
+      const items = namespace === "kube-system" && labelSelector === "tier=control-plane" ? mirrorPods(world) : [];
+      return gate().done({ apiVersion: "v1", kind: "PodList", metadata: {}, items });
+    },
     readNamespacedConfigMap: async ({ name, namespace }: { name: string; namespace: string }) => {
       enter(`read ConfigMap ${namespace}/${name}`, { kind: "none" });
       const document = objects().clusterConfiguration;
@@ -168,6 +180,53 @@ function fakeApis(world: World, gate: () => CallGate): WorkloadApis {
 
   // Only the methods the flavour calls exist; any other call fails loudly (a TypeError the trace shows).
   return { core, apps, rbac } as unknown as WorkloadApis;
+}
+
+/** The static pods kubeadm runs on a control-plane node (kube-system, labelled tier=control-plane and component). */
+const STATIC_PODS = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"] as const;
+
+/**
+ * The mirror Pods the kubelets keep for kubeadm's static pods: one per component on every Machine kubeadm set up whose
+ * Node is registered, Ready while the kubelet reports the Node Ready (the Machine runs and its etcd member answers).
+ */
+function mirrorPods(world: World): V1Pod[] {
+  const pods: V1Pod[] = [];
+  for (const machine of world.machines) {
+    if (machine.staticPodVersion === undefined || !machine.nodeRegistered) continue;
+    const ready = nodeReady(world, machine);
+    for (const component of STATIC_PODS) {
+      const image =
+        component === "etcd"
+          ? "registry.k8s.io/etcd:3.6.5-0"
+          : `registry.k8s.io/${component}:${machine.staticPodVersion}`;
+      pods.push({
+        metadata: {
+          name: `${component}-${machine.hostName}`,
+          namespace: "kube-system",
+          labels: { tier: "control-plane", component },
+        },
+        spec: { nodeName: machine.hostName, containers: [{ name: component, image }] },
+        status: {
+          conditions: [{ type: "Ready", status: ready ? "True" : "False" }],
+          ...(ready
+            ? {}
+            : {
+                containerStatuses: [
+                  {
+                    name: component,
+                    image,
+                    imageID: "",
+                    ready: false,
+                    restartCount: 0,
+                    state: { waiting: { reason: "ContainerCreating" } },
+                  },
+                ],
+              }),
+        },
+      });
+    }
+  }
+  return pods;
 }
 
 function isKubeadmConfig(name: string, namespace: string): boolean {
