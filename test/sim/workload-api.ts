@@ -4,17 +4,11 @@
 // WorkloadClients.call does (a 404 is `undefined` when the caller allows it; every other failure a WorkloadApiError).
 // Every method passes the schedule's CallGate first, so a crash can fall between any two of the flavour's calls and
 // rules 7 and 10 judge its writes before they take effect.
-import {
-  ApiException,
-  type V1ClusterRoleBinding,
-  type V1ConfigMap,
-  type V1DaemonSet,
-  type V1Pod,
-} from "@kubernetes/client-node";
+import type { V1ClusterRoleBinding, V1ConfigMap, V1DaemonSet, V1Pod } from "@kubernetes/client-node";
 import { WorkloadApiError } from "../../src/adapters/errors.ts";
 import type { CallOptions, WorkloadApis } from "../../src/adapters/workload/client.ts";
 import type { WorkloadCaller } from "../../src/adapters/workload/kubeadm/flavour.ts";
-import { SimCrash, SimViolation, type CallGate, type Effect } from "./calls.ts";
+import { SimApiError, SimCrash, SimViolation, type CallGate, type Effect } from "./calls.ts";
 import { KUBE_PROXY_DAEMON_SET, KUBEADM_CONFIG_MAP } from "./kubeadm.ts";
 import { nodeReady, workloadReadable, type KubeadmObjects, type World } from "./world.ts";
 
@@ -36,10 +30,11 @@ export function simWorkloadCaller(world: World, gate: () => CallGate): WorkloadC
     } catch (error) {
       // The process is gone, or a rule broke: nothing to report to a caller that no longer exists.
       if (error instanceof SimCrash || error instanceof SimViolation) throw error;
-      if (absentOk && error instanceof ApiException && error.code === 404) return undefined;
+      // client-node's ApiException carries the HTTP code the same way (`code`); the sim does not load client-node.
+      if (absentOk && error instanceof SimApiError && error.code === 404) return undefined;
       const cause =
-        error instanceof ApiException
-          ? `refused to ${what} (HTTP ${error.code}: ${statusMessage(error.body)})`
+        error instanceof SimApiError
+          ? `refused to ${what} (HTTP ${error.code}: ${error.message})`
           : `could not be reached (${error instanceof Error ? error.message : String(error)})`;
       throw new WorkloadApiError(SERVER, CREDENTIALS, cause, { cause: error });
     }
@@ -60,26 +55,13 @@ function fakeApis(world: World, gate: () => CallGate): WorkloadApis {
       throw gate().fail(new Error(`workload API server ${SERVER}: x509: certificate signed by unknown authority`));
   };
   const notFound = (resource: string, name: string) =>
-    gate().fail(
-      new ApiException(
-        404,
-        "HTTP-Code: 404 Message: Not Found",
-        JSON.stringify({ kind: "Status", reason: "NotFound", code: 404, message: `${resource} "${name}" not found` }),
-        {},
-      ),
-    );
+    gate().fail(new SimApiError(404, `${resource} "${name}" not found`, "NotFound"));
   const conflict = (resource: string, name: string) =>
     gate().fail(
-      new ApiException(
+      new SimApiError(
         409,
-        "HTTP-Code: 409 Message: Conflict",
-        JSON.stringify({
-          kind: "Status",
-          reason: "Conflict",
-          code: 409,
-          message: `Operation cannot be fulfilled on ${resource} "${name}": the object has been modified`,
-        }),
-        {},
+        `Operation cannot be fulfilled on ${resource} "${name}": the object has been modified`,
+        "Conflict",
       ),
     );
 
@@ -161,16 +143,10 @@ function fakeApis(world: World, gate: () => CallGate): WorkloadApis {
       const kubeadm = objects();
       if (kubeadm.bindings.has(name))
         throw gate().fail(
-          new ApiException(
+          new SimApiError(
             409,
-            "HTTP-Code: 409 Message: Conflict",
-            JSON.stringify({
-              kind: "Status",
-              reason: "AlreadyExists",
-              code: 409,
-              message: `clusterrolebindings.rbac.authorization.k8s.io "${name}" already exists`,
-            }),
-            {},
+            `clusterrolebindings.rbac.authorization.k8s.io "${name}" already exists`,
+            "AlreadyExists",
           ),
         );
       kubeadm.bindings.add(name);
@@ -268,12 +244,4 @@ function binding(name: string): V1ClusterRoleBinding {
     metadata: { name },
     roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "(as kubeadm made it)" },
   };
-}
-
-function statusMessage(body: unknown): string {
-  try {
-    return String((JSON.parse(String(body)) as { message?: unknown }).message ?? body);
-  } catch {
-    return String(body);
-  }
 }
