@@ -77,7 +77,7 @@ export async function runSchedule(
   let lastFingerprint = "";
   let lastChange = world.faultsUntil;
   let convergedSince: number | undefined;
-  /** Since when the Machines are at the spec while a kubeadm world's workload objects are not (rule 10). */
+  /** Since when the Machines are at the spec while some of their static pods are not (rule 10, kubeadm worlds). */
   let machinesAtSpecSince: number | undefined;
   /** A crashed controller comes back after a lease handover: no reconcile until this step. */
   let controllerBackAt = 0;
