@@ -25,6 +25,13 @@ function converged(kubeadm = false): { world: World; ports: SimPorts } {
   }
 }
 
+/** The control plane and its bootstrap template reader, as reconcile() hands them to the workload port. */
+function kubeadmInputs(ports: SimPorts) {
+  const controlPlane = ports.controlPlane();
+  const ref = controlPlane.spec.machineTemplate.spec.bootstrapConfigTemplateRef;
+  return { controlPlane, template: () => ports.management.getReferenced(ref, "default", "") };
+}
+
 async function client(world: World, ports: SimPorts) {
   const endpoints = world.machines.map((machine) => `https://${machine.address}:2379`);
   return ports.workload.etcd(ports.controlPlane(), { metadata: { name: "sim" } }, endpoints);
@@ -83,9 +90,7 @@ describe("the simulated world's ports", () => {
   it("runs the real kubeadm flavour over the kubeadm world's objects: a version bump shows kubeadm-config and the 1.37 binding to do", async () => {
     const { world, ports } = converged(true);
     world.spec.version = "v1.37.0";
-    const controlPlane = ports.controlPlane();
-    const template = () =>
-      ports.management.getReferenced(controlPlane.spec.machineTemplate.spec.bootstrapConfigTemplateRef, "default", "");
+    const { controlPlane, template } = kubeadmInputs(ports);
     const observed = await ports.workload.workloadSteps(controlPlane, { metadata: { name: "sim" } }, template);
     assert.equal(observed.flavour, "kubeadm");
     assert.deepEqual(
@@ -107,9 +112,7 @@ describe("the simulated world's ports", () => {
   it("stops the kubeadm flavour at the crash point between two of its calls, and its write never lands", async () => {
     const { world, ports } = converged(true);
     world.spec.version = "v1.36.4";
-    const controlPlane = ports.controlPlane();
-    const template = () =>
-      ports.management.getReferenced(controlPlane.spec.machineTemplate.spec.bootstrapConfigTemplateRef, "default", "");
+    const { controlPlane, template } = kubeadmInputs(ports);
     const before = world.kubeadm?.clusterConfiguration;
     // prepare reads the ConfigMap, then the template, then would replace the ConfigMap: the crash falls before that.
     ports.gate = new CallGate(world, { phase: "observe", after: 2 });
@@ -124,9 +127,7 @@ describe("the simulated world's ports", () => {
     const { world, ports } = converged(true);
     world.spec.version = "v1.36.4";
     world.leaderId = undefined;
-    const controlPlane = ports.controlPlane();
-    const template = () =>
-      ports.management.getReferenced(controlPlane.spec.machineTemplate.spec.bootstrapConfigTemplateRef, "default", "");
+    const { controlPlane, template } = kubeadmInputs(ports);
     const observed = await ports.workload.workloadSteps(controlPlane, { metadata: { name: "sim" } }, template);
     assert.deepEqual(observed.steps, []);
     assert.match(
