@@ -16,6 +16,12 @@ export type Effect =
   | { kind: "set-hook"; machine: string; hook: boolean }
   /** The controller records that it remediates this Machine (its remediation memory), right before deleting it. */
   | { kind: "record-remediation"; machine: string }
+  /** kubeadm worlds: the kubeadm-config ClusterConfiguration replaced with this document. */
+  | { kind: "write-kubeadm-config"; document: string }
+  /** kubeadm worlds: kube-proxy's DaemonSet moved to this image. */
+  | { kind: "move-kube-proxy"; image: string }
+  /** kubeadm worlds: a ClusterRoleBinding created. */
+  | { kind: "create-binding"; name: string }
   | { kind: "write-status" };
 
 export interface Call {
@@ -138,7 +144,8 @@ export class CallGate {
 
   /** The call in flight failed with this error (returned, for the port to throw). */
   fail<E extends Error>(error: E): E {
-    this.log[this.log.length - 1] += `: ${error.message}`;
+    // An ApiException's message runs over lines (code, message, body, headers): the trace keeps its first.
+    this.log[this.log.length - 1] += `: ${error.message.split("\n")[0]}`;
     return error;
   }
 

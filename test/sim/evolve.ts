@@ -1,6 +1,7 @@
 // One step of the world without the controller: CAPI provisions and deletes infrastructure, kubeadm inits or
 // joins, etcd processes start, catch up, elect a leader; kubelets register Nodes; the MachineHealthCheck marks
 // broken Machines. Faults are injected separately (faults.ts); this file is the "healthy physics".
+import { configVersion, uploadKubeadmObjects } from "./kubeadm.ts";
 import {
   cameUp,
   electLeader,
@@ -27,6 +28,7 @@ export function evolve(world: World): void {
   deleteReleasedInfrastructure(world);
   for (const machine of world.machines) advanceMachine(world, machine);
   electLeader(world);
+  uploadKubeadmConfig(world);
   advanceRaft(world);
   selfPromoteLearners(world);
   runMachineHealthCheck(world);
@@ -109,6 +111,12 @@ function kubeadm(world: World, machine: SimMachine): void {
     world.leaderId = id;
     world.initialized = true;
     machine.memberId = id;
+    if (world.kubeadm) {
+      // kubeadm init renders the static pods at its own version and uploads its config once its API server serves.
+      machine.staticPodVersion = machine.version;
+      world.kubeadm.uploadAt = world.step + world.rng.int(1, 2);
+      world.kubeadm.initVersion = machine.version;
+    }
     machine.phase = "running";
     machine.nodeAt = world.step + world.rng.int(1, 2);
     return;
@@ -117,6 +125,16 @@ function kubeadm(world: World, machine: SimMachine): void {
   if (world.leaderId === undefined) {
     machine.phaseUntil = world.step + 1;
     return;
+  }
+  if (world.kubeadm) {
+    // kubeadm join discovers the cluster's ClusterConfiguration in kubeadm-config and renders the static pods from
+    // it, not from the Machine's own version; without the document its discovery retries.
+    const version = configVersion(world);
+    if (version === undefined) {
+      machine.phaseUntil = world.step + 1;
+      return;
+    }
+    machine.staticPodVersion = version;
   }
   const learner = world.joinMode !== "voter";
   const id = newMemberId(world);
@@ -144,6 +162,13 @@ function kubeadm(world: World, machine: SimMachine): void {
       machine.phase = "broken";
     }
   }
+}
+
+/** kubeadm init's upload-config phase: it needs the new API server, which needs an etcd leader. */
+function uploadKubeadmConfig(world: World): void {
+  const objects = world.kubeadm;
+  if (objects?.uploadAt === undefined || world.step < objects.uploadAt || world.leaderId === undefined) return;
+  uploadKubeadmObjects(world, objects.initVersion ?? world.spec.version);
 }
 
 function startEtcd(world: World, machine: SimMachine): void {

@@ -185,10 +185,15 @@ const FAULTS: Record<FaultKind, (world: World, rng: Prng) => string | undefined>
     machine.markedForDeletion = true;
     return `user marks machine ${machine.name} for deletion`;
   },
-  "version-bump": (world) => {
+  "version-bump": (world, rng) => {
     const match = /^v(\d+)\.(\d+)\.(\d+)$/.exec(world.spec.version);
     if (!match) return undefined;
-    world.spec.version = `v${match[1]}.${Number(match[2]) + 1}.0`;
+    // kubeadm worlds also take patch releases: kubeadm-config and kube-proxy follow those too (no RBAC changes).
+    // Drawn only there, so that a generic world's fault stream stays as it was.
+    const patch = world.kubeadm !== undefined && rng.chance(0.5);
+    world.spec.version = patch
+      ? `v${match[1]}.${match[2]}.${Number(match[3]) + 1}`
+      : `v${match[1]}.${Number(match[2]) + 1}.0`;
     world.spec.generation++;
     return `spec.version -> ${world.spec.version}`;
   },

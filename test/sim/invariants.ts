@@ -4,6 +4,7 @@
 import { UP_TO_DATE_CONDITION } from "../../src/api/capi.ts";
 import type { Snapshot } from "../../src/core/snapshot.ts";
 import type { Call } from "./calls.ts";
+import { bindingsExpected, bootstrapTemplateRef, compareVersions, configVersion, kubeProxyVersion } from "./kubeadm.ts";
 import {
   CLUSTER,
   ETCD_HEALTH_INTERVAL_MS,
@@ -34,6 +35,8 @@ export type Rule =
   | "7 one owner"
   | "8 replacement serves before the old voter leaves"
   | "9 remediations paced by retryPeriod"
+  | "10 an upgrade upgrades"
+  | "10 kube-proxy never ahead of an API server"
   | "planner throws"
   | "reconcile throws";
 
@@ -55,6 +58,8 @@ export function checkCall(world: World, snapshot: Snapshot, call: Call): Finding
       return effect.hook ? undefined : checkRelease(world, effect.machine);
     case "record-remediation":
       return checkRemediationPace(world, effect.machine);
+    case "move-kube-proxy":
+      return checkKubeProxySkew(world, effect.image);
     default:
       return undefined;
   }
@@ -210,11 +215,16 @@ function checkRelease(world: World, machineName: string): Finding | undefined {
   };
 }
 
-/**
- * The spec is reached: replicas Machines at the spec, each with a Node and a healthy voter, nothing else; the
- * templates the spec references owned by the Cluster.
- */
+/** The spec is reached: the Machines, members and templates are (machinesAtSpec), and so is kubeadm (rule 10). */
 export function converged(world: World): boolean {
+  return machinesAtSpec(world) && kubeadmShortOfSpec(world) === undefined;
+}
+
+/**
+ * replicas Machines at the spec, each with a Node and a healthy voter, nothing else; the templates the spec references
+ * owned by the Cluster.
+ */
+export function machinesAtSpec(world: World): boolean {
   const spec = world.spec;
   if (spec.paused || spec.clusterPaused || world.leaderId === undefined) return false;
   if (world.machines.length !== spec.replicas || world.members.length !== spec.replicas) return false;
@@ -241,9 +251,71 @@ export function converged(world: World): boolean {
     if (!member || member.learner || !member.up) return false;
   }
   // clusterctl move carries only what the Cluster owns (issue 15, item 4): the spec's templates carry its reference.
-  return [`SimMachineTemplate/infra-${spec.templateHash}`, "KubeadmConfigTemplate/kubeadm"].every((template) =>
-    world.templateOwners.get(template)?.some((owner) => owner.kind === "Cluster" && owner.name === CLUSTER),
+  const bootstrap = bootstrapTemplateRef(world.traits.kubeadm);
+  const owned = [`SimMachineTemplate/infra-${spec.templateHash}`, `${bootstrap.kind}/${bootstrap.name}`].every(
+    (template) =>
+      world.templateOwners.get(template)?.some((owner) => owner.kind === "Cluster" && owner.name === CLUSTER),
   );
+  return owned;
+}
+
+/**
+ * Rule 10 (kubeadm worlds), what reaching the spec means beyond the Machines: every Machine's static pods run
+ * spec.version (a rollout whose joiners read a stale kubeadm-config replaces every Machine and upgrades nothing),
+ * kubeadm-config says spec.version (the next join reads it), kube-proxy's image is spec.version, and the
+ * ClusterRoleBindings kubeadm of spec.version expects exist. Undefined when all hold, or in a generic world.
+ */
+export function kubeadmShortOfSpec(world: World): string | undefined {
+  if (!world.kubeadm) return undefined;
+  return staticPodsShortOfSpec(world) ?? kubeadmObjectsShortOfSpec(world);
+}
+
+/**
+ * The Machines whose static pods do not run spec.version. Nothing changes a Machine's static pods after its join: once
+ * the Machines are at the spec, no later step mends this, so rule 10 judges it within KUBEADM_BOUND (run.ts).
+ */
+export function staticPodsShortOfSpec(world: World): string | undefined {
+  if (!world.kubeadm) return undefined;
+  const version = world.spec.version;
+  const behind = world.machines.filter((machine) => machine.staticPodVersion !== version);
+  if (behind.length === 0) return undefined;
+  return `machine ${behind.map((machine) => `${machine.name} (spec.version ${machine.version}) runs static pods of ${machine.staticPodVersion ?? "(none)"}`).join(", ")}, not ${version}`;
+}
+
+/** kubeadm-config, kube-proxy and the bindings short of the spec: judged as convergence (rules 4 and 5). */
+function kubeadmObjectsShortOfSpec(world: World): string | undefined {
+  const objects = world.kubeadm;
+  if (!objects) return undefined;
+  const version = world.spec.version;
+  const config = configVersion(world);
+  if (config !== version) return `kubeadm-config says kubernetesVersion ${config ?? "(no document)"}, not ${version}`;
+  const proxy = kubeProxyVersion(world);
+  if (proxy !== version) return `kube-proxy runs ${objects.kubeProxyImage ?? "(no DaemonSet)"}, not ${version}`;
+  const missing = bindingsExpected(version).filter((name) => !objects.bindings.has(name));
+  if (missing.length > 0)
+    return `ClusterRoleBinding ${missing.join(", ")}, which kubeadm ${version} expects, is missing`;
+  return undefined;
+}
+
+/**
+ * Rule 10, skew: kube-proxy's image never names a version newer than an API server that still runs (the version
+ * skew policy: kube-proxy must not be newer than kube-apiserver). Every Machine not yet gone runs its static pods.
+ */
+function checkKubeProxySkew(world: World, image: string): Finding | undefined {
+  const colon = image.lastIndexOf(":");
+  const version = colon > image.lastIndexOf("/") ? image.slice(colon + 1) : "";
+  const older = world.machines.filter(
+    (machine) =>
+      machine.staticPodVersion !== undefined &&
+      machine.phase !== "broken" &&
+      compareVersions(version, machine.staticPodVersion) > 0,
+  );
+  if (older.length === 0) return undefined;
+  return {
+    kind: "violation",
+    rule: "10 kube-proxy never ahead of an API server",
+    message: `moved kube-proxy to ${image} while ${older.map((machine) => `${machine.name}${machine.deleting !== undefined ? " (deleting)" : ""} runs an API server of ${machine.staticPodVersion}`).join(", ")}`,
+  };
 }
 
 function sorted(values: Record<string, string>): [string, string][] {
@@ -259,5 +331,8 @@ export function fingerprint(world: World): string {
     )
     .join(",");
   const members = world.members.map((m) => `${m.id}:${m.name}:${m.learner}:${m.up}`).join(",");
-  return `${machines}|${members}|${world.leaderId ?? ""}|${world.spec.generation}`;
+  const kubeadm = world.kubeadm
+    ? `|${world.kubeadm.resourceVersion}:${[...world.kubeadm.bindings].join(",")}:${world.machines.map((m) => m.staticPodVersion ?? "").join(",")}`
+    : "";
+  return `${machines}|${members}|${world.leaderId ?? ""}|${world.spec.generation}${kubeadm}`;
 }

@@ -98,6 +98,35 @@ const labelOnlyOwner: PlannerFactory = () => makePlanner({ ownershipConflict: ()
 /** Issue 13: a rollout went on with the workload API unreadable; nothing proved the new Machines serve. */
 const servingBlind: PlannerFactory = () => makePlanner({ notServing: () => ({ machines: [] }) });
 
+/**
+ * Issue 17: the planner never looks at the bootstrap flavour's workload steps (as before the kubeadm flavour), so a
+ * kubeadm rollout joins new-version Machines that render their static pods from a stale kubeadm-config, and kube-proxy
+ * and kubeadm's RBAC never follow the version. The snapshot loses its workloadSteps before the real planner reads it.
+ */
+const skipWorkloadSteps: PlannerFactory = () => {
+  const real = makePlanner();
+  return (snapshot) => {
+    const { workloadSteps: _ignored, ...withoutSteps } = snapshot;
+    return real(withoutSteps);
+  };
+};
+
+/**
+ * kube-proxy's image moves before the first new-version Machine joins, like kubeadm-config: the real planner with the
+ * kube-proxy step shown as a BeforeCreate one. kube-proxy is then newer than every API server (version skew policy).
+ */
+const proxyFirst: PlannerFactory = () => {
+  const real = makePlanner();
+  return (snapshot) => {
+    const observed = snapshot.workloadSteps;
+    if (!observed) return real(snapshot);
+    const steps = observed.steps.map((step) =>
+      step.name === "kube-proxy" ? { ...step, when: "BeforeCreate" as const } : step,
+    );
+    return real({ ...snapshot, workloadSteps: { ...observed, steps } });
+  };
+};
+
 export const PLANNERS = {
   real: () => plan,
   "ghost-blind": ghostBlind,
@@ -108,6 +137,8 @@ export const PLANNERS = {
   "oldest-first-scale-down": oldestFirstScaleDown,
   "label-only-owner": labelOnlyOwner,
   "serving-blind": servingBlind,
+  "skip-workload-steps": skipWorkloadSteps,
+  "proxy-first": proxyFirst,
 } satisfies Record<string, PlannerFactory>;
 
 export type PlannerName = keyof typeof PLANNERS;

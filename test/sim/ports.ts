@@ -35,7 +35,15 @@ import type {
   WorkloadAccess,
 } from "../../src/ports/index.ts";
 import { EtcdRetryLaterError } from "../../src/ports/index.ts";
-import { SimEtcdError, SimApiError, type CallGate } from "./calls.ts";
+import { flavourOf } from "../../src/adapters/workload/flavours.ts";
+import {
+  KUBEADM_COMPONENTS,
+  KubeadmFlavour,
+  type WorkloadCaller,
+} from "../../src/adapters/workload/kubeadm/flavour.ts";
+import { SimCrash, SimEtcdError, SimApiError, SimViolation, type CallGate } from "./calls.ts";
+import { bootstrapTemplateRef, TEMPLATE_CLUSTER_CONFIGURATION } from "./kubeadm.ts";
+import { simWorkloadCaller } from "./workload-api.ts";
 import { learnerInSync } from "./evolve.ts";
 import {
   CLUSTER,
@@ -68,16 +76,17 @@ const ETCD_CLIENT_PORT = 2379;
 const realHashes = new Map<string, string>();
 const worldTemplates = new Map<string, string>();
 
-function realTemplateHash(template: string): string {
-  let hash = realHashes.get(template);
+function realTemplateHash(template: string, kubeadm: boolean): string {
+  const key = `${template}/${kubeadm}`;
+  let hash = realHashes.get(key);
   if (hash === undefined) {
     hash = machineTemplateHash({
       apiVersion: API_VERSION,
       kind: KIND,
       metadata: { name: CONTROL_PLANE },
-      spec: { version: "", machineTemplate: machineTemplate(template) },
+      spec: { version: "", machineTemplate: machineTemplate(template, kubeadm) },
     });
-    realHashes.set(template, hash);
+    realHashes.set(key, hash);
     worldTemplates.set(hash, template);
   }
   return hash;
@@ -85,6 +94,7 @@ function realTemplateHash(template: string): string {
 
 function machineTemplate(
   template: string,
+  kubeadm: boolean,
   labels: Record<string, string> = {},
 ): QuorumControlPlane["spec"]["machineTemplate"] {
   return {
@@ -95,11 +105,7 @@ function machineTemplate(
         kind: "SimMachineTemplate",
         name: `infra-${template}`,
       },
-      bootstrapConfigTemplateRef: {
-        apiVersion: "bootstrap.cluster.x-k8s.io/v1beta1",
-        kind: "KubeadmConfigTemplate",
-        name: "kubeadm",
-      },
+      bootstrapConfigTemplateRef: bootstrapTemplateRef(kubeadm),
     },
   };
 }
@@ -117,11 +123,17 @@ export class SimPorts {
   /** This reconcile's Machine list is the previous one's (an informer that has not caught up). */
   lagging = false;
   private cachedMachines: Machine[] | undefined;
+  /** The real kubeadm flavour, one per controller process (ClusterWorkloadAccess keeps one too). */
+  private kubeadm: KubeadmFlavour;
+  private readonly workloadCaller: WorkloadCaller;
 
   constructor(
     private readonly world: World,
     private readonly options: SimPortsOptions,
-  ) {}
+  ) {
+    this.kubeadm = new KubeadmFlavour(() => world.now);
+    this.workloadCaller = simWorkloadCaller(world, () => this.gate);
+  }
 
   /** The name of the QuorumControlPlane these ports serve. */
   get name(): string {
@@ -132,9 +144,13 @@ export class SimPorts {
     return this.options.asCopy ? this.world.copy : undefined;
   }
 
-  /** A restarted controller lists everything afresh: its first reconcile sees no lagging cache. */
+  /**
+   * A restarted controller lists everything afresh (its first reconcile sees no lagging cache) and has a new
+   * KubeadmFlavour, whose memory of steps seen done died with the process.
+   */
   restart(): void {
     this.cachedMachines = undefined;
+    this.kubeadm = new KubeadmFlavour(() => this.world.now);
   }
 
   get canLag(): boolean {
@@ -169,7 +185,15 @@ export class SimPorts {
             ? { ownerReferences: structuredClone(this.world.templateOwners.get(`${ref.kind}/${ref.name}`)) }
             : {}),
         },
-        spec: { template: { spec: {} } },
+        // The KubeadmConfigTemplate carries the sample's clusterConfiguration, which the real flavour syncs.
+        spec: {
+          template: {
+            spec:
+              ref.kind === "KubeadmConfigTemplate"
+                ? { clusterConfiguration: structuredClone(TEMPLATE_CLUSTER_CONFIGURATION) }
+                : {},
+          },
+        },
       };
       return template;
     },
@@ -291,10 +315,27 @@ export class SimPorts {
     ensureCertificates: async () => {
       this.gate.call("ensure certificates", { kind: "none" });
     },
-    // The simulated clusters use the generic bootstrap flavour: nothing to prepare in the workload cluster.
-    workloadSteps: async () => ({ steps: [] }),
-    prepareWorkload: async (_controlPlane, _cluster, step) => {
-      throw new Error(`the simulated bootstrap flavour has no workload step ${step}`);
+    // As ClusterWorkloadAccess (src/adapters/workload/access.ts) does, with the real KubeadmFlavour over the
+    // world's kubeadm objects (workload-api.ts); a generic world's flavour needs nothing in the workload cluster.
+    workloadSteps: async (controlPlane, cluster, template) => {
+      const flavour = flavourOf(controlPlane);
+      if (flavour !== "kubeadm") return { steps: [] };
+      const call = this.workloadCaller;
+      try {
+        const [{ steps, initialized }, components] = await Promise.all([
+          this.kubeadm.steps(controlPlane, cluster, call, template),
+          this.kubeadm.components(call),
+        ]);
+        return { flavour, steps, components, componentNames: [...KUBEADM_COMPONENTS], initialized };
+      } catch (error) {
+        if (error instanceof SimCrash || error instanceof SimViolation) throw error;
+        return { flavour, steps: [], error: error instanceof Error ? error.message : String(error) };
+      }
+    },
+    prepareWorkload: async (controlPlane, cluster, step, template) => {
+      if (flavourOf(controlPlane) !== "kubeadm")
+        throw new Error(`the bootstrap provider of ${controlPlane.metadata.name} needs no workload step ${step}`);
+      return this.kubeadm.prepare(controlPlane, cluster, step, this.workloadCaller, template);
     },
     nodes: async () => {
       this.gate.call("list Nodes", { kind: "none" });
@@ -316,7 +357,7 @@ export class SimPorts {
 
   controlPlane(): QuorumControlPlane {
     const { spec } = this.world;
-    realTemplateHash(spec.templateHash);
+    realTemplateHash(spec.templateHash, this.world.traits.kubeadm);
     return {
       apiVersion: API_VERSION,
       kind: KIND,
@@ -349,7 +390,7 @@ export class SimPorts {
       spec: {
         replicas: spec.replicas,
         version: spec.version,
-        machineTemplate: machineTemplate(spec.templateHash, spec.machineLabels),
+        machineTemplate: machineTemplate(spec.templateHash, this.world.traits.kubeadm, spec.machineLabels),
         rollout: {
           strategy: {
             type: "RollingUpdate",
@@ -511,7 +552,7 @@ function remediatedMachine(value: string | null | undefined): string {
 export function machineObject(world: World, machine: SimMachine): Machine {
   const annotations: Record<string, string> = {
     ...machine.annotations,
-    [TEMPLATE_HASH_ANNOTATION]: realTemplateHash(machine.templateHash),
+    [TEMPLATE_HASH_ANNOTATION]: realTemplateHash(machine.templateHash, world.traits.kubeadm),
   };
   if (machine.hook) annotations[PRE_TERMINATE_HOOK] = "";
   if (machine.markedForDeletion) annotations[DELETE_MACHINE_ANNOTATION] = "";
@@ -584,7 +625,11 @@ export function machineObject(world: World, machine: SimMachine): Machine {
       clusterName: CLUSTER,
       version: machine.version,
       bootstrap: {
-        configRef: { apiGroup: "bootstrap.cluster.x-k8s.io", kind: "KubeadmConfig", name: machine.name },
+        configRef: {
+          apiGroup: "bootstrap.cluster.x-k8s.io",
+          kind: world.traits.kubeadm ? "KubeadmConfig" : "SimBootstrapConfig",
+          name: machine.name,
+        },
         ...(machine.bootstrapReady ? { dataSecretName: machine.name } : {}),
       },
       infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "SimMachine", name: machine.name },

@@ -12,7 +12,15 @@ import { CallGate, SimCrash, SimViolation, type CrashPoint } from "./calls.ts";
 import { evolve } from "./evolve.ts";
 import { bootFaultFor, endFaults, injectFault, racingOutage } from "./faults.ts";
 import { followUnmappedMemberFix } from "./operator.ts";
-import { checkQuorumKept, converged, fingerprint, type Finding } from "./invariants.ts";
+import {
+  checkQuorumKept,
+  converged,
+  fingerprint,
+  kubeadmShortOfSpec,
+  machinesAtSpec,
+  staticPodsShortOfSpec,
+  type Finding,
+} from "./invariants.ts";
 import type { Prng } from "./prng.ts";
 import { SimPorts } from "./ports.ts";
 import { createScenario } from "./scenario.ts";
@@ -28,6 +36,12 @@ export type PlannerFactory = (rng: Prng) => Plan;
 export const CONVERGENCE_BOUND = 300;
 /** ...and the world must never stand still this long short of it (longer than any timer in SIM_TIMERS). */
 export const STUCK_BOUND = 60;
+/**
+ * Once the Machines are at the spec, every Machine's static pods must run spec.version within this many steps (rule
+ * 10): nothing changes them after a join, so a shortfall here is a rollout that "finished" without upgrading what
+ * kubeadm runs. (kubeadm-config, kube-proxy and the bindings are part of the spec: rules 4 and 5 judge them.)
+ */
+const KUBEADM_BOUND = 10;
 /** Once converged, the planner must leave the control plane alone for this many reconciles. */
 const SETTLE_STEPS = 3;
 
@@ -63,6 +77,8 @@ export async function runSchedule(
   let lastFingerprint = "";
   let lastChange = world.faultsUntil;
   let convergedSince: number | undefined;
+  /** Since when the Machines are at the spec while some of their static pods are not (rule 10, kubeadm worlds). */
+  let machinesAtSpecSince: number | undefined;
   /** A crashed controller comes back after a lease handover: no reconcile until this step. */
   let controllerBackAt = 0;
   for (;;) {
@@ -163,12 +179,22 @@ export async function runSchedule(
       continue;
     }
     convergedSince = undefined;
+    const shortfall = machinesAtSpec(world) ? staticPodsShortOfSpec(world) : undefined;
+    if (shortfall === undefined) machinesAtSpecSince = undefined;
+    else if (world.step - (machinesAtSpecSince ??= world.step) >= KUBEADM_BOUND) {
+      return finish("violation", {
+        kind: "violation",
+        rule: "10 an upgrade upgrades",
+        message: `the Machines are at the spec ${KUBEADM_BOUND} steps, but ${shortfall}`,
+      });
+    }
     const current = fingerprint(world);
     if (current !== lastFingerprint) {
       lastFingerprint = current;
       lastChange = world.step;
     }
-    const last = action ? describeAction(action) : "nothing (no plan)";
+    const kubeadm = kubeadmShortOfSpec(world);
+    const last = `${action ? describeAction(action) : "nothing (no plan)"}${kubeadm ? `; kubeadm: ${kubeadm}` : ""}`;
     if (world.step - lastChange >= STUCK_BOUND) {
       return finish("stuck", {
         kind: "stuck",

@@ -5,6 +5,7 @@ import type { EtcdMemberStatus } from "../../src/api/types.ts";
 import { nextMachineName } from "../../src/controller/machine-factory.ts";
 import { templateKeysRecord } from "../../src/core/in-place.ts";
 import type { FaultProfile } from "./faults.ts";
+import { KUBEADM_START_VERSION, uploadKubeadmObjects } from "./kubeadm.ts";
 import { Prng } from "./prng.ts";
 import {
   CONTROL_PLANE,
@@ -19,7 +20,13 @@ import {
 } from "./world.ts";
 
 /** How often a schedule has each trait of WorldTraits. */
-export const TRAIT_WEIGHTS = { nodeRefLag: 0.25, addressLag: 0.25, secondOwner: 0.15, racingOutage: 0.25 } as const;
+export const TRAIT_WEIGHTS = {
+  nodeRefLag: 0.25,
+  addressLag: 0.25,
+  secondOwner: 0.15,
+  racingOutage: 0.25,
+  kubeadm: 0.3,
+} as const;
 
 /** Faults stop by this step at the latest. */
 export const MAX_FAULT_STEPS = 40;
@@ -44,7 +51,7 @@ export function createScenario(seed: number): Scenario {
   const world: World = {
     step: 0,
     now: EPOCH,
-    traits: { nodeRefLag: false, addressLag: false, secondOwner: false, racingOutage: false },
+    traits: { nodeRefLag: false, addressLag: false, secondOwner: false, racingOutage: false, kubeadm: false },
     spec: {
       replicas,
       version: "v1.30.2",
@@ -79,7 +86,8 @@ export function createScenario(seed: number): Scenario {
     nextStray: 0,
     rng: rng.fork(),
   };
-  if (setup.chance(0.75)) startConverged(world);
+  // Drawn here, the world built after the traits (a kubeadm world starts at another version).
+  const startsConverged = setup.chance(0.75);
   const profile: FaultProfile = {
     rate: 0.05 + setup.next() * 0.35,
     crashRate: 0.05 + setup.next() * 0.35,
@@ -95,10 +103,19 @@ export function createScenario(seed: number): Scenario {
     addressLag: traits.chance(TRAIT_WEIGHTS.addressLag),
     secondOwner: traits.chance(TRAIT_WEIGHTS.secondOwner),
     racingOutage: traits.chance(TRAIT_WEIGHTS.racingOutage),
+    kubeadm: false,
   };
+  const race = traits.fork();
+  // Drawn after the race stream's fork, so that a world without the trait keeps every draw it had before it existed.
+  world.traits.kubeadm = traits.chance(TRAIT_WEIGHTS.kubeadm);
+  if (world.traits.kubeadm) {
+    world.spec.version = KUBEADM_START_VERSION;
+    world.kubeadm = { bindings: new Set(), resourceVersion: 1 };
+  }
+  if (startsConverged) startConverged(world);
   if (world.traits.secondOwner) world.copy = { finalizers: [] };
   for (const machine of world.machines) drawLags(world, machine);
-  return { world, profile, rngs: { ...rngs, race: traits.fork() } };
+  return { world, profile, rngs: { ...rngs, race } };
 }
 
 /** A healthy control plane at the spec: one running Machine, Node and voter per replica. */
@@ -138,6 +155,7 @@ function startConverged(world: World): void {
       markedForDeletion: false,
       memberId: id,
       nodeRegistered: true,
+      ...(world.kubeadm ? { staticPodVersion: world.spec.version } : {}),
     });
     world.members.push({
       id,
@@ -168,6 +186,8 @@ function startConverged(world: World): void {
   // What an earlier controller left in status: the members and when it first saw them.
   world.status = { initialization: { controlPlaneInitialized: true }, etcd: { members: remembered } };
   world.initialized = true;
+  // kubeadm init uploaded its objects at this version long ago (and an older kubeadm created its bindings).
+  uploadKubeadmObjects(world, world.spec.version);
   // An adopted Machine (or one made by an older release) lacks Quorum's pre-terminate hook.
   if (world.rng.chance(0.15)) world.rng.pick(world.machines).hook = false;
 }

@@ -1,13 +1,14 @@
 // One line per step for --trace: what broke, what the planner decided and why, which calls ran (and where the
 // controller crashed), and the world afterwards, compact enough to read a whole schedule.
 import type { Action } from "../../src/core/actions.ts";
+import { configVersion, kubeProxyVersion } from "./kubeadm.ts";
 import { findMember, type SimMachine, type SimMember, type World } from "./world.ts";
 
 export function describeSetup(seed: number, world: World): string {
   const spec = world.spec;
   return [
     `schedule seed ${seed}: replicas ${spec.replicas}, ${spec.version}, maxSurge ${spec.maxSurge}, memberRemoval ${spec.memberRemoval}`,
-    `join ${world.joinMode}, node names ${world.nodeNaming}, failure domains [${world.failureDomains.join(",")}], faults until step ${world.faultsUntil}${world.traits.nodeRefLag ? ", nodeRefs lag" : ""}${world.traits.addressLag ? ", addresses lag" : ""}${world.traits.racingOutage ? ", voters go down between plan and removal" : ""}`,
+    `join ${world.joinMode}, node names ${world.nodeNaming}, failure domains [${world.failureDomains.join(",")}], faults until step ${world.faultsUntil}${world.traits.nodeRefLag ? ", nodeRefs lag" : ""}${world.traits.addressLag ? ", addresses lag" : ""}${world.traits.racingOutage ? ", voters go down between plan and removal" : ""}${world.traits.kubeadm ? ", kubeadm" : ""}`,
     `start: ${describeWorld(world)}`,
   ].join("\n");
 }
@@ -40,7 +41,16 @@ export function describeWorld(world: World): string {
   const members = world.members.map((member) => describeMember(world, member)).join(" ");
   const spec = world.spec;
   const paused = spec.paused || spec.clusterPaused ? " PAUSED" : "";
-  return `spec ${spec.replicas}x${spec.version}/${spec.templateHash} surge${spec.maxSurge} ${spec.memberRemoval}${paused} | machines ${machines || "-"} | members ${members || "-"}`;
+  return `spec ${spec.replicas}x${spec.version}/${spec.templateHash} surge${spec.maxSurge} ${spec.memberRemoval}${paused} | machines ${machines || "-"} | members ${members || "-"}${describeKubeadm(world)}`;
+}
+
+/** A kubeadm world's objects: kubeadm-config's version, kube-proxy's tag, the bindings. */
+function describeKubeadm(world: World): string {
+  const objects = world.kubeadm;
+  if (!objects) return "";
+  if (objects.clusterConfiguration === undefined)
+    return ` | kubeadm: not uploaded${objects.uploadAt !== undefined ? ` (init uploads at step ${objects.uploadAt})` : ""}`;
+  return ` | kubeadm-config ${configVersion(world) ?? "?"}, kube-proxy ${kubeProxyVersion(world) ?? "?"}, bindings [${[...objects.bindings].join(",")}]`;
 }
 
 function describeMachine(world: World, machine: SimMachine): string {
@@ -59,6 +69,9 @@ function describeMachine(world: World, machine: SimMachine): string {
     machine.remediationRequested ? "MHC" : "",
     machine.failed ? "failed" : "",
     machine.markedForDeletion ? "marked" : "",
+    machine.staticPodVersion !== undefined && machine.staticPodVersion !== machine.version
+      ? `pods-${machine.staticPodVersion}`
+      : "",
     machine.memberId !== undefined && !findMember(world, machine.memberId) ? "member-gone" : "",
   ].filter((flag) => flag !== "");
   return `${machine.name}[${flags.join(",")}]`;

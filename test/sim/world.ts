@@ -98,6 +98,12 @@ export interface SimMachine {
   nodeRegistered: boolean;
   /** First step the MachineHealthCheck saw it unhealthy. */
   unhealthySince?: number;
+  /**
+   * kubeadm worlds: the version its static pods (API server, controller-manager, scheduler, etcd) run. kubeadm init
+   * renders them at the Machine's version; kubeadm join renders them from kubeadm-config's kubernetesVersion at the
+   * moment it joins, whatever the Machine's spec.version says. Nothing changes them afterwards (no kubeadm upgrade).
+   */
+  staticPodVersion?: string;
 }
 
 export interface SimMember {
@@ -160,8 +166,31 @@ export interface WorldTraits {
    * controller planned: the e2e member-down race). The controller acts on a snapshot that is already stale.
    */
   racingOutage: boolean;
+  /**
+   * The bootstrap config template is a KubeadmConfigTemplate: the workload cluster holds kubeadm's objects
+   * (World.kubeadm), joins render their static pods from kubeadm-config, and the real KubeadmFlavour keeps them.
+   */
+  kubeadm: boolean;
 }
 
+/**
+ * The kubeadm objects of a kubeadm world's workload cluster, as the API server holds them. kubeadm init on the first
+ * Machine uploads them; after that only the controller (through the real KubeadmFlavour) changes them.
+ */
+export interface KubeadmObjects {
+  /** When kubeadm init uploads its config (a step or two after its etcd started); undefined once uploaded or before init. */
+  uploadAt?: number;
+  /** The version of the Machine that ran kubeadm init: the one its upload says. */
+  initVersion?: string;
+  /** kube-system/kubeadm-config: its ClusterConfiguration document (YAML, kubeadm v1beta4), absent before upload. */
+  clusterConfiguration?: string;
+  /** kube-system/kube-proxy: the kube-proxy container's image, absent before upload. */
+  kubeProxyImage?: string;
+  /** ClusterRoleBindings in the workload cluster, by name. */
+  bindings: Set<string>;
+  /** Bumped on every write, as metadata.resourceVersion (the ConfigMap's and the DaemonSet's). */
+  resourceVersion: number;
+}
 export interface World {
   step: number;
   traits: WorldTraits;
@@ -200,6 +229,8 @@ export interface World {
    * listing Nodes fails while etcd answers.
    */
   workloadUnreadableUntil?: number;
+  /** Set in kubeadm worlds (WorldTraits.kubeadm). */
+  kubeadm?: KubeadmObjects;
   /** Faults (including crashes and spec changes) happen only before this step. */
   faultsUntil: number;
   nextAddress: number;

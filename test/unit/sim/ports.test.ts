@@ -10,11 +10,11 @@ import { createScenario } from "../../sim/scenario.ts";
 import { STEP_MS, voters, type World } from "../../sim/world.ts";
 
 /** The first seed's world that starts converged with 3 replicas, without lagging Machines, and its ports. */
-function converged(): { world: World; ports: SimPorts } {
+function converged(kubeadm = false): { world: World; ports: SimPorts } {
   for (let seed = 1; ; seed++) {
     const { world } = createScenario(seed);
-    if (world.machines.length !== 3) continue;
-    world.traits = { nodeRefLag: false, addressLag: false, secondOwner: false, racingOutage: false };
+    if (world.machines.length !== 3 || world.traits.kubeadm !== kubeadm) continue;
+    world.traits = { ...world.traits, nodeRefLag: false, addressLag: false, secondOwner: false, racingOutage: false };
     for (const machine of world.machines) {
       delete machine.nodeRefAt;
       delete machine.addressAt;
@@ -23,6 +23,13 @@ function converged(): { world: World; ports: SimPorts } {
     ports.gate = new CallGate(world);
     return { world, ports };
   }
+}
+
+/** The control plane and its bootstrap template reader, as reconcile() hands them to the workload port. */
+function kubeadmInputs(ports: SimPorts) {
+  const controlPlane = ports.controlPlane();
+  const ref = controlPlane.spec.machineTemplate.spec.bootstrapConfigTemplateRef;
+  return { controlPlane, template: () => ports.management.getReferenced(ref, "default", "") };
 }
 
 async function client(world: World, ports: SimPorts) {
@@ -78,5 +85,54 @@ describe("the simulated world's ports", () => {
     await assert.rejects(ports.management.deleteMachine("default", world.machines[0].name), SimCrash);
     await assert.rejects(ports.management.getControlPlane("default", "qcp"), SimCrash);
     assert.equal(world.machines[0].deleting, undefined);
+  });
+
+  it("runs the real kubeadm flavour over the kubeadm world's objects: a version bump shows kubeadm-config and the 1.37 binding to do", async () => {
+    const { world, ports } = converged(true);
+    world.spec.version = "v1.37.0";
+    const { controlPlane, template } = kubeadmInputs(ports);
+    const observed = await ports.workload.workloadSteps(controlPlane, { metadata: { name: "sim" } }, template);
+    assert.equal(observed.flavour, "kubeadm");
+    assert.deepEqual(
+      observed.steps.map((step) => [step.name, step.done]),
+      [
+        ["kubeadm-config", false],
+        ["kubeadm-permissions", false],
+        ["kube-proxy", false],
+      ],
+    );
+    assert.match(
+      ports.gate.log.join(", "),
+      /read ClusterRoleBinding kubeadm:apiserver-kubelet-client: clusterrolebindings.rbac.authorization.k8s.io "kubeadm:apiserver-kubelet-client" not found/,
+    );
+    await ports.workload.prepareWorkload(controlPlane, { metadata: { name: "sim" } }, "kubeadm-config", template);
+    assert.match(world.kubeadm?.clusterConfiguration ?? "", /kubernetesVersion: v1.37.0/);
+  });
+
+  it("stops the kubeadm flavour at the crash point between two of its calls, and its write never lands", async () => {
+    const { world, ports } = converged(true);
+    world.spec.version = "v1.36.4";
+    const { controlPlane, template } = kubeadmInputs(ports);
+    const before = world.kubeadm?.clusterConfiguration;
+    // prepare reads the ConfigMap, then the template, then would replace the ConfigMap: the crash falls before that.
+    ports.gate = new CallGate(world, { phase: "observe", after: 2 });
+    await assert.rejects(
+      ports.workload.prepareWorkload(controlPlane, { metadata: { name: "sim" } }, "kubeadm-config", template),
+      SimCrash,
+    );
+    assert.equal(world.kubeadm?.clusterConfiguration, before);
+  });
+
+  it("answers the kubeadm flavour as an unreadable workload API while etcd has no leader, as nodes() does", async () => {
+    const { world, ports } = converged(true);
+    world.spec.version = "v1.36.4";
+    world.leaderId = undefined;
+    const { controlPlane, template } = kubeadmInputs(ports);
+    const observed = await ports.workload.workloadSteps(controlPlane, { metadata: { name: "sim" } }, template);
+    assert.deepEqual(observed.steps, []);
+    assert.match(
+      observed.error ?? "",
+      /could not be reached \(the workload cluster's API server did not answer: etcdserver: no leader\)/,
+    );
   });
 });

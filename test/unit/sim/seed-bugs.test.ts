@@ -78,4 +78,14 @@ describe("seed bugs the simulator must catch", () => {
     const found = await firstWith("serving-blind", "violation", /^8 /);
     assert.ok(found, `no rule 8 violation within ${BUDGET} schedules`);
   });
+
+  it("reports a violation when a kubeadm rollout ignores the flavour's workload steps, so joiners run the old version's static pods (issue 17)", async () => {
+    const found = await firstWith("skip-workload-steps", "violation", /^10 an upgrade upgrades/);
+    assert.ok(found, `no rule 10 violation within ${BUDGET} schedules`);
+  });
+
+  it("reports a violation when kube-proxy's image moves before the new-version Machines join (issue 17)", async () => {
+    const found = await firstWith("proxy-first", "violation", /^10 kube-proxy never ahead/);
+    assert.ok(found, `no rule 10 skew violation within ${BUDGET} schedules`);
+  });
 });
