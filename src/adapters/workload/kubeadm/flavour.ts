@@ -13,6 +13,8 @@ import type { Cluster } from "../../../api/capi.ts";
 import type { QuorumControlPlane } from "../../../api/types.ts";
 import type { ControlPlaneComponent, TemplateReader, WorkloadStep } from "../../../ports/workload.ts";
 import type { WorkloadCaller } from "../client.ts";
+
+export type { WorkloadCaller } from "../client.ts";
 import {
   CLUSTER_CONFIGURATION_KEY,
   ClusterConfigurationError,
