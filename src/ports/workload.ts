@@ -65,7 +65,10 @@ export interface ServingMachine {
 /** When each Machine's certificates expire (epoch ms, by Machine name), and why some could not be read. */
 export interface CertificatesExpiries {
   expiries: Record<string, number>;
-  /** One line per Machine that could not be read: it keeps an unknown expiry, which rolls nothing out. */
+  /**
+   * One line per Machine whose read failed in this call (not repeated while the failure is cached): it keeps an
+   * unknown expiry, which rolls nothing out.
+   */
   errors: string[];
 }
 

@@ -93,7 +93,8 @@ export class ServingCertificateExpiries {
           this.cache.set(key, entry);
         }
         if (entry?.expiry !== undefined) result.expiries[machine.name] = entry.expiry;
-        else if (entry?.error !== undefined) result.errors.push(`Machine ${machine.name}: ${entry.error}`);
+        // A failure is reported when it happens, not again on every reconcile while it is cached (no log flood).
+        else if (!fresh && entry?.error !== undefined) result.errors.push(`Machine ${machine.name}: ${entry.error}`);
       }),
     );
     result.errors.sort();

@@ -59,7 +59,7 @@ describe("the API server serving certificate expiry", () => {
     assert.equal(handshakes - start, 2, "a new UID is a new Machine");
   });
 
-  it("names the Machine and the address when nothing answers the handshake within the deadline", async () => {
+  it("names the Machine and the address when nothing answers the handshake within the deadline, once a minute", async () => {
     // A TCP listener that never speaks TLS, like a Machine whose API server hangs.
     const silent = createNetServer(() => undefined);
     const silentPort = await listen(silent);
@@ -84,6 +84,12 @@ describe("the API server serving certificate expiry", () => {
         result.errors[0] ?? "",
         /^Machine cp-2: could not read the API server serving certificate at 127\.0\.0\.1/,
       );
+      const again = await expiries.expiries(
+        "ns/cluster",
+        [{ name: "cp-2", uid: "u", address: "127.0.0.1" }],
+        silentPort,
+      );
+      assert.deepEqual(again, { expiries: {}, errors: [] }, "within a minute: not dialled again, not reported again");
     } finally {
       silent.close();
     }
