@@ -36,6 +36,14 @@ export const TEMPLATE_HASH_ANNOTATION = "controlplane.cluster.x-k8s.io/quorum-te
  * keys others set are left alone (src/core/in-place.ts).
  */
 export const TEMPLATE_METADATA_ANNOTATION = "controlplane.cluster.x-k8s.io/quorum-template-metadata";
+/**
+ * On a Machine: when its API server serving certificate expires (RFC 3339), CAPI's own annotation. Quorum records
+ * what it read over TLS here (src/controller/certificates-expiry.ts); CAPI's Machine controller copies it into
+ * Machine.status.certificatesExpiryDate, and a value a user sets is read, not dialled for.
+ */
+export const CERTIFICATES_EXPIRY_ANNOTATION = "machine.cluster.x-k8s.io/certificates-expiry";
+/** spec.rollout.before.certificatesExpiryDays' smallest value (KCP's): kubeadm needs time to replace a Machine. */
+export const MIN_CERTIFICATES_EXPIRY_DAYS = 7;
 /** The member name Quorum expects this Machine's etcd member to use (defaults to the Machine name). */
 export const MEMBER_NAME_ANNOTATION = "controlplane.cluster.x-k8s.io/quorum-etcd-member";
 /** A user asks for this Machine to be replaced, like KCP's remediation-in-progress / delete-machine. */

@@ -85,7 +85,17 @@ export interface RolloutStrategy {
 export interface RolloutSpec {
   /** RFC 3339: Machines created before it are replaced once it has passed. */
   after?: string;
+  before?: RolloutBeforeSpec;
   strategy?: RolloutStrategy;
+}
+
+/** spec.rollout.before, as KubeadmControlPlane v1beta2 has it. */
+export interface RolloutBeforeSpec {
+  /**
+   * A Machine whose API server serving certificate expires within this many days is replaced (kubeadm control planes
+   * only; at least 7, as KCP). Unset: certificate expiry rolls nothing out.
+   */
+  certificatesExpiryDays?: number;
 }
 
 export interface RemediationSpec {

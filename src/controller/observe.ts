@@ -4,9 +4,10 @@ import type { Cluster, Machine, Node } from "../api/capi.ts";
 import { DEFAULTS } from "../api/constants.ts";
 import type { QuorumControlPlane } from "../api/types.ts";
 import { etcdEndpoints } from "../api/endpoints.ts";
-import type { EtcdClusterClient, TemplateReader, WorkloadAccess } from "../ports/index.ts";
+import type { CertificatesExpiries, EtcdClusterClient, TemplateReader, WorkloadAccess } from "../ports/index.ts";
 import { observe as observeMembers, recall } from "../core/memory.ts";
 import type { EtcdView, WorkloadStepsView, WorkloadView } from "../core/snapshot.ts";
+import { machinesToRead } from "./certificates-expiry.ts";
 import { observeEtcd, toEtcdView } from "./etcd-view.ts";
 import type { Observation } from "./snapshot-builder.ts";
 
@@ -18,6 +19,8 @@ export interface ObservedWorld {
   nodesError?: string;
   /** The adapter's reason for nodesError, when it gave one (e.g. WorkloadKubeconfigRejected). */
   nodesErrorReason?: string;
+  /** Machines whose certificates expiry could not be read (logged; their expiry stays unknown). */
+  certificatesErrors?: string[];
 }
 
 export async function observe(
@@ -34,10 +37,11 @@ export async function observe(
     live.map((machine) => ({ addresses: internalAddresses(machine) })),
     clientPort,
   );
-  const [etcdResult, nodesResult, workloadSteps] = await Promise.all([
+  const [etcdResult, nodesResult, workloadSteps, certificates] = await Promise.all([
     observeEtcdOf(controlPlane, cluster, machines, endpoints, workload),
     listNodes(controlPlane, cluster, workload),
     stepsOf(controlPlane, cluster, machines, workload, template),
+    certificatesOf(controlPlane, cluster, machines, workload, template),
   ]);
   const observation: Observation = {
     now,
@@ -47,6 +51,7 @@ export async function observe(
     nodes: nodesResult.nodes,
     workload: nodesResult.workload,
     ...(workloadSteps ? { workloadSteps } : {}),
+    ...(Object.keys(certificates.expiries).length > 0 ? { certificatesExpiries: certificates.expiries } : {}),
     etcd: etcdResult.view(now),
   };
   return {
@@ -54,7 +59,21 @@ export async function observe(
     ...(etcdResult.client ? { etcd: etcdResult.client } : {}),
     ...(nodesResult.error ? { nodesError: nodesResult.error } : {}),
     ...(nodesResult.reason ? { nodesErrorReason: nodesResult.reason } : {}),
+    ...(certificates.errors.length > 0 ? { certificatesErrors: certificates.errors } : {}),
   };
+}
+
+/** The API server certificates' expiry of the Machines that do not carry it yet (src/controller/certificates-expiry.ts). */
+async function certificatesOf(
+  controlPlane: QuorumControlPlane,
+  cluster: Cluster,
+  machines: Machine[],
+  workload: WorkloadAccess,
+  template: TemplateReader,
+): Promise<CertificatesExpiries> {
+  const toRead = machinesToRead(controlPlane, machines, internalAddresses);
+  if (toRead.length === 0 || !workload.certificatesExpiry) return { expiries: {}, errors: [] };
+  return workload.certificatesExpiry(controlPlane, cluster, toRead, template);
 }
 
 async function observeEtcdOf(

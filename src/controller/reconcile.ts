@@ -30,6 +30,7 @@ import { statusFor, type Problem, type StatusRequest } from "./status.ts";
 import { keepTemplatesOwned, type OwnedTemplates } from "./template-owners.ts";
 import { keepMachineConditions, type MachineConditionsResult } from "./machine-conditions.ts";
 import { keepMachinesInPlace, type InPlaceResult } from "./in-place.ts";
+import { recordExpiries } from "./certificates-expiry.ts";
 
 export type Planner = (snapshot: Snapshot) => Decision;
 
@@ -106,6 +107,8 @@ export async function reconcile(
     const template = bootstrapTemplateReader(controlPlane, deps);
     const world = await observe(controlPlane, cluster, machines, deps.workload, now, template);
     etcd = world.etcd;
+    for (const problem of world.certificatesErrors ?? [])
+      log("info", `certificates expiry unknown, so it rolls nothing out: ${problem}`);
     let snapshot: Snapshot;
     try {
       snapshot = buildSnapshot({ ...world.observation, foreignMachines: foreign });
@@ -140,10 +143,23 @@ export async function reconcile(
     // change the Machines' resourceVersions, which an action's preconditions were taken from.
     const inPlace =
       action.kind === "Wait" ? await machinesInPlace(controlPlane, cluster, machines, snapshot, deps, log) : undefined;
+    // The certificates expiry read this reconcile is recorded on its Machine likewise, and not on one just patched.
+    const expiriesRecorded =
+      action.kind === "Wait" && (inPlace?.updated.length ?? 0) === 0
+        ? await expiriesOnMachines(
+            controlPlane,
+            cluster,
+            machines,
+            snapshot,
+            world.observation.certificatesExpiries,
+            deps,
+            log,
+          )
+        : 0;
     // The Machines' UpToDate and OwnerRemediated conditions, likewise, and not on Machines just patched in place
     // (their resourceVersions moved; the next reconcile writes them).
     const conditions =
-      action.kind === "Wait" && (inPlace?.updated.length ?? 0) === 0
+      action.kind === "Wait" && (inPlace?.updated.length ?? 0) === 0 && expiriesRecorded === 0
         ? await machineConditions(controlPlane, cluster, machines, snapshot, action, deps, log)
         : undefined;
 
@@ -307,6 +323,26 @@ async function machinesInPlace(
   }
   if (result.problem) log("warn", result.problem.message, { reason: result.problem.reason });
   return result;
+}
+
+/** The certificates expiry read this reconcile, recorded on the Machines (src/controller/certificates-expiry.ts). */
+async function expiriesOnMachines(
+  controlPlane: QuorumControlPlane,
+  cluster: Cluster,
+  machines: readonly Machine[],
+  snapshot: Snapshot,
+  expiries: Record<string, number> | undefined,
+  deps: ReconcilerDeps,
+  log: Log,
+): Promise<number> {
+  if (!expiries || !namesControlPlane(cluster.spec?.controlPlaneRef, controlPlane.metadata.name)) return 0;
+  const { recorded, problem } = await recordExpiries(controlPlane, machines, snapshot, expiries, deps.management);
+  for (const line of recorded) {
+    deps.metrics?.apiWrites.inc({ verb: "patch-annotations" });
+    log("info", `recorded ${line}`);
+  }
+  if (problem) log("warn", problem);
+  return recorded.length + (problem ? 1 : 0);
 }
 
 /** The conditions Quorum owns on its Machines, with the same guards as the in-place fields. */

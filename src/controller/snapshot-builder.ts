@@ -4,10 +4,12 @@ import { createHash } from "node:crypto";
 import type { Cluster, Machine, Node } from "../api/capi.ts";
 import { HEALTH_CHECK_SUCCEEDED_CONDITION, OWNER_REMEDIATED_CONDITION } from "../api/capi.ts";
 import {
+  CERTIFICATES_EXPIRY_ANNOTATION,
   DEFAULTS,
   DELETE_MACHINE_ANNOTATION,
   LAST_REMEDIATION_ANNOTATION,
   MEMBER_NAME_ANNOTATION,
+  MIN_CERTIFICATES_EXPIRY_DAYS,
   PAUSED_ANNOTATION,
   PRE_TERMINATE_HOOK,
   REMOVE_MEMBER_ANNOTATION,
@@ -41,6 +43,11 @@ export interface Observation {
   workloadSteps?: WorkloadStepsView;
   /** What etcd showed, with each member's memory (core/memory.ts) recalled from status and updated. */
   etcd: EtcdView;
+  /**
+   * When each Machine's API server serving certificate expires (epoch ms, by Machine name), as read over TLS this
+   * reconcile for Machines whose annotation does not say yet (src/controller/certificates-expiry.ts).
+   */
+  certificatesExpiries?: Record<string, number>;
   /** Machines listed with ours that claimMachines (src/api/ownership.ts) found not to be ours. */
   foreignMachines?: ForeignMachine[];
 }
@@ -51,12 +58,20 @@ export function buildSnapshot(observation: Observation): Snapshot {
     now,
     controlPlane: controlPlaneView(controlPlane),
     cluster: clusterView(cluster, observation.foreignMachines ?? []),
-    machines: observation.machines.map(readMachine).sort((a, b) => a.name.localeCompare(b.name)),
+    machines: observation.machines
+      .map((machine) => withObservedExpiry(readMachine(machine), observation.certificatesExpiries))
+      .sort((a, b) => a.name.localeCompare(b.name)),
     nodes: observation.nodes.map(nodeView).sort((a, b) => a.name.localeCompare(b.name)),
     ...(observation.workload ? { workload: observation.workload } : {}),
     ...(observation.workloadSteps ? { workloadSteps: observation.workloadSteps } : {}),
     etcd: observation.etcd,
   };
+}
+
+/** The expiry read over TLS, for a Machine whose annotation does not say. */
+function withObservedExpiry(view: MachineView, observed: Record<string, number> | undefined): MachineView {
+  const expiry = observed?.[view.name];
+  return view.certificatesExpiry === undefined && expiry !== undefined ? { ...view, certificatesExpiry: expiry } : view;
 }
 
 /**
@@ -124,6 +139,7 @@ function controlPlaneView(qcp: QuorumControlPlane): ControlPlaneView {
   const rolling = spec.rollout?.strategy?.rollingUpdate;
   const last = lastRemediation(qcp);
   const rolloutAfter = spec.rollout?.after ? Date.parse(spec.rollout.after) : undefined;
+  const certificatesExpiryDays = spec.rollout?.before?.certificatesExpiryDays;
   const deletionStartedAt = qcp.metadata.deletionTimestamp ? Date.parse(qcp.metadata.deletionTimestamp) : undefined;
   // A control plane being deleted is taken down with the defaults in place of invalid settings: refusing to plan would
   // keep its finalizer (and its namespace) forever over a setting that no longer matters.
@@ -144,6 +160,10 @@ function controlPlaneView(qcp: QuorumControlPlane): ControlPlaneView {
     templateHash: machineTemplateHash(qcp),
     legacyTemplateHash: legacyMachineTemplateHash(qcp),
     ...(rolloutAfter !== undefined && !Number.isNaN(rolloutAfter) ? { rolloutAfter } : {}),
+    // The CRD refuses less than the minimum; the field is newer than any object stored without that rule.
+    ...(typeof certificatesExpiryDays === "number" && certificatesExpiryDays >= MIN_CERTIFICATES_EXPIRY_DAYS
+      ? { certificatesExpiryDays }
+      : {}),
     maxSurge: rolling?.maxSurge ?? DEFAULTS.maxSurge,
     memberRemoval: rolling?.memberRemoval ?? DEFAULTS.memberRemoval,
     deleting: Boolean(qcp.metadata.deletionTimestamp),
@@ -285,6 +305,7 @@ function machineView(machine: Machine): MachineView {
   const healthCheck = status.conditions?.find((condition) => condition.type === HEALTH_CHECK_SUCCEEDED_CONDITION);
   const failure = status.deprecated?.v1beta1;
   const drainFinished = drainState(machine);
+  const certificatesExpiry = Date.parse(annotations[CERTIFICATES_EXPIRY_ANNOTATION] ?? "");
   const conditionTrue = (type: string) =>
     status.conditions?.some((condition) => condition.type === type && condition.status === "True") === true;
   return {
@@ -305,6 +326,8 @@ function machineView(machine: Machine): MachineView {
       status.initialization?.bootstrapDataSecretCreated === true || Boolean(machine.spec.bootstrap?.dataSecretName),
     ...(conditionTrue("Ready") ? { capiReady: true } : {}),
     ...(conditionTrue("Available") ? { capiAvailable: true } : {}),
+    // An unreadable value (a hand edit) counts as an unknown expiry: nothing is rolled out on a guess.
+    ...(Number.isNaN(certificatesExpiry) ? {} : { certificatesExpiry }),
     hasPreTerminateHook: annotations[PRE_TERMINATE_HOOK] !== undefined,
     remediationRequested: ownerRemediated?.status === "False" && healthCheck?.status === "False",
     ...(ownerRemediated?.status === "False" && healthCheck?.status === "True" ? { remediationWithdrawn: true } : {}),

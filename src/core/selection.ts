@@ -2,7 +2,7 @@
 // after a crash the next reconcile picks the same Machine again and finishes the removal it started.
 import type { MachineView, Snapshot } from "./snapshot.ts";
 import type { MemberAssessment, Verdict } from "./assess.ts";
-import { formatDuration } from "./format.ts";
+import { formatDuration, formatTime } from "./format.ts";
 import { nodeOfMachine } from "./identity.ts";
 
 /** Why a Machine no longer matches the spec; empty when it is up to date. */
@@ -22,6 +22,8 @@ export function outdatedReasons(snapshot: Snapshot, machine: MachineView): strin
     reasons.push("machine template changed");
   if (spec.rolloutAfter !== undefined && snapshot.now >= spec.rolloutAfter && machine.created < spec.rolloutAfter)
     reasons.push("created before spec.rollout.after");
+  const expiring = certificatesExpiring(snapshot, machine);
+  if (expiring) reasons.push(expiring);
   if (reasons.length === 0) {
     const running = staticPodVersion(snapshot, machine);
     if (running !== undefined && running !== spec.version)
@@ -48,6 +50,25 @@ function staticPodVersion(snapshot: Snapshot, machine: MachineView): string | un
   const tag = image?.split("@")[0].match(/:([^:/]+)$/)?.[1];
   // Image tags spell a version's "+" as "_".
   return tag?.replace(/_/g, "+");
+}
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * Why the Machine's certificates need it replaced, when they do: they expire within
+ * spec.rollout.before.certificatesExpiryDays (KCP's ShouldRolloutBefore). Only for a known expiry. A Machine whose
+ * certificates were issued for no longer than that notice (expiry - created) is not replaced for it: its replacement
+ * would get certificates just as short-lived and be replaced in turn, forever (certificatesExpiryDays 400 against
+ * kubeadm's 365-day certificates, which KCP's webhook lets through unless the template sets the validity).
+ */
+export function certificatesExpiring(snapshot: Snapshot, machine: MachineView): string | undefined {
+  const days = snapshot.controlPlane.certificatesExpiryDays;
+  const expiry = machine.certificatesExpiry;
+  if (days === undefined || expiry === undefined) return undefined;
+  const notice = days * DAY_MS;
+  if (snapshot.now + notice <= expiry) return undefined;
+  if (expiry - machine.created <= notice) return undefined;
+  return `certificates expire ${formatTime(expiry)}, within spec.rollout.before.certificatesExpiryDays (${days})`;
 }
 
 export function isUpToDate(snapshot: Snapshot, machine: MachineView): boolean {

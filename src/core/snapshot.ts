@@ -84,6 +84,11 @@ export interface ControlPlaneView {
   legacyTemplateHash?: string;
   /** spec.rollout.after: Machines created before it are outdated once now >= rolloutAfter. */
   rolloutAfter?: number;
+  /**
+   * spec.rollout.before.certificatesExpiryDays: a Machine whose certificates expire within this many days of `now`
+   * is outdated (kubeadm control planes; see MachineView.certificatesExpiry).
+   */
+  certificatesExpiryDays?: number;
   maxSurge: 0 | 1;
   memberRemoval: MemberRemoval;
   /** The QuorumControlPlane itself is being deleted. */
@@ -171,6 +176,11 @@ export interface MachineView {
    */
   capiReady?: boolean;
   capiAvailable?: boolean;
+  /**
+   * When its API server serving certificate expires (epoch ms): from the Machine's certificates-expiry annotation, or
+   * read over TLS this reconcile. Unknown (undefined) for Machines nobody could read it from: never outdated for it.
+   */
+  certificatesExpiry?: number;
   /** Carries Quorum's pre-terminate hook annotation. */
   hasPreTerminateHook: boolean;
   /**

@@ -15,4 +15,12 @@ export {
 } from "./etcd.ts";
 export type { LogMeta, Logger } from "./log.ts";
 export { isConflict, type InPlacePatch, type ManagementApi } from "./management.ts";
-export type { ControlPlaneComponent, TemplateReader, WorkloadAccess, WorkloadStep, WorkloadSteps } from "./workload.ts";
+export type {
+  CertificatesExpiries,
+  ControlPlaneComponent,
+  ServingMachine,
+  TemplateReader,
+  WorkloadAccess,
+  WorkloadStep,
+  WorkloadSteps,
+} from "./workload.ts";

@@ -55,6 +55,25 @@ export interface WorkloadSteps {
 /** The bootstrap config template the control plane references, read only when a step needs its contents. */
 export type TemplateReader = () => Promise<Unstructured>;
 
+/** A Machine whose API server serving certificate is to be read: it is dialled at `address`. */
+export interface ServingMachine {
+  name: string;
+  /** Cached by name and UID: a Machine recreated under the same name is read again. */
+  uid: string;
+  /** The Machine's first InternalIP (as etcd endpoints are chosen). */
+  address: string;
+}
+
+/** When each Machine's certificates expire (epoch ms, by Machine name), and why some could not be read. */
+export interface CertificatesExpiries {
+  expiries: Record<string, number>;
+  /**
+   * One line per Machine whose read failed in this call (not repeated while the failure is cached): it keeps an
+   * unknown expiry, which rolls nothing out.
+   */
+  errors: string[];
+}
+
 /** The workload cluster of one QuorumControlPlane: its certificates, its etcd and its Nodes. */
 export interface WorkloadAccess {
   /** Creates the cluster's CA/etcd/sa/proxy Secrets when absent and keeps the kubeconfig Secret fresh. */
@@ -75,6 +94,18 @@ export interface WorkloadAccess {
     step: string,
     template: TemplateReader,
   ): Promise<string>;
+  /**
+   * When the API server serving certificate of each Machine expires, for a bootstrap flavour whose Machines carry
+   * expiring certificates (kubeadm; others answer nothing): a TLS handshake with the Machine's address at the API
+   * server port, under a short deadline, cached per Machine. Never throws. Optional: a world without certificates
+   * (the simulator's) leaves it out.
+   */
+  certificatesExpiry?(
+    controlPlane: QuorumControlPlane,
+    cluster: Cluster,
+    machines: ServingMachine[],
+    template: TemplateReader,
+  ): Promise<CertificatesExpiries>;
   /** Drops cached clients of a QuorumControlPlane that is gone. */
   forget(namespace: string, clusterName: string): Promise<void>;
 }

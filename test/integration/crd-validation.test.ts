@@ -28,6 +28,7 @@ interface QuorumControlPlaneObject {
     machineTemplate: { metadata?: Record<string, unknown>; spec: Record<string, unknown> };
     rollout?: {
       after?: string;
+      before?: { certificatesExpiryDays?: number };
       strategy?: { type?: string; rollingUpdate?: { maxSurge?: number; memberRemoval?: string } };
     };
     etcd?: Record<string, string>;
@@ -174,6 +175,12 @@ const invalidCreates: Array<{ case: string; spec: Partial<QuorumControlPlaneObje
     message: /^(?!.*(at least|evaluation|error)).*must be a Go duration such as 30s, 5m or 1h30m \(got "5 minutes"\)/,
   },
   {
+    case: "certificatesExpiryDays 5",
+    spec: { rollout: { before: { certificatesExpiryDays: 5 } } },
+    message:
+      /spec\.rollout\.before\.certificatesExpiryDays: Invalid value.*rollout\.before\.certificatesExpiryDays must be at least 7 \(got 5\)/,
+  },
+  {
     case: "maxSurge 2",
     spec: { rollout: { strategy: { rollingUpdate: { maxSurge: 2 } } } },
     message: /maxSurge must be 0 .* or 1 .*got 2/,
@@ -201,9 +208,10 @@ for (const invalid of invalidCreates) {
   });
 }
 
-test("every duration at its minimum, in any unit Go accepts, and 7 replicas are accepted", async () => {
+test("every duration at its minimum, in any unit Go accepts, 7 replicas and certificatesExpiryDays 7 are accepted", async () => {
   const atMinimum = quorumControlPlane("at-minimum", {
     replicas: 7,
+    rollout: { before: { certificatesExpiryDays: 7 } },
     etcd: {
       ghostMemberGracePeriod: "20000ms",
       memberJoinGracePeriod: "1m",
@@ -216,6 +224,7 @@ test("every duration at its minimum, in any unit Go accepts, and 7 replicas are 
   const created = await kubeRequest<QuorumControlPlaneObject>(apiServer.kubeConfig, collection, { body: atMinimum });
   assert.equal(created.status, 201, statusMessage(created));
   assert.equal(created.body.spec.replicas, 7);
+  assert.equal(created.body.spec.rollout?.before?.certificatesExpiryDays, 7);
 });
 
 test("an update that skips a minor version is rejected with the CRD's own message, and a one-minor step is accepted", async () => {

@@ -5,7 +5,13 @@
 import { createHash } from "node:crypto";
 import type { Cluster, Node } from "../../api/capi.ts";
 import type { QuorumControlPlane } from "../../api/types.ts";
-import type { TemplateReader, WorkloadAccess, WorkloadSteps } from "../../ports/index.ts";
+import type {
+  CertificatesExpiries,
+  ServingMachine,
+  TemplateReader,
+  WorkloadAccess,
+  WorkloadSteps,
+} from "../../ports/index.ts";
 import {
   CLUSTER_CERTIFICATE_PURPOSES,
   ensureClusterCertificates,
@@ -25,6 +31,7 @@ import type { Logger } from "../kube/log.ts";
 import { WorkloadClients, type WorkloadCaller } from "./client.ts";
 import { flavourOf } from "./flavours.ts";
 import { KUBEADM_COMPONENTS, KubeadmFlavour } from "./kubeadm/flavour.ts";
+import { apiServerPortOf, ServingCertificateExpiries } from "./serving-certificate.ts";
 
 export interface WorkloadAccessOptions {
   secrets: SecretStore;
@@ -64,12 +71,14 @@ export class ClusterWorkloadAccess implements WorkloadAccess {
   /** Per namespace/cluster: when its certificate Secrets last passed the check, and their versions then. */
   private readonly checkedCertificates = new Map<string, { at: number; fingerprint: string }>();
   private readonly kubeadm: KubeadmFlavour;
+  private readonly servingCertificates: ServingCertificateExpiries;
 
   constructor(private readonly options: WorkloadAccessOptions) {
     this.etcdCertificates = new EtcdClientCertificates(options.secrets, options.etcdCredentials);
     this.workloadClients = new WorkloadClients(options.secrets, { timeoutMs: options.workloadTimeoutMs });
     this.clock = options.clock ?? (() => new Date());
     this.kubeadm = new KubeadmFlavour(() => this.clock().getTime());
+    this.servingCertificates = new ServingCertificateExpiries(() => this.clock().getTime());
     this.etcdCallDeadlineMs = options.etcdCallDeadlineMs ?? DEFAULT_ETCD_CALL_DEADLINE_MS;
     this.etcdClientFactory = options.etcdClientFactory ?? createEtcdClusterClient;
     this.etcdClients = new EtcdClientPool({
@@ -207,6 +216,34 @@ export class ClusterWorkloadAccess implements WorkloadAccess {
     return this.kubeadm.prepare(controlPlane, cluster, step, this.caller(controlPlane, cluster), template);
   }
 
+  /**
+   * Only kubeadm's Machines carry certificates that expire under them (one year); the API server port comes from the
+   * bootstrap template (kubeadm's localAPIEndpoint.bindPort), read only when a Machine is to be dialled.
+   */
+  async certificatesExpiry(
+    controlPlane: QuorumControlPlane,
+    cluster: Cluster,
+    machines: ServingMachine[],
+    template: TemplateReader,
+  ): Promise<CertificatesExpiries> {
+    if (flavourOf(controlPlane) !== "kubeadm" || machines.length === 0) return { expiries: {}, errors: [] };
+    let port: number;
+    try {
+      port = apiServerPortOf(await template());
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      return {
+        expiries: {},
+        errors: [`the API server port could not be read from the bootstrap template: ${message}`],
+      };
+    }
+    return this.servingCertificates.expiries(
+      clusterKey(namespaceOf(controlPlane), cluster.metadata.name),
+      machines,
+      port,
+    );
+  }
+
   /** Deadline-bound calls to this cluster's workload API, through the same client and credentials as nodes(). */
   private caller(controlPlane: QuorumControlPlane, cluster: Cluster): WorkloadCaller {
     return this.workloadClients.caller(
@@ -226,6 +263,7 @@ export class ClusterWorkloadAccess implements WorkloadAccess {
     this.checkedCertificates.delete(`${namespace}/${clusterName}`);
     this.workloadClients.forget(namespace, clusterName);
     this.kubeadm.forget(namespace, clusterName);
+    this.servingCertificates.forget(clusterKey(namespace, clusterName));
     for (const purpose of CLUSTER_CERTIFICATE_PURPOSES)
       forgetCheckedCA({ namespace, name: secretName[purpose](clusterName) });
     await this.etcdClients.forget(clusterKey(namespace, clusterName));
@@ -239,6 +277,7 @@ export class ClusterWorkloadAccess implements WorkloadAccess {
     this.etcdCertificates.forget();
     this.workloadClients.forget();
     this.checkedCertificates.clear();
+    this.servingCertificates.clear();
     forgetCheckedCA();
     await this.etcdClients.closeAll();
   }

@@ -52,6 +52,7 @@ export const completeSpec: DeepRequired<QuorumControlPlaneSpec> = {
   },
   rollout: {
     after: "2026-04-01T00:00:00Z",
+    before: { certificatesExpiryDays: 30 },
     strategy: { type: "RollingUpdate", rollingUpdate: { maxSurge: 0, memberRemoval: "AfterDrain" } },
   },
   remediation: { maxRetry: 5, retryPeriod: "10m", minHealthyPeriod: "2h" },

@@ -1,0 +1,107 @@
+// Reading a Machine's API server serving certificate expiry over TLS, against a real TLS server on 127.0.0.1 whose
+// certificate (from src/adapters/certs/pki.ts) expires in a known number of days.
+import assert from "node:assert/strict";
+import { createServer as createNetServer, type AddressInfo, type Server as NetServer } from "node:net";
+import { after, before, describe, it } from "node:test";
+import { createServer, type Server } from "node:tls";
+import { createCA, issueCertificate, oneDay, validFor } from "../../../../src/adapters/certs/pki.ts";
+import {
+  apiServerPortOf,
+  readServingCertificateExpiry,
+  ServingCertificateExpiries,
+} from "../../../../src/adapters/workload/serving-certificate.ts";
+
+function listen(server: Server | NetServer): Promise<number> {
+  return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve((server.address() as AddressInfo).port)));
+}
+
+describe("the API server serving certificate expiry", () => {
+  let server: Server;
+  let port: number;
+  let notAfter: Date;
+  let handshakes = 0;
+
+  before(async () => {
+    const ca = await createCA("kubernetes", validFor(3650 * oneDay));
+    const issued = await issueCertificate(ca, {
+      commonName: "kube-apiserver",
+      ipAddresses: ["127.0.0.1"],
+      usages: "server",
+      validity: validFor(5 * oneDay),
+    });
+    notAfter = issued.notAfter;
+    // An untrusted CA on purpose: only the date is read, nothing is verified.
+    server = createServer({ cert: issued.certPem, key: issued.keyPem }, (socket) => socket.end());
+    server.on("secureConnection", () => handshakes++);
+    port = await listen(server);
+  });
+
+  after(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  it("is the notAfter of the certificate the server sends, 5 days from now, whatever CA signed it", async () => {
+    const expiry = await readServingCertificateExpiry("127.0.0.1", port);
+    assert.equal(expiry.toISOString(), notAfter.toISOString());
+    const days = (expiry.getTime() - Date.now()) / oneDay;
+    assert.ok(days > 4.99 && days <= 5, `expires in ${days} days`);
+  });
+
+  it("is read once per Machine name and UID, and again for a Machine recreated under the same name", async () => {
+    let now = Date.now();
+    const expiries = new ServingCertificateExpiries(() => now);
+    const machine = { name: "cp-1", uid: "uid-1", address: "127.0.0.1" };
+    const start = handshakes;
+    const first = await expiries.expiries("ns/cluster", [machine], port);
+    assert.deepEqual(first, { expiries: { "cp-1": notAfter.getTime() }, errors: [] });
+    now += 60 * 60_000;
+    await expiries.expiries("ns/cluster", [machine], port);
+    assert.equal(handshakes - start, 1, "an hour later the cached expiry is used");
+    await expiries.expiries("ns/cluster", [{ ...machine, uid: "uid-2" }], port);
+    assert.equal(handshakes - start, 2, "a new UID is a new Machine");
+  });
+
+  it("names the Machine and the address when nothing answers the handshake within the deadline, once a minute", async () => {
+    // A TCP listener that never speaks TLS, like a Machine whose API server hangs.
+    const silent = createNetServer(() => undefined);
+    const silentPort = await listen(silent);
+    try {
+      const started = Date.now();
+      await assert.rejects(
+        readServingCertificateExpiry("127.0.0.1", silentPort, 300),
+        /127\.0\.0\.1:\d+.*no TLS handshake within 300 ms/,
+      );
+      assert.ok(Date.now() - started < 2_000);
+      const expiries = new ServingCertificateExpiries(
+        () => Date.now(),
+        (host, p) => readServingCertificateExpiry(host, p, 300),
+      );
+      const result = await expiries.expiries(
+        "ns/cluster",
+        [{ name: "cp-2", uid: "u", address: "127.0.0.1" }],
+        silentPort,
+      );
+      assert.deepEqual(result.expiries, {});
+      assert.match(
+        result.errors[0] ?? "",
+        /^Machine cp-2: could not read the API server serving certificate at 127\.0\.0\.1/,
+      );
+      const again = await expiries.expiries(
+        "ns/cluster",
+        [{ name: "cp-2", uid: "u", address: "127.0.0.1" }],
+        silentPort,
+      );
+      assert.deepEqual(again, { expiries: {}, errors: [] }, "within a minute: not dialled again, not reported again");
+    } finally {
+      silent.close();
+    }
+  });
+
+  it("is dialled at kubeadm's bindPort from the template's init or join configuration, else 6443", () => {
+    const template = (spec: object) => ({ spec: { template: { spec } } });
+    assert.equal(apiServerPortOf(template({})), 6443);
+    assert.equal(apiServerPortOf(template({ initConfiguration: { localAPIEndpoint: { bindPort: 7443 } } })), 7443);
+    assert.equal(
+      apiServerPortOf(template({ joinConfiguration: { controlPlane: { localAPIEndpoint: { bindPort: 8443 } } } })),
+      8443,
+    );
+  });
+});
