@@ -36,11 +36,7 @@ import type {
 } from "../../src/ports/index.ts";
 import { EtcdRetryLaterError } from "../../src/ports/index.ts";
 import { flavourOf } from "../../src/adapters/workload/flavours.ts";
-import {
-  KUBEADM_COMPONENTS,
-  KubeadmFlavour,
-  type WorkloadCaller,
-} from "../../src/adapters/workload/kubeadm/flavour.ts";
+import { KubeadmFlavour, type WorkloadCaller } from "../../src/adapters/workload/kubeadm/flavour.ts";
 import { SimCrash, SimEtcdError, SimApiError, SimViolation, type CallGate } from "./calls.ts";
 import { bootstrapTemplateRef, TEMPLATE_CLUSTER_CONFIGURATION } from "./kubeadm.ts";
 import { simWorkloadCaller } from "./workload-api.ts";
@@ -320,13 +316,8 @@ export class SimPorts {
     workloadSteps: async (controlPlane, cluster, template) => {
       const flavour = flavourOf(controlPlane);
       if (flavour !== "kubeadm") return { steps: [] };
-      const call = this.workloadCaller;
       try {
-        const [{ steps, initialized }, components] = await Promise.all([
-          this.kubeadm.steps(controlPlane, cluster, call, template),
-          this.kubeadm.components(call),
-        ]);
-        return { flavour, steps, components, componentNames: [...KUBEADM_COMPONENTS], initialized };
+        return await this.kubeadm.observeAll(controlPlane, cluster, this.workloadCaller, template);
       } catch (error) {
         if (error instanceof SimCrash || error instanceof SimViolation) throw error;
         return { flavour, steps: [], error: error instanceof Error ? error.message : String(error) };

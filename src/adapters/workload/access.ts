@@ -30,7 +30,7 @@ import type { EtcdClientOptions, EtcdClusterClient, EtcdClusterClientFactory } f
 import type { Logger } from "../kube/log.ts";
 import { WorkloadClients, type WorkloadCaller } from "./client.ts";
 import { flavourOf } from "./flavours.ts";
-import { KUBEADM_COMPONENTS, KubeadmFlavour } from "./kubeadm/flavour.ts";
+import { KubeadmFlavour } from "./kubeadm/flavour.ts";
 import { apiServerPortOf, ServingCertificateExpiries } from "./serving-certificate.ts";
 
 export interface WorkloadAccessOptions {
@@ -192,13 +192,8 @@ export class ClusterWorkloadAccess implements WorkloadAccess {
   ): Promise<WorkloadSteps> {
     const flavour = flavourOf(controlPlane);
     if (flavour !== "kubeadm") return { steps: [] };
-    const call = this.caller(controlPlane, cluster);
     try {
-      const [{ steps, initialized }, components] = await Promise.all([
-        this.kubeadm.steps(controlPlane, cluster, call, template),
-        this.kubeadm.components(call),
-      ]);
-      return { flavour, steps, components, componentNames: [...KUBEADM_COMPONENTS], initialized };
+      return await this.kubeadm.observeAll(controlPlane, cluster, this.caller(controlPlane, cluster), template);
     } catch (error) {
       return { flavour, steps: [], error: error instanceof Error ? error.message : String(error) };
     }

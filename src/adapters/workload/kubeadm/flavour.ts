@@ -11,7 +11,7 @@
 import type { V1ConfigMap, V1DaemonSet, V1Pod } from "@kubernetes/client-node";
 import type { Cluster } from "../../../api/capi.ts";
 import type { QuorumControlPlane } from "../../../api/types.ts";
-import type { ControlPlaneComponent, TemplateReader, WorkloadStep } from "../../../ports/workload.ts";
+import type { ControlPlaneComponent, TemplateReader, WorkloadStep, WorkloadSteps } from "../../../ports/workload.ts";
 import type { WorkloadCaller } from "../client.ts";
 
 export type { WorkloadCaller } from "../client.ts";
@@ -50,6 +50,23 @@ export class KubeadmFlavour {
   private readonly done = new Map<string, { inputs: string; at: number }>();
 
   constructor(private readonly clock: () => number) {}
+
+  /**
+   * Everything the kubeadm flavour shows the planner (WorkloadAccess.workloadSteps without its error handling): the
+   * steps, whether kubeadm init uploaded kubeadm-config, and every node's control-plane components.
+   */
+  async observeAll(
+    controlPlane: QuorumControlPlane,
+    cluster: Cluster,
+    call: WorkloadCaller,
+    template: TemplateReader,
+  ): Promise<WorkloadSteps> {
+    const [{ steps, initialized }, components] = await Promise.all([
+      this.steps(controlPlane, cluster, call, template),
+      this.components(call),
+    ]);
+    return { flavour: "kubeadm", steps, components, componentNames: [...KUBEADM_COMPONENTS], initialized };
+  }
 
   async steps(
     controlPlane: QuorumControlPlane,
