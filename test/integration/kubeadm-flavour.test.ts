@@ -14,13 +14,18 @@ import type { WorkloadStep } from "../../src/ports/index.ts";
 import { startApiServer, type ApiServer } from "../env/apiserver.ts";
 import { kubeRequest, kubeRequestOk } from "../env/kube.ts";
 import { freePort } from "../env/net.ts";
-import { sampleKubeadmConfigTemplate, uploadedClusterConfiguration } from "../env/kubeadm-sample.ts";
+import { sampleKubeadmConfigTemplate } from "../env/kubeadm-sample.ts";
+import { uploadedClusterConfiguration } from "../env/kubeadm-uploaded.ts";
 import { MemorySecretStore } from "../unit/adapters/memory-secret-store.ts";
 
 const NS = "tenant";
 const CLUSTER = "c1";
 
-const UPLOADED = uploadedClusterConfiguration("c1");
+const UPLOADED = uploadedClusterConfiguration({
+  clusterName: "c1",
+  kubernetesVersion: "v1.36.3",
+  controlPlaneEndpoint: "10.200.1.254:6443",
+});
 
 function controlPlane(version: string, annotations: Record<string, string> = {}): QuorumControlPlane {
   return {

@@ -3,6 +3,7 @@
 // and the truths rule 10 judges. Written here from kubeadm's behaviour, not from src/adapters/workload/kubeadm: the
 // rules must not share the arithmetic of the code they judge.
 import { parse } from "yaml";
+import { uploadedClusterConfiguration } from "../env/kubeadm-uploaded.ts";
 import type { World } from "./world.ts";
 
 /** The namespace/name of the objects, as kubeadm creates them. */
@@ -43,35 +44,14 @@ export function bindingsExpected(version: string): string[] {
   return KUBEADM_BINDINGS_SINCE.filter(([, since]) => minor >= since).map(([name]) => name);
 }
 
-/**
- * The ClusterConfiguration kubeadm init uploads (v1beta4, its defaults filled in), as kubeadm 1.36 wrote it after
- * CABPK's init from the sample template (test/unit/adapters/workload/kubeadm/cluster-configuration.test.ts).
- */
-export function uploadedClusterConfiguration(version: string): string {
-  return `apiServer:
-  certSANs:
-${TEMPLATE_CLUSTER_CONFIGURATION.apiServer.certSANs.map((san) => `  - ${san}`).join("\n")}
-apiVersion: kubeadm.k8s.io/v1beta4
-caCertificateValidityPeriod: 87600h0m0s
-certificateValidityPeriod: 8760h0m0s
-certificatesDir: /etc/kubernetes/pki
-clusterName: sim
-controlPlaneEndpoint: sim.example:6443
-controllerManager: {}
-dns: {}
-encryptionAlgorithm: RSA-2048
-etcd:
-  local:
-    dataDir: /var/lib/etcd
-imageRepository: registry.k8s.io
-kind: ClusterConfiguration
-kubernetesVersion: ${version}
-networking:
-  dnsDomain: cluster.local
-  serviceSubnet: 10.96.0.0/12
-proxy: {}
-scheduler: {}
-`;
+/** The ClusterConfiguration kubeadm init uploads in a world (v1beta4, its defaults filled in). */
+function worldClusterConfiguration(version: string): string {
+  return uploadedClusterConfiguration({
+    clusterName: "sim",
+    kubernetesVersion: version,
+    controlPlaneEndpoint: "sim.example:6443",
+    certSANs: TEMPLATE_CLUSTER_CONFIGURATION.apiServer.certSANs,
+  });
 }
 
 export function kubeProxyImage(version: string): string {
@@ -83,7 +63,7 @@ export function uploadKubeadmObjects(world: World, version: string): void {
   const objects = world.kubeadm;
   if (!objects) return;
   objects.uploadAt = undefined;
-  objects.clusterConfiguration = uploadedClusterConfiguration(version);
+  objects.clusterConfiguration = worldClusterConfiguration(version);
   objects.kubeProxyImage = kubeProxyImage(version);
   for (const name of bindingsExpected(version)) objects.bindings.add(name);
   objects.resourceVersion++;

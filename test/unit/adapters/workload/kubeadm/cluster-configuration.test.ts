@@ -10,9 +10,13 @@ import {
 } from "../../../../../src/adapters/workload/kubeadm/cluster-configuration.ts";
 import { retagImage } from "../../../../../src/adapters/workload/kubeadm/images.ts";
 import { kubeadmBindings } from "../../../../../src/adapters/workload/kubeadm/permissions.ts";
-import { uploadedClusterConfiguration } from "../../../../env/kubeadm-sample.ts";
+import { uploadedClusterConfiguration } from "../../../../env/kubeadm-uploaded.ts";
 
-const UPLOADED = uploadedClusterConfiguration("demo");
+const UPLOADED = uploadedClusterConfiguration({
+  clusterName: "demo",
+  kubernetesVersion: "v1.36.3",
+  controlPlaneEndpoint: "10.200.1.254:6443",
+});
 
 /** The sample template's clusterConfiguration (bootstrap.cluster.x-k8s.io/v1beta2). */
 const SAMPLE = { apiServer: { certSANs: ["localhost", "127.0.0.1"] } };
