@@ -4,7 +4,13 @@ import type { Cluster, Machine, Node } from "../api/capi.ts";
 import { DEFAULTS } from "../api/constants.ts";
 import type { QuorumControlPlane } from "../api/types.ts";
 import { etcdEndpoints } from "../api/endpoints.ts";
-import type { CertificatesExpiries, EtcdClusterClient, TemplateReader, WorkloadAccess } from "../ports/index.ts";
+import type {
+  ApiServerReadiness,
+  CertificatesExpiries,
+  EtcdClusterClient,
+  TemplateReader,
+  WorkloadAccess,
+} from "../ports/index.ts";
 import { observe as observeMembers, recall } from "../core/memory.ts";
 import type { EtcdView, WorkloadStepsView, WorkloadView } from "../core/snapshot.ts";
 import { machinesToRead } from "./certificates-expiry.ts";
@@ -37,11 +43,12 @@ export async function observe(
     live.map((machine) => ({ addresses: internalAddresses(machine) })),
     clientPort,
   );
-  const [etcdResult, nodesResult, workloadSteps, certificates] = await Promise.all([
+  const [etcdResult, nodesResult, workloadSteps, certificates, apiServers] = await Promise.all([
     observeEtcdOf(controlPlane, cluster, machines, endpoints, workload),
     listNodes(controlPlane, cluster, workload),
     stepsOf(controlPlane, cluster, machines, workload, template),
     certificatesOf(controlPlane, cluster, machines, workload, template),
+    apiServersOf(controlPlane, cluster, machines, workload, template),
   ]);
   const observation: Observation = {
     now,
@@ -52,6 +59,7 @@ export async function observe(
     workload: nodesResult.workload,
     ...(workloadSteps ? { workloadSteps } : {}),
     ...(Object.keys(certificates.expiries).length > 0 ? { certificatesExpiries: certificates.expiries } : {}),
+    ...(Object.keys(apiServers).length > 0 ? { apiServers } : {}),
     etcd: etcdResult.view(now),
   };
   return {
@@ -74,6 +82,24 @@ async function certificatesOf(
   const toRead = machinesToRead(controlPlane, machines, internalAddresses);
   if (toRead.length === 0 || !workload.certificatesExpiry) return { expiries: {}, errors: [] };
   return workload.certificatesExpiry(controlPlane, cluster, toRead, template);
+}
+
+/** Each live Machine's own API server, dialled (kubeadm): what names a Machine whose API server cannot start. */
+async function apiServersOf(
+  controlPlane: QuorumControlPlane,
+  cluster: Cluster,
+  machines: Machine[],
+  workload: WorkloadAccess,
+  template: TemplateReader,
+): Promise<Record<string, ApiServerReadiness>> {
+  if (!workload.apiServers || controlPlane.metadata.deletionTimestamp) return {};
+  const toDial = machines.flatMap((machine) => {
+    const address = internalAddresses(machine)[0];
+    if (machine.metadata.deletionTimestamp || address === undefined) return [];
+    return [{ name: machine.metadata.name, uid: machine.metadata.uid ?? "", address }];
+  });
+  if (toDial.length === 0) return {};
+  return workload.apiServers(controlPlane, cluster, toDial, template);
 }
 
 async function observeEtcdOf(

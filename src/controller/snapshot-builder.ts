@@ -19,6 +19,7 @@ import { durationOr } from "../api/duration.ts";
 import { canonicalVersion } from "../api/version.ts";
 import type { ForeignMachine } from "../api/ownership.ts";
 import type { QuorumControlPlane } from "../api/types.ts";
+import type { ApiServerReadiness } from "../ports/index.ts";
 import type {
   ClusterView,
   ControlPlaneView,
@@ -48,6 +49,8 @@ export interface Observation {
    * reconcile for Machines whose annotation does not say yet (src/controller/certificates-expiry.ts).
    */
   certificatesExpiries?: Record<string, number>;
+  /** Each Machine's own API server as dialled this reconcile (kubeadm), by Machine name. */
+  apiServers?: Record<string, ApiServerReadiness>;
   /** Machines listed with ours that claimMachines (src/api/ownership.ts) found not to be ours. */
   foreignMachines?: ForeignMachine[];
 }
@@ -60,6 +63,10 @@ export function buildSnapshot(observation: Observation): Snapshot {
     cluster: clusterView(cluster, observation.foreignMachines ?? []),
     machines: observation.machines
       .map((machine) => withObservedExpiry(readMachine(machine), observation.certificatesExpiries))
+      .map((view) => {
+        const apiServer = observation.apiServers?.[view.name];
+        return apiServer ? { ...view, apiServer: { ready: apiServer.ready, detail: apiServer.detail } } : view;
+      })
       .sort((a, b) => a.name.localeCompare(b.name)),
     nodes: observation.nodes.map(nodeView).sort((a, b) => a.name.localeCompare(b.name)),
     ...(observation.workload ? { workload: observation.workload } : {}),

@@ -218,7 +218,11 @@ function conditionInputs(
       type: CONDITION.RollingOut,
       status: outdated.length > 0 ? "True" : "False",
       reason: outdated.length > 0 ? "RollingOut" : "NotRollingOut",
-      message: outdated.length > 0 ? `${outdated.length} Machine(s) to replace: ${outdated.join(", ")}` : "",
+      // A rollout that waits says on what (a new Machine whose API server cannot start stops it there).
+      message:
+        outdated.length > 0
+          ? `${outdated.length} Machine(s) to replace: ${outdated.join(", ")}${action.kind === "Wait" ? `; waiting: ${action.reason}` : ""}`
+          : "",
     },
     {
       type: CONDITION.MachinesUpToDate,

@@ -24,7 +24,6 @@ import {
 } from "./assess.ts";
 import { forcedDeletion, forcedDeletionStep } from "./deletion.ts";
 import { formatDuration, formatSeconds } from "./format.ts";
-import { nodeOfMachine } from "./identity.ts";
 import { allowedDespite, ownershipConflict } from "./ownership.ts";
 import {
   activeMachines,
@@ -38,6 +37,7 @@ import {
   selectMachineForScaleDown,
   type ScaleDownChoice,
 } from "./selection.ts";
+import { notServing } from "./serving.ts";
 import type { MachineView, Snapshot } from "./snapshot.ts";
 
 export interface PlannerParts {
@@ -47,40 +47,6 @@ export interface PlannerParts {
   ownershipConflict: typeof ownershipConflict;
   /** Which Machines that stay are not seen serving (servingGate). */
   notServing: typeof notServing;
-}
-
-/**
- * What keeps the Machines that stay from being seen serving: the workload API cannot be read, these Machines have no
- * Ready Node (by nodeRef or providerID), or, where the bootstrap flavour sees them (kubeadm's static pods), one of
- * their control-plane components is missing or not ready: a new Machine whose API server crashes must stop a rollout
- * before an old Machine leaves. Nothing when there is no workload API to ask (snapshot.workload.expected).
- */
-export function notServing(
-  snapshot: Snapshot,
-  staying: MachineView[],
-): { unreadable?: string; machines: { machine: MachineView; node?: string; components?: string[] }[] } {
-  const workload = snapshot.workload;
-  if (!workload?.expected) return { machines: [] };
-  if (!workload.readable) return { unreadable: workload.error ?? "no answer", machines: [] };
-  const flavour = snapshot.workloadSteps;
-  if (flavour?.error) return { unreadable: flavour.error, machines: [] };
-  const machines = [];
-  for (const machine of staying) {
-    const node = nodeOfMachine(machine, snapshot.nodes);
-    if (node?.ready !== true) {
-      machines.push({ machine, ...(node ? { node: node.name } : {}) });
-      continue;
-    }
-    const { components, componentNames } = flavour ?? {};
-    if (!components || !componentNames) continue;
-    const problems = componentNames.flatMap((name) => {
-      const seen = components.find((candidate) => candidate.node === node.name && candidate.component === name);
-      if (!seen) return [`${name} has no pod on Node ${node.name}`];
-      return seen.ready ? [] : [`${name}: ${seen.detail}`];
-    });
-    if (problems.length > 0) machines.push({ machine, node: node.name, components: problems });
-  }
-  return { machines };
 }
 
 export interface Decision {

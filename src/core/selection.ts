@@ -4,6 +4,7 @@ import type { MachineView, Snapshot } from "./snapshot.ts";
 import type { MemberAssessment, Verdict } from "./assess.ts";
 import { formatDuration, formatTime } from "./format.ts";
 import { nodeOfMachine } from "./identity.ts";
+import { componentsDown } from "./serving.ts";
 
 /** Why a Machine no longer matches the spec; empty when it is up to date. */
 export function outdatedReasons(snapshot: Snapshot, machine: MachineView): string[] {
@@ -138,7 +139,7 @@ export function hasDeadVoter(verdict: Verdict, machine: MachineView): boolean {
 /**
  * The Machine to remove next, preferring to finish work: its member already gone, then marked for deletion or
  * remediation (or failed; unless its voter is healthy and another is dead), then one whose voter is dead, then
- * unhealthy and outdated, then outdated, then in the failure domain with the most Machines, then the oldest; ties by
+ * unhealthy (its member, or its control-plane components: src/core/serving.ts) and outdated, then outdated, then in the failure domain with the most Machines, then the oldest; ties by
  * name. The dead voter goes before any healthy one because
  * removing it never costs quorum, while the strict policy refuses every healthy removal as long as it lives: a
  * scale-down 3 -> 1 that picked a healthy Machine first waited forever (issue 12, bug 3).
@@ -162,6 +163,9 @@ export function selectMachineForScaleDown(snapshot: Snapshot, verdict: Verdict):
     const marked =
       (machine.markedForDeletion || machine.remediationRequested || machine.failed) && (deadVoter || !someDeadVoter);
     const sick = unhealthy(verdict, machine);
+    // Outdated and its control plane down (a template whose API server cannot start, fixed by a newer one): it goes
+    // before the outdated Machines that serve, since no voter may leave while it stays (servingGate).
+    const down = outdated.length > 0 && !sick ? componentsDown(snapshot, machine) : [];
     const domainCount = perDomain.get(machine.failureDomain ?? "") ?? 0;
     const key: (number | string)[] = [
       gone ? 0 : 1,
@@ -169,7 +173,7 @@ export function selectMachineForScaleDown(snapshot: Snapshot, verdict: Verdict):
       // A Machine Quorum cannot read goes last: what it runs is unknown.
       machine.malformed !== undefined ? 1 : 0,
       deadVoter ? 0 : 1,
-      sick && outdated.length > 0 ? 0 : 1,
+      (sick || down.length > 0) && outdated.length > 0 ? 0 : 1,
       outdated.length > 0 ? 0 : 1,
       -domainCount,
       machine.created,
@@ -182,6 +186,8 @@ export function selectMachineForScaleDown(snapshot: Snapshot, verdict: Verdict):
     else if (marked) why = "its infrastructure failed for good";
     else if (deadVoter) why = "its etcd member is a dead voter: removing it never costs quorum";
     else if (sick && outdated.length > 0) why = `it is unhealthy and outdated (${outdated.join(", ")})`;
+    else if (down.length > 0)
+      why = `its control plane is down (${down.join("; ")}) and it is outdated (${outdated.join(", ")})`;
     else if (outdated.length > 0) why = `it is outdated (${outdated.join(", ")})`;
     else if (domainCount > 1 && snapshot.cluster.failureDomains.length > 0)
       why = `failure domain ${machine.failureDomain ?? "(none)"} has the most Machines (${domainCount}) and it is the oldest there`;

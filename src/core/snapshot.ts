@@ -181,6 +181,11 @@ export interface MachineView {
    * read over TLS this reconcile. Unknown (undefined) for Machines nobody could read it from: never outdated for it.
    */
   certificatesExpiry?: number;
+  /**
+   * Its API server, dialled at the Machine's address this reconcile (kubeadm: GET /readyz): not ready when it does not
+   * answer or says it is not ready, with why. Unknown (undefined) where the flavour does not dial (the simulator).
+   */
+  apiServer?: { ready: boolean; detail: string };
   /** Carries Quorum's pre-terminate hook annotation. */
   hasPreTerminateHook: boolean;
   /**

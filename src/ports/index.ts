@@ -16,6 +16,7 @@ export {
 export type { LogMeta, Logger } from "./log.ts";
 export { isConflict, type InPlacePatch, type ManagementApi } from "./management.ts";
 export type {
+  ApiServerReadiness,
   CertificatesExpiries,
   ControlPlaneComponent,
   ServingMachine,

@@ -74,6 +74,13 @@ export interface CertificatesExpiries {
   errors: string[];
 }
 
+/** A Machine's own API server as dialled at its address (src/adapters/workload/api-server-readiness.ts). */
+export interface ApiServerReadiness {
+  ready: boolean;
+  /** What was dialled and what answered ("https://10.0.0.5:6443/readyz: connect ECONNREFUSED"). */
+  detail: string;
+}
+
 /** The workload cluster of one QuorumControlPlane: its certificates, its etcd and its Nodes. */
 export interface WorkloadAccess {
   /** Creates the cluster's CA/etcd/sa/proxy Secrets when absent and keeps the kubeconfig Secret fresh. */
@@ -106,6 +113,17 @@ export interface WorkloadAccess {
     machines: ServingMachine[],
     template: TemplateReader,
   ): Promise<CertificatesExpiries>;
+  /**
+   * Whether each Machine's own API server serves, for a bootstrap flavour whose Machines run one that Quorum can dial
+   * (kubeadm: GET /readyz at the Machine's address and the template's API server port; others answer nothing), by
+   * Machine name. Never throws. Optional: the simulator's world has no API servers to dial.
+   */
+  apiServers?(
+    controlPlane: QuorumControlPlane,
+    cluster: Cluster,
+    machines: ServingMachine[],
+    template: TemplateReader,
+  ): Promise<Record<string, ApiServerReadiness>>;
   /** Drops cached clients of a QuorumControlPlane that is gone. */
   forget(namespace: string, clusterName: string): Promise<void>;
 }

@@ -6,6 +6,7 @@ import { createHash } from "node:crypto";
 import type { Cluster, Node } from "../../api/capi.ts";
 import type { QuorumControlPlane } from "../../api/types.ts";
 import type {
+  ApiServerReadiness,
   CertificatesExpiries,
   ServingMachine,
   TemplateReader,
@@ -28,6 +29,7 @@ import { EtcdClientCertificates, type EtcdCredentialsOptions } from "../etcd/cre
 import { EtcdClientPool } from "../etcd/pool.ts";
 import type { EtcdClientOptions, EtcdClusterClient, EtcdClusterClientFactory } from "../etcd/types.ts";
 import type { Logger } from "../kube/log.ts";
+import { apiServersReadiness } from "./api-server-readiness.ts";
 import { WorkloadClients, type WorkloadCaller } from "./client.ts";
 import { flavourOf } from "./flavours.ts";
 import { KubeadmFlavour } from "./kubeadm/flavour.ts";
@@ -237,6 +239,24 @@ export class ClusterWorkloadAccess implements WorkloadAccess {
       machines,
       port,
     );
+  }
+
+  /** kubeadm's Machines run their own kube-apiserver, at the bootstrap template's port (as certificatesExpiry). */
+  async apiServers(
+    controlPlane: QuorumControlPlane,
+    cluster: Cluster,
+    machines: ServingMachine[],
+    template: TemplateReader,
+  ): Promise<Record<string, ApiServerReadiness>> {
+    if (flavourOf(controlPlane) !== "kubeadm" || machines.length === 0) return {};
+    let port: number;
+    try {
+      port = apiServerPortOf(await template());
+    } catch {
+      // The template could not be read: the workload steps, which read it too, say so; nothing is dialled.
+      return {};
+    }
+    return apiServersReadiness(machines, port);
   }
 
   /** Deadline-bound calls to this cluster's workload API, through the same client and credentials as nodes(). */

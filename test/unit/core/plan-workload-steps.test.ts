@@ -3,6 +3,8 @@
 // rollout is done. The planner takes the bootstrap flavour's steps (snapshot.workloadSteps) in order, one per reconcile.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { computeStatus } from "../../../src/controller/status.ts";
+import { assess } from "../../../src/core/assess.ts";
 import { plan } from "../../../src/core/plan.ts";
 import type { ComponentView, Snapshot, WorkloadStepView, WorkloadStepsView } from "../../../src/core/snapshot.ts";
 import {
@@ -18,6 +20,7 @@ import {
   VERSION,
   withLeader,
 } from "./fixtures.ts";
+import { controlPlane } from "../controller/fixtures.ts";
 
 const PERMISSIONS: WorkloadStepView = { name: "kubeadm-permissions", when: "BeforeCreate", done: true, detail: "" };
 const CONFIG_OUTDATED: WorkloadStepView = {
@@ -212,5 +215,70 @@ describe("a kubeadm Machine whose static pods run another version than it claims
         `rollout: 1 of 3 Machines outdated \\(m-2: its kube-apiserver static pod runs ${OLD_VERSION}, not ${VERSION}`,
       ),
     );
+  });
+});
+
+/**
+ * kubeadm's kubelet on a control-plane node talks to its local API server only (kubeadm ≥ 1.36 always writes the
+ * local endpoint into kubelet.conf on join): a new Machine whose kube-apiserver cannot start (a bad extra arg in the
+ * template) has a healthy etcd voter (etcd-join ran) but no Node and no mirror Pods. Only dialling its API server names
+ * what is wrong.
+ */
+function brokenJoiner(outdatedJoiner: boolean): Snapshot {
+  const s = rolloutAtRemoval(allReady);
+  const apiServer = { ready: false, detail: "https://10.0.0.9:6443/readyz: connect ECONNREFUSED 10.0.0.9:6443" };
+  return {
+    ...s,
+    machines: s.machines.map((view) =>
+      view.name === "n-1"
+        ? { ...view, apiServer, nodeName: undefined, ...(outdatedJoiner ? { templateHash: "older" } : {}) }
+        : { ...view, apiServer: { ready: true, detail: "ok" } },
+    ),
+    nodes: s.nodes.filter((node) => node.name !== "n-1"),
+    workloadSteps: {
+      ...s.workloadSteps!,
+      components: s.workloadSteps!.components!.filter((component) => component.node !== "n-1"),
+    },
+  };
+}
+
+describe("a new kubeadm Machine whose API server cannot start", () => {
+  it("stops the rollout after it: no old voter leaves, and the wait names the Machine and its kube-apiserver", () => {
+    const { action } = plan(brokenJoiner(false));
+    assert.equal(action.kind, "Wait", action.reason);
+    assert.match(
+      action.reason,
+      /machine n-1's control plane is not serving \(kube-apiserver: https:\/\/10\.0\.0\.9:6443\/readyz: connect ECONNREFUSED/,
+    );
+  });
+
+  it("is the first to leave once a newer template makes it outdated too, so the rollout cannot wedge on it", () => {
+    // The user fixed the template: the three old Machines and the broken one are all outdated. Taking an old one first
+    // would wait forever on the broken one that stays.
+    const s = brokenJoiner(true);
+    const { action } = plan({
+      ...s,
+      machines: s.machines.map((view) => (view.name === "n-1" ? view : { ...view, templateHash: "older" })),
+    });
+    assert.equal(action.kind === "RemoveMember" || action.kind === "ForwardLeadership", true, action.reason);
+    assert.match(action.reason, /n-1/);
+    assert.match(action.reason, /its control plane is down \(kube-apiserver: https:\/\/10\.0\.0\.9:6443\/readyz/);
+  });
+});
+
+describe("the QuorumControlPlane of a rollout stopped by a Machine whose API server cannot start", () => {
+  it("says in its RollingOut condition which Machine and which component it waits on", () => {
+    const s = brokenJoiner(false);
+    const { action } = plan(s);
+    const status = computeStatus({
+      controlPlane: controlPlane(),
+      snapshot: s,
+      action,
+      verdict: assess(s, { kind: "Observe" }),
+    });
+    const rollingOut = status.conditions?.find((condition) => condition.type === "RollingOut");
+    assert.equal(rollingOut?.status, "True");
+    assert.match(rollingOut?.message ?? "", /^3 Machine\(s\) to replace: m-1, m-2, m-3; waiting: /);
+    assert.match(rollingOut?.message ?? "", /machine n-1's control plane is not serving \(kube-apiserver: /);
   });
 });

@@ -1,0 +1,63 @@
+// Whether a control-plane Machine is seen serving: what gates a voter's removal (the Machines that stay must serve)
+// and what ranks a broken outdated Machine first among those that could leave. Pure.
+import { nodeOfMachine } from "./identity.ts";
+import type { MachineView, Snapshot } from "./snapshot.ts";
+
+export interface NotServing {
+  machine: MachineView;
+  node?: string;
+  /** One line per component that is down ("kube-apiserver: ..."), when the flavour sees them. */
+  components?: string[];
+}
+
+/**
+ * What keeps the Machines that stay from being seen serving: the workload API cannot be read, these Machines have no
+ * Ready Node (by nodeRef or providerID), or, where the bootstrap flavour sees them, one of their control-plane
+ * components is missing or not ready: kubeadm's static pods, read from their mirror Pods, and the Machine's own API
+ * server, dialled at its address (MachineView.apiServer). A new Machine whose API server crashes must stop a rollout
+ * before an old Machine leaves; kubeadm's kubelet on a control-plane node talks to its local API server only, so such
+ * a Machine has no Node at all and only the dial names what is wrong. Nothing when there is no workload API to ask
+ * (snapshot.workload.expected).
+ */
+export function notServing(
+  snapshot: Snapshot,
+  staying: MachineView[],
+): { unreadable?: string; machines: NotServing[] } {
+  const workload = snapshot.workload;
+  if (!workload?.expected) return { machines: [] };
+  if (!workload.readable) return { unreadable: workload.error ?? "no answer", machines: [] };
+  const flavour = snapshot.workloadSteps;
+  if (flavour?.error) return { unreadable: flavour.error, machines: [] };
+  const machines: NotServing[] = [];
+  for (const machine of staying) {
+    const dialled = machine.apiServer?.ready === false ? [`kube-apiserver: ${machine.apiServer.detail}`] : [];
+    const node = nodeOfMachine(machine, snapshot.nodes);
+    if (node?.ready !== true) {
+      machines.push({
+        machine,
+        ...(node ? { node: node.name } : {}),
+        ...(dialled.length > 0 ? { components: dialled } : {}),
+      });
+      continue;
+    }
+    const { components, componentNames } = flavour ?? {};
+    const problems = [...dialled];
+    for (const name of components && componentNames ? componentNames : []) {
+      const seen = components?.find((candidate) => candidate.node === node.name && candidate.component === name);
+      if (!seen) problems.push(`${name} has no pod on Node ${node.name}`);
+      else if (!seen.ready && !(name === "kube-apiserver" && dialled.length > 0))
+        problems.push(`${name}: ${seen.detail}`);
+    }
+    if (problems.length > 0) machines.push({ machine, node: node.name, components: problems });
+  }
+  return { machines };
+}
+
+/**
+ * A Machine whose control-plane components the flavour sees down (a crash-looping static pod, an API server that does
+ * not answer): the first to leave among outdated Machines, since a removal with it staying would wait on it forever.
+ * A Machine merely without a Ready Node is not counted: a booting Machine has none yet.
+ */
+export function componentsDown(snapshot: Snapshot, machine: MachineView): string[] {
+  return notServing(snapshot, [machine]).machines[0]?.components ?? [];
+}
