@@ -84,7 +84,10 @@ async function certificatesOf(
   return workload.certificatesExpiry(controlPlane, cluster, toRead, template);
 }
 
-/** Each live Machine's own API server, dialled (kubeadm): what names a Machine whose API server cannot start. */
+/**
+ * The own API server of each live Machine that has no Node yet, dialled (kubeadm): what names a Machine whose API
+ * server cannot start (its kubelet registers through it). A Machine with a Node is seen through its mirror Pods.
+ */
 async function apiServersOf(
   controlPlane: QuorumControlPlane,
   cluster: Cluster,
@@ -95,7 +98,7 @@ async function apiServersOf(
   if (!workload.apiServers || controlPlane.metadata.deletionTimestamp) return {};
   const toDial = machines.flatMap((machine) => {
     const address = internalAddresses(machine)[0];
-    if (machine.metadata.deletionTimestamp || address === undefined) return [];
+    if (machine.metadata.deletionTimestamp || machine.status?.nodeRef?.name || address === undefined) return [];
     return [{ name: machine.metadata.name, uid: machine.metadata.uid ?? "", address }];
   });
   if (toDial.length === 0) return {};

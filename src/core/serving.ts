@@ -14,10 +14,10 @@ export interface NotServing {
  * What keeps the Machines that stay from being seen serving: the workload API cannot be read, these Machines have no
  * Ready Node (by nodeRef or providerID), or, where the bootstrap flavour sees them, one of their control-plane
  * components is missing or not ready: kubeadm's static pods, read from their mirror Pods, and the Machine's own API
- * server, dialled at its address (MachineView.apiServer). A new Machine whose API server crashes must stop a rollout
- * before an old Machine leaves; kubeadm's kubelet on a control-plane node talks to its local API server only, so such
- * a Machine has no Node at all and only the dial names what is wrong. Nothing when there is no workload API to ask
- * (snapshot.workload.expected).
+ * server, dialled at its address (MachineView.apiServer) for a Machine without a Ready Node. A new Machine whose API
+ * server crashes must stop a rollout before an old Machine leaves; kubeadm's kubelet on a control-plane node talks to
+ * its local API server only, so such a Machine has no Node at all and only the dial names what is wrong. Nothing when
+ * there is no workload API to ask (snapshot.workload.expected).
  */
 export function notServing(
   snapshot: Snapshot,
@@ -40,13 +40,14 @@ export function notServing(
       });
       continue;
     }
+    // With a Ready Node the mirror Pods speak for the components, the API server included: the dial is not needed,
+    // and a management cluster that cannot reach Machine addresses (firewalled clouds) must not hold every removal.
     const { components, componentNames } = flavour ?? {};
-    const problems = [...dialled];
+    const problems: string[] = [];
     for (const name of components && componentNames ? componentNames : []) {
       const seen = components?.find((candidate) => candidate.node === node.name && candidate.component === name);
       if (!seen) problems.push(`${name} has no pod on Node ${node.name}`);
-      else if (!seen.ready && !(name === "kube-apiserver" && dialled.length > 0))
-        problems.push(`${name}: ${seen.detail}`);
+      else if (!seen.ready) problems.push(`${name}: ${seen.detail}`);
     }
     if (problems.length > 0) machines.push({ machine, node: node.name, components: problems });
   }
