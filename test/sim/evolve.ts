@@ -194,15 +194,22 @@ function runningMachine(world: World, machine: SimMachine): void {
     machine.phase = "broken";
     return;
   }
-  // The kubelet registers through the workload apiserver, which needs etcd quorum.
+  // The kubelet registers through the workload apiserver, which needs etcd quorum; kubeadm points a control-plane
+  // node's kubelet at its own API server, which a broken template keeps from starting.
   if (
     !machine.nodeRegistered &&
+    !apiServerBroken(world, machine) &&
     machine.nodeAt !== undefined &&
     world.step >= machine.nodeAt &&
     world.leaderId !== undefined
   ) {
     machine.nodeRegistered = true;
   }
+}
+
+/** The Machine joined with a template whose kube-apiserver cannot start (KubeadmObjects.brokenTemplates). */
+export function apiServerBroken(world: World, machine: SimMachine): boolean {
+  return world.kubeadm?.brokenTemplates.has(machine.templateHash) === true;
 }
 
 function advanceRaft(world: World): void {
@@ -252,7 +259,9 @@ function runMachineHealthCheck(world: World): void {
     const unhealthy =
       machine.failed ||
       (machine.nodeRegistered && !nodeReady) ||
-      (!machine.nodeRegistered && world.step - machine.createdStep > NODE_STARTUP_STEPS);
+      (!machine.nodeRegistered &&
+        !world.traits.noStartupTimeout &&
+        world.step - machine.createdStep > NODE_STARTUP_STEPS);
     if (!unhealthy) {
       // CAPI's MachineHealthCheck sets HealthCheckSucceeded True again on a Machine that recovered before its owner
       // acted, and leaves OwnerRemediated=False for the owner to take off (ownerRemediatedPending).

@@ -197,9 +197,15 @@ const FAULTS: Record<FaultKind, (world: World, rng: Prng) => string | undefined>
     world.spec.generation++;
     return `spec.version -> ${world.spec.version}`;
   },
-  "template-change": (world) => {
+  "template-change": (world, rng) => {
     world.spec.templateHash = `tpl-${world.spec.generation + 1}`;
     world.spec.generation++;
+    // In kubeadm worlds a new template sometimes gives kube-apiserver a bad extra arg (drawn only there, so that a
+    // generic world's fault stream stays as it was); a later template fixes it, at the latest when faults stop.
+    if (world.kubeadm !== undefined && rng.chance(0.6)) {
+      world.kubeadm.brokenTemplates.add(world.spec.templateHash);
+      return `spec.machineTemplate changed (hash ${world.spec.templateHash}) to one whose kube-apiserver cannot start`;
+    }
     return `spec.machineTemplate changed (hash ${world.spec.templateHash})`;
   },
   "status-wiped": (world) => {
@@ -276,6 +282,11 @@ export function endFaults(world: World): string {
   world.alarms = [];
   world.workloadUnreadableUntil = undefined;
   electLeader(world);
+  if (world.kubeadm?.brokenTemplates.has(world.spec.templateHash)) {
+    world.spec.templateHash = `tpl-${world.spec.generation + 1}`;
+    world.spec.generation++;
+    return `faults stop: temporary outages end, pauses lifted, alarms cleared; the user fixes the template (hash ${world.spec.templateHash})`;
+  }
   return "faults stop: temporary outages end, pauses lifted, alarms cleared";
 }
 

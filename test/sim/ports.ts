@@ -40,7 +40,7 @@ import { KubeadmFlavour, type WorkloadCaller } from "../../src/adapters/workload
 import { SimCrash, SimEtcdError, SimApiError, SimViolation, type CallGate } from "./calls.ts";
 import { bootstrapTemplateRef, TEMPLATE_CLUSTER_CONFIGURATION } from "./kubeadm.ts";
 import { simWorkloadCaller } from "./workload-api.ts";
-import { learnerInSync } from "./evolve.ts";
+import { apiServerBroken, learnerInSync } from "./evolve.ts";
 import {
   CLUSTER,
   CONTROL_PLANE,
@@ -338,6 +338,28 @@ export class SimPorts {
           new Error("workload API server https://sim.example:6443: x509: certificate signed by unknown authority"),
         );
       return nodeObjects(this.world);
+    },
+    // Simulated: what dialling each Machine's /readyz answers (src/adapters/workload/api-server-readiness.ts dials for
+    // real). A Machine's API server answers while the Machine runs, its etcd member is up and etcd has a leader, unless
+    // it joined with a template whose kube-apiserver cannot start.
+    apiServers: async (controlPlane, _cluster, machines) => {
+      if (flavourOf(controlPlane) !== "kubeadm") return {};
+      this.gate.call(`dial ${machines.length} API server(s)`, { kind: "none" });
+      const result: Record<string, { ready: boolean; detail: string }> = {};
+      for (const dialled of machines) {
+        const url = `(simulated) https://${dialled.address}:6443/readyz`;
+        const machine = this.world.machines.find((candidate) => candidate.name === dialled.name);
+        const member = machine?.memberId === undefined ? undefined : findMember(this.world, machine.memberId);
+        if (machine && apiServerBroken(this.world, machine))
+          result[dialled.name] = {
+            ready: false,
+            detail: `${url}: connect ECONNREFUSED (kube-apiserver exits: unknown flag)`,
+          };
+        else if (machine?.phase === "running" && member?.up && this.world.leaderId !== undefined)
+          result[dialled.name] = { ready: true, detail: `${url} ok` };
+        else result[dialled.name] = { ready: false, detail: `${url}: connect ECONNREFUSED` };
+      }
+      return result;
     },
     etcd: async (_controlPlane, _cluster, endpoints) => {
       this.gate.call(`open etcd client (${endpoints.length} endpoints)`, { kind: "none" });

@@ -26,6 +26,7 @@ export const TRAIT_WEIGHTS = {
   secondOwner: 0.15,
   racingOutage: 0.25,
   kubeadm: 0.3,
+  noStartupTimeout: 0.3,
 } as const;
 
 /** Faults stop by this step at the latest. */
@@ -51,7 +52,14 @@ export function createScenario(seed: number): Scenario {
   const world: World = {
     step: 0,
     now: EPOCH,
-    traits: { nodeRefLag: false, addressLag: false, secondOwner: false, racingOutage: false, kubeadm: false },
+    traits: {
+      nodeRefLag: false,
+      addressLag: false,
+      secondOwner: false,
+      racingOutage: false,
+      kubeadm: false,
+      noStartupTimeout: false,
+    },
     spec: {
       replicas,
       version: "v1.30.2",
@@ -104,13 +112,15 @@ export function createScenario(seed: number): Scenario {
     secondOwner: traits.chance(TRAIT_WEIGHTS.secondOwner),
     racingOutage: traits.chance(TRAIT_WEIGHTS.racingOutage),
     kubeadm: false,
+    noStartupTimeout: false,
   };
   const race = traits.fork();
   // Drawn after the race stream's fork, so that a world without the trait keeps every draw it had before it existed.
   world.traits.kubeadm = traits.chance(TRAIT_WEIGHTS.kubeadm);
+  world.traits.noStartupTimeout = traits.chance(TRAIT_WEIGHTS.noStartupTimeout);
   if (world.traits.kubeadm) {
     world.spec.version = KUBEADM_START_VERSION;
-    world.kubeadm = { bindings: new Set(), resourceVersion: 1 };
+    world.kubeadm = { bindings: new Set(), brokenTemplates: new Set(), resourceVersion: 1 };
   }
   if (startsConverged) startConverged(world);
   if (world.traits.secondOwner) world.copy = { finalizers: [] };

@@ -171,6 +171,11 @@ export interface WorldTraits {
    * (World.kubeadm), joins render their static pods from kubeadm-config, and the real KubeadmFlavour keeps them.
    */
   kubeadm: boolean;
+  /**
+   * The MachineHealthCheck has no node startup timeout (`nodeStartupTimeoutSeconds: 0`, as users set it for slow
+   * clouds): a Machine that never registers a Node is never marked, and Quorum alone must get past it.
+   */
+  noStartupTimeout: boolean;
 }
 
 /**
@@ -188,6 +193,12 @@ export interface KubeadmObjects {
   kubeProxyImage?: string;
   /** ClusterRoleBindings in the workload cluster, by name. */
   bindings: Set<string>;
+  /**
+   * Templates whose clusterConfiguration gives kube-apiserver a flag it does not know: a Machine joined with one runs
+   * etcd (its member joins and is promoted) but no API server, so its kubelet, which kubeadm points at its local API
+   * server, never registers a Node. The user replaces such a template sooner or later (faults.ts).
+   */
+  brokenTemplates: Set<string>;
   /** Bumped on every write, as metadata.resourceVersion (the ConfigMap's and the DaemonSet's). */
   resourceVersion: number;
 }
