@@ -876,7 +876,13 @@ class Context {
     }
     const step = observed.steps.find((candidate) => candidate.when === when && !candidate.done);
     if (!step) return undefined;
-    if (step.blocked) return { action: waitFor(`${context}, but ${step.blocked}`, RECHECK_MS.converging, step.name) };
+    if (step.blocked) {
+      // A BeforeCreate block usually clears by itself (kubeadm init is about to upload kubeadm-config); an AfterRollout
+      // one waits for the user (a CoreDNS pin older than what runs), and at the converging pace an idle cluster would be
+      // reconciled, and its workload read, every second until then.
+      const recheckAfterMs = when === "AfterRollout" ? RECHECK_MS.blocked : RECHECK_MS.converging;
+      return { action: waitFor(`${context}, but ${step.blocked}`, recheckAfterMs, step.name) };
+    }
     return {
       action: {
         kind: "PrepareWorkload",

@@ -1,7 +1,8 @@
 // The kubeadm flavour's workload steps (issue 17) against a real kube-apiserver standing in for a workload cluster that
-// kubeadm 1.36 initialised: kube-system/kubeadm-config as kubeadm uploads it, kube-proxy's DaemonSet as its addon phase
-// creates it, and none of the RBAC kubeadm 1.37 expects. An upgrade to v1.37.2 must bring all three along, through
-// the same adapter (ClusterWorkloadAccess) the controller uses, and every later look must find them done.
+// kubeadm 1.36 initialised: kube-system/kubeadm-config as kubeadm uploads it, kube-proxy's DaemonSet and CoreDNS's
+// Deployment as its addon phase creates them, and none of the RBAC kubeadm 1.37 expects. An upgrade to v1.37.2 must
+// bring all three along, through the same adapter (ClusterWorkloadAccess) the controller uses, and every later look
+// must find them done; CoreDNS moves only where the template pins it (as KCP).
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { parse } from "yaml";
@@ -21,13 +22,24 @@ import { MemorySecretStore } from "../unit/adapters/memory-secret-store.ts";
 const NS = "tenant";
 const CLUSTER = "c1";
 
+/** What kubeadm 1.36.3's addon phase deploys (cmd/kubeadm/app/constants: CoreDNSVersion v1.14.2). */
+const COREDNS_1_36 = "registry.k8s.io/coredns/coredns:v1.14.2";
+/** kubeadm 1.37.2's CoreDNSVersion. */
+const COREDNS_1_37 = "registry.k8s.io/coredns/coredns:v1.14.6";
+const COREFILE =
+  ".:53 {\n    errors\n    kubernetes cluster.local in-addr.arpa ip6.arpa\n    forward . /etc/resolv.conf\n}\n";
+
 const UPLOADED = uploadedClusterConfiguration({
   clusterName: "c1",
   kubernetesVersion: "v1.36.3",
   controlPlaneEndpoint: "10.200.1.254:6443",
 });
 
-function controlPlane(version: string, annotations: Record<string, string> = {}): QuorumControlPlane {
+function controlPlane(
+  version: string,
+  annotations: Record<string, string> = {},
+  templateName = "kubeadm",
+): QuorumControlPlane {
   return {
     apiVersion: "controlplane.cluster.x-k8s.io/v1beta2",
     kind: "QuorumControlPlane",
@@ -41,7 +53,7 @@ function controlPlane(version: string, annotations: Record<string, string> = {})
           bootstrapConfigTemplateRef: {
             apiGroup: "bootstrap.cluster.x-k8s.io",
             kind: "KubeadmConfigTemplate",
-            name: "kubeadm",
+            name: templateName,
           },
         },
       },
@@ -51,6 +63,25 @@ function controlPlane(version: string, annotations: Record<string, string> = {})
 
 const cluster = (name = CLUSTER): Cluster => ({ metadata: { name, namespace: NS }, spec: {} }) as Cluster;
 const template = async () => ({ ...sampleKubeadmConfigTemplate(), metadata: { name: "kubeadm", namespace: NS } });
+
+/** The sample template under another name, its clusterConfiguration pinning CoreDNS's tag (dns.imageTag). */
+function pinningTemplate(name: string, imageTag: string) {
+  return async () => {
+    const sample = structuredClone(sampleKubeadmConfigTemplate());
+    const spec = sample.spec as { template: { spec: { clusterConfiguration: Record<string, unknown> } } };
+    spec.template.spec.clusterConfiguration.dns = { imageTag };
+    return { ...sample, metadata: { name, namespace: NS } };
+  };
+}
+
+interface CoreDNSDeployment {
+  metadata: { resourceVersion: string };
+  spec: {
+    template: {
+      spec: { containers: { name: string; image: string; args: string[] }[]; volumes: { name: string }[] };
+    };
+  };
+}
 
 function step(steps: WorkloadStep[], name: string): WorkloadStep {
   const found = steps.find((candidate) => candidate.name === name);
@@ -83,17 +114,55 @@ describe("the kubeadm flavour in a workload cluster kubeadm 1.36 initialised", {
     });
   }
 
-  /** kube-system/kubeadm-config in the workload cluster, as kubeadm init's upload-config phase creates it. */
-  const createKubeadmConfig = (clusterConfiguration: string) =>
+  /** A ConfigMap in the workload cluster's kube-system, as kubeadm creates its own. */
+  const createConfigMap = (name: string, data: Record<string, string>) =>
     kubeRequestOk(api.kubeConfig, "/api/v1/namespaces/kube-system/configmaps", {
       method: "POST",
+      body: { apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: "kube-system" }, data },
+    });
+
+  /** kube-system/kubeadm-config in the workload cluster, as kubeadm init's upload-config phase creates it. */
+  const createKubeadmConfig = (clusterConfiguration: string) =>
+    createConfigMap("kubeadm-config", { ClusterConfiguration: clusterConfiguration });
+
+  const readCoreDNS = () =>
+    kubeRequestOk<CoreDNSDeployment>(api.kubeConfig, "/apis/apps/v1/namespaces/kube-system/deployments/coredns");
+
+  /** kube-system/coredns and its Corefile, as kubeadm's addon phase creates them (the fields the step must keep). */
+  async function createCoreDNS(withCorefile = true): Promise<void> {
+    if (withCorefile) await createConfigMap("coredns", { Corefile: COREFILE });
+    await kubeRequestOk(api.kubeConfig, "/apis/apps/v1/namespaces/kube-system/deployments", {
+      method: "POST",
       body: {
-        apiVersion: "v1",
-        kind: "ConfigMap",
-        metadata: { name: "kubeadm-config", namespace: "kube-system" },
-        data: { ClusterConfiguration: clusterConfiguration },
+        apiVersion: "apps/v1",
+        kind: "Deployment",
+        metadata: { name: "coredns", namespace: "kube-system", labels: { "k8s-app": "kube-dns" } },
+        spec: {
+          replicas: 2,
+          selector: { matchLabels: { "k8s-app": "kube-dns" } },
+          template: {
+            metadata: { labels: { "k8s-app": "kube-dns" } },
+            spec: {
+              containers: [
+                {
+                  name: "coredns",
+                  image: COREDNS_1_36,
+                  args: ["-conf", "/etc/coredns/Corefile"],
+                  volumeMounts: [{ name: "config-volume", mountPath: "/etc/coredns", readOnly: true }],
+                },
+              ],
+              volumes: [
+                {
+                  name: "config-volume",
+                  configMap: { name: "coredns", items: [{ key: "Corefile", path: "Corefile" }] },
+                },
+              ],
+            },
+          },
+        },
       },
     });
+  }
 
   before(async () => {
     api = await startApiServer();
@@ -123,6 +192,7 @@ describe("the kubeadm flavour in a workload cluster kubeadm 1.36 initialised", {
         },
       },
     });
+    await createCoreDNS();
   });
 
   after(async () => {
@@ -140,6 +210,7 @@ describe("the kubeadm flavour in a workload cluster kubeadm 1.36 initialised", {
         { name: "kubeadm-config", when: "BeforeCreate", done: true },
         { name: "kubeadm-permissions", when: "BeforeCreate", done: false },
         { name: "kube-proxy", when: "AfterRollout", done: true },
+        { name: "coredns", when: "AfterRollout", done: true },
       ],
     );
     assert.equal(observed.initialized, true, "kubeadm init uploaded kubeadm-config");
@@ -195,6 +266,87 @@ describe("the kubeadm flavour in a workload cluster kubeadm 1.36 initialised", {
     );
     // Done is done: carrying a step out again changes nothing.
     assert.match(await access.prepareWorkload(target, cluster(), "kubeadm-config", template), /already done/);
+    // The sample template pins no CoreDNS: an upgrade leaves it where kubeadm init put it (as KCP).
+    assert.equal(step(afterwards.steps, "coredns").done, true);
+    assert.match(await access.prepareWorkload(target, cluster(), "coredns", template), /already done/);
+    assert.equal((await readCoreDNS()).spec.template.spec.containers[0].image, COREDNS_1_36);
+  });
+
+  it("moves CoreDNS to a template's dns.imageTag once, keeping the rest of the Deployment and the Corefile", async () => {
+    const target = controlPlane("v1.37.2", {}, "kubeadm-coredns");
+    const pinned = pinningTemplate("kubeadm-coredns", "v1.14.6");
+    const coredns = step((await access.workloadSteps(target, cluster(), pinned)).steps, "coredns");
+    assert.deepEqual(
+      { when: coredns.when, done: coredns.done, blocked: coredns.blocked },
+      { when: "AfterRollout", done: false, blocked: undefined },
+    );
+    assert.equal(
+      coredns.detail,
+      `Deployment kube-system/coredns of the workload cluster runs ${COREDNS_1_36}, not ${COREDNS_1_37}`,
+    );
+    assert.match(await access.prepareWorkload(target, cluster(), "coredns", pinned), /^moved .* to .*:v1\.14\.6$/);
+    const moved = await readCoreDNS();
+    assert.deepEqual(
+      moved.spec.template.spec.containers.map(({ name, image, args }) => ({ name, image, args })),
+      [{ name: "coredns", image: COREDNS_1_37, args: ["-conf", "/etc/coredns/Corefile"] }],
+    );
+    assert.deepEqual(
+      moved.spec.template.spec.volumes.map(({ name }) => name),
+      ["config-volume"],
+    );
+
+    // A second run finds it done and writes nothing.
+    assert.match(await access.prepareWorkload(target, cluster(), "coredns", pinned), /already done/);
+    assert.equal((await readCoreDNS()).metadata.resourceVersion, moved.metadata.resourceVersion);
+    assert.equal(step((await access.workloadSteps(target, cluster(), pinned)).steps, "coredns").done, true);
+    const corefile = await kubeRequestOk<{ data: Record<string, string> }>(
+      api.kubeConfig,
+      "/api/v1/namespaces/kube-system/configmaps/coredns",
+    );
+    assert.deepEqual(corefile.data, { Corefile: COREFILE });
+  });
+
+  it("leaves CoreDNS alone under KCP's skip annotation, and looks again once it is removed", async () => {
+    const pinned = pinningTemplate("kubeadm-coredns-next", "v1.14.7");
+    const skipping = controlPlane(
+      "v1.37.2",
+      { "controlplane.cluster.x-k8s.io/skip-coredns": "" },
+      "kubeadm-coredns-next",
+    );
+    assert.equal(step((await access.workloadSteps(skipping, cluster(), pinned)).steps, "coredns").done, true);
+    assert.match(await access.prepareWorkload(skipping, cluster(), "coredns", pinned), /already done/);
+    assert.equal((await readCoreDNS()).spec.template.spec.containers[0].image, COREDNS_1_37);
+
+    // Same version and template, annotation gone: not the skipped result from the done-cache.
+    const watching = controlPlane("v1.37.2", {}, "kubeadm-coredns-next");
+    const coredns = step((await access.workloadSteps(watching, cluster(), pinned)).steps, "coredns");
+    assert.equal(coredns.done, false);
+    assert.match(coredns.detail, /not registry\.k8s\.io\/coredns\/coredns:v1\.14\.7$/);
+  });
+
+  it("refuses to move CoreDNS backwards, saying why, and writes nothing", async () => {
+    const target = controlPlane("v1.37.2", {}, "kubeadm-coredns-old");
+    const older = pinningTemplate("kubeadm-coredns-old", "v1.14.2");
+    const coredns = step((await access.workloadSteps(target, cluster(), older)).steps, "coredns");
+    assert.equal(coredns.done, false);
+    assert.match(coredns.blocked ?? "", /stays at .*:v1\.14\.6: dns\.imageTag v1\.14\.2 is older than the v1\.14\.6/);
+    const before = await readCoreDNS();
+    await assert.rejects(access.prepareWorkload(target, cluster(), "coredns", older), /is older than/);
+    assert.equal((await readCoreDNS()).metadata.resourceVersion, before.metadata.resourceVersion);
+  });
+
+  it("finds a pinned CoreDNS done while its Deployment does not exist, and looks again once it does", async () => {
+    const target = controlPlane("v1.37.2", {}, "kubeadm-coredns-next");
+    const pinned = pinningTemplate("kubeadm-coredns-next", "v1.14.7");
+    await kubeRequestOk(api.kubeConfig, "/apis/apps/v1/namespaces/kube-system/deployments/coredns", {
+      method: "DELETE",
+    });
+    assert.equal(step((await access.workloadSteps(target, cluster(), pinned)).steps, "coredns").done, true);
+    // kubeadm init's addon phase creates it later: the absence is not what the done-cache keeps.
+    await createCoreDNS(false);
+    const coredns = step((await access.workloadSteps(target, cluster(), pinned)).steps, "coredns");
+    assert.equal(coredns.done, false);
+    assert.match(coredns.detail, /runs registry\.k8s\.io\/coredns\/coredns:v1\.14\.2, not .*:v1\.14\.7$/);
   });
 
   it("leaves kube-proxy alone under KCP's skip annotation", async () => {

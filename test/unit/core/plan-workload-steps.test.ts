@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { computeStatus } from "../../../src/controller/status.ts";
 import { assess } from "../../../src/core/assess.ts";
-import { plan } from "../../../src/core/plan.ts";
+import { plan, RECHECK_MS } from "../../../src/core/plan.ts";
 import type { ComponentView, Snapshot, WorkloadStepView, WorkloadStepsView } from "../../../src/core/snapshot.ts";
 import {
   healthyMachines,
@@ -96,6 +96,22 @@ describe("the bootstrap flavour's workload steps", () => {
     assert.equal(action.kind, "Wait", action.reason);
     assert.match(action.reason, /scale up: 1 of 3 Machines, but ConfigMap kube-system\/kubeadm-config does not exist/);
     assert.equal(action.kind === "Wait" && action.blockedBy, "kubeadm-config");
+  });
+
+  it("waits at the blocked pace, saying why, for an after-rollout step only the user can unblock", () => {
+    const coredns: WorkloadStepView = {
+      name: "coredns",
+      when: "AfterRollout",
+      done: false,
+      detail: "Deployment kube-system/coredns stays at registry.k8s.io/coredns/coredns:v1.14.6",
+      blocked:
+        "Deployment kube-system/coredns stays at registry.k8s.io/coredns/coredns:v1.14.6: dns.imageTag v1.12.1 is older",
+    };
+    const { action } = plan(idle(kubeadm([PERMISSIONS, { ...CONFIG_OUTDATED, done: true }, coredns])));
+    assert.equal(action.kind, "Wait", action.reason);
+    assert.match(action.reason, /3 of 3 Machines up to date at .*, but Deployment kube-system\/coredns stays at/);
+    assert.equal(action.kind === "Wait" && action.blockedBy, "coredns");
+    assert.equal(action.kind === "Wait" && action.recheckAfterMs, RECHECK_MS.blocked);
   });
 
   it("creates nothing while the steps could not be checked, and does not hold an idle cluster for it", () => {

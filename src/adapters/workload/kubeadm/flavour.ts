@@ -5,7 +5,10 @@
 //                       from says spec.version and the template's clusterConfiguration (cluster-configuration.ts);
 //   kube-proxy          (once every Machine is up to date): kube-proxy's image follows spec.version, never ahead of
 //                       an API server (the version skew policy), unless the control plane carries KCP's
-//                       skip-kube-proxy annotation.
+//                       skip-kube-proxy annotation;
+//   coredns             (then, as KCP): CoreDNS's image follows the template's dns.imageTag/dns.imageRepository (or
+//                       imageRepository) where it pins them, unless the control plane carries KCP's skip-coredns
+//                       annotation; the Corefile is left as is (coredns.ts).
 // Observing reads the workload API; a step seen done for the same version and template is not read again for
 // DONE_RECHECK_MS (an idle cluster costs no workload read), and any step Quorum carries out re-reads first.
 import type { V1ConfigMap, V1DaemonSet, V1Pod } from "@kubernetes/client-node";
@@ -20,6 +23,7 @@ import {
   ClusterConfigurationError,
   syncClusterConfiguration,
 } from "./cluster-configuration.ts";
+import { coreDNS, SKIP_COREDNS_ANNOTATION } from "./coredns.ts";
 import { retagImage } from "./images.ts";
 import { kubeadmBindings } from "./permissions.ts";
 
@@ -33,11 +37,14 @@ export const DONE_RECHECK_MS = 10 * 60_000;
 /** The static pods kubeadm runs on every stacked control-plane node, labelled `tier: control-plane` and `component`. */
 export const KUBEADM_COMPONENTS = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"] as const;
 
-/** kubeadm-config first: while init has not uploaded it, nothing else is written to a control plane still forming. */
-export const KUBEADM_STEPS = ["kubeadm-config", "kubeadm-permissions", "kube-proxy"] as const;
+/**
+ * kubeadm-config first: while init has not uploaded it, nothing else is written to a control plane still forming.
+ * kube-proxy before coredns, in KCP's order.
+ */
+export const KUBEADM_STEPS = ["kubeadm-config", "kubeadm-permissions", "kube-proxy", "coredns"] as const;
 export type KubeadmStep = (typeof KUBEADM_STEPS)[number];
 
-interface StepState {
+export interface StepState {
   step: WorkloadStep;
   /** The object the step is about does not exist (kubeadm-config: init has not uploaded it). */
   absent?: boolean;
@@ -85,7 +92,8 @@ export class KubeadmFlavour {
         continue;
       }
       const { step, absent } = await this.observe(name, controlPlane, call, template);
-      // An absent object is not trusted for long: kube-proxy's DaemonSet appears when kubeadm init gets to its addons.
+      // An absent object is not trusted for long: kube-proxy's DaemonSet and CoreDNS's Deployment appear when kubeadm
+      // init gets to its addons.
       if (step.done && !absent) this.done.set(key, { inputs, at: this.clock() });
       else this.done.delete(key);
       if (name === "kubeadm-config" && absent) initialized = false;
@@ -147,6 +155,8 @@ export class KubeadmFlavour {
         return kubeadmConfig(controlPlane, call, template);
       case "kube-proxy":
         return kubeProxy(controlPlane, call, template);
+      case "coredns":
+        return coreDNS(controlPlane, call, () => templateClusterConfiguration(template));
     }
   }
 }
@@ -156,7 +166,7 @@ export function isKubeadmStep(name: string): name is KubeadmStep {
 }
 
 function whenOf(name: KubeadmStep): WorkloadStep["when"] {
-  return name === "kube-proxy" ? "AfterRollout" : "BeforeCreate";
+  return name === "kube-proxy" || name === "coredns" ? "AfterRollout" : "BeforeCreate";
 }
 
 function doneKey(controlPlane: QuorumControlPlane, cluster: Cluster, name: string): string {
@@ -166,8 +176,10 @@ function doneKey(controlPlane: QuorumControlPlane, cluster: Cluster, name: strin
 /** What a step's result depends on in the spec: a new version, template or annotation is looked at again. */
 function inputsOf(controlPlane: QuorumControlPlane, name: KubeadmStep): string {
   const ref = controlPlane.spec.machineTemplate.spec.bootstrapConfigTemplateRef;
-  const skip = controlPlane.metadata.annotations?.[SKIP_KUBE_PROXY_ANNOTATION] !== undefined;
-  return JSON.stringify([controlPlane.spec.version, ref.name, name === "kube-proxy" ? skip : false]);
+  const skipAnnotation =
+    name === "kube-proxy" ? SKIP_KUBE_PROXY_ANNOTATION : name === "coredns" ? SKIP_COREDNS_ANNOTATION : undefined;
+  const skip = skipAnnotation !== undefined && controlPlane.metadata.annotations?.[skipAnnotation] !== undefined;
+  return JSON.stringify([controlPlane.spec.version, ref.name, skip]);
 }
 
 async function permissions(controlPlane: QuorumControlPlane, call: WorkloadCaller): Promise<StepState> {
