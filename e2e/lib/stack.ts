@@ -29,7 +29,7 @@ import { sampleKubeadmConfigTemplate } from "../../test/env/kubeadm-sample.ts";
 import { BOOTSTRAP_API_VERSION, INFRA_API_VERSION, RESOURCE, processProviderCRDs } from "../provider/crds.ts";
 
 /** CAPI's kubeadm bootstrap provider's API (the sample's KubeadmConfigTemplate). */
-const KUBEADM_BOOTSTRAP_API_VERSION = "bootstrap.cluster.x-k8s.io/v1beta2";
+export const KUBEADM_BOOTSTRAP_API_VERSION = "bootstrap.cluster.x-k8s.io/v1beta2";
 
 export interface QuorumProcess {
   process: ManagedProcess;

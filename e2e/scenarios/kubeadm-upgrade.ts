@@ -9,14 +9,25 @@
 import { pinnedVersions } from "../../test/env/tools.ts";
 import type { Verdict } from "../lib/kubeadm-checks.ts";
 import {
+  BROKEN_API_SERVER_ARG,
+  createBrokenApiServerTemplate,
+  createControlPlaneHealthCheck,
+  holdStopped,
+  killApiServer,
+  useBootstrapTemplate,
+  waitMachineGone,
+  waitRolloutStopped,
+} from "../lib/kubeadm-faults.ts";
+import {
   checkBootstrap,
   checkLearners,
   expectedControlPlane,
+  kubeadmNodes,
   observeVersion,
   recordBootstrap,
   type Bootstrap,
 } from "../lib/kubeadm-nodes.ts";
-import { ScenarioFailure } from "../lib/scenario.ts";
+import { ScenarioFailure, type Scenario } from "../lib/scenario.ts";
 import type { ScenarioDefinition } from "./types.ts";
 
 const { previousKubernetes: FROM, kubernetes: TO } = pinnedVersions();
@@ -37,7 +48,31 @@ export const kubeadmUpgrade: ScenarioDefinition = {
     for (const line of before.passed) s.check(true, `before the upgrade: ${line}`);
 
     const replaced = new Set((await s.machines()).map((machine) => machine.metadata.name));
-    await s.operation(`upgrade ${FROM}→${TO}`, () => s.patch({ version: TO }), { replicas: 3, timeoutMs: 900_000 });
+    // The upgrade starts with a template whose kube-apiserver cannot start: the rollout must stop after that one
+    // Machine, keep the old Machines and members, and say which Machine and component it waits on. Then the user fixes
+    // the template (back to the good one) and the upgrade finishes; the client ratio covers both halves.
+    const good = (await s.controlPlane()).spec.machineTemplate.spec.bootstrapConfigTemplateRef.name;
+    const broken = await createBrokenApiServerTemplate(s, good);
+    await s.operation(
+      `upgrade ${FROM}→${TO}, first with template ${broken} (kube-apiserver --${BROKEN_API_SERVER_ARG.name})`,
+      () => useBootstrapTemplate(s, broken, { version: TO }),
+      {
+        replicas: 3,
+        timeoutMs: 900_000,
+        during: async () => {
+          const stopped = await waitRolloutStopped(s, replaced, 600_000);
+          s.log(`the rollout stopped on ${stopped.machine}: ${stopped.message}`);
+          const observations = await holdStopped(s, replaced, stopped.machine, 30_000);
+          s.check(
+            observations >= 5,
+            `for 30 s (${observations} observations) the rollout stayed stopped after ${stopped.machine}, whose kube-apiserver cannot start; the old Machines and their voters stayed; RollingOut named the Machine and the component`,
+          );
+          await recordBootstrap(s, bootstrap);
+          s.log(`fixing the template: back to ${good}`);
+          await useBootstrapTemplate(s, good);
+        },
+      },
+    );
     await recordBootstrap(s, bootstrap);
     const machines = await s.machines();
     s.check(
@@ -66,6 +101,8 @@ export const kubeadmUpgrade: ScenarioDefinition = {
         await recordBootstrap(s, bootstrap);
       }
       judge(`after 3 → 5 → 3 at ${TO}`, await observeVersion(s, expected));
+      await remediateKilledApiServer(s);
+      await recordBootstrap(s, bootstrap);
       checkBootstrap(s, bootstrap);
       // 3 joins in the upgrade, 2 in the scale-up, besides those of the creation the monitor may have missed.
       checkLearners(s, 5);
@@ -76,6 +113,30 @@ export const kubeadmUpgrade: ScenarioDefinition = {
     return 3;
   },
 };
+
+/**
+ * A MachineHealthCheck remediation of a kubeadm Machine whose kube-apiserver was killed and cannot come back: its
+ * kubelet (pointed at its local API server by kubeadm) stops reporting, the Node goes Unknown, the MachineHealthCheck
+ * marks the Machine, and Quorum replaces it.
+ */
+async function remediateKilledApiServer(s: Scenario): Promise<void> {
+  const health = await createControlPlaneHealthCheck(s, 30);
+  const victim = (await kubeadmNodes(s))[0];
+  await s.operation(
+    `MachineHealthCheck ${health} remediates ${victim.machine}, whose kube-apiserver was killed`,
+    async () => {
+      const pids = killApiServer(victim);
+      s.check(pids.length > 0, `${victim.machine}'s kube-apiserver was running (killed pid ${pids.join(", ")})`);
+    },
+    // One API server is down on purpose: the client's answers here are not a rollout's.
+    { replicas: 3, rollout: false, timeoutMs: 600_000, during: () => waitMachineGone(s, victim.machine, 480_000) },
+  );
+  const qcp = await s.controlPlane();
+  s.check(
+    qcp.status?.lastRemediation?.machine === victim.machine,
+    `Quorum recorded the remediation of ${victim.machine} (lastRemediation: ${JSON.stringify(qcp.status?.lastRemediation)})`,
+  );
+}
 
 /** A later failure that keeps the version failures seen before it in its message. */
 function withEarlier(error: unknown, earlier: string[]): unknown {
