@@ -122,10 +122,15 @@ export const DEFAULTS = {
   remediationMinHealthyPeriodSeconds: 3600,
   deletionEtcdMemberRemovalTimeoutSeconds: 600,
   maxSurge: 1 as 0 | 1,
-  memberRemoval: "BeforeDelete" as MemberRemoval,
 } as const;
 
 export type MemberRemoval = "BeforeDelete" | "AfterDrain";
+
+/**
+ * memberRemoval when the spec leaves it unset, for Machines whose bootstrap needs nothing else (kubeadm ≥ 1.31 gets
+ * AfterDrain: defaultMemberRemoval in src/api/flavour.ts). The CRD sets no default: it depends on the flavour.
+ */
+export const GENERIC_MEMBER_REMOVAL: MemberRemoval = "BeforeDelete";
 
 /** A ClusterRole with this label adds its rules to the role Quorum's controller is bound to (config/rbac). */
 export const AGGREGATION_LABEL = "controlplane.cluster.x-k8s.io/aggregate-to-quorum-manager";

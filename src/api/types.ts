@@ -76,7 +76,10 @@ export interface RolloutStrategy {
   rollingUpdate?: {
     /** 1: add a new Machine before removing an old one. 0: remove first (needs replicas >= 3). */
     maxSurge?: 0 | 1;
-    /** BeforeDelete: remove the member, then delete the Machine. AfterDrain: delete, drain, remove in the hook. */
+    /**
+     * BeforeDelete: remove the member, then delete the Machine. AfterDrain: delete, drain, remove in the hook. Unset:
+     * AfterDrain for kubeadm Machines at Kubernetes >= 1.31, else BeforeDelete (src/api/flavour.ts).
+     */
     memberRemoval?: MemberRemoval;
   };
 }

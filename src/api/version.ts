@@ -3,6 +3,12 @@
 // and the Machine names derived from the version all get the canonical "v1.37.2", so writing the version either way
 // never rolls a Machine.
 
+/** 37 for "v1.37.2"; undefined for anything that is not a Kubernetes version. */
+export function minorOf(version: string): number | undefined {
+  const match = /^v?1\.(\d+)\./.exec(version);
+  return match ? Number(match[1]) : undefined;
+}
+
 /** `version` with a leading "v" (the CRD's pattern guarantees the rest is MAJOR.MINOR.PATCH). */
 export function canonicalVersion(version: string): string {
   return version.startsWith("v") ? version : `v${version}`;

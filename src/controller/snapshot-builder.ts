@@ -16,6 +16,7 @@ import {
   TEMPLATE_HASH_ANNOTATION,
 } from "../api/constants.ts";
 import { durationOr } from "../api/duration.ts";
+import { defaultMemberRemoval } from "../api/flavour.ts";
 import { canonicalVersion } from "../api/version.ts";
 import type { ForeignMachine } from "../api/ownership.ts";
 import type { QuorumControlPlane } from "../api/types.ts";
@@ -172,7 +173,7 @@ function controlPlaneView(qcp: QuorumControlPlane): ControlPlaneView {
       ? { certificatesExpiryDays }
       : {}),
     maxSurge: rolling?.maxSurge ?? DEFAULTS.maxSurge,
-    memberRemoval: rolling?.memberRemoval ?? DEFAULTS.memberRemoval,
+    memberRemoval: rolling?.memberRemoval ?? defaultMemberRemoval(qcp),
     deleting: Boolean(qcp.metadata.deletionTimestamp),
     paused: qcp.metadata.annotations?.[PAUSED_ANNOTATION] !== undefined,
     removeMemberIds: (qcp.metadata.annotations?.[REMOVE_MEMBER_ANNOTATION] ?? "")

@@ -35,7 +35,7 @@ import type {
   WorkloadAccess,
 } from "../../src/ports/index.ts";
 import { EtcdRetryLaterError } from "../../src/ports/index.ts";
-import { flavourOf } from "../../src/adapters/workload/flavours.ts";
+import { flavourOf } from "../../src/api/flavour.ts";
 import { KubeadmFlavour, type WorkloadCaller } from "../../src/adapters/workload/kubeadm/flavour.ts";
 import { SimCrash, SimEtcdError, SimApiError, SimViolation, type CallGate } from "./calls.ts";
 import { bootstrapTemplateRef, TEMPLATE_CLUSTER_CONFIGURATION } from "./kubeadm.ts";

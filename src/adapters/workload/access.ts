@@ -31,7 +31,7 @@ import type { EtcdClientOptions, EtcdClusterClient, EtcdClusterClientFactory } f
 import type { Logger } from "../kube/log.ts";
 import { apiServersReadiness } from "./api-server-readiness.ts";
 import { WorkloadClients, type WorkloadCaller } from "./client.ts";
-import { flavourOf } from "./flavours.ts";
+import { flavourOf } from "../../api/flavour.ts";
 import { KubeadmFlavour } from "./kubeadm/flavour.ts";
 import { apiServerPortOf, ServingCertificateExpiries } from "./serving-certificate.ts";
 

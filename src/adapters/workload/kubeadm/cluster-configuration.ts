@@ -9,6 +9,7 @@
 // wrote it. Pure: YAML in, YAML and the list of changes out.
 import jsonpatch from "fast-json-patch";
 import { parse, stringify } from "yaml";
+import { minorOf } from "../../../api/version.ts";
 
 /** The data key kubeadm keeps the document under. */
 export const CLUSTER_CONFIGURATION_KEY = "ClusterConfiguration";
@@ -138,12 +139,6 @@ function prune(value: Json): Json {
 function setOrDelete(document: Json, key: string, value: unknown): void {
   if (value === undefined) delete document[key];
   else document[key] = value;
-}
-
-/** 37 for "v1.37.2"; undefined for anything that is not a Kubernetes version. */
-export function minorOf(version: string): number | undefined {
-  const match = /^v?1\.(\d+)\./.exec(version);
-  return match ? Number(match[1]) : undefined;
 }
 
 function valueAt(document: unknown, pointer: string): unknown {

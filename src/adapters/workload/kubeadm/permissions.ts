@@ -2,7 +2,7 @@
 // version joins, as KCP's EnsureKubeadmPermissions does (CAPI v1.14 controlplane/kubeadm/pkg/workload_cluster_rbac.go):
 // kubeadm upgrade would create them, but a rollout never runs kubeadm upgrade. Pure: which bindings a version needs.
 import type { V1ClusterRoleBinding } from "@kubernetes/client-node";
-import { minorOf } from "./cluster-configuration.ts";
+import { minorOf } from "../../../api/version.ts";
 
 /**
  * The ClusterRoleBindings a control plane at `version` needs. kubeadm init creates them itself from the minor that
