@@ -6,9 +6,12 @@ import type { Snapshot } from "../../src/core/snapshot.ts";
 import type { Call } from "./calls.ts";
 import { bindingsExpected, bootstrapTemplateRef, compareVersions, configVersion, kubeProxyVersion } from "./kubeadm.ts";
 import {
+  certificatesDue,
+  certificatesDueAt,
   CLUSTER,
   ETCD_HEALTH_INTERVAL_MS,
   SIM_TIMERS,
+  STEP_MS,
   findMachine,
   youngConnections,
   findMember,
@@ -238,6 +241,8 @@ export function machinesAtSpec(world: World): boolean {
     )
       return false;
     if (machine.version !== spec.version || machine.templateHash !== spec.templateHash) return false;
+    // spec.rollout.before.certificatesExpiryDays: a Machine whose certificates expire within the notice is outdated.
+    if (certificatesDue(world, machine)) return false;
     // spec.machineTemplate.metadata reaches every Machine in place (issue 15, item 2).
     if (JSON.stringify(sorted(machine.labels)) !== JSON.stringify(sorted(spec.machineLabels))) return false;
     // Each Machine says it is up to date, as the v1beta2 contract asks of its owner (issue 15, item 3).
@@ -257,6 +262,29 @@ export function machinesAtSpec(world: World): boolean {
       world.templateOwners.get(template)?.some((owner) => owner.kind === "Cluster" && owner.name === CLUSTER),
   );
   return owned;
+}
+
+/**
+ * The Machines whose certificates expire within spec.rollout.before.certificatesExpiryDays, by the world's clock and
+ * their true expiry (rule 4 counts them short of the spec); undefined when there are none.
+ */
+export function certificatesShortOfSpec(world: World): string | undefined {
+  const due = world.machines.filter((machine) => certificatesDue(world, machine));
+  if (due.length === 0) return undefined;
+  const days = world.spec.certificatesExpiryDays;
+  return `machine ${due.map((machine) => `${machine.name} (certificates expire ${new Date(machine.certificatesExpiry ?? 0).toISOString()})`).join(", ")} within certificatesExpiryDays ${days} of ${new Date(world.now).toISOString()}`;
+}
+
+/**
+ * Whether a Machine's certificates fall within the notice in the next `steps` steps: a schedule at the spec does not
+ * end before then, so that the rollout they need is part of it.
+ */
+export function certificatesDueWithin(world: World, steps: number): boolean {
+  const horizon = world.now + steps * STEP_MS;
+  return world.machines.some((machine) => {
+    const dueAt = certificatesDueAt(world, machine);
+    return dueAt !== undefined && dueAt >= world.now && dueAt < horizon;
+  });
 }
 
 /**

@@ -127,6 +127,18 @@ const proxyFirst: PlannerFactory = () => {
   };
 };
 
+/**
+ * spec.rollout.before.certificatesExpiryDays is never seen (as if the snapshot builder dropped it): Machines whose
+ * certificates are about to expire stay until their API servers stop serving (the outage KCP's rule prevents).
+ */
+const certificatesBlind: PlannerFactory = () => {
+  const real = makePlanner();
+  return (snapshot) => {
+    const { certificatesExpiryDays: _ignored, ...controlPlane } = snapshot.controlPlane;
+    return real({ ...snapshot, controlPlane });
+  };
+};
+
 export const PLANNERS = {
   real: () => plan,
   "ghost-blind": ghostBlind,
@@ -139,6 +151,7 @@ export const PLANNERS = {
   "serving-blind": servingBlind,
   "skip-workload-steps": skipWorkloadSteps,
   "proxy-first": proxyFirst,
+  "certificates-blind": certificatesBlind,
 } satisfies Record<string, PlannerFactory>;
 
 export type PlannerName = keyof typeof PLANNERS;

@@ -42,6 +42,7 @@ import { bootstrapTemplateRef, TEMPLATE_CLUSTER_CONFIGURATION } from "./kubeadm.
 import { simWorkloadCaller } from "./workload-api.ts";
 import { apiServerBroken, learnerInSync } from "./evolve.ts";
 import {
+  CERTIFICATE_VALIDITY_MS,
   CLUSTER,
   CONTROL_PLANE,
   COPY_CONTROL_PLANE,
@@ -240,6 +241,9 @@ export class SimPorts {
         );
       }
       if (hook !== undefined) machine.hook = hook !== null;
+      // Any other key (the certificates expiry Quorum records) is kept on the Machine as written.
+      const { [PRE_TERMINATE_HOOK]: _hook, ...others } = annotations;
+      applyKeys(machine.annotations, others);
       this.gate.done("ok");
       return resourceVersionOf(this.world, machine);
     },
@@ -361,6 +365,27 @@ export class SimPorts {
       }
       return result;
     },
+    // Simulated: what a TLS handshake with each Machine's API server shows of its serving certificate
+    // (src/adapters/workload/serving-certificate.ts dials for real), only for kubeadm Machines, as
+    // ClusterWorkloadAccess. A Machine's API server answers while the Machine runs and its etcd member is up, unless
+    // it joined with a template whose kube-apiserver cannot start.
+    certificatesExpiry: async (controlPlane, _cluster, machines) => {
+      if (flavourOf(controlPlane) !== "kubeadm" || machines.length === 0) return { expiries: {}, errors: [] };
+      this.gate.call(`dial ${machines.length} API server(s) for their certificates`, { kind: "none" });
+      const expiries: Record<string, number> = {};
+      const errors: string[] = [];
+      for (const dialled of machines) {
+        const machine = findMachine(this.world, dialled.name);
+        const member = machine?.memberId === undefined ? undefined : findMember(this.world, machine.memberId);
+        const serving = machine?.phase === "running" && member?.up === true && !apiServerBroken(this.world, machine);
+        if (serving && machine.certificatesExpiry !== undefined) expiries[dialled.name] = machine.certificatesExpiry;
+        else
+          errors.push(
+            `Machine ${dialled.name}: (simulated) TLS handshake with ${dialled.address}:6443: connect ECONNREFUSED`,
+          );
+      }
+      return { expiries, errors };
+    },
     etcd: async (_controlPlane, _cluster, endpoints) => {
       this.gate.call(`open etcd client (${endpoints.length} endpoints)`, { kind: "none" });
       return new SimEtcdClient(this.world, this.gate, endpoints);
@@ -409,6 +434,9 @@ export class SimPorts {
             type: "RollingUpdate",
             rollingUpdate: { maxSurge: spec.maxSurge, memberRemoval: spec.memberRemoval },
           },
+          ...(spec.certificatesExpiryDays !== undefined
+            ? { before: { certificatesExpiryDays: spec.certificatesExpiryDays } }
+            : {}),
         },
         remediation: {
           maxRetry: SIM_TIMERS.remediationMaxRetry,
@@ -502,6 +530,10 @@ export class SimPorts {
       markedForDeletion: false,
       ...(bootFault ? { bootFault } : {}),
       nodeRegistered: false,
+      // kubeadm issues its certificates for a year at the join (a generic world's are not modelled).
+      ...(world.traits.certificateExpiry && world.traits.kubeadm
+        ? { certificatesExpiry: world.now + CERTIFICATE_VALIDITY_MS }
+        : {}),
     };
     machine.address = newAddress(world);
     machine.hostName = hostNameFor(world, name, machine.address);

@@ -13,6 +13,8 @@ import { evolve } from "./evolve.ts";
 import { bootFaultFor, endFaults, injectFault, racingOutage } from "./faults.ts";
 import { followUnmappedMemberFix } from "./operator.ts";
 import {
+  certificatesDueWithin,
+  certificatesShortOfSpec,
   checkQuorumKept,
   converged,
   fingerprint,
@@ -25,7 +27,7 @@ import type { Prng } from "./prng.ts";
 import { SimPorts } from "./ports.ts";
 import { createScenario } from "./scenario.ts";
 import { describeAction, describeSetup, describeWorld } from "./trace.ts";
-import { CONTROL_PLANE, hasQuorum, NAMESPACE, STEP_MS, type World } from "./world.ts";
+import { certificatesDue, CONTROL_PLANE, hasQuorum, NAMESPACE, STEP_MS, type World } from "./world.ts";
 
 /** What the simulator needs of a planner: the real plan(), or a variant built with makePlanner(parts). */
 export type Plan = (snapshot: Snapshot) => { action: Action; assessment?: Decision["assessment"] };
@@ -44,6 +46,12 @@ export const STUCK_BOUND = 60;
 const KUBEADM_BOUND = 10;
 /** Once converged, the planner must leave the control plane alone for this many reconciles. */
 const SETTLE_STEPS = 3;
+/**
+ * A schedule at the spec does not end while a Machine's certificates fall within spec.rollout.before.
+ * certificatesExpiryDays in this many steps: the rollout they need is part of the schedule (scenario.ts places every
+ * such moment no later than 60 steps after faults stop).
+ */
+const CERTIFICATES_LOOKAHEAD = 100;
 
 const quiet: Logger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
 
@@ -83,6 +91,12 @@ export async function runSchedule(
   let controllerBackAt = 0;
   for (;;) {
     evolve(world);
+    // Time alone takes a world off the spec when a Machine's certificates fall within the notice: the planner is then
+    // right to act, and the spec must be reached again (and is counted as changing, not as standing still).
+    if (convergedSince !== undefined && world.machines.some((machine) => certificatesDue(world, machine))) {
+      convergedSince = undefined;
+      lastChange = world.step;
+    }
     const faulting = world.step < world.faultsUntil;
     const events: string[] = [];
     if (world.step === world.faultsUntil) events.push(endFaults(world));
@@ -175,7 +189,8 @@ export async function runSchedule(
     if (faulting) continue;
     if (converged(world)) {
       convergedSince ??= world.step;
-      if (world.step - convergedSince >= SETTLE_STEPS) return finish("ok");
+      if (world.step - convergedSince >= SETTLE_STEPS && !certificatesDueWithin(world, CERTIFICATES_LOOKAHEAD))
+        return finish("ok");
       continue;
     }
     convergedSince = undefined;
@@ -194,7 +209,8 @@ export async function runSchedule(
       lastChange = world.step;
     }
     const kubeadm = kubeadmShortOfSpec(world);
-    const last = `${action ? describeAction(action) : "nothing (no plan)"}${kubeadm ? `; kubeadm: ${kubeadm}` : ""}`;
+    const certificates = certificatesShortOfSpec(world);
+    const last = `${action ? describeAction(action) : "nothing (no plan)"}${kubeadm ? `; kubeadm: ${kubeadm}` : ""}${certificates ? `; certificates: ${certificates}` : ""}`;
     if (world.step - lastChange >= STUCK_BOUND) {
       return finish("stuck", {
         kind: "stuck",

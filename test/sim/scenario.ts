@@ -1,6 +1,11 @@
 // A schedule's starting point, all drawn from its seed: the spec, how kubeadm joins, how Nodes are named, the
 // failure domains, whether the control plane starts converged or from nothing, and how hard faults hit.
-import { FINALIZER, TEMPLATE_METADATA_ANNOTATION } from "../../src/api/constants.ts";
+import {
+  CERTIFICATES_EXPIRY_ANNOTATION,
+  FINALIZER,
+  MIN_CERTIFICATES_EXPIRY_DAYS,
+  TEMPLATE_METADATA_ANNOTATION,
+} from "../../src/api/constants.ts";
 import type { EtcdMemberStatus } from "../../src/api/types.ts";
 import { nextMachineName } from "../../src/controller/machine-factory.ts";
 import { templateKeysRecord } from "../../src/core/in-place.ts";
@@ -9,6 +14,7 @@ import { KUBEADM_START_VERSION, uploadKubeadmObjects } from "./kubeadm.ts";
 import { Prng } from "./prng.ts";
 import {
   CONTROL_PLANE,
+  DAY_MS,
   drawLags,
   hostNameFor,
   newAddress,
@@ -27,7 +33,24 @@ export const TRAIT_WEIGHTS = {
   racingOutage: 0.25,
   kubeadm: 0.3,
   noStartupTimeout: 0.3,
+  certificateExpiry: 0.25,
 } as const;
+
+/**
+ * spec.rollout.before.certificatesExpiryDays in a certificateExpiry world, by weight: from CAPI's minimum
+ * (MIN_CERTIFICATES_EXPIRY_DAYS) to a notice longer than kubeadm's one-year certificates, where the planner must not
+ * replace Machines forever (a replacement's certificates would be within the notice at once).
+ */
+const CERTIFICATES_EXPIRY_DAYS = [
+  [MIN_CERTIFICATES_EXPIRY_DAYS, 2],
+  [30, 3],
+  [90, 2],
+  [400, 1],
+] as const;
+/** Each starting Machine's certificates fall within the notice this many steps after faults stop, at the latest. */
+const CERTIFICATES_DUE_AFTER_FAULTS = 60;
+/** In a kubeadm world, the share of starting Machines whose expiry an earlier controller or a user recorded on them. */
+const CERTIFICATES_ANNOTATED = 0.3;
 
 /** Faults stop by this step at the latest. */
 export const MAX_FAULT_STEPS = 40;
@@ -59,6 +82,7 @@ export function createScenario(seed: number): Scenario {
       racingOutage: false,
       kubeadm: false,
       noStartupTimeout: false,
+      certificateExpiry: false,
     },
     spec: {
       replicas,
@@ -113,6 +137,7 @@ export function createScenario(seed: number): Scenario {
     racingOutage: traits.chance(TRAIT_WEIGHTS.racingOutage),
     kubeadm: false,
     noStartupTimeout: false,
+    certificateExpiry: false,
   };
   const race = traits.fork();
   // Drawn after the race stream's fork, so that a world without the trait keeps every draw it had before it existed.
@@ -123,6 +148,9 @@ export function createScenario(seed: number): Scenario {
     world.kubeadm = { bindings: new Set(), brokenTemplates: new Set(), resourceVersion: 1 };
   }
   if (startsConverged) startConverged(world);
+  // Drawn last, from the traits' stream, so that a world without the trait keeps every draw it had before it existed.
+  world.traits.certificateExpiry = traits.chance(TRAIT_WEIGHTS.certificateExpiry);
+  if (world.traits.certificateExpiry) certificatesExpiring(world, traits);
   if (world.traits.secondOwner) world.copy = { finalizers: [] };
   for (const machine of world.machines) drawLags(world, machine);
   return { world, profile, rngs: { ...rngs, race } };
@@ -200,4 +228,28 @@ function startConverged(world: World): void {
   uploadKubeadmObjects(world, world.spec.version);
   // An adopted Machine (or one made by an older release) lacks Quorum's pre-terminate hook.
   if (world.rng.chance(0.15)) world.rng.pick(world.machines).hook = false;
+}
+
+/**
+ * The certificateExpiry trait: spec.rollout.before.certificatesExpiryDays is set, and each starting Machine's
+ * certificates expire the notice plus 0..N steps from now (as if an earlier template's kubeadm had issued them with a
+ * short certificateValidityPeriod), so each falls within the notice at some step of the run, while faults last or
+ * shortly after. Machines made in the run get kubeadm's one year (ports.ts). A kubeadm world shows an expiry as a real
+ * one does: on the Machine's certificates-expiry annotation (Quorum or a user recorded it; CAPI copies it into
+ * status.certificatesExpiryDate), or else only to Quorum's dial of the Machine's API server. A generic world has no API
+ * server Quorum dials: a Machine's expiry is known there only when something annotated it; otherwise the world models
+ * none.
+ */
+function certificatesExpiring(world: World, rng: Prng): void {
+  const days = rng.weighted(CERTIFICATES_EXPIRY_DAYS);
+  world.spec.certificatesExpiryDays = days;
+  for (const machine of world.machines) {
+    const annotated = world.traits.kubeadm ? rng.chance(CERTIFICATES_ANNOTATED) : rng.chance(0.7);
+    if (!world.traits.kubeadm && !annotated) continue;
+    const expiry = world.now + days * DAY_MS + rng.int(0, world.faultsUntil + CERTIFICATES_DUE_AFTER_FAULTS) * STEP_MS;
+    machine.certificatesExpiry = expiry;
+    // RFC 3339 in whole seconds, as KCP and Quorum write it (the world's clock moves in whole seconds).
+    if (annotated)
+      machine.annotations[CERTIFICATES_EXPIRY_ANNOTATION] = new Date(expiry).toISOString().replace(".000Z", "Z");
+  }
 }

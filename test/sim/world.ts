@@ -104,6 +104,12 @@ export interface SimMachine {
    * moment it joins, whatever the Machine's spec.version says. Nothing changes them afterwards (no kubeadm upgrade).
    */
   staticPodVersion?: string;
+  /**
+   * World truth, in certificateExpiry worlds: when its API server serving certificate expires (kubeadm issues them at
+   * init or join). Quorum learns it from the Machine's certificates-expiry annotation or by dialling the Machine (the
+   * workload port's certificatesExpiry); undefined where neither could tell it (a generic world's Machine unannotated).
+   */
+  certificatesExpiry?: number;
 }
 
 export interface SimMember {
@@ -151,6 +157,8 @@ export interface SimSpec {
   generation: number;
   /** Member ids the operator listed in the quorum-remove-etcd-member annotation (operator.ts). */
   removeMemberIds: string[];
+  /** spec.rollout.before.certificatesExpiryDays (certificateExpiry worlds). */
+  certificatesExpiryDays?: number;
 }
 
 /** The worlds real clusters produce that a schedule may contain (scenario.ts draws them). */
@@ -176,6 +184,11 @@ export interface WorldTraits {
    * clouds): a Machine that never registers a Node is never marked, and Quorum alone must get past it.
    */
   noStartupTimeout: boolean;
+  /**
+   * spec.rollout.before.certificatesExpiryDays is set, and the Machines the schedule starts with carry certificates
+   * that fall within it during the run (SimMachine.certificatesExpiry): they must be rolled out.
+   */
+  certificateExpiry: boolean;
 }
 
 /**
@@ -247,6 +260,31 @@ export interface World {
   nextAddress: number;
   nextStray: number;
   rng: Prng;
+}
+
+export const DAY_MS = 24 * 60 * 60 * 1000;
+/** kubeadm's certificates are valid for a year: what a Machine created in the run gets. */
+export const CERTIFICATE_VALIDITY_MS = 365 * DAY_MS;
+
+/**
+ * When the Machine's certificates fall within spec.rollout.before.certificatesExpiryDays (written again here, apart
+ * from src/core/selection.ts, like quorumSize): undefined when the spec sets no notice, the Machine's expiry is
+ * unknown, or its certificates were issued for no longer than the notice (counted from the Machine's creation): a
+ * replacement's would be within it at once, so rolling out cannot help (certificatesExpiryDays 400 against kubeadm's
+ * one year must replace the Machines issued for longer once, and then stop).
+ */
+export function certificatesDueAt(world: World, machine: SimMachine): number | undefined {
+  const days = world.spec.certificatesExpiryDays;
+  if (days === undefined || machine.certificatesExpiry === undefined) return undefined;
+  const notice = days * DAY_MS;
+  if (machine.certificatesExpiry - machine.created <= notice) return undefined;
+  return machine.certificatesExpiry - notice;
+}
+
+/** The Machine's certificates expire within the notice now (KCP's rule: now + notice is past the expiry). */
+export function certificatesDue(world: World, machine: SimMachine): boolean {
+  const dueAt = certificatesDueAt(world, machine);
+  return dueAt !== undefined && world.now > dueAt;
 }
 
 /** Written again here on purpose: the invariants must not share the arithmetic of the planner they judge. */

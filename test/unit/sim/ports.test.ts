@@ -2,7 +2,7 @@
 // nothing: etcd's refusals, CAPI's Machines as v1beta2 objects, and a crash that stops every later call.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { PRE_TERMINATE_HOOK } from "../../../src/api/constants.ts";
+import { CERTIFICATES_EXPIRY_ANNOTATION, PRE_TERMINATE_HOOK } from "../../../src/api/constants.ts";
 import { CallGate, SimCrash } from "../../sim/calls.ts";
 import { SimPorts } from "../../sim/ports.ts";
 import { retryLaterOf } from "../../../src/ports/index.ts";
@@ -136,5 +136,36 @@ describe("the simulated world's ports", () => {
       observed.error ?? "",
       /could not be reached \(the workload cluster's API server did not answer: etcdserver: no leader\)/,
     );
+  });
+  it("shows a kubeadm Machine's certificates expiry to the dial while its API server runs, and keeps what Quorum records", async () => {
+    const { world, ports } = converged(true);
+    world.spec.certificatesExpiryDays = 30;
+    const [running, down] = world.machines;
+    running.certificatesExpiry = Date.UTC(2026, 1, 1);
+    down.certificatesExpiry = Date.UTC(2026, 1, 2);
+    world.members.find((member) => member.id === down.memberId)!.up = false;
+    const { controlPlane, template } = kubeadmInputs(ports);
+    assert.equal(controlPlane.spec.rollout?.before?.certificatesExpiryDays, 30);
+    const serving = [running, down].map((machine) => ({ name: machine.name, uid: "", address: machine.address! }));
+    const read = await ports.workload.certificatesExpiry!(
+      controlPlane,
+      { metadata: { name: "sim" } },
+      serving,
+      template,
+    );
+    assert.deepEqual(read.expiries, { [running.name]: Date.UTC(2026, 1, 1) });
+    assert.match(read.errors.join("\n"), new RegExp(`Machine ${down.name}: .*ECONNREFUSED`));
+
+    const [shown] = await ports.management.listControlPlaneMachines("default", "qcp");
+    await ports.management.patchAnnotations(
+      "cluster.x-k8s.io/v1beta2",
+      "Machine",
+      "default",
+      running.name,
+      { [CERTIFICATES_EXPIRY_ANNOTATION]: "2026-02-01T00:00:00Z" },
+      shown.metadata.resourceVersion,
+    );
+    const [again] = await ports.management.listControlPlaneMachines("default", "qcp");
+    assert.equal(again.metadata.annotations?.[CERTIFICATES_EXPIRY_ANNOTATION], "2026-02-01T00:00:00Z");
   });
 });

@@ -91,4 +91,14 @@ describe("seed bugs the simulator must catch", () => {
     const found = await firstWith("proxy-first", "violation", /^10 kube-proxy never ahead/);
     assert.ok(found, `no rule 10 skew violation within ${BUDGET} schedules`);
   });
+
+  it("reports stuck when the planner never sees spec.rollout.before.certificatesExpiryDays, naming the expiring Machines", async () => {
+    // Machines whose certificates fell within the notice are never the spec reached, and nothing replaces them.
+    const found = await firstWith("certificates-blind", "stuck");
+    assert.ok(found, `no stuck schedule within ${BUDGET} schedules`);
+    assert.match(
+      found.finding!.message,
+      /certificates: machine \S+ \(certificates expire [^)]+\).* within certificatesExpiryDays \d+/,
+    );
+  });
 });
