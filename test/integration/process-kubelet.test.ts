@@ -307,6 +307,33 @@ describe("the process kubelet", { timeout: 150_000 }, () => {
       assert.equal(running.status.conditions?.find((c) => c.type === "Ready")?.status, "True");
     });
 
+    it("finishes the deletion of a pod the scheduler bound to its node (a drain's eviction), and only of that one", async () => {
+      const podPath = (name: string) => `/api/v1/namespaces/kube-system/pods/${name}`;
+      for (const name of ["kl-evicted", "kl-kept"]) {
+        await kubeRequestOk(api.kubeConfig, "/api/v1/namespaces/kube-system/pods", {
+          body: {
+            apiVersion: "v1",
+            kind: "Pod",
+            metadata: { name, namespace: "kube-system" },
+            spec: { nodeName, containers: [{ name: "c", image: "registry.k8s.io/coredns/coredns:v1.12.1" }] },
+          },
+        });
+      }
+      // What CAPI's drain does: an eviction. A bound pod then keeps its deletionTimestamp until its kubelet deletes it.
+      await kubeRequestOk(api.kubeConfig, `${podPath("kl-evicted")}/eviction`, {
+        body: { apiVersion: "policy/v1", kind: "Eviction", metadata: { name: "kl-evicted", namespace: "kube-system" } },
+      });
+      await eventually(
+        "the evicted pod is deleted by the kubelet",
+        async () => (await kubeRequest(api.kubeConfig, podPath("kl-evicted"))).status === 404,
+        { context },
+      );
+      const kept = await kubeRequest<{ metadata: { deletionTimestamp?: string } }>(api.kubeConfig, podPath("kl-kept"));
+      assert.equal(kept.status, 200, "a bound pod nobody deleted stays");
+      assert.equal(kept.body.metadata.deletionTimestamp, undefined);
+      await kubeRequestOk(api.kubeConfig, `${podPath("kl-kept")}?gracePeriodSeconds=0`, { method: "DELETE" });
+    });
+
     it("restarts a killed process and counts the restart in the mirror pod", async () => {
       process.kill(first.pid!, "SIGKILL");
       const restarted = await eventually(

@@ -1,6 +1,7 @@
 // What the kubelet does in the API with the node's credentials: register the Node (once), keep it alive (status
 // conditions every 10 s and the kube-node-lease Lease, renewed every 10 s for 40 s, as the kubelet's defaults) so the
-// node lifecycle controller never marks it NotReady, and mirror each static pod as a Pod. Every call is allowed to
+// node lifecycle controller never marks it NotReady, mirror each static pod as a Pod, and finish the deletion of any
+// other pod bound to the node (it runs no containers for them; a drain's evictions wait on it). Every call is allowed to
 // a node by the Node authorizer and the NodeRestriction admission plugin that kubeadm enables.
 import { arch, cpus, hostname, release, totalmem } from "node:os";
 import type { KubeConfig } from "@kubernetes/client-node";
@@ -198,7 +199,15 @@ export class NodeAgent {
       pods.map((running) => [`${running.pod.namespace}/${mirrorPodName(running.pod, node.name)}`, running]),
     );
     type PodList = {
-      items: { metadata: { name: string; namespace: string; uid: string; annotations?: Record<string, string> } }[];
+      items: {
+        metadata: {
+          name: string;
+          namespace: string;
+          uid: string;
+          annotations?: Record<string, string>;
+          deletionTimestamp?: string;
+        };
+      }[];
     };
     // The Node authorizer lets a node list pods only with this field selector.
     const list = await this.request<PodList>(
@@ -212,11 +221,17 @@ export class NodeAgent {
     for (const item of list.body.items) {
       const key = `${item.metadata.namespace}/${item.metadata.name}`;
       const hash = item.metadata.annotations?.[CONFIG_MIRROR_ANNOTATION];
-      if (hash === undefined) continue; // not a mirror pod: not the kubelet's to manage here
+      if (hash === undefined) {
+        // A pod the scheduler bound here (CoreDNS, say). This kubelet runs no containers for it, but it finishes a
+        // deletion as a kubelet does once the containers stopped: without that, an eviction (a drain) waits forever.
+        if (item.metadata.deletionTimestamp)
+          await this.deletePod(item.metadata.namespace, item.metadata.name, item.metadata.uid, "terminating");
+        continue;
+      }
       const running = wanted.get(key);
       if (running && hash === running.pod.hash) existing.set(key, item);
       else
-        await this.deleteMirror(
+        await this.deletePod(
           item.metadata.namespace,
           item.metadata.name,
           item.metadata.uid,
@@ -248,8 +263,8 @@ export class NodeAgent {
     }
   }
 
-  private async deleteMirror(namespace: string, name: string, uid: string, why: string): Promise<void> {
-    // Grace period 0, as the kubelet deletes mirror pods: a bound pod's default grace would leave it terminating
+  private async deletePod(namespace: string, name: string, uid: string, why: string): Promise<void> {
+    // Grace period 0, as the kubelet deletes mirror pods and pods whose containers stopped: a bound pod's default grace would leave it terminating
     // for 30 s, waiting for a kubelet to confirm, and block its replacement. The query parameter is what the
     // API server honours here; the body carries the UID precondition (never delete a newer pod of the same name).
     const response = await this.request(`/api/v1/namespaces/${namespace}/pods/${name}?gracePeriodSeconds=0`, {
@@ -258,7 +273,7 @@ export class NodeAgent {
     });
     this.sentStatus.delete(`${namespace}/${name}`);
     if (response.status === 200 || response.status === 404)
-      this.options.log(`deleted mirror pod ${namespace}/${name} (${why})`);
-    else this.problem(`delete mirror pod ${namespace}/${name}: HTTP ${response.status}: ${statusMessage(response)}`);
+      this.options.log(`deleted pod ${namespace}/${name} (${why})`);
+    else this.problem(`delete pod ${namespace}/${name}: HTTP ${response.status}: ${statusMessage(response)}`);
   }
 }
