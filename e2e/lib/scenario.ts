@@ -278,7 +278,7 @@ export class Scenario {
 
   /** Records Machine creations, deletions and disappearances every 250 ms (for latencies and the timeline). */
   private async recordMachines(): Promise<void> {
-    const seen = new Map<string, { deleting: boolean; provisioned: boolean }>();
+    const seen = new Map<string, { deleting: boolean; provisioned: boolean; stage?: string; unhealthy: boolean }>();
     let infrastructureProvisioned = false;
     while (!this.recorderStopped) {
       try {
@@ -304,12 +304,21 @@ export class Scenario {
           names.add(name);
           const deleting = Boolean(machine.metadata.deletionTimestamp);
           const provisioned = machine.status?.initialization?.infrastructureProvisioned === true;
+          // CAPI's deletion stages (the Deleting condition's reason: DrainingNode, WaitingForPreTerminateHook, ...)
+          // and a MachineHealthCheck's verdict are changes Quorum waits for (a drain's end under AfterDrain).
+          const condition = (type: string) => machine.status?.conditions?.find((c) => c.type === type);
+          const stage = deleting ? condition("Deleting")?.reason : undefined;
+          const unhealthy = condition("HealthCheckSucceeded")?.status === "False";
           const before = seen.get(name);
           if (!before) this.machineEvents.push({ at, kind: "machine-created", subject: name });
           if (deleting && !before?.deleting) this.machineEvents.push({ at, kind: "machine-deleting", subject: name });
+          if (stage && before?.stage && stage !== before.stage)
+            this.machineEvents.push({ at, kind: `machine-deletion-stage ${stage}`, subject: name });
+          if (unhealthy && !before?.unhealthy)
+            this.machineEvents.push({ at, kind: "machine-unhealthy", subject: name });
           if (provisioned && !before?.provisioned)
             this.machineEvents.push({ at, kind: "machine-provisioned", subject: name });
-          seen.set(name, { deleting, provisioned });
+          seen.set(name, { deleting, provisioned, ...(stage ? { stage } : {}), unhealthy });
         }
         for (const name of [...seen.keys()]) {
           if (!names.has(name)) {

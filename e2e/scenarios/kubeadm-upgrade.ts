@@ -6,6 +6,9 @@
 // Afterwards, from the Machines' own files and processes: every static-pod manifest names kubeadm's images for the new
 // version (etcd: the one kubeadm 1.37 pins), every component runs the new binary; kubeadm-config and kube-proxy's
 // DaemonSet say the new version. Then 3 → 5 → 3 at the new version, checked again.
+// Two faults users meet are played on the way: the upgrade starts with a template whose kube-apiserver cannot start (the
+// rollout must stop after that one Machine, naming it and the component, until the template is fixed), and at the end a
+// MachineHealthCheck finds a Machine whose kube-apiserver was killed for good, and Quorum replaces it.
 import { pinnedVersions } from "../../test/env/tools.ts";
 import type { Verdict } from "../lib/kubeadm-checks.ts";
 import {
@@ -69,6 +72,7 @@ export const kubeadmUpgrade: ScenarioDefinition = {
           );
           await recordBootstrap(s, bootstrap);
           s.log(`fixing the template: back to ${good}`);
+          s.userEvents.push({ at: Date.now(), kind: "user-operation", subject: `template back to ${good}` });
           await useBootstrapTemplate(s, good);
         },
       },
