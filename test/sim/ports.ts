@@ -35,8 +35,8 @@ import type {
   WorkloadAccess,
 } from "../../src/ports/index.ts";
 import { EtcdRetryLaterError } from "../../src/ports/index.ts";
-import { flavourOf } from "../../src/api/flavour.ts";
-import { KubeadmFlavour, type WorkloadCaller } from "../../src/adapters/workload/kubeadm/flavour.ts";
+import type { WorkloadCaller } from "../../src/adapters/workload/kubeadm/flavour.ts";
+import { WorkloadFlavours } from "../../src/adapters/workload/flavours.ts";
 import { SimCrash, SimEtcdError, SimApiError, SimViolation, type CallGate } from "./calls.ts";
 import { bootstrapTemplateRef, TEMPLATE_CLUSTER_CONFIGURATION } from "./kubeadm.ts";
 import { simWorkloadCaller } from "./workload-api.ts";
@@ -115,20 +115,28 @@ export interface SimPortsOptions {
 }
 
 /** The three ports over one world; `gate` is replaced for every reconcile. */
+/** The real flavours on the world's clock; the simulator's crash and violation signals pass through them. */
+function simFlavours(world: World): WorkloadFlavours {
+  return new WorkloadFlavours(
+    () => world.now,
+    (error) => error instanceof SimCrash || error instanceof SimViolation,
+  );
+}
+
 export class SimPorts {
   gate!: CallGate;
   /** This reconcile's Machine list is the previous one's (an informer that has not caught up). */
   lagging = false;
   private cachedMachines: Machine[] | undefined;
-  /** The real kubeadm flavour, one per controller process (ClusterWorkloadAccess keeps one too). */
-  private kubeadm: KubeadmFlavour;
+  /** The real flavours (kubeadm's steps included), one set per controller process, as ClusterWorkloadAccess keeps. */
+  private flavours: WorkloadFlavours;
   private readonly workloadCaller: WorkloadCaller;
 
   constructor(
     private readonly world: World,
     private readonly options: SimPortsOptions,
   ) {
-    this.kubeadm = new KubeadmFlavour(() => world.now);
+    this.flavours = simFlavours(world);
     this.workloadCaller = simWorkloadCaller(world, () => this.gate);
   }
 
@@ -147,7 +155,7 @@ export class SimPorts {
    */
   restart(): void {
     this.cachedMachines = undefined;
-    this.kubeadm = new KubeadmFlavour(() => this.world.now);
+    this.flavours = simFlavours(this.world);
   }
 
   get canLag(): boolean {
@@ -315,23 +323,12 @@ export class SimPorts {
     ensureCertificates: async () => {
       this.gate.call("ensure certificates", { kind: "none" });
     },
-    // As ClusterWorkloadAccess (src/adapters/workload/access.ts) does, with the real KubeadmFlavour over the
+    // As ClusterWorkloadAccess (src/adapters/workload/access.ts) does, through the real WorkloadFlavours over the
     // world's kubeadm objects (workload-api.ts); a generic world's flavour needs nothing in the workload cluster.
-    workloadSteps: async (controlPlane, cluster, template) => {
-      const flavour = flavourOf(controlPlane);
-      if (flavour !== "kubeadm") return { steps: [] };
-      try {
-        return await this.kubeadm.observeAll(controlPlane, cluster, this.workloadCaller, template);
-      } catch (error) {
-        if (error instanceof SimCrash || error instanceof SimViolation) throw error;
-        return { flavour, steps: [], error: error instanceof Error ? error.message : String(error) };
-      }
-    },
-    prepareWorkload: async (controlPlane, cluster, step, template) => {
-      if (flavourOf(controlPlane) !== "kubeadm")
-        throw new Error(`the bootstrap provider of ${controlPlane.metadata.name} needs no workload step ${step}`);
-      return this.kubeadm.prepare(controlPlane, cluster, step, this.workloadCaller, template);
-    },
+    workloadSteps: (controlPlane, cluster, template) =>
+      this.flavours.workloadSteps(controlPlane, cluster, () => this.workloadCaller, template),
+    prepareWorkload: (controlPlane, cluster, step, template) =>
+      this.flavours.prepare(controlPlane, cluster, step, () => this.workloadCaller, template),
     nodes: async () => {
       this.gate.call("list Nodes", { kind: "none" });
       // The workload apiserver answers only while its etcd has a leader.
@@ -347,7 +344,7 @@ export class SimPorts {
     // real). A Machine's API server answers while the Machine runs, its etcd member is up and etcd has a leader, unless
     // it joined with a template whose kube-apiserver cannot start.
     apiServers: async (controlPlane, _cluster, machines) => {
-      if (flavourOf(controlPlane) !== "kubeadm") return {};
+      if (!this.flavours.of(controlPlane).machinesServeApi) return {};
       this.gate.call(`dial ${machines.length} API server(s)`, { kind: "none" });
       const result: Record<string, { ready: boolean; detail: string }> = {};
       for (const dialled of machines) {
@@ -370,7 +367,8 @@ export class SimPorts {
     // ClusterWorkloadAccess. A Machine's API server answers while the Machine runs and its etcd member is up, unless
     // it joined with a template whose kube-apiserver cannot start.
     certificatesExpiry: async (controlPlane, _cluster, machines) => {
-      if (flavourOf(controlPlane) !== "kubeadm" || machines.length === 0) return { expiries: {}, errors: [] };
+      if (!this.flavours.of(controlPlane).machinesServeApi || machines.length === 0)
+        return { expiries: {}, errors: [] };
       this.gate.call(`dial ${machines.length} API server(s) for their certificates`, { kind: "none" });
       const expiries: Record<string, number> = {};
       const errors: string[] = [];

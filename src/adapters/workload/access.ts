@@ -31,8 +31,7 @@ import type { EtcdClientOptions, EtcdClusterClient, EtcdClusterClientFactory } f
 import type { Logger } from "../kube/log.ts";
 import { apiServersReadiness } from "./api-server-readiness.ts";
 import { WorkloadClients, type WorkloadCaller } from "./client.ts";
-import { flavourOf } from "../../api/flavour.ts";
-import { KubeadmFlavour } from "./kubeadm/flavour.ts";
+import { WorkloadFlavours } from "./flavours.ts";
 import { apiServerPortOf, ServingCertificateExpiries } from "./serving-certificate.ts";
 
 export interface WorkloadAccessOptions {
@@ -72,14 +71,14 @@ export class ClusterWorkloadAccess implements WorkloadAccess {
   private readonly etcdClients: EtcdClientPool;
   /** Per namespace/cluster: when its certificate Secrets last passed the check, and their versions then. */
   private readonly checkedCertificates = new Map<string, { at: number; fingerprint: string }>();
-  private readonly kubeadm: KubeadmFlavour;
+  private readonly flavours: WorkloadFlavours;
   private readonly servingCertificates: ServingCertificateExpiries;
 
   constructor(private readonly options: WorkloadAccessOptions) {
     this.etcdCertificates = new EtcdClientCertificates(options.secrets, options.etcdCredentials);
     this.workloadClients = new WorkloadClients(options.secrets, { timeoutMs: options.workloadTimeoutMs });
     this.clock = options.clock ?? (() => new Date());
-    this.kubeadm = new KubeadmFlavour(() => this.clock().getTime());
+    this.flavours = new WorkloadFlavours(() => this.clock().getTime());
     this.servingCertificates = new ServingCertificateExpiries(() => this.clock().getTime());
     this.etcdCallDeadlineMs = options.etcdCallDeadlineMs ?? DEFAULT_ETCD_CALL_DEADLINE_MS;
     this.etcdClientFactory = options.etcdClientFactory ?? createEtcdClusterClient;
@@ -192,13 +191,7 @@ export class ClusterWorkloadAccess implements WorkloadAccess {
     cluster: Cluster,
     template: TemplateReader,
   ): Promise<WorkloadSteps> {
-    const flavour = flavourOf(controlPlane);
-    if (flavour !== "kubeadm") return { steps: [] };
-    try {
-      return await this.kubeadm.observeAll(controlPlane, cluster, this.caller(controlPlane, cluster), template);
-    } catch (error) {
-      return { flavour, steps: [], error: error instanceof Error ? error.message : String(error) };
-    }
+    return this.flavours.workloadSteps(controlPlane, cluster, () => this.caller(controlPlane, cluster), template);
   }
 
   async prepareWorkload(
@@ -207,15 +200,13 @@ export class ClusterWorkloadAccess implements WorkloadAccess {
     step: string,
     template: TemplateReader,
   ): Promise<string> {
-    const flavour = flavourOf(controlPlane);
-    if (flavour !== "kubeadm")
-      throw new Error(`the bootstrap provider of ${controlPlane.metadata.name} needs no workload step ${step}`);
-    return this.kubeadm.prepare(controlPlane, cluster, step, this.caller(controlPlane, cluster), template);
+    return this.flavours.prepare(controlPlane, cluster, step, () => this.caller(controlPlane, cluster), template);
   }
 
   /**
-   * Only kubeadm's Machines carry certificates that expire under them (one year); the API server port comes from the
-   * bootstrap template (kubeadm's localAPIEndpoint.bindPort), read only when a Machine is to be dialled.
+   * Only Machines that run their own API server (kubeadm's) carry certificates that expire under them (one year); the
+   * port comes from the bootstrap template (kubeadm's localAPIEndpoint.bindPort), read only when a Machine is to be
+   * dialled.
    */
   async certificatesExpiry(
     controlPlane: QuorumControlPlane,
@@ -223,7 +214,7 @@ export class ClusterWorkloadAccess implements WorkloadAccess {
     machines: ServingMachine[],
     template: TemplateReader,
   ): Promise<CertificatesExpiries> {
-    if (flavourOf(controlPlane) !== "kubeadm" || machines.length === 0) return { expiries: {}, errors: [] };
+    if (!this.flavours.of(controlPlane).machinesServeApi || machines.length === 0) return { expiries: {}, errors: [] };
     let port: number;
     try {
       port = apiServerPortOf(await template());
@@ -241,14 +232,14 @@ export class ClusterWorkloadAccess implements WorkloadAccess {
     );
   }
 
-  /** kubeadm's Machines run their own kube-apiserver, at the bootstrap template's port (as certificatesExpiry). */
+  /** Machines that run their own kube-apiserver (kubeadm's), at the bootstrap template's port (as certificatesExpiry). */
   async apiServers(
     controlPlane: QuorumControlPlane,
     cluster: Cluster,
     machines: ServingMachine[],
     template: TemplateReader,
   ): Promise<Record<string, ApiServerReadiness>> {
-    if (flavourOf(controlPlane) !== "kubeadm" || machines.length === 0) return {};
+    if (!this.flavours.of(controlPlane).machinesServeApi || machines.length === 0) return {};
     let port: number;
     try {
       port = apiServerPortOf(await template());
@@ -277,7 +268,7 @@ export class ClusterWorkloadAccess implements WorkloadAccess {
     this.etcdCertificates.forget(namespace, clusterName);
     this.checkedCertificates.delete(`${namespace}/${clusterName}`);
     this.workloadClients.forget(namespace, clusterName);
-    this.kubeadm.forget(namespace, clusterName);
+    this.flavours.forget(namespace, clusterName);
     this.servingCertificates.forget(clusterKey(namespace, clusterName));
     for (const purpose of CLUSTER_CERTIFICATE_PURPOSES)
       forgetCheckedCA({ namespace, name: secretName[purpose](clusterName) });
