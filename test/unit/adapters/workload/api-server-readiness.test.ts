@@ -2,18 +2,11 @@
 // kube-apiserver does when ready, when a readiness check fails, when anonymous access is off, or not at all.
 import assert from "node:assert/strict";
 import { createServer as createHttpsServer, type Server as HttpsServer } from "node:https";
-import { createServer as createNetServer, type AddressInfo, type Server as NetServer, type Socket } from "node:net";
+import { createServer as createNetServer, type Server as NetServer, type Socket } from "node:net";
 import { after, before, describe, it } from "node:test";
-import { createCA, issueCertificate, oneDay, validFor } from "../../../../src/adapters/certs/pki.ts";
+import { oneDay } from "../../../../src/adapters/certs/pki.ts";
 import { apiServersReadiness, probeReadyz } from "../../../../src/adapters/workload/api-server-readiness.ts";
-
-function listen(server: HttpsServer | NetServer): Promise<number> {
-  return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve((server.address() as AddressInfo).port)));
-}
-
-function close(server: HttpsServer | NetServer): Promise<void> {
-  return new Promise((resolve) => server.close(() => resolve()));
-}
+import { apiServerCertificate, close, listen } from "./local-api-server.ts";
 
 // kube-apiserver's /readyz body when a check fails (verbose form is only sent on failure).
 const FAILING_BODY =
@@ -29,13 +22,7 @@ describe("dialling a Machine's API server /readyz", () => {
   const paths: string[] = [];
 
   before(async () => {
-    const ca = await createCA("kubernetes", validFor(3650 * oneDay));
-    const issued = await issueCertificate(ca, {
-      commonName: "kube-apiserver",
-      ipAddresses: ["127.0.0.1"],
-      usages: "server",
-      validity: validFor(oneDay),
-    });
+    const issued = await apiServerCertificate(oneDay);
     // An untrusted CA on purpose: nothing is verified, only the status is read.
     https = createHttpsServer({ cert: issued.certPem, key: issued.keyPem }, (request, response) => {
       paths.push(`${request.method} ${request.url}`);

@@ -1,19 +1,17 @@
 // Reading a Machine's API server serving certificate expiry over TLS, against a real TLS server on 127.0.0.1 whose
 // certificate (from src/adapters/certs/pki.ts) expires in a known number of days.
 import assert from "node:assert/strict";
-import { createServer as createNetServer, type AddressInfo, type Server as NetServer } from "node:net";
+import { createServer as createNetServer } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { createServer, type Server } from "node:tls";
-import { createCA, issueCertificate, oneDay, validFor } from "../../../../src/adapters/certs/pki.ts";
+import { oneDay } from "../../../../src/adapters/certs/pki.ts";
 import {
   apiServerPortOf,
   readServingCertificateExpiry,
   ServingCertificateExpiries,
 } from "../../../../src/adapters/workload/serving-certificate.ts";
 
-function listen(server: Server | NetServer): Promise<number> {
-  return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve((server.address() as AddressInfo).port)));
-}
+import { apiServerCertificate, close, listen } from "./local-api-server.ts";
 
 describe("the API server serving certificate expiry", () => {
   let server: Server;
@@ -22,13 +20,7 @@ describe("the API server serving certificate expiry", () => {
   let handshakes = 0;
 
   before(async () => {
-    const ca = await createCA("kubernetes", validFor(3650 * oneDay));
-    const issued = await issueCertificate(ca, {
-      commonName: "kube-apiserver",
-      ipAddresses: ["127.0.0.1"],
-      usages: "server",
-      validity: validFor(5 * oneDay),
-    });
+    const issued = await apiServerCertificate(5 * oneDay);
     notAfter = issued.notAfter;
     // An untrusted CA on purpose: only the date is read, nothing is verified.
     server = createServer({ cert: issued.certPem, key: issued.keyPem }, (socket) => socket.end());
@@ -36,7 +28,7 @@ describe("the API server serving certificate expiry", () => {
     port = await listen(server);
   });
 
-  after(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  after(() => close(server));
 
   it("is the notAfter of the certificate the server sends, 5 days from now, whatever CA signed it", async () => {
     const expiry = await readServingCertificateExpiry("127.0.0.1", port);
