@@ -312,7 +312,7 @@ function machineView(machine: Machine): MachineView {
   const ownerRemediated = status.conditions?.find((condition) => condition.type === OWNER_REMEDIATED_CONDITION);
   const healthCheck = status.conditions?.find((condition) => condition.type === HEALTH_CHECK_SUCCEEDED_CONDITION);
   const failure = status.deprecated?.v1beta1;
-  const drainFinished = drainState(machine);
+  const { finished: drainFinished, detail: drainDetail } = drainState(machine);
   const certificatesExpiry = Date.parse(annotations[CERTIFICATES_EXPIRY_ANNOTATION] ?? "");
   const conditionTrue = (type: string) =>
     status.conditions?.some((condition) => condition.type === type && condition.status === "True") === true;
@@ -342,21 +342,37 @@ function machineView(machine: Machine): MachineView {
     failed: Boolean(failure?.failureReason || failure?.failureMessage) || status.phase === "Failed",
     markedForDeletion: annotations[DELETE_MACHINE_ANNOTATION] !== undefined,
     ...(drainFinished !== undefined ? { drainFinished } : {}),
+    ...(drainDetail ? { drainDetail } : {}),
   };
 }
 
 /** Reasons of CAPI's v1beta2 Deleting condition that come before the Node is drained and its volumes detached. */
 const BEFORE_DRAIN_DONE = new Set(["WaitingForPreDrainHook", "DrainingNode", "WaitingForVolumeDetach"]);
 
+/** The longest drain detail kept: CAPI lists every pod it waits on, and status messages should stay readable. */
+const DRAIN_DETAIL_MAX = 300;
+
 /**
- * Whether CAPI finished draining a deleting Machine, read from its Deleting condition. Unknown (undefined) when
- * the Machine is not deleting or has no such condition: the planner then treats the drain as done.
+ * Whether CAPI finished draining a deleting Machine, read from its Deleting condition, and while it has not, the
+ * condition's message on one line ("Drain not completed yet (started at ...): * Pod kube-system/coredns-...:
+ * deletionTimestamp set, but still not removed from the Node"). Unknown (finished undefined) when the Machine is not
+ * deleting or has no such condition: the planner then treats the drain as done.
  */
-function drainState(machine: Machine): boolean | undefined {
-  if (!machine.metadata.deletionTimestamp) return undefined;
+function drainState(machine: Machine): { finished?: boolean; detail?: string } {
+  if (!machine.metadata.deletionTimestamp) return {};
   const deleting = machine.status?.conditions?.find((condition) => condition.type === "Deleting");
-  if (!deleting || deleting.status !== "True" || !deleting.reason) return undefined;
-  return !BEFORE_DRAIN_DONE.has(deleting.reason);
+  if (!deleting || deleting.status !== "True" || !deleting.reason) return {};
+  const finished = !BEFORE_DRAIN_DONE.has(deleting.reason);
+  const line = (deleting.message ?? "")
+    .split("\n")
+    .map((part) => part.trim())
+    .filter(Boolean)
+    .join(" ");
+  if (finished || !line) return { finished };
+  return {
+    finished,
+    detail: line.length > DRAIN_DETAIL_MAX ? `${line.slice(0, DRAIN_DETAIL_MAX - 1)}…` : line,
+  };
 }
 
 function nodeView(node: Node): NodeView {

@@ -482,7 +482,7 @@ class Context {
       if (this.spec.memberRemoval === "AfterDrain" && machine.drainFinished === false && machine.hasPreTerminateHook) {
         this.waits.push({
           action: waitFor(
-            `${why} and CAPI is draining it; ${member.label} is removed once the drain ends (memberRemoval AfterDrain)`,
+            `${why} and CAPI is draining it${machine.drainDetail ? ` (${machine.drainDetail})` : ""}; ${member.label} is removed once the drain ends (memberRemoval AfterDrain)`,
             RECHECK_MS.converging,
             `machine ${machine.name}`,
           ),

@@ -209,6 +209,8 @@ export interface MachineView {
    * only then. Unset when unknown: treated as finished, so a missing signal cannot wedge a deletion.
    */
   drainFinished?: boolean;
+  /** While drainFinished is false: what CAPI says the drain waits on (its Deleting condition's message, one line). */
+  drainDetail?: string;
   /**
    * Why this Machine could not be read as a CAPI Machine (no spec, no spec.bootstrap, no spec.version...), when it
    * could not. It is still counted and its member still maps to it (by name, annotation or whatever was readable),

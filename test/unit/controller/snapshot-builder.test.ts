@@ -200,4 +200,31 @@ describe("drain state for memberRemoval AfterDrain", () => {
       [false, true, undefined],
     );
   });
+
+  it("keeps what CAPI says the drain waits on, on one line and bounded, only while it drains", () => {
+    const message =
+      "Drain not completed yet (started at 2026-12-02T21:28:32Z):\n* Pod kube-system/coredns-589f44dc88-sc5k8: deletionTimestamp set, but still not removed from the Node";
+    const draining = machine("cp-a", { deleting: "2026-11-29T11:59:00Z" });
+    draining.status = {
+      ...draining.status,
+      conditions: [{ type: "Deleting", status: "True", reason: "DrainingNode", message }],
+    };
+    const long = machine("cp-b", { deleting: "2026-11-29T11:59:00Z" });
+    long.status = {
+      ...long.status,
+      conditions: [{ type: "Deleting", status: "True", reason: "DrainingNode", message: "x".repeat(1000) }],
+    };
+    const drained = machine("cp-c", { deleting: "2026-11-29T11:59:00Z" });
+    drained.status = {
+      ...drained.status,
+      conditions: [{ type: "Deleting", status: "True", reason: "WaitingForPreTerminateHook", message: "waiting" }],
+    };
+    const [first, second, third] = buildSnapshot(observation({ machines: [draining, long, drained] })).machines;
+    assert.equal(
+      first.drainDetail,
+      "Drain not completed yet (started at 2026-12-02T21:28:32Z): * Pod kube-system/coredns-589f44dc88-sc5k8: deletionTimestamp set, but still not removed from the Node",
+    );
+    assert.equal(second.drainDetail?.length, 300);
+    assert.equal(third.drainDetail, undefined);
+  });
 });

@@ -487,13 +487,19 @@ const cases: Case[] = [
       const h = surgeJoined();
       h.machines[0].deleting = NOW - 20 * SECOND;
       h.machines[0].drainFinished = false;
+      h.machines[0].drainDetail = "Drain not completed yet: * Pod kube-system/coredns-1: deletionTimestamp set";
       return snapshot({
         machines: h.machines,
         members: withLeader(h.members, "n-1"),
         controlPlane: { memberRemoval: "AfterDrain" },
       });
     },
-    expect: { kind: "Wait", reason: ["draining"], blockedBy: ["m-1"], recheckAtMost: 5 * SECOND },
+    expect: {
+      kind: "Wait",
+      reason: ["draining it (Drain not completed yet: * Pod kube-system/coredns-1"],
+      blockedBy: ["m-1"],
+      recheckAtMost: 5 * SECOND,
+    },
   },
   {
     name: "with memberRemoval AfterDrain the member is removed in the hook phase once the drain is done",
