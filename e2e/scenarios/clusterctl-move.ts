@@ -10,15 +10,35 @@
 // What stands in: the inventory objects and CRD labels are written rather than installed by `clusterctl init`, which
 // would also install webhook configurations for Deployments that never run here (no kubelet); move itself reads
 // nothing else of init's and needs no cert-manager.
+import { setTimeout as sleep } from "node:timers/promises";
 import { CAPI_API_VERSION, secretName } from "../../src/api/constants.ts";
 import { kubeRequest, kubeRequestOk } from "../../test/env/index.ts";
 import { startManagementCluster, runClusterctl, writeClusterctlInventory } from "../lib/clusterctl.ts";
-import type { Scenario } from "../lib/scenario.ts";
+import { ScenarioFailure, type Scenario } from "../lib/scenario.ts";
 import { BOOTSTRAP_API_VERSION, INFRA_API_VERSION, RESOURCE } from "../provider/crds.ts";
 import type { ScenarioDefinition } from "./types.ts";
 import { VERSION } from "./types.ts";
 
 /** What identifies each Machine across a move: its name and the providerID of its "VM" (UIDs change). */
+/** Waits until every Machine has status.nodeRef, what clusterctl move checks first. */
+async function waitNodeRefs(s: Scenario, timeoutMs: number): Promise<void> {
+  const started = Date.now();
+  for (;;) {
+    const missing = (await s.machines())
+      .filter((machine) => !machine.status?.nodeRef?.name)
+      .map((machine) => machine.metadata.name);
+    if (missing.length === 0) {
+      s.log(`every Machine has its nodeRef (${((Date.now() - started) / 1000).toFixed(1)} s after convergence)`);
+      return;
+    }
+    if (Date.now() - started > timeoutMs)
+      throw new ScenarioFailure(
+        `CAPI set no nodeRef on ${missing.join(", ")} within ${timeoutMs / 1000} s: clusterctl move would refuse`,
+      );
+    await sleep(1_000);
+  }
+}
+
 async function machineIdentities(s: Scenario): Promise<Map<string, string>> {
   return new Map(
     (await s.machines()).map((machine) => [machine.metadata.name, machine.spec.providerID ?? "(no providerID)"]),
@@ -75,6 +95,10 @@ export const clusterctlMove: ScenarioDefinition = {
     await writeClusterctlInventory(source.kubeConfig);
     await s.stack.startQuorum({ label: "quorum-target", kubeconfigPath: target.kubeconfigPath });
 
+    // clusterctl move refuses while a Machine has no nodeRef ("still provisioning the node"). CAPI sets it only once
+    // its ClusterCache reaches the workload API server, which backs off for tens of seconds when its first attempt
+    // came before that API server answered: Quorum's convergence does not imply it, so wait as a user would.
+    await waitNodeRefs(s, 180_000);
     const machinesBefore = await machineIdentities(s);
     const membersBefore = await memberIds(s);
     const certificatesBefore = await caCertificates(s);
