@@ -308,14 +308,19 @@ export class Scenario {
           // and a MachineHealthCheck's verdict are changes Quorum waits for (a drain's end under AfterDrain).
           const condition = (type: string) => machine.status?.conditions?.find((c) => c.type === type);
           const stage = deleting ? condition("Deleting")?.reason : undefined;
-          const unhealthy = condition("HealthCheckSucceeded")?.status === "False";
+          const verdict = condition("HealthCheckSucceeded");
+          const unhealthy = verdict?.status === "False";
           const before = seen.get(name);
           if (!before) this.machineEvents.push({ at, kind: "machine-created", subject: name });
           if (deleting && !before?.deleting) this.machineEvents.push({ at, kind: "machine-deleting", subject: name });
           if (stage && before?.stage && stage !== before.stage)
             this.machineEvents.push({ at, kind: `machine-deletion-stage ${stage}`, subject: name });
-          if (unhealthy && !before?.unhealthy)
-            this.machineEvents.push({ at, kind: "machine-unhealthy", subject: name });
+          // Quorum, watching, acts on the verdict before a 250 ms poll sees it: the condition's own transition time
+          // (whole seconds, so up to 1 s early: the latency errs high) dates it.
+          if (unhealthy && !before?.unhealthy) {
+            const marked = Date.parse(verdict.lastTransitionTime ?? "");
+            this.machineEvents.push({ at: marked <= at ? marked : at, kind: "machine-unhealthy", subject: name });
+          }
           if (provisioned && !before?.provisioned)
             this.machineEvents.push({ at, kind: "machine-provisioned", subject: name });
           seen.set(name, { deleting, provisioned, ...(stage ? { stage } : {}), unhealthy });
