@@ -11,7 +11,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { issueCertificate, oneDay, validFor } from "../../src/adapters/certs/pki.ts";
 import { createEtcdClusterClient } from "../../src/adapters/etcd/client.ts";
 import type { EtcdMember } from "../../src/adapters/etcd/types.ts";
-import { startProcess, waitUntilReady, type ManagedProcess } from "../../test/env/processes.ts";
+import { startProcess, waitUntilReady, type ManagedProcess, type ReadyTimes } from "../../test/env/processes.ts";
 import { httpGet } from "../../test/env/net.ts";
 import { builtBinary, etcdBinary } from "../../test/env/tools.ts";
 import { API_SERVER_PORT, MachineRuntimeBase, type ClusterContext, type MachineEvent } from "./machine-base.ts";
@@ -222,7 +222,8 @@ export class ProcessMachineRuntime extends MachineRuntimeBase {
     }
   }
 
-  private async startEtcd(learner: boolean): Promise<void> {
+  /** Starts etcd and waits until it serves; resolves with when it was last seen not serving and then serving. */
+  private async startEtcd(learner: boolean): Promise<ReadyTimes> {
     const proc = startProcess({
       name: `etcd of process machine ${this.options.name} (${this.options.address})`,
       command: etcdBinary(),
@@ -238,7 +239,7 @@ export class ProcessMachineRuntime extends MachineRuntimeBase {
     // A learner answers /health (etcd 3.4 to 3.7; test/env/README.md) once its linearizable read, which waits for it
     // to apply the leader's commit index, succeeds; /version answers as soon as it serves, which is all a join needs.
     const path = learner ? "/version" : "/health";
-    await waitUntilReady({
+    return waitUntilReady({
       process: proc,
       what: `GET ${this.clientURL}${path}`,
       timeoutMs: 120_000,
@@ -310,8 +311,8 @@ export class ProcessMachineRuntime extends MachineRuntimeBase {
         return;
       }
       try {
-        await this.startEtcd(false);
-        this.options.emit({ kind: "etcd-restarted", detail: { pid: this.etcd?.pid } });
+        const { readyAt, notReadyAt } = await this.startEtcd(false);
+        this.options.emit({ kind: "etcd-restarted", detail: { pid: this.etcd?.pid, readyAt, notReadyAt } });
       } catch (error) {
         this.options.emit({
           kind: "etcd-restart-failed",

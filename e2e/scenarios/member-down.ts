@@ -91,13 +91,19 @@ export const memberDown: ScenarioDefinition = {
             const qcp = await s.controlPlane();
             const text = statusText(qcp);
             if (!named && text.includes(victim)) named = text.split("\n").find((line) => line.includes(victim)) ?? "";
-            // Back = the restarted etcd answered /health (the provider's event); from then on Quorum may go on.
+            // Back = the restarted etcd answered /health (the provider's event). The provider probes every 200 ms,
+            // and Quorum's own health round may see the member back before the provider's next probe does: the
+            // member was certainly down only until the provider's last probe that failed, so that ends the window.
             const restarted = s.stack
               .providerEvents()
               .find((event) => event.machine === victim && event.kind === "etcd-restarted" && event.at > killedAt);
             if (restarted) {
-              backAt = restarted.at;
-              s.log(`${victim}'s member is healthy again after ${((backAt - killedAt) / 1000).toFixed(1)} s`);
+              const readyAt = typeof restarted.readyAt === "number" ? restarted.readyAt : restarted.at;
+              backAt = typeof restarted.notReadyAt === "number" ? restarted.notReadyAt : readyAt;
+              s.log(
+                `${victim}'s member is healthy again after ${((readyAt - killedAt) / 1000).toFixed(1)} s ` +
+                  `(last seen down ${((backAt - killedAt) / 1000).toFixed(1)} s after the kill)`,
+              );
               break;
             }
             await sleep(250);

@@ -253,11 +253,23 @@ export interface WaitUntilReadyOptions {
   intervalMs?: number;
 }
 
+/** When a wait ended: the probe that said ready, and the last that did not (absent if the first said ready). */
+export interface ReadyTimes {
+  /** When the probe that said ready returned. */
+  readyAt: number;
+  /**
+   * When the last probe that did not say ready returned: up to then the process was certainly not ready, after it
+   * the probe's interval hides when it became ready.
+   */
+  notReadyAt?: number;
+}
+
 /** Polls `probe` until it says ready; on timeout or early exit, the error names the process and shows its log. */
-export async function waitUntilReady(options: WaitUntilReadyOptions): Promise<void> {
+export async function waitUntilReady(options: WaitUntilReadyOptions): Promise<ReadyTimes> {
   const { process: proc, what, timeoutMs, probe, intervalMs = 200 } = options;
   const deadline = Date.now() + timeoutMs;
   let lastResult = "no probe finished yet";
+  let notReadyAt: number | undefined;
   while (Date.now() < deadline) {
     const status = proc.exitStatus();
     if (status) {
@@ -268,11 +280,13 @@ export async function waitUntilReady(options: WaitUntilReadyOptions): Promise<vo
     }
     try {
       const result = await probe();
-      if (result === true) return;
+      if (result === true)
+        return notReadyAt === undefined ? { readyAt: Date.now() } : { readyAt: Date.now(), notReadyAt };
       lastResult = result === false ? "not ready" : result;
     } catch (error) {
       lastResult = (error as Error).message;
     }
+    notReadyAt = Date.now();
     await sleep(intervalMs);
   }
   throw new Error(
