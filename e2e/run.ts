@@ -141,7 +141,7 @@ async function main(): Promise<void> {
   const started = Date.now();
   const results: ScenarioResult[] = [];
   for (const definition of selected) results.push(await runOne(definition));
-  const header = `Quorum end-to-end: ${results.filter((result) => result.passed).length}/${results.length} scenarios passed in ${((Date.now() - started) / 60_000).toFixed(1)} min (Quorum --etcd-poll-interval 1s; latency = last observable change → controller decision)`;
+  const header = `Quorum end-to-end: ${results.filter((result) => result.passed).length}/${results.length} scenarios passed in ${((Date.now() - started) / 60_000).toFixed(1)} min (Quorum --etcd-poll-interval 1s, --etcd-idle-poll-interval 1s; latency = last observable change → controller decision)`;
   process.stdout.write(`\n${summaryTable(results, header)}\n`);
   const file = writeResults(resultsDir, results, {
     startedAt: new Date(started).toISOString(),

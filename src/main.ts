@@ -7,6 +7,7 @@ import { ManagementClient } from "./adapters/capi/management.ts";
 import { CachedSecretStore } from "./adapters/certs/cached-secret-store.ts";
 import { coreV1SecretStore } from "./adapters/certs/secret-store.ts";
 import { selfSignedServingCertificate, servingCertificateFromDir } from "./adapters/certs/serving.ts";
+import { DEFAULT_ETCD_IDLE_CLOSE_MS } from "./adapters/etcd/pool.ts";
 import { Manager } from "./adapters/kube/manager.ts";
 import { reuseConnections } from "./adapters/kube/keep-alive.ts";
 import { withRequestDeadline } from "./adapters/kube/request-deadline.ts";
@@ -83,7 +84,14 @@ async function main(argv: string[]): Promise<void> {
     informer: { logger: log },
   });
   secrets.start();
-  const workload = new ClusterWorkloadAccess({ secrets, etcdCallDeadlineMs: flags.etcdCallTimeoutMs, log });
+  // A settled cluster's etcd client stays open between its polls (a new one costs TLS handshakes to every member).
+  const etcdIdleCloseMs = Math.max(DEFAULT_ETCD_IDLE_CLOSE_MS, 2 * flags.etcdIdlePollIntervalMs);
+  const workload = new ClusterWorkloadAccess({
+    secrets,
+    etcdCallDeadlineMs: flags.etcdCallTimeoutMs,
+    etcdIdleCloseMs,
+    log,
+  });
   const controller = quorumController({
     ...(flags.namespace ? { namespace: flags.namespace } : {}),
     ...(flags.watchFilter ? { watchFilter: flags.watchFilter } : {}),
@@ -96,6 +104,7 @@ async function main(argv: string[]): Promise<void> {
       crash: crashInjectorFromEnv(process.env.QUORUM_CRASH_AFTER),
       metrics,
       etcdPollIntervalMs: flags.etcdPollIntervalMs,
+      etcdIdlePollIntervalMs: flags.etcdIdlePollIntervalMs,
     },
   });
   const manager = new Manager({

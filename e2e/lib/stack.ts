@@ -42,7 +42,7 @@ export interface QuorumProcess {
 export interface StackOptions {
   /** How long a crashed etcd or kube-apiserver of a process Machine stays down (default 10 s). */
   restartDelay?: string;
-  /** Quorum's --etcd-poll-interval (default 1s). */
+  /** Quorum's --etcd-poll-interval and --etcd-idle-poll-interval (default 1s). */
   etcdPollInterval?: string;
   /** Extra CAPI core manager flags, e.g. ["--feature-gates=ClusterTopology=true"] for a ClusterClass (default none). */
   capiExtraArgs?: string[];
@@ -220,6 +220,9 @@ export class E2EStack {
       options.kubeconfigPath ?? this.kubeconfigPath,
       "--etcd-poll-interval",
       this.options.etcdPollInterval ?? "1s",
+      // Settled clusters too (the default would be 60s): the scenarios time etcd-only changes against one poll.
+      // An older Quorum (clusterctl-upgrade's source) has no such flag and polls every cluster at the one interval.
+      ...(options.source ? [] : ["--etcd-idle-poll-interval", this.options.etcdPollInterval ?? "1s"]),
       "--metrics-bind-address",
       `127.0.0.1:${metricsPort}`,
       "--metrics-secure=false",

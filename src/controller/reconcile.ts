@@ -42,8 +42,10 @@ export interface ReconcilerDeps {
   log: Logger;
   crash: CrashInjector;
   metrics?: ControllerMetrics;
-  /** How often an idle cluster's etcd is re-read (there is no membership watch). */
+  /** How often a cluster's etcd is re-read while anything is in progress or unhealthy (there is no membership watch). */
   etcdPollIntervalMs: number;
+  /** How often a settled cluster's etcd is re-read (nothing to do, every member healthy); default etcdPollIntervalMs. */
+  etcdIdlePollIntervalMs?: number;
   /** Templates recently seen owned by their Cluster (not read again); without it they are read on every reconcile. */
   ownedTemplates?: OwnedTemplates;
 }
@@ -185,7 +187,11 @@ export async function reconcile(
     await written;
     if (verdict.observed)
       deps.metrics?.recordEtcd(`${namespace}/${name}`, `${namespace}/${clusterName}`, verdict.quorum);
-    return { requeueAfterMs: requeueAfter(action, outcome, deps.etcdPollIntervalMs), action };
+    const pollIntervalMs =
+      action.kind === "Wait" && action.settled
+        ? (deps.etcdIdlePollIntervalMs ?? deps.etcdPollIntervalMs)
+        : deps.etcdPollIntervalMs;
+    return { requeueAfterMs: requeueAfter(action, outcome, pollIntervalMs), action };
   } finally {
     await etcd?.close().catch((error: unknown) => log("warn", `closing the etcd client failed: ${errorText(error)}`));
   }

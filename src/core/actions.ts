@@ -25,7 +25,17 @@ export type Action =
    * kubeadm-config ClusterConfiguration before a Machine joins, kube-proxy's image after a rollout).
    */
   | { kind: "PrepareWorkload"; step: string; reason: string }
-  | { kind: "Wait"; reason: string; blockedBy?: string; recheckAfterMs: number };
+  | {
+      kind: "Wait";
+      reason: string;
+      blockedBy?: string;
+      recheckAfterMs: number;
+      /**
+       * Nothing to do and nothing in flight: every Machine joined, every member a healthy voter mapped to one. Only
+       * an etcd-side change could call for a step, so the controller may look less often (--etcd-idle-poll-interval).
+       */
+      settled?: true;
+    };
 
 export type ActionKind = Action["kind"];
 

@@ -809,12 +809,23 @@ class Context {
           )
         : undefined;
     if (after) return after;
-    return {
-      action: waitFor(
-        `nothing to do: ${this.active.length} of ${this.desired} Machines up to date; etcd ${healthyVoters} of ${voters} voters healthy (quorum ${quorumSize}, tolerates ${failuresTolerated} failure${failuresTolerated === 1 ? "" : "s"})`,
-        RECHECK_MS.idle,
-      ),
-    };
+    const idle = waitFor(
+      `nothing to do: ${this.active.length} of ${this.desired} Machines up to date; etcd ${healthyVoters} of ${voters} voters healthy (quorum ${quorumSize}, tolerates ${failuresTolerated} failure${failuresTolerated === 1 ? "" : "s"})`,
+      RECHECK_MS.idle,
+    );
+    return { action: this.settled() ? { ...idle, settled: true } : idle };
+  }
+
+  /** Every Machine joined and every member a healthy voter of one of them: only etcd itself could change that. */
+  private settled(): boolean {
+    const { members, machines } = this.base;
+    return (
+      this.active.length === this.desired &&
+      machines.length === this.active.length &&
+      machines.every((machine) => machine.class === "joined") &&
+      members.length === machines.length &&
+      members.every((member) => member.class === "healthy-voter" && member.machine !== undefined)
+    );
   }
 
   // --- shared steps -------------------------------------------------------------------------------------------

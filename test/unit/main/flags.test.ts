@@ -12,6 +12,22 @@ describe("controller flags", () => {
     assert.equal(flags.kubeconfig, undefined);
   });
 
+  it("polls a settled cluster's etcd every 60 s by default, never more often than --etcd-poll-interval", () => {
+    assert.equal(parseFlags([], {}).etcdIdlePollIntervalMs, 60_000);
+    assert.equal(parseFlags(["--etcd-idle-poll-interval", "5m"], {}).etcdIdlePollIntervalMs, 300_000);
+    // A user who slows the short poll down to 90 s does not get settled clusters polled faster than that.
+    assert.equal(parseFlags(["--etcd-poll-interval", "90s"], {}).etcdIdlePollIntervalMs, 90_000);
+    // Equal intervals turn the adaptive polling off.
+    assert.equal(
+      parseFlags(["--etcd-poll-interval", "1s", "--etcd-idle-poll-interval", "1s"], {}).etcdIdlePollIntervalMs,
+      1_000,
+    );
+    assert.throws(
+      () => parseFlags(["--etcd-idle-poll-interval", "2h"], {}),
+      /--etcd-idle-poll-interval must be between 500ms and 1h \(got "2h"\)/,
+    );
+  });
+
   it("takes the kubeconfig from $KUBECONFIG when the flag is absent, and the flag wins over it", () => {
     assert.equal(parseFlags([], { KUBECONFIG: "/env" }).kubeconfig, "/env");
     assert.equal(parseFlags(["--kubeconfig", "/flag"], { KUBECONFIG: "/env" }).kubeconfig, "/flag");
