@@ -122,6 +122,7 @@ const inner = quorumController({
     crash: crashInjectorFromEnv(undefined),
     metrics,
     etcdPollIntervalMs: flags.etcdPollIntervalMs,
+    etcdIdlePollIntervalMs: flags.etcdIdlePollIntervalMs,
   },
 });
 const timed: Controller = {

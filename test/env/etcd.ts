@@ -44,6 +44,8 @@ export interface EtcdClusterOptions {
   ca?: CertificateAuthority;
   /** Loopback addresses to reserve, for members added later (default members + 2). */
   capacity?: number;
+  /** The etcd binary (default: QUORUM_ETCD or bin/etcd), e.g. builtBinary("etcd-3.6") for the 1.36 pin. */
+  binary?: string;
 }
 
 /** What a client needs to talk to the cluster: PEM strings (empty when the cluster runs without TLS). */
@@ -127,7 +129,7 @@ export async function startEtcdCluster(options: EtcdClusterOptions = {}): Promis
   if (!Number.isInteger(memberCount) || memberCount < 1 || memberCount > 200) {
     throw new Error(`startEtcdCluster: members must be an integer 1..200 (got ${memberCount})`);
   }
-  const binary = etcdBinary();
+  const binary = options.binary ?? etcdBinary();
   // Room for members added later (learners, replacements) in the same /24.
   const subnet = await reserveLoopbackSubnet({
     hosts: Math.max(options.capacity ?? 0, memberCount + 2),
