@@ -3,6 +3,7 @@
 // "user"). Covers what the controller relies on: correct members and statuses, a status round bounded by one
 // deadline however a member fails, idempotent add/remove, leadership transfer and learner promotion.
 import assert from "node:assert/strict";
+import { createServer, type AddressInfo, type Socket } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import { after, before, describe, it } from "node:test";
 import { createEtcdClusterClient } from "../../src/adapters/etcd/client.ts";
@@ -10,6 +11,7 @@ import { EtcdClientCertificates } from "../../src/adapters/etcd/credentials.ts";
 import type { EtcdClientCredentials, EtcdClusterClient, EtcdMember } from "../../src/adapters/etcd/types.ts";
 import { observeEtcd } from "../../src/controller/etcd-view.ts";
 import { startEtcdCluster, type EtcdCluster } from "../env/index.ts";
+import { httpGet } from "../env/net.ts";
 import { MemorySecretStore } from "../unit/adapters/memory-secret-store.ts";
 
 // Long enough for a healthy member on a loaded 2-core machine, short enough to keep the suite quick.
@@ -140,6 +142,71 @@ describe("etcd adapter on a real 3-member TLS cluster", () => {
     // Asking again for the member that already leads changes nothing.
     await etcd.moveLeader(target.memberId);
     assert.equal((await etcd.memberStatuses()).find((status) => status.leader)?.memberId, target.memberId);
+  });
+
+  it("asks one member, not every one, for the member list and the alarms of a health round", async () => {
+    // etcd counts the gRPC calls it was sent (grpc_server_started_total on /metrics): summed over the members,
+    // a round makes one MemberList and one Alarm call while the member it asks answers, not one per endpoint.
+    const calls = async (method: string) => {
+      let total = 0;
+      for (const member of cluster.members) {
+        const { status, body } = await httpGet(`${member.clientURL}/metrics`, {
+          ca: cluster.credentials.caPem,
+          cert: cluster.credentials.certPem,
+          key: cluster.credentials.keyPem,
+          servername: cluster.credentials.serverName,
+        });
+        assert.equal(status, 200, `GET ${member.clientURL}/metrics: ${body.slice(0, 200)}`);
+        const line = new RegExp(`^grpc_server_started_total\\{[^}]*grpc_method="${method}"[^}]*\\} (\\d+)$`, "m");
+        total += Number(line.exec(body)?.[1] ?? 0);
+      }
+      return total;
+    };
+    const etcd = client();
+    assert.ok((await observeEtcd(etcd)).ok);
+    const [listsBefore, alarmsBefore] = [await calls("MemberList"), await calls("Alarm")];
+    const rounds = 10;
+    for (let i = 0; i < rounds; i++) {
+      const observed = await observeEtcd(etcd);
+      assert.ok(observed.ok && observed.observation.statuses.every((status) => status.reachable));
+    }
+    const lists = (await calls("MemberList")) - listsBefore;
+    const alarms = (await calls("Alarm")) - alarmsBefore;
+    // Asking every endpoint would make 3 of each per round; a slow answer may bring in the others now and then.
+    assert.ok(lists >= rounds && lists < 2 * rounds, `${lists} MemberList calls in ${rounds} rounds`);
+    assert.ok(alarms >= rounds && alarms < 2 * rounds, `${alarms} Alarm calls in ${rounds} rounds`);
+  });
+
+  it("asks the others when the endpoint it asks first hangs, then keeps asking the one that answered", async () => {
+    // A Machine address that accepts connections and never answers (a frozen host), listed first.
+    let connections = 0;
+    const sockets = new Set<Socket>();
+    const frozen = createServer((socket) => {
+      connections++;
+      sockets.add(socket);
+      socket.on("close", () => sockets.delete(socket));
+    });
+    await new Promise<void>((resolve) => frozen.listen(0, "127.0.0.1", resolve));
+    const { port } = frozen.address() as AddressInfo;
+    const etcd = createEtcdClusterClient({
+      endpoints: [`https://127.0.0.1:${port}`, ...cluster.endpoints()],
+      credentials,
+      callDeadlineMs: deadlineMs,
+      context: "etcd of cluster default/wl",
+    });
+    try {
+      assert.equal((await etcd.listMembers()).length, 3, "the live members answered for the frozen one");
+      assert.equal(connections, 1);
+      // The frozen call runs out its deadline and its connection is dropped; later calls ask the member that answered.
+      await sleep(deadlineMs + 500);
+      for (let i = 0; i < 3; i++) assert.equal((await etcd.listMembers()).length, 3);
+      assert.ok((await etcd.alarms()).length === 0);
+      assert.equal(connections, 1, "the frozen endpoint was asked again although a live member answers");
+    } finally {
+      await etcd.close();
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => frozen.close(resolve));
+    }
   });
 
   for (const failure of ["killed (SIGKILL)", "paused (SIGSTOP: TCP connects, nothing answers)"] as const) {

@@ -44,6 +44,9 @@ const ETCD_MEMBER_ID_EXISTS = "etcdserver: member ID already exist";
 
 class DeadlineError extends Error {}
 
+/** The longest a first-answer call waits on one endpoint before asking the others (a healthy call takes a few ms). */
+const MAX_HEDGE_MS = 200;
+
 /** One member's Etcd3, counted so that a failed one is closed only once no call is using it any more. */
 interface EndpointConnection {
   etcd: Etcd3;
@@ -62,8 +65,12 @@ class Etcd3ClusterClient implements EtcdClusterClient {
   private readonly seedEndpoints: string[];
   private readonly context: string;
   private closed = false;
-  /** Client URL of the member that last reported itself leader; writes prefer it. */
+  /** Client URL of the member that last reported itself leader; writes and first-answer reads prefer it. */
   private leaderEndpoint?: string;
+  /** The endpoint that gave the last first answer; asked first when no leader is known. */
+  private lastAnswered?: string;
+  /** How long a first-answer call waits on the preferred endpoint before asking the others too. */
+  private readonly hedgeAfterMs: number;
 
   constructor(private readonly options: EtcdClientOptions) {
     if (!(options.callDeadlineMs > 0)) {
@@ -71,6 +78,7 @@ class Etcd3ClusterClient implements EtcdClusterClient {
     }
     this.seedEndpoints = unique(options.endpoints.map(normalizeEndpoint));
     this.context = options.context ?? "etcd";
+    this.hedgeAfterMs = Math.min(MAX_HEDGE_MS, options.callDeadlineMs / 10);
   }
 
   async listMembers(): Promise<EtcdMember[]> {
@@ -241,30 +249,47 @@ class Etcd3ClusterClient implements EtcdClusterClient {
   }
 
   /**
-   * Asks every known endpoint at once and takes the first answer, so a dead endpoint costs nothing while a
-   * live one exists; the calls still running are cut off by their own deadlines.
+   * A hedged call: asks the member most likely to answer (the leader, else the one that answered last) and the
+   * other endpoints only if it fails or has not answered within a tenth of the deadline (at most 200 ms). A healthy
+   * round thus makes one call instead of one per endpoint (each costs the controller CPU: bench etcd-cost), a
+   * refusing endpoint costs nothing and a hung one the hedge delay; calls still running are cut off by their deadlines.
    */
   private async firstAnswer<T>(
     what: string,
     fn: (client: Etcd3, deadline: Date) => Promise<T>,
   ): Promise<{ endpoint: string; value: T }> {
     const endpoints = this.seedEndpoints;
-    if (endpoints.length === 0)
+    const preferred =
+      [this.leaderEndpoint, this.lastAnswered].find(
+        (endpoint) => endpoint !== undefined && endpoints.includes(endpoint),
+      ) ?? endpoints[0];
+    if (preferred === undefined)
       throw new EndpointUnreachableError(`${this.context} (${what})`, new Map(), this.options.callDeadlineMs);
     const failures = new Map<string, string>();
+    const ask = async (endpoint: string) => {
+      try {
+        return { endpoint, value: await this.call(endpoint, fn) };
+      } catch (error) {
+        failures.set(endpoint, this.describe(error));
+        throw error;
+      }
+    };
+    let openGate = () => {};
+    const gate = new Promise<void>((resolve) => {
+      openGate = resolve;
+    });
+    const first = ask(preferred);
+    first.catch(openGate);
+    const others = endpoints.filter((endpoint) => endpoint !== preferred);
+    const hedge = others.length > 0 ? setTimeout(openGate, this.hedgeAfterMs) : undefined;
     try {
-      return await Promise.any(
-        endpoints.map(async (endpoint) => {
-          try {
-            return { endpoint, value: await this.call(endpoint, fn) };
-          } catch (error) {
-            failures.set(endpoint, this.describe(error));
-            throw error;
-          }
-        }),
-      );
+      const answer = await Promise.any([first, ...others.map((endpoint) => gate.then(() => ask(endpoint)))]);
+      this.lastAnswered = answer.endpoint;
+      return answer;
     } catch {
       throw new EndpointUnreachableError(`${this.context} (${what})`, failures, this.options.callDeadlineMs);
+    } finally {
+      clearTimeout(hedge);
     }
   }
 
