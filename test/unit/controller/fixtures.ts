@@ -1,4 +1,5 @@
 // Realistic objects as the API server returns them, shared by the controller unit tests.
+import assert from "node:assert/strict";
 import type { Cluster, Machine } from "../../../src/api/capi.ts";
 import {
   API_VERSION,
@@ -10,6 +11,8 @@ import {
   PRE_TERMINATE_HOOK,
 } from "../../../src/api/constants.ts";
 import type { OwnerReference, QuorumControlPlane } from "../../../src/api/types.ts";
+import type { EtcdClusterClient, EtcdMember } from "../../../src/adapters/etcd/types.ts";
+import type { ManagementApi } from "../../../src/ports/index.ts";
 
 export function controlPlane(overrides: Partial<QuorumControlPlane["spec"]> = {}): QuorumControlPlane {
   return {
@@ -113,4 +116,86 @@ export function machine(
         : {}),
     },
   };
+}
+
+/**
+ * An etcd of `members`, led by `leaderId` (default the first), whose members all answer their status call but those
+ * named in `down`. Any membership change fails the test unless `overrides` provides it.
+ */
+export function fakeEtcd(
+  members: EtcdMember[],
+  options: { leaderId?: string; down?: string[] } = {},
+  overrides: Partial<EtcdClusterClient> = {},
+): EtcdClusterClient {
+  const leaderId = options.leaderId ?? members[0]?.id ?? "";
+  return {
+    listMembers: async () => members,
+    memberStatuses: async () =>
+      members.map((member) =>
+        (options.down ?? []).includes(member.name)
+          ? {
+              memberId: member.id,
+              endpoint: member.clientURLs[0],
+              reachable: false,
+              leader: false,
+              errors: ["refused"],
+            }
+          : {
+              memberId: member.id,
+              endpoint: member.clientURLs[0],
+              reachable: true,
+              leader: member.id === leaderId,
+              leaderId,
+              raftTerm: 2,
+              raftIndex: 10,
+              raftAppliedIndex: 10,
+              errors: [],
+            },
+      ),
+    alarms: async () => [],
+    addMember: async () => assert.fail("no member add expected"),
+    promoteLearner: async () => assert.fail("no promotion expected"),
+    removeMember: async (id) => assert.fail(`no member removal expected (${id})`),
+    moveLeader: async () => assert.fail("no leadership move expected"),
+    close: async () => undefined,
+    ...overrides,
+  };
+}
+
+/**
+ * The management API of one QuorumControlPlane and its Machines: reads answer, status and condition writes succeed,
+ * anything that creates, deletes or re-owns an object fails the test unless `overrides` provides it.
+ */
+export function fakeManagement(
+  qcp: QuorumControlPlane,
+  machines: () => Machine[],
+  overrides: Partial<ManagementApi> = {},
+): ManagementApi {
+  return {
+    getControlPlane: async () => qcp,
+    getCluster: async () => cluster(),
+    listControlPlaneMachines: async () => machines(),
+    getReferenced: async () => assert.fail("no template read expected"),
+    createIfAbsent: async () => assert.fail("no create expected"),
+    deleteMachine: async () => assert.fail("no delete expected"),
+    patchAnnotations: async () => assert.fail("no annotation patch expected"),
+    setOwnerReferences: async (object) => assert.fail(`no owner reference patch expected (${object.kind})`),
+    patchInPlace: async () => undefined,
+    setMachineConditions: async () => undefined,
+    setFinalizers: async () => undefined,
+    patchStatus: async () => qcp,
+    event: async () => undefined,
+    ...overrides,
+  };
+}
+
+/** Voters named `names`, IDs "1", "2"…, each at 127.0.1.<n>. */
+export function etcdMembers(names: string[]): EtcdMember[] {
+  return names.map((name, i) => ({
+    id: String(i + 1),
+    name,
+    peerURLs: [`https://127.0.1.${i + 1}:2380`],
+    clientURLs: [`https://127.0.1.${i + 1}:2379`],
+    learner: false,
+  }));
 }

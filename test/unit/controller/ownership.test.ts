@@ -10,13 +10,13 @@ import { claimMachines, concernsControlPlane } from "../../../src/api/ownership.
 import type { QuorumControlPlane, QuorumControlPlaneStatus } from "../../../src/api/types.ts";
 import { silentLogger } from "../../../src/adapters/kube/log.ts";
 import type { KubeObject } from "../../../src/adapters/kube/rest.ts";
-import type { EtcdClusterClient, EtcdMember } from "../../../src/adapters/etcd/types.ts";
+import type { EtcdMember } from "../../../src/adapters/etcd/types.ts";
 import { plan } from "../../../src/core/plan.ts";
 import { cachedManagement } from "../../../src/controller/cached-management.ts";
 import { Expectations } from "../../../src/controller/expectations.ts";
 import type { ManagementApi, WorkloadAccess } from "../../../src/ports/index.ts";
 import { reconcile, type ReconcilerDeps } from "../../../src/controller/reconcile.ts";
-import { cluster, controlPlane, machine, ownedBy } from "./fixtures.ts";
+import { cluster, controlPlane, fakeEtcd, machine, ownedBy } from "./fixtures.ts";
 
 const NOW = Date.parse("2026-11-29T12:00:00Z");
 const AN_HOUR_AGO = "2026-11-29T11:00:00Z";
@@ -103,27 +103,7 @@ function world(options: WorldOptions) {
     clientURLs: [`https://${name}:2379`],
     learner: false,
   }));
-  const etcd: EtcdClusterClient = {
-    listMembers: async () => etcdMembers,
-    memberStatuses: async () =>
-      etcdMembers.map((m) => ({
-        memberId: m.id,
-        endpoint: m.clientURLs[0],
-        reachable: !(options.dead ?? []).includes(m.name),
-        leader: m.id === "1",
-        leaderId: "1",
-        raftTerm: 2,
-        raftIndex: 10,
-        raftAppliedIndex: 10,
-        errors: [],
-      })),
-    alarms: async () => [],
-    addMember: async () => assert.fail("no member add expected"),
-    promoteLearner: async () => assert.fail("no promotion expected"),
-    removeMember: async (id) => assert.fail(`no member removal expected (${id})`),
-    moveLeader: async () => assert.fail("no leadership move expected"),
-    close: async () => undefined,
-  };
+  const etcd = fakeEtcd(etcdMembers, { leaderId: "1", down: options.dead ?? [] });
   const workload: WorkloadAccess = {
     ensureCertificates: async () => {
       writes.push("ensureCertificates");

@@ -4,19 +4,12 @@ import { FINALIZER, LABEL_CLUSTER_NAME } from "../../../src/api/constants.ts";
 import type { QuorumControlPlane } from "../../../src/api/types.ts";
 import { EtcdOperationError } from "../../../src/adapters/errors.ts";
 import { silentLogger } from "../../../src/adapters/kube/log.ts";
-import type { EtcdClusterClient, EtcdMember } from "../../../src/adapters/etcd/types.ts";
 import { plan } from "../../../src/core/plan.ts";
 import { reconcile, ReconcileError, REFUSAL_BACKOFF, type ReconcilerDeps } from "../../../src/controller/reconcile.ts";
-import { EtcdRetryLaterError, type ManagementApi, type WorkloadAccess } from "../../../src/ports/index.ts";
-import { cluster, controlPlane, machine } from "./fixtures.ts";
+import { EtcdRetryLaterError, type WorkloadAccess } from "../../../src/ports/index.ts";
+import { controlPlane, etcdMembers, fakeEtcd, fakeManagement, machine } from "./fixtures.ts";
 
-const members: EtcdMember[] = ["a", "b", "c"].map((name, i) => ({
-  id: String(i + 1),
-  name,
-  peerURLs: [`https://127.0.1.${i + 1}:2380`],
-  clientURLs: [`https://127.0.1.${i + 1}:2379`],
-  learner: false,
-}));
+const members = etcdMembers(["a", "b", "c"]);
 
 const NOW = Date.parse("2026-11-29T12:00:00Z");
 
@@ -53,18 +46,7 @@ function world(removeError: Error, status?: QuorumControlPlane["status"]) {
     metadata: { ...controlPlane().metadata, finalizers: [FINALIZER], labels: { [LABEL_CLUSTER_NAME]: "c1" } },
     ...(status ? { status } : {}),
   };
-  const management: ManagementApi = {
-    getControlPlane: async () => qcp,
-    getCluster: async () => cluster(),
-    listControlPlaneMachines: async () => members.map((member) => machine(member.name, { node: member.name })),
-    getReferenced: async () => assert.fail("no template read expected"),
-    createIfAbsent: async () => assert.fail("no create expected"),
-    deleteMachine: async () => assert.fail("no delete expected"),
-    patchAnnotations: async () => assert.fail("no annotation patch expected"),
-    setOwnerReferences: async (object) => assert.fail(`no owner reference patch expected (${object.kind})`),
-    patchInPlace: async () => undefined,
-    setMachineConditions: async () => undefined,
-    setFinalizers: async () => undefined,
+  const management = fakeManagement(qcp, () => members.map((member) => machine(member.name, { node: member.name })), {
     patchStatus: async (_object, status) => {
       statuses.push(status);
       return qcp;
@@ -72,30 +54,17 @@ function world(removeError: Error, status?: QuorumControlPlane["status"]) {
     event: async (_object, type, reason) => {
       events.push(`${type} ${reason}`);
     },
-  };
-  const etcd: EtcdClusterClient = {
-    listMembers: async () => members,
-    memberStatuses: async () =>
-      members.map((member) => ({
-        memberId: member.id,
-        endpoint: member.clientURLs[0],
-        reachable: true,
-        leader: member.id === "2",
-        leaderId: "2",
-        raftTerm: 2,
-        raftIndex: 10,
-        raftAppliedIndex: 10,
-        errors: [],
-      })),
-    alarms: async () => [],
-    addMember: async () => assert.fail("no member add expected"),
-    promoteLearner: async () => assert.fail("no promotion expected"),
-    removeMember: async () => {
-      throw removeError;
+  });
+  const etcd = fakeEtcd(
+    members,
+    { leaderId: "2" },
+    {
+      removeMember: async () => {
+        throw removeError;
+      },
+      moveLeader: async () => undefined,
     },
-    moveLeader: async () => undefined,
-    close: async () => undefined,
-  };
+  );
   const workload: WorkloadAccess = {
     ensureCertificates: async () => undefined,
     etcd: async () => etcd,

@@ -6,75 +6,24 @@ import { describe, it } from "node:test";
 import { FINALIZER, LABEL_CLUSTER_NAME } from "../../../src/api/constants.ts";
 import type { QuorumControlPlane } from "../../../src/api/types.ts";
 import { silentLogger } from "../../../src/adapters/kube/log.ts";
-import type { EtcdClusterClient, EtcdMember } from "../../../src/adapters/etcd/types.ts";
 import { plan } from "../../../src/core/plan.ts";
 import { reconcile, type ReconcilerDeps } from "../../../src/controller/reconcile.ts";
-import type { ManagementApi, WorkloadAccess } from "../../../src/ports/index.ts";
-import { cluster, controlPlane, machine } from "./fixtures.ts";
+import type { WorkloadAccess } from "../../../src/ports/index.ts";
+import { controlPlane, etcdMembers, fakeEtcd, fakeManagement, machine } from "./fixtures.ts";
 
 const POLL_MS = 10_000;
 const IDLE_POLL_MS = 60_000;
 const NOW = Date.parse("2026-12-03T12:00:00Z");
 
-const members: EtcdMember[] = ["a", "b", "c"].map((name, i) => ({
-  id: String(i + 1),
-  name,
-  peerURLs: [`https://127.0.1.${i + 1}:2380`],
-  clientURLs: [`https://127.0.1.${i + 1}:2379`],
-  learner: false,
-}));
+const members = etcdMembers(["a", "b", "c"]);
 
 function deps(down: string | undefined, idlePollMs: number | undefined): ReconcilerDeps {
   const qcp: QuorumControlPlane = {
     ...controlPlane(),
     metadata: { ...controlPlane().metadata, finalizers: [FINALIZER], labels: { [LABEL_CLUSTER_NAME]: "c1" } },
   };
-  const management: ManagementApi = {
-    getControlPlane: async () => qcp,
-    getCluster: async () => cluster(),
-    listControlPlaneMachines: async () => members.map((member) => machine(member.name, { node: member.name })),
-    getReferenced: async () => assert.fail("no template read expected"),
-    createIfAbsent: async () => assert.fail("no create expected"),
-    deleteMachine: async () => assert.fail("no delete expected"),
-    patchAnnotations: async () => assert.fail("no annotation patch expected"),
-    setOwnerReferences: async (object) => assert.fail(`no owner reference patch expected (${object.kind})`),
-    patchInPlace: async () => undefined,
-    setMachineConditions: async () => undefined,
-    setFinalizers: async () => undefined,
-    patchStatus: async () => qcp,
-    event: async () => undefined,
-  };
-  const etcd: EtcdClusterClient = {
-    listMembers: async () => members,
-    memberStatuses: async () =>
-      members.map((member) =>
-        member.name === down
-          ? {
-              memberId: member.id,
-              endpoint: member.clientURLs[0],
-              reachable: false,
-              leader: false,
-              errors: ["refused"],
-            }
-          : {
-              memberId: member.id,
-              endpoint: member.clientURLs[0],
-              reachable: true,
-              leader: member.id === "2",
-              leaderId: "2",
-              raftTerm: 2,
-              raftIndex: 10,
-              raftAppliedIndex: 10,
-              errors: [],
-            },
-      ),
-    alarms: async () => [],
-    addMember: async () => assert.fail("no member add expected"),
-    promoteLearner: async () => assert.fail("no promotion expected"),
-    removeMember: async () => assert.fail("no removal expected"),
-    moveLeader: async () => undefined,
-    close: async () => undefined,
-  };
+  const management = fakeManagement(qcp, () => members.map((member) => machine(member.name, { node: member.name })));
+  const etcd = fakeEtcd(members, { leaderId: "2", ...(down ? { down: [down] } : {}) });
   const workload: WorkloadAccess = {
     ensureCertificates: async () => undefined,
     etcd: async () => etcd,
