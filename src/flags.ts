@@ -43,7 +43,7 @@ export const DURATION_FLAG_BOUNDS: Readonly<Record<string, { min: string; max: s
   "--etcd-idle-poll-interval": {
     min: "500ms",
     max: "1h",
-    why: "shorter costs CPU (about 5 ms per etcd round: 2,000 clusters take a core at 10s), longer shows a member that dies in a settled cluster later",
+    why: "shorter costs CPU (about 3.5 ms per etcd round: 2,000 clusters take 0.7 of a core at 10s), longer shows a member that dies in a settled cluster later",
   },
   "--etcd-call-timeout": {
     min: "100ms",
@@ -142,9 +142,9 @@ export function parseFlags(argv: string[], env: NodeJS.ProcessEnv = process.env)
   if (metricsSecure !== "true" && metricsSecure !== "false")
     throw new Error(`--metrics-secure must be true or false (got "${metricsSecure}")`);
   const logFormat = values["log-format"];
-  const etcdPollIntervalMs = durationFlag("--etcd-poll-interval", values["etcd-poll-interval"]);
   if (logFormat !== "json" && logFormat !== "text")
     throw new Error(`--log-format must be json or text (got "${logFormat}")`);
+  const etcdPollIntervalMs = durationFlag("--etcd-poll-interval", values["etcd-poll-interval"]);
   return {
     ...((values.kubeconfig ?? env.KUBECONFIG) ? { kubeconfig: values.kubeconfig ?? env.KUBECONFIG } : {}),
     ...(values.namespace ? { namespace: values.namespace } : {}),
