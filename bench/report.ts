@@ -4,6 +4,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { histograms, lineCharts, type Series } from "./lib/svg.ts";
+import type { EtcdCostResults } from "./etcd-cost/run.ts";
 import { benchDir, readResult, resultsDir, type ResultEnvelope } from "./lib/results.ts";
 import type { Summary } from "./lib/stats.ts";
 
@@ -51,21 +52,6 @@ interface Scale {
     convergedAtWindowEnd?: number;
   }[];
 }
-interface EtcdCost {
-  etcdBinary: string;
-  clusters: number;
-  members: number;
-  keptIdleMilliCoresPerCluster: number;
-  keptRoundCpuMs: number;
-  freshRoundCpuMs: number;
-  keptRoundsDone: number;
-  failedRounds: number;
-  implied: Array<{
-    pollSeconds: number;
-    milliCoresPerCluster: number;
-    clusters: Array<{ clusters: number; milliCores: number }>;
-  }>;
-}
 interface Steps {
   stepLatencyMs: Record<string, Summary & { retries: number }>;
   stepDoneMs: Record<string, Summary>;
@@ -81,6 +67,7 @@ interface Steps {
   }[];
   rolloutRatio: Summary;
   unmatched: unknown[];
+  detection?: { samples: number; detectedMs: Summary; idlePollSeconds: number };
 }
 
 const ms = (value: number | null | undefined) =>
@@ -148,6 +135,11 @@ function stepRows(result: ResultEnvelope<Steps>): string[] {
   rows.push(
     `| 3-replica rolling upgrade (n=${steps.rollouts.length}): wall time / intrinsic time of the same operations | **${ratio.p50}×** (p50; range ${ratio.min}–${ratio.max}×); wall ${Math.min(...walls)}–${Math.max(...walls)} s vs intrinsic ${Math.min(...intrinsic)}–${Math.max(...intrinsic)} s${refusedText} | ≤ 1.15×: ${mark(ratio.p50 <= 1.15)} | each Machine step waits for the next requeue (15–30 s) |`,
   );
+  const detection = steps.detection;
+  if (detection)
+    rows.push(
+      `| A member SIGKILLed in a settled cluster → status shows it unhealthy (n=${detection.samples}; killed 0–5 s after a poll, so near the worst case; settled clusters polled every ${detection.idlePollSeconds} s, the default) | p50 **${ms(detection.detectedMs.p50)}**, p95 ${ms(detection.detectedMs.p95)}, max ${ms(detection.detectedMs.max)} | within one idle poll: ${mark(detection.detectedMs.max <= detection.idlePollSeconds * 1000 + 2_000)} | |`,
+    );
   return rows;
 }
 
@@ -179,7 +171,7 @@ function scaleRows(result: ResultEnvelope<Scale>): string[] {
   return rows;
 }
 
-function etcdCostRows(result: ResultEnvelope<EtcdCost>): string[] {
+function etcdCostRows(result: ResultEnvelope<EtcdCostResults>): string[] {
   const cost = result.results;
   const version = /etcd-(\d+\.\d+)/.exec(cost.etcdBinary)?.[1] ?? "";
   const rows = [
@@ -327,7 +319,7 @@ function main(): void {
   const health = readResult<Health>("health");
   const scale = readResult<Scale>("scale");
   const steps = readResult<Steps>("steps");
-  const etcdCost = readResult<EtcdCost>("etcd-cost");
+  const etcdCost = readResult<EtcdCostResults>("etcd-cost");
   charts(health, scale, steps);
   const present = [health, etcdCost, steps, scale].filter(
     (result): result is ResultEnvelope<never> => result !== undefined,

@@ -1,0 +1,82 @@
+// How long a member that dies in a settled cluster takes to show in status (issue 19): with adaptive polling a
+// settled cluster's etcd is read every --etcd-idle-poll-interval (default 60 s), so a death that no Kubernetes
+// object reflects (the etcd process dies, its host stays up) is seen at the next idle poll. Each sample waits for
+// the cluster to be settled again (status: nothing to do, every member healthy, written right after a poll), waits
+// a random 0–5 s, SIGKILLs a follower's etcd, and times kill → status naming it unhealthy (status read every
+// 100 ms). The kill thus lands early in the poll cycle: the figures are near the worst case (one whole idle poll),
+// not a death at a random moment (which would average half of it). The member is restarted before the next sample.
+import { setTimeout as sleep } from "node:timers/promises";
+import type { ControllerStack } from "../../test/integration/controller/stack.ts";
+import type { MachinePlayer } from "../../test/integration/controller/player.ts";
+import { progress } from "../lib/results.ts";
+import { rounded, summarize, type Summary } from "../lib/stats.ts";
+
+export interface DetectionResults {
+  samples: number;
+  /** Kill → status shows the member unhealthy, ms. */
+  detectedMs: Summary;
+  samplesMs: number[];
+  /** The controller's --etcd-idle-poll-interval in this run (its default). */
+  idlePollSeconds: number;
+}
+
+const STATUS_READ_MS = 100;
+
+export async function measureDetection(
+  name: string,
+  stack: ControllerStack,
+  player: MachinePlayer,
+  where: { namespace: string; cluster: string },
+  options: { samples: number; idlePollSeconds: number; timeoutMs: number },
+): Promise<DetectionResults> {
+  const samplesMs: number[] = [];
+  const status = async () => (await stack.getControlPlane(where.namespace, where.cluster)).status;
+  const settle = async (what: string) => {
+    const settledBy = Date.now() + options.timeoutMs;
+    for (;;) {
+      const current = await status();
+      const members = current?.etcd?.members ?? [];
+      const settled =
+        members.length > 0 &&
+        members.every((member) => member.healthy && !member.learner) &&
+        (current?.nextAction?.message ?? "").startsWith("nothing to do");
+      if (settled) return;
+      if (Date.now() > settledBy) throw new Error(`${what}: the cluster did not settle within ${options.timeoutMs} ms`);
+      await sleep(STATUS_READ_MS);
+    }
+  };
+  for (let i = 1; i <= options.samples; i++) {
+    await settle(`detection sample ${i}`);
+    await sleep(Math.random() * 5_000);
+    const listed = (await status())?.etcd?.members ?? [];
+    const follower = listed.find((member) => !member.leader && member.machine && player.members.has(member.machine));
+    const harness = follower?.machine ? player.members.get(follower.machine) : undefined;
+    if (!follower || !harness) throw new Error(`detection sample ${i}: no follower with a running member to kill`);
+    await harness.kill();
+    const killedAt = Date.now();
+    for (;;) {
+      const seen = (await status())?.etcd?.members?.find((member) => member.id === follower.id);
+      if (seen && !seen.healthy) break;
+      if (Date.now() - killedAt > options.timeoutMs)
+        throw new Error(
+          `detection sample ${i}: status did not show ${follower.name} unhealthy within ${options.timeoutMs} ms`,
+        );
+      await sleep(STATUS_READ_MS);
+    }
+    const detected = Date.now() - killedAt;
+    samplesMs.push(detected);
+    progress(
+      name,
+      `detection ${i}/${options.samples}: ${follower.name} killed, status said so after ${(detected / 1000).toFixed(1)} s`,
+    );
+    await harness.start();
+  }
+  // The next phase starts from a settled cluster, as it would without this measurement.
+  await settle("after the detection samples");
+  return {
+    samples: samplesMs.length,
+    detectedMs: rounded(summarize(samplesMs)),
+    samplesMs,
+    idlePollSeconds: options.idlePollSeconds,
+  };
+}
