@@ -32,6 +32,7 @@ const (
 	idleTimeout           = 4 * time.Hour
 	streamCreationTimeout = 30 * time.Second
 	dialTimeout           = 5 * time.Second
+	halfCloseGrace        = 30 * time.Second
 )
 
 func main() {
@@ -127,16 +128,39 @@ func (f *hostNetworkForwarder) PortForward(ctx context.Context, pod, _ string, p
 	defer conn.Close()
 	started := time.Now()
 	fromPod := make(chan copied, 1)
+	toPod := make(chan copied, 1)
 	go func() { n, err := io.Copy(stream, conn); fromPod <- copied{n, err} }()
-	toPod, toPodErr := io.Copy(conn, stream)
-	// The client closed its side: half-close towards the pod so it sees EOF and can finish its answer.
-	if tcp, ok := conn.(*net.TCPConn); ok {
-		_ = tcp.CloseWrite()
+	go func() { n, err := io.Copy(conn, stream); toPod <- copied{n, err} }()
+	select {
+	case back := <-fromPod:
+		// The pod closed (or reset) its side: returning closes the client's streams, as the kubelet's CRI runtime
+		// does. The copy towards the pod ends when the caller closes the stream.
+		log.Printf("portForward %s port %d: pod closed after %s, %d bytes back (%v)",
+			pod, port, time.Since(started).Round(time.Millisecond), back.bytes, orEOF(back.err))
+	case sent := <-toPod:
+		// The client finished sending (an SPDY data stream's half-close): half-close towards the pod so it sees
+		// EOF, and still deliver its answer.
+		if tcp, ok := conn.(*net.TCPConn); ok {
+			_ = tcp.CloseWrite()
+		}
+		// A pod that ignores the half-close must not pin this forward: give up after halfCloseGrace.
+		var back copied
+		select {
+		case back = <-fromPod:
+		case <-time.After(halfCloseGrace):
+			back.err = fmt.Errorf("pod still open %s after the client finished; closed", halfCloseGrace)
+		}
+		log.Printf("portForward %s port %d: client closed after %s, %d bytes to the pod (%v), %d back (%v)",
+			pod, port, time.Since(started).Round(time.Millisecond), sent.bytes, orEOF(sent.err), back.bytes, orEOF(back.err))
 	}
-	back := <-fromPod
-	log.Printf("portForward %s port %d: done after %s, %d bytes to the pod, %d back (errors: %v, %v)",
-		pod, port, time.Since(started).Round(time.Millisecond), toPod, back.bytes, toPodErr, back.err)
 	return nil
+}
+
+func orEOF(err error) string {
+	if err == nil {
+		return "EOF"
+	}
+	return err.Error()
 }
 
 type copied struct {
