@@ -12,3 +12,4 @@ export * from "./controller-manager.ts";
 export * from "./wait.ts";
 export * from "./tcp-proxy.ts";
 export * from "./kubelet-portforward.ts";
+export * from "./portforward-client.ts";

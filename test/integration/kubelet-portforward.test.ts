@@ -5,38 +5,15 @@
 import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { PassThrough, Writable } from "node:stream";
 import { after, before, describe, it } from "node:test";
-import { PortForward } from "@kubernetes/client-node";
-import type WebSocket from "isomorphic-ws";
 import { createCA, issueCertificate, oneDay, validFor } from "../../src/adapters/certs/pki.ts";
 import { startApiServer, type ApiServer } from "../env/apiserver.ts";
 import { kubeRequestOk } from "../env/kube.ts";
 import { startKubeletPortForward, type KubeletPortForward } from "../env/kubelet-portforward.ts";
 import { freePort, httpGet } from "../env/net.ts";
+import { openPortForward } from "../env/portforward-client.ts";
 import { makeTempDir, removeTempDir } from "../env/processes.ts";
 import { eventually } from "../env/wait.ts";
-
-interface Forwarded {
-  /** Everything the pod sent back (data channel, port prefix stripped by client-node). */
-  output: () => string;
-  /** Everything on the error channel. */
-  errors: () => string;
-  closed: Promise<number>;
-  send: (text: string) => void;
-  close: () => void;
-}
-
-function collector(): { stream: Writable; text: () => string } {
-  const chunks: Buffer[] = [];
-  const stream = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      chunks.push(chunk);
-      done();
-    },
-  });
-  return { stream, text: () => Buffer.concat(chunks).toString("utf8") };
-}
 
 describe("pods/portforward through the kubelet port-forward server", () => {
   let api: ApiServer;
@@ -105,28 +82,7 @@ describe("pods/portforward through the kubelet port-forward server", () => {
     if (dir) removeTempDir(dir);
   });
 
-  async function forward(port: number): Promise<Forwarded> {
-    const output = collector();
-    const errors = collector();
-    const input = new PassThrough();
-    const socket: WebSocket | (() => WebSocket | null) = await new PortForward(api.kubeConfig).portForward(
-      "kube-system",
-      "etcd-n1",
-      [port],
-      output.stream,
-      errors.stream,
-      input,
-    );
-    if (typeof socket === "function") throw new Error("PortForward returned a restartable handle for retryCount 0");
-    const closed = new Promise<number>((resolve) => socket.on("close", (code: number) => resolve(code)));
-    return {
-      output: output.text,
-      errors: errors.text,
-      closed,
-      send: (text) => input.write(text),
-      close: () => socket.close(),
-    };
-  }
+  const forward = (port: number) => openPortForward(api.kubeConfig, "kube-system", "etcd-n1", port);
 
   it("carries an HTTP request to etcd and its answer back, then closes when etcd closes", async (t) => {
     const forwarded = await forward(etcdPort);
