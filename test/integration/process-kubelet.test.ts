@@ -10,9 +10,11 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { stringify } from "yaml";
 import { startApiServer, type ApiServer } from "../env/apiserver.ts";
+import { createCA, issueCertificate, oneDay, validFor } from "../../src/adapters/certs/pki.ts";
 import { startControllerManager, type ControllerManager } from "../env/controller-manager.ts";
 import { kubeRequest, kubeRequestOk } from "../env/kube.ts";
 import { freePort, httpGet } from "../env/net.ts";
+import { openPortForward } from "../env/portforward-client.ts";
 import { isProcessAlive, makeTempDir, startProcess, type ManagedProcess } from "../env/processes.ts";
 import { builtBinary, repoRoot } from "../env/tools.ts";
 import { eventually } from "../env/wait.ts";
@@ -93,7 +95,7 @@ interface Kubelet {
   pods(): Promise<PodInfo[]>;
 }
 
-async function startKubelet(nodeName: string, dir: string): Promise<Kubelet> {
+async function startKubelet(nodeName: string, dir: string, clusterCaFile: string): Promise<Kubelet> {
   const manifests = join(dir, "manifests");
   mkdirSync(manifests, { recursive: true });
   const healthzPort = await freePort("127.0.0.1");
@@ -122,6 +124,9 @@ async function startKubelet(nodeName: string, dir: string): Promise<Kubelet> {
       `--bootstrap-kubeconfig=${join(dir, "bootstrap-kubelet.conf")}`,
       `--cert-dir=${kubelet.certDir}`,
       `--healthz-address=127.0.0.1:${healthzPort}`,
+      // A free port: 10250 on 127.0.0.1 may be another test's; the Node reports whichever the server took.
+      "--kubelet-port=0",
+      `--client-ca-file=${clusterCaFile}`,
       `--kubelet-version=${VERSION}`,
     ],
     cwd: repoRoot,
@@ -142,13 +147,28 @@ describe("the process kubelet", { timeout: 150_000 }, () => {
   const kubelets: Kubelet[] = [];
 
   before(async () => {
+    // As kubeadm: kube-apiserver calls kubelets (pods/portforward) with a client certificate the cluster CA signed.
+    const ca = await createCA("quorum-test-cluster-ca", validFor(7 * oneDay));
+    const kubeletClient = await issueCertificate(ca, {
+      commonName: "kube-apiserver-kubelet-client",
+      organization: ["kubeadm:cluster-admins"],
+      usages: "client",
+      validity: validFor(oneDay),
+    });
+    writeFileSync(join(dir, "apiserver-kubelet-client.crt"), kubeletClient.certPem);
+    writeFileSync(join(dir, "apiserver-kubelet-client.key"), kubeletClient.keyPem, { mode: 0o600 });
     api = await startApiServer({
+      ca,
       // kubeadm's kube-apiserver flags that the kubelet's API calls go through; the harness sets RBAC already and
       // the flag is a list that appends.
       extraArgs: [
         "--authorization-mode=Node",
         "--enable-admission-plugins=NodeRestriction",
         "--enable-bootstrap-token-auth=true",
+        `--kubelet-client-certificate=${join(dir, "apiserver-kubelet-client.crt")}`,
+        `--kubelet-client-key=${join(dir, "apiserver-kubelet-client.key")}`,
+        // kubeadm's order: the default tries the Node's Hostname address first, which does not resolve here.
+        "--kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname",
       ],
     });
     writeFileSync(join(dir, "ca.crt"), api.ca.certPem);
@@ -228,7 +248,7 @@ describe("the process kubelet", { timeout: 150_000 }, () => {
       writeFileSync(join(nodeDir, "kubelet.conf"), readFileSync(node.kubeconfigPath));
       const embedded = Buffer.from(node.kubeConfig.getCurrentUser()!.certData!, "base64");
       embeddedSerial = new X509Certificate(embedded).serialNumber;
-      kubelet = await startKubelet(nodeName, nodeDir);
+      kubelet = await startKubelet(nodeName, nodeDir, join(dir, "ca.crt"));
       kubelets.push(kubelet);
       [clientPort, peerPort] = [await freePort("127.0.0.1"), await freePort("127.0.0.1")];
       manifest = join(kubelet.manifests, "etcd.yaml");
@@ -305,6 +325,59 @@ describe("the process kubelet", { timeout: 150_000 }, () => {
         [["Node", nodeName, nodeUID, true]],
       );
       assert.equal(running.status.conditions?.find((c) => c.type === "Ready")?.status, "True");
+    });
+
+    it("serves pods/portforward to its etcd on the kubelet port its Node reports, to the API server's client cert", async () => {
+      type Node = { status: { daemonEndpoints: { kubeletEndpoint: { Port: number } } } };
+      const node = await kubeRequestOk<Node>(api.kubeConfig, `/api/v1/nodes/${nodeName}`);
+      const kubeletPort = node.status.daemonEndpoints.kubeletEndpoint.Port;
+      assert.notEqual(kubeletPort, 10250, "--kubelet-port=0 picks a free port and the Node reports it");
+      const forwarded = await openPortForward(api.kubeConfig, "kube-system", `etcd-${nodeName}`, clientPort);
+      try {
+        forwarded.send("GET /version HTTP/1.0\r\nHost: etcd\r\n\r\n");
+        await eventually(
+          "etcd's /version through pods/portforward",
+          async () => /"etcdserver"/.test(forwarded.output()),
+          {
+            timeoutMs: 15_000,
+            context: () => `errors: ${forwarded.errors()}\n${context()}`,
+          },
+        );
+      } finally {
+        forwarded.close();
+      }
+      // kube-apiserver does not verify the kubelet's serving certificate (no --kubelet-certificate-authority, as
+      // kubeadm), but the kubelet checks the API server's client certificate against the cluster CA.
+      const anonymous = await httpGet(`https://127.0.0.1:${kubeletPort}/healthz`, { rejectUnauthorized: false }).then(
+        (response) => `HTTP ${response.status}`,
+        (error: Error) => error.message,
+      );
+      assert.doesNotMatch(anonymous, /^HTTP 200/);
+    });
+
+    it("restarts a killed port-forward server on the same port", async () => {
+      const started = () => [
+        ...readFileSync(kubelet.process.logFile, "utf8").matchAll(/started the port-forward server \(pid (\d+)/g),
+      ];
+      const [first] = started();
+      assert.ok(first, `the kubelet logged its port-forward server's start:\n${context()}`);
+      process.kill(Number(first[1]), "SIGKILL");
+      await eventually("a second port-forward server", async () => started().length >= 2, {
+        timeoutMs: 15_000,
+        context,
+      });
+      const forwarded = await eventually(
+        "pods/portforward through the restarted server",
+        async () => {
+          const stream = await openPortForward(api.kubeConfig, "kube-system", `etcd-${nodeName}`, clientPort);
+          stream.send("GET /version HTTP/1.0\r\nHost: etcd\r\n\r\n");
+          await Promise.race([stream.closed, new Promise((resolve) => setTimeout(resolve, 2_000))]);
+          stream.close();
+          return /"etcdserver"/.test(stream.output()) ? stream : undefined;
+        },
+        { timeoutMs: 15_000, context },
+      );
+      assert.equal(forwarded.errors(), "");
     });
 
     it("finishes the deletion of a pod the scheduler bound to its node (a drain's eviction), and only of that one", async () => {
@@ -431,7 +504,7 @@ describe("the process kubelet", { timeout: 150_000 }, () => {
     const nodeName = "ip-127-0-0-2";
     const nodeDir = join(dir, nodeName);
     mkdirSync(nodeDir);
-    const kubelet = await startKubelet(nodeName, nodeDir);
+    const kubelet = await startKubelet(nodeName, nodeDir, join(dir, "ca.crt"));
     kubelets.push(kubelet);
     const context = () => `kubelet log:\n${kubelet.process.lastLogLines(40)}`;
     // kubeadm join's kubelet-start phase writes it (after the kubelet started, which waits for it).

@@ -4,7 +4,8 @@
 // Three loops: the static pods (pod-supervisor.ts, independent of the API, as kubeadm needs its local API server
 // and etcd running before any credentials work), the credentials (credentials.ts: kubeadm init's embedded
 // kubelet.conf, or TLS bootstrap for kubeadm join), and, once it has credentials, the Node and mirror Pods
-// (node-agent.ts). /healthz answers from the first moment: kubeadm's kubelet-check polls it.
+// (node-agent.ts). /healthz answers from the first moment: kubeadm's kubelet-check polls it. The kubelet port itself
+// is served by the kubelet's port-forward code in a child process (portforward-server.ts), for pods/portforward.
 import { createServer, type Server } from "node:http";
 import { mkdirSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -23,6 +24,7 @@ import {
 } from "./credentials.ts";
 import { NodeAgent } from "./node-agent.ts";
 import { PodSupervisor, type SupervisorOptions } from "./pod-supervisor.ts";
+import { PortForwardServer } from "./portforward-server.ts";
 import { join } from "node:path";
 
 export interface KubeletOptions {
@@ -37,6 +39,13 @@ export interface KubeletOptions {
   certDir: string;
   /** host:port of /healthz, e.g. 127.0.0.1:10248 (port 0: any free port, see healthzURL). */
   healthzAddress: string;
+  /**
+   * The kubelet port on the node IP (default 10250; 0: a free one): the port-forward server serves it and the Node
+   * reports it in status.daemonEndpoints, where kube-apiserver's pods/portforward looks.
+   */
+  kubeletPort: number;
+  /** The CA the port-forward server requires of its clients (kubeadm's cluster CA); empty: any client. */
+  clientCaFile: string;
   /**
    * nodeInfo.kubeletVersion; default: the tag of the kube-apiserver static pod's image, followed when it changes (the
    * e2e upgrades a node's kubelet with its control plane, as `kubeadm upgrade` plus a package upgrade would).
@@ -59,10 +68,13 @@ export const DEFAULTS = {
   bootstrapKubeconfig: "/etc/kubernetes/bootstrap-kubelet.conf",
   certDir: "/var/lib/kubelet/pki",
   healthzAddress: "127.0.0.1:10248",
+  kubeletPort: 10250,
+  clientCaFile: "/etc/kubernetes/pki/ca.crt",
 };
 
 export class ProcessKubelet {
   readonly supervisor: PodSupervisor;
+  readonly portForward: PortForwardServer;
   private server: Server | undefined;
   private readonly abort = new AbortController();
   private readonly loops: Promise<void>[] = [];
@@ -82,11 +94,20 @@ export class ProcessKubelet {
       log: this.log,
       ...options.backoff,
     });
+    this.portForward = new PortForwardServer({
+      binDir: options.binDir,
+      logDir: options.logDir,
+      nodeIP: options.nodeIP,
+      port: options.kubeletPort,
+      clientCaFile: options.clientCaFile,
+      log: this.log,
+    });
   }
 
   async start(): Promise<void> {
     mkdirSync(this.options.logDir, { recursive: true });
     await this.serveHealthz();
+    this.portForward.start();
     this.loops.push(this.every(this.options.podSyncMs ?? 500, () => this.supervisor.sync()));
     this.loops.push(this.runApiSide());
   }
@@ -97,7 +118,7 @@ export class ProcessKubelet {
     this.abort.abort();
     // In parallel: an API call in flight may take its 10 s timeout, and the pods should not wait for it. The
     // supervisor starts nothing once stopping, so a sync still running cannot add a process behind stopAll's back.
-    await Promise.all([Promise.allSettled(this.loops), this.supervisor.stopAll()]);
+    await Promise.all([Promise.allSettled(this.loops), this.supervisor.stopAll(), this.portForward.stop()]);
     await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
     this.log("stopped");
   }
@@ -177,9 +198,23 @@ export class ProcessKubelet {
           await sleep(1_000, undefined, { signal });
         }
       }
+      // A fixed port is reported at once; a free one (tests) once the server has picked it.
+      let kubeletPort = this.options.kubeletPort || this.portForward.port;
+      while (!kubeletPort) {
+        this.waiting("the port-forward server's port, to report as the Node's kubeletEndpoint");
+        await sleep(200, undefined, { signal });
+        kubeletPort = this.portForward.port;
+      }
       const client = () => this.client!;
       const { nodeName, providerID, nodeIP } = this.options;
-      const agent = new NodeAgent(client, { nodeName, providerID, nodeIP, kubeletVersion: version, log: this.log });
+      const agent = new NodeAgent(client, {
+        nodeName,
+        providerID,
+        nodeIP,
+        kubeletVersion: version,
+        kubeletPort,
+        log: this.log,
+      });
       const currentVersion = () => this.options.kubeletVersion ?? this.apiServerImageVersion();
       while (!(await agent.register().catch((error: Error) => this.waiting(`API server for Node: ${error.message}`)))) {
         await sleep(1_000, undefined, { signal });

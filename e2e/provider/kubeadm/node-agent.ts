@@ -21,7 +21,7 @@ export interface NodeAgentOptions {
   nodeIP: string;
   /** e.g. "v1.37.2": the version of the kube-apiserver the node runs. */
   kubeletVersion: string;
-  /** The kubelet's own port, reported in status.daemonEndpoints (nothing calls it). */
+  /** The kubelet's port, reported in status.daemonEndpoints: kube-apiserver's pods/portforward proxies to it. */
   kubeletPort?: number;
   log: (line: string) => void;
 }
