@@ -13,6 +13,7 @@ import {
   recordBootstrap,
   type Bootstrap,
 } from "../lib/kubeadm-nodes.ts";
+import { checkEtcdPortForward } from "../lib/kubeadm-portforward.ts";
 import type { ScenarioDefinition } from "./types.ts";
 
 const VERSION = pinnedVersions().previousKubernetes;
@@ -50,6 +51,8 @@ export const kubeadm: ScenarioDefinition = {
       `the control plane runs ${VERSION}${verdict.failed.length > 0 ? `: ${verdict.failed.join("; ")}` : ""}`,
     );
     for (const line of verdict.passed) s.check(true, line);
+    // Issue 18: every Machine's etcd is reachable through the workload API server's pods/portforward.
+    await checkEtcdPortForward(s);
     return 3;
   },
 };

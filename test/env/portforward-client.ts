@@ -1,6 +1,6 @@
 // A pods/portforward stream through kube-apiserver with @kubernetes/client-node's PortForward (WebSocket,
 // v4.channel.k8s.io), as Quorum opens one to a workload cluster's etcd Pod: what a test sends and what comes back.
-import { PassThrough, Writable } from "node:stream";
+import { Duplex, PassThrough, Writable } from "node:stream";
 import { PortForward, type KubeConfig } from "@kubernetes/client-node";
 import type WebSocket from "isomorphic-ws";
 
@@ -52,4 +52,54 @@ export async function openPortForward(
     send: (text) => input.write(text),
     close: () => socket.close(),
   };
+}
+
+/**
+ * The forward as one Duplex (data channel both ways), e.g. for `tls.connect({ socket })` to a TLS port such as
+ * kubeadm's etcd: ends when the WebSocket closes; anything on the error channel destroys it with that message.
+ */
+export async function portForwardDuplex(
+  kubeConfig: KubeConfig,
+  namespace: string,
+  pod: string,
+  port: number,
+): Promise<Duplex> {
+  const input = new PassThrough();
+  const duplex = new Duplex({
+    read() {},
+    write(chunk: Buffer, _encoding, done) {
+      input.write(chunk, done);
+    },
+    final(done) {
+      done();
+    },
+  });
+  const output = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      duplex.push(chunk);
+      done();
+    },
+  });
+  const errors = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      // client-node strips the 2-byte port prefix from each channel's first frame and still passes on what is left:
+      // the error channel's first frame is only the prefix, so an empty chunk arrives on every forward.
+      if (chunk.length > 0) {
+        duplex.destroy(new Error(`pods/portforward ${namespace}/${pod}:${port}: ${chunk.toString("utf8")}`));
+      }
+      done();
+    },
+  });
+  const socket: WebSocket | (() => WebSocket | null) = await new PortForward(kubeConfig).portForward(
+    namespace,
+    pod,
+    [port],
+    output,
+    errors,
+    input,
+  );
+  if (typeof socket === "function") throw new Error("PortForward returned a restartable handle for retryCount 0");
+  socket.on("close", () => duplex.push(null));
+  duplex.on("close", () => socket.close());
+  return duplex;
 }
