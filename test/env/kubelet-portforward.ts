@@ -1,8 +1,15 @@
 // The kubelet's /portForward server (bin/quorum-kubelet-portforward, hack/tools/kubelet-portforward) on a free
 // loopback port: a Node whose status.daemonEndpoints.kubeletEndpoint.Port is this port and whose InternalIP is its host
 // lets a real kube-apiserver's pods/portforward reach ports on that host, as it reaches a real kubelet.
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import {
+  createCA,
+  issueCertificate,
+  oneDay,
+  validFor,
+  type CertificateAuthority,
+} from "../../src/adapters/certs/pki.ts";
 import { makeTempDir, removeTempDir, startProcess, waitUntilReady, type ManagedProcess } from "./processes.ts";
 import { builtBinary } from "./tools.ts";
 
@@ -64,4 +71,41 @@ export async function startKubeletPortForward(options: KubeletPortForwardOptions
     await stop();
     throw error;
   }
+}
+
+export interface KubeletClientSetup {
+  /** The cluster CA: give it to startApiServer({ ca }). */
+  ca: CertificateAuthority;
+  /** Its PEM file: the kubelet's --client-ca-file. */
+  caFile: string;
+  /** kube-apiserver flags as kubeadm sets them for calls to kubelets: add to startApiServer's extraArgs. */
+  apiServerArgs: string[];
+}
+
+/**
+ * kubeadm's shape for kube-apiserver → kubelet calls (pods/portforward): a cluster CA, an apiserver-kubelet-client
+ * certificate it signed, and InternalIP tried first (the default order tries a Node's Hostname address first).
+ * kube-apiserver does not verify the kubelet's serving certificate (no --kubelet-certificate-authority, as kubeadm).
+ */
+export async function kubeletClientSetup(dir: string): Promise<KubeletClientSetup> {
+  const ca = await createCA("quorum-test-cluster-ca", validFor(7 * oneDay));
+  const client = await issueCertificate(ca, {
+    commonName: "kube-apiserver-kubelet-client",
+    organization: ["kubeadm:cluster-admins"],
+    usages: "client",
+    validity: validFor(oneDay),
+  });
+  const file = (name: string, contents: string) => {
+    writeFileSync(join(dir, name), contents, { mode: 0o600 });
+    return join(dir, name);
+  };
+  return {
+    ca,
+    caFile: file("ca.crt", ca.certPem),
+    apiServerArgs: [
+      `--kubelet-client-certificate=${file("apiserver-kubelet-client.crt", client.certPem)}`,
+      `--kubelet-client-key=${file("apiserver-kubelet-client.key", client.keyPem)}`,
+      "--kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname",
+    ],
+  };
 }

@@ -3,13 +3,10 @@
 // whose kubeletEndpoint is the server's port, a Pod bound to it, and a real etcd (the apiserver's own, plain HTTP)
 // as the pod's port; the client is @kubernetes/client-node's PortForward (WebSocket, v4.channel.k8s.io).
 import assert from "node:assert/strict";
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { createCA, issueCertificate, oneDay, validFor } from "../../src/adapters/certs/pki.ts";
 import { startApiServer, type ApiServer } from "../env/apiserver.ts";
 import { kubeRequestOk } from "../env/kube.ts";
-import { startKubeletPortForward, type KubeletPortForward } from "../env/kubelet-portforward.ts";
+import { kubeletClientSetup, startKubeletPortForward, type KubeletPortForward } from "../env/kubelet-portforward.ts";
 import { freePort, httpGet } from "../env/net.ts";
 import { openPortForward } from "../env/portforward-client.ts";
 import { makeTempDir, removeTempDir } from "../env/processes.ts";
@@ -25,26 +22,10 @@ describe("pods/portforward through the kubelet port-forward server", () => {
   before(async () => {
     dir = makeTempDir("kubelet-portforward-test");
     // kubeadm's shape: kube-apiserver presents a client certificate the cluster CA signed, and the kubelet accepts
-    // only clients that CA signed; the apiserver does not verify the kubelet's (self-signed) serving certificate.
-    const ca = await createCA("quorum-test-cluster-ca", validFor(7 * oneDay));
-    const apiserverKubeletClient = await issueCertificate(ca, {
-      commonName: "kube-apiserver-kubelet-client",
-      organization: ["kubeadm:cluster-admins"],
-      usages: "client",
-      validity: validFor(oneDay),
-    });
-    const file = (name: string, contents: string) => {
-      writeFileSync(join(dir, name), contents, { mode: 0o600 });
-      return join(dir, name);
-    };
-    const caFile = file("ca.crt", ca.certPem);
-    api = await startApiServer({
-      ca,
-      extraArgs: [
-        `--kubelet-client-certificate=${file("kubelet-client.crt", apiserverKubeletClient.certPem)}`,
-        `--kubelet-client-key=${file("kubelet-client.key", apiserverKubeletClient.keyPem)}`,
-      ],
-    });
+    // only clients that CA signed.
+    const cluster = await kubeletClientSetup(dir);
+    const caFile = cluster.caFile;
+    api = await startApiServer({ ca: cluster.ca, extraArgs: cluster.apiServerArgs });
     // The apiserver's own etcd stands in for the pod: plain HTTP on its own loopback address.
     const etcdUrl = new URL(api.etcd.endpoints()[0]);
     etcdHost = etcdUrl.hostname;

@@ -10,10 +10,10 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { stringify } from "yaml";
 import { startApiServer, type ApiServer } from "../env/apiserver.ts";
-import { createCA, issueCertificate, oneDay, validFor } from "../../src/adapters/certs/pki.ts";
 import { startControllerManager, type ControllerManager } from "../env/controller-manager.ts";
 import { kubeRequest, kubeRequestOk } from "../env/kube.ts";
 import { freePort, httpGet } from "../env/net.ts";
+import { kubeletClientSetup } from "../env/kubelet-portforward.ts";
 import { openPortForward } from "../env/portforward-client.ts";
 import { isProcessAlive, makeTempDir, startProcess, type ManagedProcess } from "../env/processes.ts";
 import { builtBinary, repoRoot } from "../env/tools.ts";
@@ -148,27 +148,16 @@ describe("the process kubelet", { timeout: 150_000 }, () => {
 
   before(async () => {
     // As kubeadm: kube-apiserver calls kubelets (pods/portforward) with a client certificate the cluster CA signed.
-    const ca = await createCA("quorum-test-cluster-ca", validFor(7 * oneDay));
-    const kubeletClient = await issueCertificate(ca, {
-      commonName: "kube-apiserver-kubelet-client",
-      organization: ["kubeadm:cluster-admins"],
-      usages: "client",
-      validity: validFor(oneDay),
-    });
-    writeFileSync(join(dir, "apiserver-kubelet-client.crt"), kubeletClient.certPem);
-    writeFileSync(join(dir, "apiserver-kubelet-client.key"), kubeletClient.keyPem, { mode: 0o600 });
+    const cluster = await kubeletClientSetup(dir);
     api = await startApiServer({
-      ca,
+      ca: cluster.ca,
       // kubeadm's kube-apiserver flags that the kubelet's API calls go through; the harness sets RBAC already and
       // the flag is a list that appends.
       extraArgs: [
         "--authorization-mode=Node",
         "--enable-admission-plugins=NodeRestriction",
         "--enable-bootstrap-token-auth=true",
-        `--kubelet-client-certificate=${join(dir, "apiserver-kubelet-client.crt")}`,
-        `--kubelet-client-key=${join(dir, "apiserver-kubelet-client.key")}`,
-        // kubeadm's order: the default tries the Node's Hostname address first, which does not resolve here.
-        "--kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname",
+        ...cluster.apiServerArgs,
       ],
     });
     writeFileSync(join(dir, "ca.crt"), api.ca.certPem);
