@@ -309,7 +309,11 @@ export class E2EStack {
           },
         },
         rollout: { strategy: { type: "RollingUpdate", rollingUpdate: { maxSurge: spec.maxSurge ?? 1 } } },
-        ...(spec.ghostMemberGracePeriod ? { etcd: { ghostMemberGracePeriod: spec.ghostMemberGracePeriod } } : {}),
+        // Direct even for kubeadm Machines (whose default is APIServerProxy): the process kubelet serves no port-forward.
+        etcd: {
+          access: "Direct",
+          ...(spec.ghostMemberGracePeriod ? { ghostMemberGracePeriod: spec.ghostMemberGracePeriod } : {}),
+        },
       },
     });
     await create(`/apis/${CAPI_API_VERSION}/namespaces/${namespace}/clusters`, {
