@@ -4,8 +4,10 @@
 #
 #   hack/deps.sh            everything: npm ci, etcd 3.7 + 3.6, Kubernetes 1.37 + 1.36 (kube-apiserver,
 #                           kube-controller-manager, kube-scheduler, kubeadm), CAPI core + kubeadm bootstrap
-#                           managers + clusterctl, bin/ links
-#   hack/deps.sh test       what make test needs: npm ci, etcd, Kubernetes 1.37, CAPI, bin/ links (no 1.36 set)
+#                           managers + clusterctl, the kubelet port-forward server (hack/tools/kubelet-portforward),
+#                           bin/ links
+#   hack/deps.sh test       what make test needs: npm ci, etcd, Kubernetes 1.37, CAPI, the kubelet port-forward
+#                           server, bin/ links (no 1.36 set)
 #   hack/deps.sh previous   the Kubernetes 1.36 set only (e2e's kubeadm nodes) and bin/ links; .ci/run builds it
 #                           in the background at the lowest CPU priority while make test runs
 #   hack/deps.sh npm        npm ci only (skipped when node_modules matches package-lock.json)
@@ -13,7 +15,8 @@
 #   hack/deps.sh tools      the Go builds (etcd included) and bin/ links only
 #   hack/deps.sh wrappers   rewrite hack/tools/*/go.mod and go.sum for the versions in hack/versions.env
 #
-# Binaries are cached in ${QUORUM_CACHE:-~/.cache/quorum}/etcd-<version>/, k8s-<version>/ and capi-<version>/,
+# Binaries are cached in ${QUORUM_CACHE:-~/.cache/quorum}/etcd-<version>/, k8s-<version>/, capi-<version>/ and
+# kubelet-portforward-<Kubernetes version>/,
 # each with a stamp (version + hash of its wrapper go.mod/go.sum), and symlinked into bin/ (ignored by git).
 set -euo pipefail
 
@@ -284,9 +287,43 @@ link_bin() {
     ln -sfn "$capi_dir/$name" "bin/$name"
     note "$(printf '%-34s' "bin/$name") -> $(readlink "bin/$name")"
   done
+  # Absent after `hack/deps.sh previous` alone; test and tools build it.
+  local kpf=$cache/kubelet-portforward-$KUBERNETES_VERSION/quorum-kubelet-portforward
+  if [ -x "$kpf" ]; then
+    ln -sfn "$kpf" bin/quorum-kubelet-portforward
+    note "$(printf '%-34s' bin/quorum-kubelet-portforward) -> $(readlink bin/quorum-kubelet-portforward)"
+  fi
+}
+
+# The kubelet's /portForward server (kube-apiserver's pods/portforward proxies to it): a small program of ours on
+# k8s.io/cri-streaming at KUBERNETES_VERSION's staging version, for the integration tests and e2e's process kubelet.
+kubelet_portforward_module=hack/tools/kubelet-portforward
+build_kubelet_portforward() {
+  local module=$kubelet_portforward_module
+  local out=$cache/kubelet-portforward-$KUBERNETES_VERSION/quorum-kubelet-portforward
+  local key
+  key="kubelet-portforward $KUBERNETES_VERSION $(sha $module/go.mod $module/go.sum $module/*.go)"
+  if [ -x "$out" ] && [ "$(cat "$out.stamp" 2>/dev/null)" = "$key" ]; then
+    note "cached: $out"
+    return
+  fi
+  need_go
+  require_pin $module/go.mod k8s.io/cri-streaming "v0.${KUBERNETES_VERSION#v1.}"
+  mkdir -p "$(dirname "$out")"
+  local flag
+  flag=$(mod_flag $module .)
+  note "go build $module (first build takes ~20 s on 2 cores)"
+  local started_build
+  started_build=$(date +%s)
+  (cd $module && go build "$flag" -buildvcs=false -trimpath -ldflags "-s -w" -o "$out.tmp.$$" .)
+  mv -f "$out.tmp.$$" "$out"
+  echo "$key" >"$out.stamp"
+  note "built in $(($(date +%s) - started_build)) s"
 }
 
 build_current_tools() {
+  step "kubelet port-forward server (k8s.io/cri-streaming of Kubernetes $KUBERNETES_VERSION via $kubelet_portforward_module)"
+  with_lock "$cache/.kubelet-portforward.lock" build_kubelet_portforward
   build_k8s_minor "$KUBERNETES_VERSION"
   step "CAPI core and kubeadm bootstrap managers, clusterctl $CAPI_VERSION (from sigs.k8s.io/cluster-api via hack/tools/capi)"
   with_lock "$cache/.capi-$CAPI_VERSION.lock" build_capi
@@ -354,6 +391,8 @@ regenerate_wrappers() {
       -tool=sigs.k8s.io/cluster-api/core -tool=sigs.k8s.io/cluster-api/bootstrap/kubeadm -tool=sigs.k8s.io/cluster-api/cmd/clusterctl
     go mod tidy
   )
+  step "$kubelet_portforward_module for k8s.io/cri-streaming v0.${KUBERNETES_VERSION#v1.}"
+  (cd $kubelet_portforward_module && go mod edit -require="k8s.io/cri-streaming@v0.${KUBERNETES_VERSION#v1.}" && go mod tidy)
   note "done: review and commit hack/tools/*/go.mod and go.sum"
 }
 

@@ -11,3 +11,4 @@ export * from "./capi.ts";
 export * from "./controller-manager.ts";
 export * from "./wait.ts";
 export * from "./tcp-proxy.ts";
+export * from "./kubelet-portforward.ts";

@@ -47,7 +47,8 @@ export function builtBinary(
     | `${KubernetesCommand}-${string}`
     | "capi-manager"
     | "capi-kubeadm-bootstrap-manager"
-    | "clusterctl",
+    | "clusterctl"
+    | "quorum-kubelet-portforward",
 ): string {
   const path = join(repoRoot, "bin", name);
   if (!existsSync(path)) {
