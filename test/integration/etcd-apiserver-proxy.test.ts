@@ -185,6 +185,22 @@ describe("etcd through the workload API server (spec.etcd.access APIServerProxy)
     assert.equal(statuses[0].reachable, true);
   });
 
+  it("shows what the kubelet reported when nothing listens on the member's port in the pod", async () => {
+    // Same Node and pod, a port etcd does not serve: the kubelet's dial fails and it says so on the error channel.
+    const closedPort = `https://${memberAddress}:2381`;
+    const statuses = await round((client) =>
+      client.memberStatuses([{ id: "3", name: "m3", peerURLs: [], clientURLs: [closedPort], learner: false }]),
+    );
+    assert.equal(statuses[0].reachable, false);
+    assert.match(
+      statuses[0].errors.join("; "),
+      new RegExp(
+        `^etcd member at ${closedPort.replace(/\./g, "\\.")} not reachable through the workload API server .*` +
+          `port-forward to pod kube-system/etcd-${NODE} \\(node ${NODE}\\) port 2381: the kubelet reported: .*2381`,
+      ),
+    );
+  });
+
   it("names the pod kube-system/etcd-<node> and says it is not found when the Node runs no etcd pod", async () => {
     // Node n2 has an address but no etcd-n2 pod: the API server refuses the port-forward before any kubelet is asked.
     await kubeRequestOk(api.kubeConfig, "/api/v1/nodes", { body: { metadata: { name: "n2" } } });
