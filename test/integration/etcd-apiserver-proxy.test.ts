@@ -226,4 +226,52 @@ describe("etcd through the workload API server (spec.etcd.access APIServerProxy)
       /^etcd member at https:\/\/127\.0\.0\.1:2379 not reachable through the workload API server .*pod kube-system\/etcd-n2 not found \(HTTP 404\).*spec\.etcd\.access: Direct/,
     );
   });
+
+  it("names the RBAC grant it needs when the workload credentials may not create pods/portforward (HTTP 403)", async () => {
+    // A tenant's kubeconfig Secret (the CA Secret has no key, so Quorum cannot use its own certificate) whose user may
+    // list Nodes and read Pods but not port-forward.
+    await kubeRequestOk(api.kubeConfig, "/apis/rbac.authorization.k8s.io/v1/clusterroles", {
+      body: {
+        metadata: { name: "etcd-proxy-reader" },
+        rules: [
+          { apiGroups: [""], resources: ["nodes"], verbs: ["list"] },
+          { apiGroups: [""], resources: ["pods"], verbs: ["get"] },
+        ],
+      },
+    });
+    await kubeRequestOk(api.kubeConfig, "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", {
+      body: {
+        metadata: { name: "etcd-proxy-reader" },
+        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "etcd-proxy-reader" },
+        subjects: [{ apiGroup: "rbac.authorization.k8s.io", kind: "User", name: "tenant" }],
+      },
+    });
+    const tenant = await api.userKubeConfig("tenant");
+    const secrets = new MemorySecretStore();
+    secrets.seed(NS, `${CLUSTER}-ca`, { "tls.crt": api.ca.certPem });
+    secrets.seed(NS, `${CLUSTER}-kubeconfig`, { value: readFileSync(tenant.kubeconfigPath, "utf8") });
+    assert.ok(etcd.ca);
+    secrets.seed(NS, `${CLUSTER}-etcd`, { "tls.crt": etcd.ca.certPem, "tls.key": etcd.ca.keyPem });
+    const tenantAccess = new ClusterWorkloadAccess({ secrets, etcdCallDeadlineMs: DEADLINE_MS });
+    try {
+      const client = await tenantAccess.etcd(qcp, cluster, [endpoint]);
+      try {
+        const statuses = await client.memberStatuses([
+          { id: "1", name: "m1", peerURLs: [], clientURLs: [endpoint], learner: false },
+        ]);
+        assert.equal(statuses[0].reachable, false);
+        assert.match(
+          statuses[0].errors.join("; "),
+          new RegExp(
+            `port-forward to pod kube-system/etcd-${NODE} \\(node ${NODE}\\) port 2379 was refused \\(HTTP 403 ` +
+              'Forbidden\\): the workload cluster\'s credentials need "create" on "pods/portforward" in namespace kube-system',
+          ),
+        );
+      } finally {
+        await client.close();
+      }
+    } finally {
+      await tenantAccess.closeAll();
+    }
+  });
 });
