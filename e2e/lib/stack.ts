@@ -78,6 +78,11 @@ export interface ClusterSpec {
    * writes `kubeadm init`/`join` cloud-init), and the ProcessCluster runs each Machine in namespaces of its own.
    */
   kubeadm?: boolean;
+  /**
+   * spec.etcd.access; Direct unless set, kubeadm included (whose default would be APIServerProxy), for a process kubelet
+   * that serves no port-forward. APIServerProxy needs one serving the kubelet's /portForward (bin/quorum-kubelet-portforward).
+   */
+  etcdAccess?: "Direct" | "APIServerProxy";
 }
 
 export interface ProviderEvent {
@@ -309,7 +314,10 @@ export class E2EStack {
           },
         },
         rollout: { strategy: { type: "RollingUpdate", rollingUpdate: { maxSurge: spec.maxSurge ?? 1 } } },
-        ...(spec.ghostMemberGracePeriod ? { etcd: { ghostMemberGracePeriod: spec.ghostMemberGracePeriod } } : {}),
+        etcd: {
+          access: spec.etcdAccess ?? "Direct",
+          ...(spec.ghostMemberGracePeriod ? { ghostMemberGracePeriod: spec.ghostMemberGracePeriod } : {}),
+        },
       },
     });
     await create(`/apis/${CAPI_API_VERSION}/namespaces/${namespace}/clusters`, {

@@ -142,6 +142,11 @@ export class CertificateExpiredError extends AdapterError {
   }
 }
 
+const DIRECT_ACCESS_FIX =
+  "check that the control-plane Machines are running and that Quorum can reach their etcd client port with the " +
+  "cluster's etcd client certificate; if only the API server endpoint is reachable from the management cluster, set " +
+  "spec.etcd.access: APIServerProxy";
+
 /** No etcd endpoint (or one required endpoint) answered within its deadline. */
 export class EndpointUnreachableError extends AdapterError {
   readonly reason = "EndpointUnreachable";
@@ -152,14 +157,15 @@ export class EndpointUnreachableError extends AdapterError {
     /** Endpoint -> why it did not answer. */
     readonly failures: ReadonlyMap<string, string>,
     deadlineMs: number,
+    /** What to check; by default what dialling the members directly (spec.etcd.access Direct) needs. */
+    fix: string = DIRECT_ACCESS_FIX,
   ) {
     const details = [...failures].map(([endpoint, cause]) => `${endpoint}: ${cause}`).join("; ");
     super(
       failures.size === 0
         ? `${context}: no endpoint to ask: the control-plane Machines have no addresses yet and no member list is known; ` +
             "wait for the infrastructure provider to report Machine addresses"
-        : `${context}: no endpoint answered within ${deadlineMs} ms (${details}): check that the control-plane ` +
-            "Machines are running and that Quorum can reach their etcd client port with the cluster's etcd client certificate",
+        : `${context}: no endpoint answered within ${deadlineMs} ms (${details}): ${fix}`,
     );
   }
 }

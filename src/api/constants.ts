@@ -132,5 +132,14 @@ export type MemberRemoval = "BeforeDelete" | "AfterDrain";
  */
 export const GENERIC_MEMBER_REMOVAL: MemberRemoval = "BeforeDelete";
 
+/**
+ * How Quorum reaches a workload cluster's etcd members. Direct: it dials each member's client URL. APIServerProxy: it
+ * carries each connection over a port-forward through the workload API server to the member's static pod
+ * `kube-system/etcd-<node>` (kubeadm's mirror pod name, as KCP does), for clouds where the management cluster cannot
+ * reach port 2379. The CRD sets no default: it depends on the flavour (defaultEtcdAccess in src/api/flavour.ts).
+ */
+export type EtcdAccess = "Direct" | "APIServerProxy";
+export const ETCD_ACCESS_MODES: readonly EtcdAccess[] = ["Direct", "APIServerProxy"];
+
 /** A ClusterRole with this label adds its rules to the role Quorum's controller is bound to (config/rbac). */
 export const AGGREGATION_LABEL = "controlplane.cluster.x-k8s.io/aggregate-to-quorum-manager";

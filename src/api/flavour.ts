@@ -2,7 +2,7 @@
 // is what the bootstrap provider needs in the workload cluster (src/adapters/workload/kubeadm/flavour.ts) and how its
 // Machines are best removed; the generic one (Quorum's own process bootstrap, or any provider it does not know) needs
 // nothing there.
-import { GENERIC_MEMBER_REMOVAL, type MemberRemoval } from "./constants.ts";
+import { GENERIC_MEMBER_REMOVAL, type EtcdAccess, type MemberRemoval } from "./constants.ts";
 import type { QuorumControlPlane } from "./types.ts";
 import { minorOf } from "./version.ts";
 
@@ -27,4 +27,18 @@ export function defaultMemberRemoval(controlPlane: QuorumControlPlane): MemberRe
   if (flavourOf(controlPlane) !== "kubeadm") return GENERIC_MEMBER_REMOVAL;
   const minor = minorOf(controlPlane.spec.version);
   return minor !== undefined && minor >= 31 ? "AfterDrain" : GENERIC_MEMBER_REMOVAL;
+}
+
+/**
+ * spec.etcd.access when the spec leaves it unset. kubeadm runs etcd as the static pod `etcd-<node>`, so its members
+ * can be reached through the workload API server, which is often the only port of a cloud cluster the management
+ * cluster can reach (KCP never dials members directly). Other bootstraps may run etcd outside any pod: Direct.
+ */
+export function defaultEtcdAccess(controlPlane: QuorumControlPlane): EtcdAccess {
+  return flavourOf(controlPlane) === "kubeadm" ? "APIServerProxy" : "Direct";
+}
+
+/** The etcd access mode in effect: the spec's, else the flavour's default. */
+export function etcdAccessOf(controlPlane: QuorumControlPlane): EtcdAccess {
+  return controlPlane.spec.etcd?.access ?? defaultEtcdAccess(controlPlane);
 }

@@ -1,6 +1,6 @@
 // The QuorumControlPlane API (controlplane.cluster.x-k8s.io/v1beta1) as TypeScript types.
 // config/crd/ holds the matching OpenAPI schema; test/unit/api keeps the two in step.
-import type { MemberRemoval } from "./constants.ts";
+import type { EtcdAccess, MemberRemoval } from "./constants.ts";
 
 export interface ObjectMeta {
   name: string;
@@ -109,6 +109,11 @@ export interface RemediationSpec {
 
 export interface EtcdSpec {
   clientPort?: number;
+  /**
+   * Direct: dial each member's client URL. APIServerProxy: port-forward through the workload API server to the
+   * member's pod `kube-system/etcd-<node>`. Unset: APIServerProxy for kubeadm Machines, else Direct (src/api/flavour.ts).
+   */
+  access?: EtcdAccess;
   /** How long a member that maps to no Machine is tolerated before it counts as a ghost to remove. */
   ghostMemberGracePeriod?: string;
   /** How long a learner may take to catch up before it is evicted and its Machine replaced. */
@@ -218,6 +223,8 @@ export interface QuorumControlPlaneStatus {
     lastObserved?: string;
     /** "<healthyVoters>/<voters>", e.g. "2/3": the Etcd printer column (JSONPath cannot compute it). */
     summary?: string;
+    /** How Quorum reached etcd in the last reconcile: spec.etcd.access, else the flavour's default. */
+    access?: EtcdAccess;
   };
   nextAction?: NextActionStatus;
   lastRemediation?: { machine: string; time: string; retryCount: number };

@@ -3,6 +3,7 @@
 // so an idle control plane produces an unchanged status and no write.
 import { CONDITION, LABEL_CONTROL_PLANE_NAME, REASON_WORKLOAD_KUBECONFIG_REJECTED } from "../api/constants.ts";
 import { formatLabelValue } from "../api/label-value.ts";
+import { etcdAccessOf } from "../api/flavour.ts";
 import type { Condition, EtcdMemberStatus, QuorumControlPlane, QuorumControlPlaneStatus } from "../api/types.ts";
 import type { Action } from "../core/actions.ts";
 import { describeBlockers, memberStatuses, quorumStatus, unmappedFix, type Verdict } from "../core/assess.ts";
@@ -110,6 +111,7 @@ export function computeStatus(inputs: StatusInputs): QuorumControlPlaneStatus {
       quorum,
       ...membershipChanged(previous.etcd, verdict, now),
       summary: verdict.observed ? `${quorum.healthyVoters}/${quorum.voters}` : "unknown",
+      access: etcdAccessOf(controlPlane),
     },
     nextAction: nextAction(action),
     ...(lastRemediation ? { lastRemediation } : {}),

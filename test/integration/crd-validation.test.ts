@@ -153,6 +153,11 @@ const invalidCreates: Array<{ case: string; spec: Partial<QuorumControlPlaneObje
       /spec\.etcd\.ghostMemberGracePeriod: Invalid value.*etcd\.ghostMemberGracePeriod must be at least 20s \(got "0s"\): a shorter one makes every new member a ghost/,
   },
   {
+    case: "etcd access Tunnel",
+    spec: { etcd: { access: "Tunnel" } },
+    message: /spec\.etcd\.access: Unsupported value: "Tunnel": supported values: "Direct", "APIServerProxy"/,
+  },
+  {
     case: "memberJoinGracePeriod 30s",
     spec: { etcd: { memberJoinGracePeriod: "30s" } },
     message: /spec\.etcd\.memberJoinGracePeriod: Invalid value.*must be at least 1m \(got "30s"\)/,

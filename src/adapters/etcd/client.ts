@@ -7,7 +7,12 @@
 //   pass-through policy, so one dead member costs one deadline, not three, and is never skipped silently;
 // - the client may be kept across reconciles (see pool.ts), so an endpoint whose call failed in transport
 //   (no answer within the deadline, connection refused or reset) gets a new Etcd3 on its next call: a channel
-//   left half-open by a SIGSTOPped or restarted member must never make later rounds slower than one deadline.
+//   left half-open by a SIGSTOPped or restarted member must never make later rounds slower than one deadline;
+// - with a tunnel (spec.etcd.access APIServerProxy, apiserver-tunnel.ts) every endpoint, advertised client URLs
+//   included, is dialled at the tunnel's loopback address, and the member's serving certificate is still checked for
+//   the endpoint's own host: grpc-js's `grpc.ssl_target_name_override` sets the TLS servername and the name
+//   checkServerIdentity compares with the certificate (an IP is matched against its IP SANs). Keys stay the
+//   endpoints' own URLs, so status and errors name the member, not 127.0.0.1.
 import { Etcd3, GRPCCancelledError, GRPCDeadlineExceededError, GRPCUnavailableError, type IOptions } from "etcd3";
 import { EndpointUnreachableError, EtcdOperationError } from "../errors.ts";
 import { normalizeEndpoint } from "./endpoints.ts";
@@ -18,8 +23,10 @@ import type {
   EtcdAlarm,
   EtcdClientOptions,
   EtcdClusterClient,
+  EtcdDialTarget,
   EtcdMember,
   EtcdMemberStatus,
+  EtcdTunnel,
   PromoteResult,
 } from "./types.ts";
 
@@ -43,6 +50,17 @@ const ETCD_PEER_URL_EXISTS = "etcdserver: Peer URLs already exists";
 const ETCD_MEMBER_ID_EXISTS = "etcdserver: member ID already exist";
 
 class DeadlineError extends Error {}
+/** A transport failure of one call, told with the member's endpoint, the path and the fix. */
+class MemberUnreachableError extends Error {
+  constructor(
+    message: string,
+    /** What went wrong without the endpoint and fix, for a list that names the endpoints and the fix itself. */
+    readonly detail: string,
+    options: { cause: unknown },
+  ) {
+    super(message, options);
+  }
+}
 
 /** The longest a first-answer call waits on one endpoint before asking the others (a healthy call takes a few ms). */
 const MAX_HEDGE_MS = 200;
@@ -71,6 +89,7 @@ class Etcd3ClusterClient implements EtcdClusterClient {
   private lastAnswered?: string;
   /** How long a first-answer call waits on the preferred endpoint before asking the others too. */
   private readonly hedgeAfterMs: number;
+  private readonly tunnel: EtcdTunnel | undefined;
 
   constructor(private readonly options: EtcdClientOptions) {
     if (!(options.callDeadlineMs > 0)) {
@@ -79,6 +98,7 @@ class Etcd3ClusterClient implements EtcdClusterClient {
     this.seedEndpoints = unique(options.endpoints.map(normalizeEndpoint));
     this.context = options.context ?? "etcd";
     this.hedgeAfterMs = Math.min(MAX_HEDGE_MS, options.callDeadlineMs / 10);
+    this.tunnel = options.tunnel?.open();
   }
 
   async listMembers(): Promise<EtcdMember[]> {
@@ -200,6 +220,7 @@ class Etcd3ClusterClient implements EtcdClusterClient {
       closeConnection(connection);
     }
     this.connections.clear();
+    await this.tunnel?.close();
   }
 
   private async statusOf(member: EtcdMember): Promise<EtcdMemberStatus> {
@@ -264,13 +285,18 @@ class Etcd3ClusterClient implements EtcdClusterClient {
         (endpoint) => endpoint !== undefined && endpoints.includes(endpoint),
       ) ?? endpoints[0];
     if (preferred === undefined)
-      throw new EndpointUnreachableError(`${this.context} (${what})`, new Map(), this.options.callDeadlineMs);
+      throw new EndpointUnreachableError(
+        `${this.context} (${what})`,
+        new Map(),
+        this.options.callDeadlineMs,
+        this.tunnel?.fix,
+      );
     const failures = new Map<string, string>();
     const ask = async (endpoint: string) => {
       try {
         return { endpoint, value: await this.call(endpoint, fn) };
       } catch (error) {
-        failures.set(endpoint, this.describe(error));
+        failures.set(endpoint, error instanceof MemberUnreachableError ? error.detail : this.describe(error));
         throw error;
       }
     };
@@ -287,7 +313,12 @@ class Etcd3ClusterClient implements EtcdClusterClient {
       this.lastAnswered = answer.endpoint;
       return answer;
     } catch {
-      throw new EndpointUnreachableError(`${this.context} (${what})`, failures, this.options.callDeadlineMs);
+      throw new EndpointUnreachableError(
+        `${this.context} (${what})`,
+        failures,
+        this.options.callDeadlineMs,
+        this.tunnel?.fix,
+      );
     } finally {
       clearTimeout(hedge);
     }
@@ -295,9 +326,11 @@ class Etcd3ClusterClient implements EtcdClusterClient {
 
   /** One call to one endpoint, bounded by the per-call deadline whatever the transport does. */
   private async call<T>(endpoint: string, fn: (client: Etcd3, deadline: Date) => Promise<T>): Promise<T> {
-    const connection = this.connectionTo(endpoint);
+    const startedAt = Date.now();
+    const via = this.tunnel && !this.connections.has(endpoint) ? await this.tunnel.dial(endpoint) : undefined;
+    const connection = this.connectionTo(endpoint, via);
     const deadlineMs = this.options.callDeadlineMs;
-    const deadline = new Date(Date.now() + deadlineMs);
+    const deadline = new Date(startedAt + deadlineMs);
     let timer: NodeJS.Timeout | undefined;
     const backstop = new Promise<never>((_, reject) => {
       // gRPC enforces `deadline` itself; this only catches a call that never settles at all.
@@ -307,8 +340,12 @@ class Etcd3ClusterClient implements EtcdClusterClient {
     try {
       return await Promise.race([fn(connection.etcd, deadline), backstop]);
     } catch (error) {
-      if (isTransportFailure(error)) this.retire(endpoint, connection);
-      throw error;
+      if (!isTransportFailure(error)) throw error;
+      this.retire(endpoint, connection);
+      const cause = this.describe(error);
+      // Through a tunnel the detail is the tunnel's word (pod, API server's answer); directly it is the socket's.
+      const detail = this.tunnel ? this.tunnel.explain(endpoint, startedAt, cause) : cause;
+      throw new MemberUnreachableError(this.unreachable(endpoint, detail), detail, { cause: error });
     } finally {
       clearTimeout(timer);
       connection.callsInFlight--;
@@ -327,13 +364,16 @@ class Etcd3ClusterClient implements EtcdClusterClient {
     if (this.leaderEndpoint === endpoint) this.leaderEndpoint = undefined;
   }
 
-  private connectionTo(endpoint: string): EndpointConnection {
+  /** The endpoint's kept connection, or a new one to its URL or, with a tunnel, to `via`. */
+  private connectionTo(endpoint: string, via: EtcdDialTarget | undefined): EndpointConnection {
     if (this.closed) throw new Error(`${this.context}: client is closed`);
     let connection = this.connections.get(endpoint);
     if (!connection) {
+      if (this.tunnel && !via) throw new Error(`${this.context}: ${endpoint} was not dialled through the tunnel`);
       const credentials = this.options.credentials;
       const etcd = new Etcd3({
-        hosts: [endpoint],
+        hosts: [via?.url ?? endpoint],
+        ...(via ? { grpcOptions: { "grpc.ssl_target_name_override": via.servername } } : {}),
         credentials: credentials && {
           rootCertificate: Buffer.from(credentials.caPem),
           certChain: Buffer.from(credentials.certPem),
@@ -348,8 +388,20 @@ class Etcd3ClusterClient implements EtcdClusterClient {
     return connection;
   }
 
+  /**
+   * A member that did not answer, told with its endpoint, the path and the fix: Direct names the setting that avoids
+   * dialling port 2379; a tunnel names the pod and what the API server or kubelet answered.
+   */
+  private unreachable(endpoint: string, detail: string): string {
+    if (this.tunnel) return detail;
+    return (
+      `etcd member at ${endpoint} not reachable from the management cluster (${detail}); if only the API server ` +
+      "endpoint is reachable, set spec.etcd.access: APIServerProxy"
+    );
+  }
+
   private describe(error: unknown): string {
-    if (error instanceof DeadlineError) return error.message;
+    if (error instanceof DeadlineError || error instanceof MemberUnreachableError) return error.message;
     const message = errorMessage(error);
     // gRPC's deadline text ("4 DEADLINE_EXCEEDED: Deadline exceeded after 1.002s,LB pick: ...") is noise to a user.
     if (/DEADLINE_EXCEEDED|deadline exceeded/i.test(message))
@@ -385,7 +437,7 @@ function closeConnection(connection: EndpointConnection): void {
  * prove the connection works.
  */
 function isTransportFailure(error: unknown): boolean {
-  if (error instanceof DeadlineError) return true;
+  if (error instanceof DeadlineError || error instanceof MemberUnreachableError) return true;
   const transport =
     error instanceof GRPCDeadlineExceededError ||
     error instanceof GRPCUnavailableError ||

@@ -3,8 +3,8 @@
 //
 // The controller still "opens" a client per reconcile and closes it in a finally block; what it gets is a
 // lease on the kept client, and closing the lease hands the client back. The kept client is replaced (the old
-// one closed) when the cluster's endpoint set or its credentials change (client certificate renewed, etcd CA
-// rotated), closed by forget() when the cluster is gone, closed after sitting unused for idleCloseMs (a
+// one closed) when the cluster's endpoint set, its credentials (client certificate renewed, etcd CA rotated) or the
+// way etcd is reached change (spec.etcd.access switched between Direct and APIServerProxy), closed by forget() when the cluster is gone, closed after sitting unused for idleCloseMs (a
 // cluster no longer reconciled, e.g. after losing leadership, holds no connections), and closed by closeAll()
 // at shutdown. A member that stops answering is the client's business (client.ts): its connection is rebuilt
 // on the next call, so a kept client never makes a later round slower than a fresh one.
@@ -46,6 +46,8 @@ interface PooledClient {
   /** Sorted, normalised endpoints the client was opened with. */
   readonly endpointSet: string;
   readonly credentials: EtcdClientCredentials | undefined;
+  /** The tunnel factory's identity; "" for direct dialling. */
+  readonly access: string;
   leases: number;
   lastReleasedAt: number;
   /** Out of the pool (replaced or forgotten); closed when its last lease is returned. */
@@ -72,9 +74,15 @@ export class EtcdClientPool {
    */
   async acquire(key: string, clientOptions: EtcdClientOptions): Promise<EtcdClusterClient> {
     const endpointSet = endpointSetOf(clientOptions.endpoints);
+    const access = clientOptions.tunnel?.identity ?? "";
     const current = this.kept.get(key);
     let entry = current;
-    if (!entry || entry.endpointSet !== endpointSet || !sameCredentials(entry.credentials, clientOptions.credentials)) {
+    if (
+      !entry ||
+      entry.endpointSet !== endpointSet ||
+      entry.access !== access ||
+      !sameCredentials(entry.credentials, clientOptions.credentials)
+    ) {
       // Opened before the old one is retired, so a factory that throws leaves the working client in place.
       const client = this.options.factory(clientOptions);
       if (current) this.retire(current);
@@ -83,6 +91,7 @@ export class EtcdClientPool {
         client,
         endpointSet,
         credentials: clientOptions.credentials,
+        access,
         leases: 0,
         lastReleasedAt: this.now(),
         retired: false,
@@ -95,7 +104,7 @@ export class EtcdClientPool {
     leased.leases++;
     const lease = new EtcdClientLease(leased.client, `etcd client of cluster ${key}`, () => this.release(leased));
     if (current && current !== leased && current.leases === 0)
-      await this.closeClient(current, "its endpoints or credentials changed");
+      await this.closeClient(current, "its endpoints, credentials or access mode changed");
     return lease;
   }
 

@@ -27,6 +27,42 @@ export interface EtcdClientOptions {
   callDeadlineMs: number;
   /** Who is asking, for error messages, e.g. "etcd of cluster default/c1". */
   context?: string;
+  /**
+   * Absent: each endpoint is dialled at its URL (spec.etcd.access Direct). Present: the client opens a tunnel and dials
+   * every endpoint, advertised client URLs included, through it (APIServerProxy, apiserver-tunnel.ts); the client owns
+   * the tunnel and closes it with itself.
+   */
+  tunnel?: EtcdTunnelFactory;
+}
+
+/** Where the client dials instead of an endpoint's URL, and the host the member's serving certificate must name. */
+export interface EtcdDialTarget {
+  /** e.g. https://127.0.0.1:41234 */
+  url: string;
+  /** The endpoint's own host (IP or DNS name), checked against the certificate's subject alternative names. */
+  servername: string;
+}
+
+export interface EtcdTunnel {
+  dial(endpoint: string): Promise<EtcdDialTarget>;
+  /**
+   * A call to `endpoint` that started at `sinceMs` (Date.now()) and failed in transport with `cause`, told as the user
+   * needs it: the member, the path taken and what the far side answered.
+   */
+  explain(endpoint: string, sinceMs: number, cause: string): string;
+  /** What to check when no endpoint answered at all. */
+  readonly fix: string;
+  /** Closes the listeners and every connection through them. */
+  close(): Promise<void>;
+}
+
+export interface EtcdTunnelFactory {
+  /**
+   * Two factories with the same identity open equivalent tunnels: the pool keeps a client while it is unchanged and
+   * replaces the client when it changes (Direct <-> APIServerProxy, another API server).
+   */
+  readonly identity: string;
+  open(): EtcdTunnel;
 }
 
 export type EtcdClusterClientFactory = (options: EtcdClientOptions) => EtcdClusterClient;

@@ -4,6 +4,7 @@
 // Private keys are dropped with their cluster (forget) and all of them by closeAll() (shutdown, lost leadership).
 import { createHash } from "node:crypto";
 import type { Cluster, Node } from "../../api/capi.ts";
+import { etcdAccessOf } from "../../api/flavour.ts";
 import type { QuorumControlPlane } from "../../api/types.ts";
 import type {
   ApiServerReadiness,
@@ -27,7 +28,13 @@ import type { SecretStore } from "../certs/secret-store.ts";
 import { createEtcdClusterClient } from "../etcd/client.ts";
 import { EtcdClientCertificates, type EtcdCredentialsOptions } from "../etcd/credentials.ts";
 import { EtcdClientPool } from "../etcd/pool.ts";
-import type { EtcdClientOptions, EtcdClusterClient, EtcdClusterClientFactory } from "../etcd/types.ts";
+import { ApiServerTunnel } from "../etcd/apiserver-tunnel.ts";
+import type {
+  EtcdClientOptions,
+  EtcdClusterClient,
+  EtcdClusterClientFactory,
+  EtcdTunnelFactory,
+} from "../etcd/types.ts";
 import type { Logger } from "../kube/log.ts";
 import { apiServersReadiness } from "./api-server-readiness.ts";
 import { WorkloadClients, type WorkloadCaller } from "./client.ts";
@@ -170,11 +177,44 @@ export class ClusterWorkloadAccess implements WorkloadAccess {
       credentials,
       callDeadlineMs: this.etcdCallDeadlineMs,
       context: `etcd of cluster ${namespace}/${cluster.metadata.name}`,
+      ...(etcdAccessOf(controlPlane) === "APIServerProxy"
+        ? { tunnel: this.tunnelThroughApiServer(namespace, cluster) }
+        : {}),
     };
     // No endpoints is a reconcile that found nothing to reach: a throwaway client (its calls fail, naming the
     // cluster) instead of replacing the kept one, which the next reconcile with addresses still wants.
     if (endpoints.length === 0) return this.etcdClientFactory(options);
     return this.etcdClients.acquire(clusterKey(namespace, cluster.metadata.name), options);
+  }
+
+  /**
+   * spec.etcd.access APIServerProxy: the etcd client's connections go over port-forwards through the workload API
+   * server, reached as nodes() reaches it (same client, same credentials, renewed under the tunnel). A new control-plane
+   * endpoint is a new identity, so the pool replaces the kept client.
+   */
+  private tunnelThroughApiServer(namespace: string, cluster: Cluster): EtcdTunnelFactory {
+    const name = cluster.metadata.name;
+    const endpoint = cluster.spec?.controlPlaneEndpoint;
+    const server = endpoint?.host ? `${endpoint.host}:${endpoint.port ?? ""}` : "from the kubeconfig Secret";
+    return {
+      identity: `APIServerProxy via ${server}`,
+      open: () =>
+        new ApiServerTunnel({
+          server: endpoint?.host ? `https://${server}` : `of cluster ${namespace}/${name}`,
+          kubeConfig: () => this.workloadClients.kubeConfig(namespace, name, endpoint, this.clock()),
+          listNodes: () => this.workloadClients.listNodes(namespace, name, endpoint, this.clock()),
+          podExists: async (pod) => {
+            const call = this.workloadClients.caller(namespace, name, endpoint, this.clock());
+            const found = await call(
+              `read Pod ${pod.namespace}/${pod.name}`,
+              (apis, options) => apis.core.readNamespacedPod({ namespace: pod.namespace, name: pod.name }, options),
+              true,
+            );
+            return found !== undefined;
+          },
+          openTimeoutMs: this.etcdCallDeadlineMs,
+        }),
+    };
   }
 
   async nodes(controlPlane: QuorumControlPlane, cluster: Cluster): Promise<Node[]> {

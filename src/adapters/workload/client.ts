@@ -36,6 +36,7 @@ interface CachedClient {
   server: string;
   /** Where its credentials came from, for error messages. */
   credentialsFrom: string;
+  config: KubeConfig;
   core: CoreV1Api;
   apps: AppsV1Api;
   rbac: RbacAuthorizationV1Api;
@@ -145,6 +146,19 @@ export class WorkloadClients {
     return call as WorkloadCaller;
   }
 
+  /**
+   * The KubeConfig of the client calls to this cluster go through (same server, same credentials), for what
+   * client-node builds from a KubeConfig itself: the etcd port-forwards of spec.etcd.access APIServerProxy.
+   */
+  async kubeConfig(
+    namespace: string,
+    cluster: string,
+    endpoint: { host?: string; port?: number } | undefined,
+    now: Date,
+  ): Promise<KubeConfig> {
+    return (await this.clientFor(namespace, cluster, endpoint, now)).config;
+  }
+
   /** Drops the cluster's client and Quorum's client certificate and private key for it; every cluster's without arguments. */
   forget(namespace?: string, cluster?: string): void {
     if (namespace === undefined || cluster === undefined) this.cache.clear();
@@ -175,6 +189,7 @@ export class WorkloadClients {
       fingerprint: access.fingerprint,
       server: access.contents.server,
       credentialsFrom: access.credentialsFrom,
+      config,
       core: config.makeApiClient(CoreV1Api),
       apps: config.makeApiClient(AppsV1Api),
       rbac: config.makeApiClient(RbacAuthorizationV1Api),

@@ -195,7 +195,9 @@ export class ControllerStack {
               rollingUpdate: { maxSurge: spec.maxSurge ?? 1, memberRemoval: spec.memberRemoval ?? "BeforeDelete" },
             },
           },
-          etcd: { ghostMemberGracePeriod: "20s" },
+          // The player's members are etcd processes on loopback addresses, not pods: dial them (a KubeadmConfigTemplate
+          // would otherwise default to APIServerProxy).
+          etcd: { ghostMemberGracePeriod: "20s", access: "Direct" },
         },
       },
     });

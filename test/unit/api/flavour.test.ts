@@ -1,8 +1,9 @@
 // The bootstrap flavour decides how a Machine is best removed when the spec does not say: kubeadm ≥ 1.31 points a
-// control-plane node's kubelet at its local API server, so its etcd member goes after the drain (AfterDrain), as KCP.
+// control-plane node's kubelet at its local API server, so its etcd member goes after the drain (AfterDrain), as KCP;
+// and how etcd is reached: kubeadm's etcd is the static pod etcd-<node>, reachable through the workload API server.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { defaultMemberRemoval, flavourOf } from "../../../src/api/flavour.ts";
+import { defaultEtcdAccess, defaultMemberRemoval, etcdAccessOf, flavourOf } from "../../../src/api/flavour.ts";
 import type { QuorumControlPlane } from "../../../src/api/types.ts";
 import { buildSnapshot } from "../../../src/controller/snapshot-builder.ts";
 import { cluster, controlPlane } from "../controller/fixtures.ts";
@@ -51,5 +52,25 @@ describe("memberRemoval when the spec leaves it unset", () => {
       rollout: { strategy: { type: "RollingUpdate", rollingUpdate: { maxSurge: 0 } } },
     });
     assert.equal(memberRemovalOf(unset), "AfterDrain");
+  });
+});
+
+describe("etcd access when the spec leaves it unset", () => {
+  it("is APIServerProxy for kubeadm Machines (etcd runs as the static pod etcd-<node>)", () => {
+    assert.equal(defaultEtcdAccess(kubeadm("v1.37.2")), "APIServerProxy");
+    assert.equal(etcdAccessOf(kubeadm("v1.30.9")), "APIServerProxy");
+  });
+
+  it("is Direct for the generic (process) flavour, whose etcd need not run in a pod", () => {
+    assert.equal(defaultEtcdAccess(controlPlane({ version: "v1.37.2" })), "Direct");
+    assert.equal(etcdAccessOf(controlPlane({ version: "v1.37.2" })), "Direct");
+  });
+
+  it("is what the spec says when it says it, for either flavour", () => {
+    assert.equal(etcdAccessOf(kubeadm("v1.37.2", { etcd: { access: "Direct" } })), "Direct");
+    assert.equal(
+      etcdAccessOf(controlPlane({ version: "v1.37.2", etcd: { access: "APIServerProxy" } })),
+      "APIServerProxy",
+    );
   });
 });

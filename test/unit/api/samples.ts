@@ -57,6 +57,7 @@ export const completeSpec: DeepRequired<QuorumControlPlaneSpec> = {
   },
   remediation: { maxRetry: 5, retryPeriod: "10m", minHealthyPeriod: "2h" },
   etcd: {
+    access: "APIServerProxy",
     clientPort: 2379,
     ghostMemberGracePeriod: "5m",
     learnerPromotionTimeout: "10m",
@@ -104,6 +105,7 @@ export const completeStatus: DeepRequired<QuorumControlPlaneStatus> = {
     quorum: { voters: 3, healthyVoters: 2, quorumSize: 2, failuresTolerated: 0 },
     lastObserved: "2026-03-01T10:00:05Z",
     summary: "2/3",
+    access: "APIServerProxy",
   },
   nextAction: {
     kind: "Wait",

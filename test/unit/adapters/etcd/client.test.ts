@@ -36,6 +36,10 @@ describe("etcd client without a live member", () => {
         );
         assert.match(error.message, new RegExp(`http://127\\.0\\.0\\.1:${silentPort}: no answer within 300 ms`));
         assert.match(error.message, /check that the control-plane Machines are running/);
+        assert.match(
+          error.message,
+          /if only the API server endpoint is reachable .* set spec\.etcd\.access: APIServerProxy$/,
+        );
         return true;
       });
     } finally {
@@ -56,7 +60,10 @@ describe("etcd client without a live member", () => {
           endpoint: `http://127.0.0.1:${silentPort}`,
           reachable: false,
           leader: false,
-          errors: ["no answer within 300 ms"],
+          errors: [
+            `etcd member at http://127.0.0.1:${silentPort} not reachable from the management cluster (no answer ` +
+              "within 300 ms); if only the API server endpoint is reachable, set spec.etcd.access: APIServerProxy",
+          ],
         },
         { memberId: "2", reachable: false, leader: false, errors: ["member has not started yet (no client URLs)"] },
       ]);
@@ -94,7 +101,7 @@ describe("etcd client without a live member", () => {
             ["2", false],
           ],
         );
-        assert.deepEqual(statuses[0].errors, ["no answer within 300 ms"]);
+        assert.match(statuses[0].errors[0], /not reachable from the management cluster \(no answer within 300 ms\)/);
       }
     } finally {
       await client.close();

@@ -2,7 +2,11 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { EtcdClientPool } from "../../../../src/adapters/etcd/pool.ts";
-import type { EtcdClientCredentials, EtcdClientOptions } from "../../../../src/adapters/etcd/types.ts";
+import type {
+  EtcdClientCredentials,
+  EtcdClientOptions,
+  EtcdTunnelFactory,
+} from "../../../../src/adapters/etcd/types.ts";
 import { silentLogger, type Logger } from "../../../../src/adapters/kube/log.ts";
 import { FakeEtcdClients } from "./fake-clients.ts";
 
@@ -11,6 +15,14 @@ const endpoints = ["https://10.0.0.1:2379", "https://10.0.0.2:2379", "https://10
 
 function optionsFor(cluster: string, overrides: Partial<EtcdClientOptions> = {}): EtcdClientOptions {
   return { endpoints, credentials, callDeadlineMs: 1000, context: `etcd of cluster ${cluster}`, ...overrides };
+}
+
+/** A tunnel factory the fake clients never open; only its identity matters to the pool. */
+function tunnelVia(server: string): EtcdTunnelFactory {
+  return {
+    identity: `APIServerProxy via ${server}`,
+    open: () => assert.fail("the pool must leave opening the tunnel to the client"),
+  };
 }
 
 function pool(fakes: FakeEtcdClients, extra: { now?: () => number; log?: Logger; idleCloseMs?: number } = {}) {
@@ -71,6 +83,7 @@ describe("etcd client pool", () => {
       options: { credentials: { ...credentials, certPem: "cert-2", keyPem: "key-2" } },
     },
     { change: "the etcd CA was rotated", options: { credentials: { ...credentials, caPem: "ca-2" } } },
+    { change: "spec.etcd.access switched from Direct to APIServerProxy", options: { tunnel: tunnelVia("api-1") } },
   ];
   for (const { change, options } of changes) {
     it(`closes the kept client and opens a new one when ${change}`, async () => {
@@ -86,6 +99,22 @@ describe("etcd client pool", () => {
       assert.equal(fakes.opened.length, 2);
     });
   }
+
+  it("replaces the client when APIServerProxy goes back to Direct or to another API server, and keeps it otherwise", async () => {
+    const fakes = new FakeEtcdClients();
+    const etcdClients = pool(fakes);
+    const proxied = () => optionsFor("team-a/prod", { tunnel: tunnelVia("api-1") });
+    assert.equal(await reconcile(etcdClients, "team-a/prod", proxied()), "client-1");
+    assert.equal(await reconcile(etcdClients, "team-a/prod", proxied()), "client-1");
+    assert.equal(await reconcile(etcdClients, "team-a/prod", optionsFor("team-a/prod")), "client-2");
+    assert.equal(await reconcile(etcdClients, "team-a/prod", proxied()), "client-3");
+    const otherServer = optionsFor("team-a/prod", { tunnel: tunnelVia("api-2") });
+    assert.equal(await reconcile(etcdClients, "team-a/prod", otherServer), "client-4");
+    assert.deepEqual(
+      fakes.opened.map((client) => client.closes),
+      [1, 1, 1, 0],
+    );
+  });
 
   it("keeps the client when the credentials are new objects with the same content", async () => {
     const fakes = new FakeEtcdClients();
@@ -236,7 +265,7 @@ describe("etcd client pool", () => {
       "client-2",
     );
     assert.deepEqual(warnings, [
-      "closing the etcd client of cluster team-a/prod (its endpoints or credentials changed) failed: socket already destroyed",
+      "closing the etcd client of cluster team-a/prod (its endpoints, credentials or access mode changed) failed: socket already destroyed",
     ]);
   });
 });
