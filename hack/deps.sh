@@ -2,14 +2,15 @@
 # Installs and builds everything Quorum's tests need, pinned by hack/versions.env. Idempotent: a second run
 # only checks stamps and takes seconds.
 #
-#   hack/deps.sh            everything: npm ci, etcd 3.7 + 3.6, Kubernetes 1.37 + 1.36 (kube-apiserver,
+#   hack/deps.sh            everything: npm ci, nftables, etcd 3.7 + 3.6, Kubernetes 1.37 + 1.36 (kube-apiserver,
 #                           kube-controller-manager, kube-scheduler, kubeadm), CAPI core + kubeadm bootstrap
 #                           managers + clusterctl, the kubelet port-forward server (hack/tools/kubelet-portforward),
 #                           bin/ links
 #   hack/deps.sh test       what make test needs: npm ci, etcd, Kubernetes 1.37, CAPI, the kubelet port-forward
 #                           server, bin/ links (no 1.36 set)
-#   hack/deps.sh previous   the Kubernetes 1.36 set only (e2e's kubeadm nodes) and bin/ links; .ci/run builds it
-#                           in the background at the lowest CPU priority while make test runs
+#   hack/deps.sh previous   what only e2e's kubeadm nodes need: nftables (apt-get when missing), the Kubernetes 1.36
+#                           set and bin/ links; .ci/run builds it in the background at the lowest CPU priority while
+#                           make test runs
 #   hack/deps.sh npm        npm ci only (skipped when node_modules matches package-lock.json)
 #   hack/deps.sh etcd       the etcd builds and their bin/ links only
 #   hack/deps.sh tools      the Go builds (etcd included) and bin/ links only
@@ -321,6 +322,20 @@ build_kubelet_portforward() {
   note "built in $(($(date +%s) - started_build)) s"
 }
 
+# e2e's kubeadm Machines each load an nftables ruleset (e2e/provider/kubeadm/firewall.ts: etcd's client port closed
+# to the management side, as on a cloud). Installed from the distribution when missing; needs root, as make e2e does.
+system_packages() {
+  step "system packages: nftables"
+  if command -v nft >/dev/null 2>&1; then
+    note "nft: $(nft --version)"
+    return
+  fi
+  command -v apt-get >/dev/null 2>&1 || die "nft (nftables) is missing and there is no apt-get: install nftables"
+  [ "$(id -u)" = 0 ] || die "nft (nftables) is missing: install it (apt-get install nftables) or run as root"
+  with_lock "$cache/.apt.lock" sh -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nftables >/dev/null'
+  note "installed nft: $(nft --version)"
+}
+
 build_current_tools() {
   step "kubelet port-forward server (k8s.io/cri-streaming of Kubernetes $KUBERNETES_VERSION via $kubelet_portforward_module)"
   with_lock "$cache/.kubelet-portforward.lock" build_kubelet_portforward
@@ -413,6 +428,7 @@ case "${1:-all}" in
     npm_ci
     build_etcds
     build_tools
+    system_packages
     print_versions
     ;;
   test)
@@ -424,6 +440,7 @@ case "${1:-all}" in
     print_versions
     ;;
   previous)
+    system_packages
     build_k8s_minor "$KUBERNETES_PREVIOUS_VERSION"
     step "links in bin/"
     link_bin

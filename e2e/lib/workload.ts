@@ -10,13 +10,17 @@ import { issueCertificate, loadCA, oneDay, validFor } from "../../src/adapters/c
 import { createEtcdClusterClient } from "../../src/adapters/etcd/client.ts";
 import type { EtcdClientCredentials, EtcdClusterClient, EtcdMember } from "../../src/adapters/etcd/types.ts";
 import { eventually, kubeRequest } from "../../test/env/index.ts";
+import { etcdObserverPort } from "../provider/kubeadm/firewall.ts";
 import type { E2EStack } from "./stack.ts";
 
 const KEY_PREFIX = "/e2e/keys/";
 
 export class WorkloadCluster {
   credentials: EtcdClientCredentials | undefined;
-  /** Machine name → client URL, for every ProcessMachine that reported an address (refreshed by refresh()). */
+  /**
+   * Machine name → client URL, for every ProcessMachine that reported an address (refreshed by refresh()); a kubeadm
+   * Machine's etcd is dialled on the observer's side port, as its firewall admits no one else from outside.
+   */
   private addresses = new Map<string, string>();
   private readonly written = new Map<string, string>();
 
@@ -54,7 +58,7 @@ export class WorkloadCluster {
     for (const machine of machines) {
       const address = machine.status?.addresses?.[0]?.address;
       if (address && machine.metadata.labels?.["cluster.x-k8s.io/cluster-name"] === this.cluster)
-        this.addresses.set(machine.metadata.name, `https://${address}:2379`);
+        this.addresses.set(machine.metadata.name, `https://${address}:${etcdObserverPort(address)}`);
     }
     // Forget Machines that are gone for good; their addresses are never reused.
     const names = new Set(machines.map((machine) => machine.metadata.name));

@@ -8,12 +8,16 @@
 //    of this Machine, so kubeadm writes the node's files there only (the host's stay empty mount points).
 //  - UTS: a host name that is not the Machine's name (`ip-10-200-1-3`), as on clouds; kubeadm names the Node and
 //    the etcd member after it.
+//  - firewall (nftables, firewall.ts): etcd's client port admits only the cluster's own Machines (kubeadm join's
+//    etcd phase dials the members directly), as a cloud's security group would; Quorum must come through the
+//    workload API server. The scenario's own observer uses a side port (ETCD_OBSERVER_PORT).
 // Killing the holder and the Machine's processes ends the namespaces, and with them the veth pair.
-import { existsSync, mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { startProcess, type ManagedProcess } from "../../../test/env/processes.ts";
 import { BRIDGE, BRIDGE_GATEWAY, BRIDGE_PREFIX_LENGTH, insideOwnNetworkNamespace, ip, run } from "../../lib/netns.ts";
+import { etcdFirewall } from "./firewall.ts";
 
 /** The node paths bound to the Machine's own directories (as a VM's disk holds them). */
 export const NODE_PATHS = ["/etc/kubernetes", "/var/lib/kubelet", "/var/lib/etcd", "/run/kubeadm", "/run/cluster-api"];
@@ -112,6 +116,9 @@ export class MachineNamespaces {
     this.ipInside("addr", "add", `${address}/${BRIDGE_PREFIX_LENGTH}`, "dev", "eth0");
     this.ipInside("link", "set", "eth0", "up");
     this.ipInside("route", "add", "default", "via", BRIDGE_GATEWAY);
+    const rules = join(this.options.dir, "firewall.nft");
+    writeFileSync(rules, etcdFirewall({ interfaceName: "eth0", address }));
+    run("nsenter", ["-t", String(this.pid), "--net", "nft", "-f", rules]);
   }
 
   private ipInside(...args: string[]): void {
