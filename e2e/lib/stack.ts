@@ -78,10 +78,7 @@ export interface ClusterSpec {
    * writes `kubeadm init`/`join` cloud-init), and the ProcessCluster runs each Machine in namespaces of its own.
    */
   kubeadm?: boolean;
-  /**
-   * spec.etcd.access; Direct unless set, kubeadm included (whose default would be APIServerProxy), for a process kubelet
-   * that serves no port-forward. APIServerProxy needs one serving the kubelet's /portForward (bin/quorum-kubelet-portforward).
-   */
+  /** spec.etcd.access; unset, the bootstrap flavour's default (kubeadm: APIServerProxy, the process bootstrap: Direct). */
   etcdAccess?: "Direct" | "APIServerProxy";
 }
 
@@ -314,10 +311,16 @@ export class E2EStack {
           },
         },
         rollout: { strategy: { type: "RollingUpdate", rollingUpdate: { maxSurge: spec.maxSurge ?? 1 } } },
-        etcd: {
-          access: spec.etcdAccess ?? "Direct",
-          ...(spec.ghostMemberGracePeriod ? { ghostMemberGracePeriod: spec.ghostMemberGracePeriod } : {}),
-        },
+        // No access unless a scenario sets one: each flavour's default is what users get (kubeadm: APIServerProxy, as
+        // its Machines' firewalls admit no one from the management side to etcd; the process bootstrap: Direct).
+        ...(spec.etcdAccess || spec.ghostMemberGracePeriod
+          ? {
+              etcd: {
+                ...(spec.etcdAccess ? { access: spec.etcdAccess } : {}),
+                ...(spec.ghostMemberGracePeriod ? { ghostMemberGracePeriod: spec.ghostMemberGracePeriod } : {}),
+              },
+            }
+          : {}),
       },
     });
     await create(`/apis/${CAPI_API_VERSION}/namespaces/${namespace}/clusters`, {

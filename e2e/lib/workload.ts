@@ -11,6 +11,7 @@ import { createEtcdClusterClient } from "../../src/adapters/etcd/client.ts";
 import type { EtcdClientCredentials, EtcdClusterClient, EtcdMember } from "../../src/adapters/etcd/types.ts";
 import { eventually, kubeRequest } from "../../test/env/index.ts";
 import { etcdObserverPort } from "../provider/kubeadm/firewall.ts";
+import { observerSidePort } from "./observer-tunnel.ts";
 import type { E2EStack } from "./stack.ts";
 
 const KEY_PREFIX = "/e2e/keys/";
@@ -151,6 +152,7 @@ export class WorkloadCluster {
       credentials: this.credentials,
       callDeadlineMs: 3_000,
       context: `e2e observer of ${this.namespace}/${this.cluster}`,
+      tunnel: observerSidePort,
     });
   }
 
@@ -239,6 +241,7 @@ export class QuorumMonitor {
         credentials: this.workload.credentials,
         callDeadlineMs: 1_000,
         context: "e2e quorum monitor (leader)",
+        tunnel: observerSidePort,
       });
       this.leaderClients.set(endpoint, client);
     }
@@ -340,6 +343,7 @@ export class QuorumMonitor {
         credentials: this.workload.credentials,
         callDeadlineMs: 1_000,
         context: "e2e quorum monitor",
+        tunnel: observerSidePort,
       });
       this.clientEndpoints = key;
     }

@@ -3,7 +3,10 @@
 // Machine runs real `kubeadm init` / `kubeadm join --control-plane` for Kubernetes 1.36 in namespaces of its own
 // (e2e/provider/kubeadm/): kubeadm writes the certificates and static-pod manifests, a process kubelet runs them, kubeadm
 // adds each joining etcd member as a learner and promotes it. The member and the Node are named after the host
-// (`ip-10-200-1-3`), never after the Machine, as on clouds. Create 1 → scale 3 → 5 → 3.
+// (`ip-10-200-1-3`), never after the Machine, as on clouds. Each Machine's firewall closes etcd's client port to the
+// management side (as a cloud's security group does), so Quorum reads etcd through the workload API server's
+// pods/portforward (spec.etcd.access APIServerProxy, kubeadm's default). Create 1 → scale 3 → 5 → 3; then Direct is
+// tried (Quorum must name the unreachable members and the fix, and touch nothing) and undone.
 import { pinnedVersions } from "../../test/env/tools.ts";
 import {
   checkBootstrap,
@@ -14,6 +17,7 @@ import {
   type Bootstrap,
 } from "../lib/kubeadm-nodes.ts";
 import { checkEtcdPortForward } from "../lib/kubeadm-portforward.ts";
+import { checkDirectAccessBlocked } from "../lib/etcd-access.ts";
 import type { ScenarioDefinition } from "./types.ts";
 
 const VERSION = pinnedVersions().previousKubernetes;
@@ -53,6 +57,7 @@ export const kubeadm: ScenarioDefinition = {
     for (const line of verdict.passed) s.check(true, line);
     // Issue 18: every Machine's etcd is reachable through the workload API server's pods/portforward.
     await checkEtcdPortForward(s);
+    await checkDirectAccessBlocked(s);
     return 3;
   },
 };
