@@ -29,7 +29,9 @@ export async function checkDirectAccessBlocked(s: Scenario): Promise<void> {
     async () => {
       const controlPlane = await s.controlPlane();
       const text = condition(controlPlane, HEALTHY)?.message ?? "";
-      return controlPlane.status?.etcd?.access === "Direct" && text.includes("spec.etcd.access: APIServerProxy")
+      return controlPlane.status?.etcd?.access === "Direct" &&
+        text.includes("not reachable") &&
+        text.includes("spec.etcd.access: APIServerProxy")
         ? text
         : { waiting: `status.etcd.access ${controlPlane.status?.etcd?.access}; ${HEALTHY}: ${text}` };
     },
@@ -38,7 +40,7 @@ export async function checkDirectAccessBlocked(s: Scenario): Promise<void> {
   s.log(`Direct through the firewall, after ${Math.round((Date.now() - started) / 1000)} s: ${message}`);
   s.check(
     addresses.some((address) => message.includes(`https://${address}:2379`)),
-    `with Direct, ${HEALTHY} names an unreachable member's client URL (one of ${addresses.join(", ")}) and the fix (spec.etcd.access: APIServerProxy)`,
+    `with Direct, ${HEALTHY} says etcd is not reachable, names an unreachable member's client URL (one of ${addresses.join(", ")}) and the fix (spec.etcd.access: APIServerProxy)`,
   );
   const machinesDuring = (await s.machines()).map((machine) => machine.metadata.name).sort();
   s.check(

@@ -165,7 +165,7 @@ export class EndpointUnreachableError extends AdapterError {
       failures.size === 0
         ? `${context}: no endpoint to ask: the control-plane Machines have no addresses yet and no member list is known; ` +
             "wait for the infrastructure provider to report Machine addresses"
-        : `${context}: no endpoint answered within ${deadlineMs} ms (${details}): ${fix}`,
+        : `${context}: not reachable: no endpoint answered within ${deadlineMs} ms (${details}): ${fix}`,
     );
   }
 }

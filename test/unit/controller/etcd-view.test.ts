@@ -100,7 +100,7 @@ describe("etcd view", () => {
     assert.deepEqual(view.members, []);
     assert.match(
       view.error ?? "",
-      /etcd of cluster team-a\/prod: no endpoint answered within 1000 ms \(https:\/\/10\.0\.0\.1:2379: connection refused\)/,
+      /etcd of cluster team-a\/prod: not reachable: no endpoint answered within 1000 ms \(https:\/\/10\.0\.0\.1:2379: connection refused\)/,
     );
   });
 

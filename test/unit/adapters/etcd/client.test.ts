@@ -28,7 +28,7 @@ describe("etcd client without a live member", () => {
         assert.ok(error instanceof EndpointUnreachableError);
         assert.match(
           error.message,
-          /^etcd of cluster team-a\/prod \(member list\): no endpoint answered within 300 ms/,
+          /^etcd of cluster team-a\/prod \(member list\): not reachable: no endpoint answered within 300 ms/,
         );
         assert.match(
           error.message,
