@@ -23,9 +23,13 @@ interface HealthSeries {
   rounds: number;
   samplesMs: number[];
 }
+type HealthScenario = "healthy" | "one-killed" | "one-paused";
 interface Health {
   deadlineMs: number;
-  scenarios: Record<"healthy" | "one-killed" | "one-paused", { freshClient: HealthSeries; reusedClient: HealthSeries }>;
+  /** spec.etcd.access: Direct. */
+  scenarios: Record<HealthScenario, { freshClient: HealthSeries; reusedClient: HealthSeries }>;
+  /** spec.etcd.access: APIServerProxy (absent from results before issue 18). */
+  apiServerProxy?: { scenarios: Record<HealthScenario, { reusedClient: HealthSeries }> };
 }
 interface IdleWindow {
   windowSeconds: number;
@@ -79,25 +83,38 @@ const ms = (value: number | null | undefined) =>
 const mark = (met: boolean) => (met ? "met" : "**missed**");
 
 function healthRows(result: ResultEnvelope<Health>): string[] {
-  const { deadlineMs, scenarios } = result.results;
+  const { deadlineMs, scenarios, apiServerProxy } = result.results;
   const rows: string[] = [];
   const healthy = scenarios.healthy;
+  const proxy = apiServerProxy?.scenarios;
   rows.push(
-    `| Health round, 5 members all healthy (the client kept for the cluster, as a reconcile does) | p50 ${ms(healthy.reusedClient.roundMs.p50)}, p95 ${ms(healthy.reusedClient.roundMs.p95)}, max ${ms(healthy.reusedClient.roundMs.max)} | < 50 ms: ${mark(healthy.reusedClient.roundMs.p95 < 50)} | etcd dial timeout 10 s, call timeout 15 s |`,
+    `| Health round, 5 members all healthy (the client kept for the cluster, as a reconcile does), Direct | p50 ${ms(healthy.reusedClient.roundMs.p50)}, p95 ${ms(healthy.reusedClient.roundMs.p95)}, max ${ms(healthy.reusedClient.roundMs.max)} | < 50 ms: ${mark(healthy.reusedClient.roundMs.p95 < 50)} | etcd dial timeout 10 s, call timeout 15 s |`,
   );
   rows.push(
     `| … the same with a fresh client per round (TLS handshakes each round; for comparison) | p50 ${ms(healthy.freshClient.roundMs.p50)}, p95 ${ms(healthy.freshClient.roundMs.p95)} | | |`,
   );
+  if (proxy) rows.push(proxyHealthyRow(proxy.healthy.reusedClient));
   for (const [name, label] of [
     ["one-killed", "one member killed (SIGKILL)"],
     ["one-paused", "one member paused (SIGSTOP)"],
   ] as const) {
-    const series = scenarios[name].reusedClient;
     rows.push(
-      `| Health round, ${label}, per-call deadline ${deadlineMs / 1000} s | p50 ${ms(series.roundMs.p50)}, max ${ms(series.roundMs.max)} = **${series.ratioToDeadline.max}×** deadline; ${series.correctRounds}/${series.rounds} rounds named exactly the faulty member | ≤ 1.2×: ${mark(series.ratioToDeadline.max <= 1.2)} | |`,
+      faultRow(
+        `Health round, ${label}, per-call deadline ${deadlineMs / 1000} s, Direct`,
+        scenarios[name].reusedClient,
+      ),
     );
+    if (proxy) rows.push(faultRow("… the same through APIServerProxy", proxy[name].reusedClient));
   }
   return rows;
+}
+
+function proxyHealthyRow(series: HealthSeries): string {
+  return `| … the same through APIServerProxy (kept client; pods/portforward via a real kube-apiserver and kubelet) | p50 ${ms(series.roundMs.p50)}, p95 ${ms(series.roundMs.p95)}, max ${ms(series.roundMs.max)} | < 50 ms: ${mark(series.roundMs.p95 < 50)} | |`;
+}
+
+function faultRow(label: string, series: HealthSeries): string {
+  return `| ${label} | p50 ${ms(series.roundMs.p50)}, max ${ms(series.roundMs.max)} = **${series.ratioToDeadline.max}×** deadline; ${series.correctRounds}/${series.rounds} rounds named exactly the faulty member | ≤ 1.2×: ${mark(series.ratioToDeadline.max <= 1.2)} | |`;
 }
 
 function stepRows(result: ResultEnvelope<Steps>): string[] {
@@ -226,16 +243,27 @@ function charts(health?: ResultEnvelope<Health>, scale?: ResultEnvelope<Scale>, 
     writeFileSync(join(resultsDir, "steps-latency.svg"), svg);
   }
   if (health) {
-    const { scenarios, deadlineMs } = health.results;
+    const { scenarios, deadlineMs, apiServerProxy } = health.results;
+    const proxy = apiServerProxy?.scenarios;
+    // Direct on the left, APIServerProxy on the right, one scenario per row.
+    const scenarioPanels = (["healthy", "one-killed", "one-paused"] as const).flatMap((name) => {
+      const label = { healthy: "all healthy", "one-killed": "one member killed", "one-paused": "one member paused" }[
+        name
+      ];
+      return [
+        { title: `${label}, Direct, kept client (the controller's)`, values: scenarios[name].reusedClient.samplesMs },
+        ...(proxy
+          ? [{ title: `${label}, APIServerProxy, kept client`, values: proxy[name].reusedClient.samplesMs }]
+          : []),
+      ];
+    });
     const svg = histograms(
       [
-        { title: "all healthy, kept client (the controller's)", values: scenarios.healthy.reusedClient.samplesMs },
-        { title: "all healthy, fresh client per round", values: scenarios.healthy.freshClient.samplesMs },
-        { title: "one member killed, kept client", values: scenarios["one-killed"].reusedClient.samplesMs },
-        { title: "one member paused, kept client", values: scenarios["one-paused"].reusedClient.samplesMs },
+        ...scenarioPanels,
+        { title: "all healthy, Direct, fresh client per round", values: scenarios.healthy.freshClient.samplesMs },
       ],
       {
-        title: `etcd health round on a real 5-member etcd (per-call deadline ${deadlineMs / 1000} s)`,
+        title: `etcd health round on a real 5-member etcd${proxy ? ", direct and through APIServerProxy" : ""} (per-call deadline ${deadlineMs / 1000} s)`,
         edges: [10, 25, 50, 100, 250, 500, 1000, deadlineMs, deadlineMs * 1.2],
         edgeLabel: (edge) => (edge >= 1000 ? `${edge / 1000}s` : `${edge}ms`),
         markers: [{ value: deadlineMs * 1.2, label: "1.2× deadline" }],
