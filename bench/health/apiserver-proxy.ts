@@ -10,10 +10,11 @@ import { silentLogger } from "../../src/adapters/kube/log.ts";
 import type { EtcdClusterClient } from "../../src/adapters/etcd/types.ts";
 import { ClusterWorkloadAccess } from "../../src/adapters/workload/access.ts";
 import {
-  eventually,
+  createEtcdMirrorPod,
   kubeletClientSetup,
   kubeRequestOk,
   makeTempDir,
+  pointNodeAtKubelet,
   removeTempDir,
   startApiServer,
   startKubeletPortForward,
@@ -95,28 +96,8 @@ export async function startApiServerProxyWorld(etcd: EtcdCluster, deadlineMs: nu
       });
       kubelets.set(member.address, kubelet);
       await kubeRequestOk(server.kubeConfig, "/api/v1/nodes", { body: { metadata: { name: node } } });
-      await kubeRequestOk(server.kubeConfig, `/api/v1/nodes/${node}/status`, {
-        method: "PATCH",
-        body: {
-          status: {
-            addresses: [{ type: "InternalIP", address: member.address }],
-            daemonEndpoints: { kubeletEndpoint: { Port: kubelet.port } },
-          },
-        },
-      });
-      // kube-system appears a moment after /readyz (the apiserver's system-namespaces controller creates it).
-      await eventually(`Pod kube-system/etcd-${node} created`, () =>
-        kubeRequestOk(server.kubeConfig, "/api/v1/namespaces/kube-system/pods", {
-          body: {
-            metadata: { name: `etcd-${node}`, namespace: "kube-system" },
-            spec: {
-              nodeName: node,
-              hostNetwork: true,
-              containers: [{ name: "etcd", image: "registry.k8s.io/etcd:3.7.0-0" }],
-            },
-          },
-        }),
-      );
+      await pointNodeAtKubelet(server.kubeConfig, node, member.address, kubelet.port);
+      await createEtcdMirrorPod(server.kubeConfig, node);
     }
     const etcdCa = etcd.ca;
     if (!etcdCa) throw new Error("etcd bench cluster: started without TLS, so there is no CA for the proxy series");

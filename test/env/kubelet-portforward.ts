@@ -10,8 +10,11 @@ import {
   validFor,
   type CertificateAuthority,
 } from "../../src/adapters/certs/pki.ts";
+import type { KubeConfig } from "@kubernetes/client-node";
+import { kubeRequestOk } from "./kube.ts";
 import { makeTempDir, removeTempDir, startProcess, waitUntilReady, type ManagedProcess } from "./processes.ts";
 import { builtBinary } from "./tools.ts";
+import { eventually } from "./wait.ts";
 
 export interface KubeletPortForwardOptions {
   /** Address to serve HTTPS on (default 127.0.0.1); the port is always a free one the server picks. */
@@ -108,4 +111,39 @@ export async function kubeletClientSetup(dir: string): Promise<KubeletClientSetu
       "--kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname",
     ],
   };
+}
+
+/** Points Node `node` at a kubelet port-forward server: its InternalIP is `address`, its kubelet endpoint `port`. */
+export async function pointNodeAtKubelet(
+  kubeConfig: KubeConfig,
+  node: string,
+  address: string,
+  port: number,
+): Promise<void> {
+  await kubeRequestOk(kubeConfig, `/api/v1/nodes/${node}/status`, {
+    method: "PATCH",
+    body: {
+      status: {
+        addresses: [{ type: "InternalIP", address }],
+        daemonEndpoints: { kubeletEndpoint: { Port: port } },
+      },
+    },
+  });
+}
+
+/** The mirror Pod kubeadm's etcd static pod gets on `node`: kube-system/etcd-<node>, hostNetwork. */
+export async function createEtcdMirrorPod(kubeConfig: KubeConfig, node: string): Promise<void> {
+  // kube-system appears a moment after /readyz (the apiserver's system-namespaces controller creates it).
+  await eventually(`Pod kube-system/etcd-${node} created`, () =>
+    kubeRequestOk(kubeConfig, "/api/v1/namespaces/kube-system/pods", {
+      body: {
+        metadata: { name: `etcd-${node}`, namespace: "kube-system" },
+        spec: {
+          nodeName: node,
+          hostNetwork: true,
+          containers: [{ name: "etcd", image: "registry.k8s.io/etcd:3.7.0-0" }],
+        },
+      },
+    }),
+  );
 }

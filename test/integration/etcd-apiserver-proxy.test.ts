@@ -5,19 +5,23 @@
 // uses it). The member's certificate names only its own address (127.a.b.N), never 127.0.0.1 where the client dials:
 // a tunnel that did not verify for the member's host could not connect at all.
 import assert from "node:assert/strict";
-import { readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { readFileSync } from "node:fs";
 import { after, before, describe, it } from "node:test";
 import type { Cluster } from "../../src/api/capi.ts";
 import type { QuorumControlPlane } from "../../src/api/types.ts";
-import { createCA, issueCertificate, oneDay, validFor } from "../../src/adapters/certs/pki.ts";
 import { EndpointUnreachableError } from "../../src/adapters/errors.ts";
 import type { EtcdClusterClient } from "../../src/adapters/etcd/types.ts";
 import { ClusterWorkloadAccess } from "../../src/adapters/workload/access.ts";
 import { startApiServer, type ApiServer } from "../env/apiserver.ts";
 import { startEtcdCluster, type EtcdCluster } from "../env/etcd.ts";
 import { kubeRequestOk } from "../env/kube.ts";
-import { startKubeletPortForward, type KubeletPortForward } from "../env/kubelet-portforward.ts";
+import {
+  createEtcdMirrorPod,
+  kubeletClientSetup,
+  pointNodeAtKubelet,
+  startKubeletPortForward,
+  type KubeletPortForward,
+} from "../env/kubelet-portforward.ts";
 import { makeTempDir, removeTempDir } from "../env/processes.ts";
 import { eventually } from "../env/wait.ts";
 import { MemorySecretStore } from "../unit/adapters/memory-secret-store.ts";
@@ -48,15 +52,7 @@ describe("etcd through the workload API server (spec.etcd.access APIServerProxy)
       clientCaFile: kubeletCaFile,
     });
     kubelet = started;
-    await kubeRequestOk(api.kubeConfig, `/api/v1/nodes/${NODE}/status`, {
-      method: "PATCH",
-      body: {
-        status: {
-          addresses: [{ type: "InternalIP", address: memberAddress }],
-          daemonEndpoints: { kubeletEndpoint: { Port: started.port } },
-        },
-      },
-    });
+    await pointNodeAtKubelet(api.kubeConfig, NODE, memberAddress, started.port);
     return started;
   }
 
@@ -72,27 +68,11 @@ describe("etcd through the workload API server (spec.etcd.access APIServerProxy)
 
   before(async () => {
     dir = makeTempDir("etcd-apiserver-proxy");
-    // kubeadm's shape (test/integration/kubelet-portforward.test.ts): the API server presents a client certificate the
-    // cluster CA signed to the kubelet, which accepts only that CA's clients.
-    const ca = await createCA("quorum-test-cluster-ca", validFor(7 * oneDay));
-    const kubeletClient = await issueCertificate(ca, {
-      commonName: "kube-apiserver-kubelet-client",
-      organization: ["kubeadm:cluster-admins"],
-      usages: "client",
-      validity: validFor(oneDay),
-    });
-    const file = (name: string, contents: string) => {
-      writeFileSync(join(dir, name), contents, { mode: 0o600 });
-      return join(dir, name);
-    };
-    kubeletCaFile = file("ca.crt", ca.certPem);
-    api = await startApiServer({
-      ca,
-      extraArgs: [
-        `--kubelet-client-certificate=${file("kubelet-client.crt", kubeletClient.certPem)}`,
-        `--kubelet-client-key=${file("kubelet-client.key", kubeletClient.keyPem)}`,
-      ],
-    });
+    // kubeadm's shape: the API server presents a client certificate the cluster CA signed to the kubelet, which
+    // accepts only that CA's clients.
+    const kubeletClient = await kubeletClientSetup(dir);
+    kubeletCaFile = kubeletClient.caFile;
+    api = await startApiServer({ ca: kubeletClient.ca, extraArgs: kubeletClient.apiServerArgs });
     etcd = await startEtcdCluster({ members: 1, tls: true });
     const member = etcd.members[0];
     memberAddress = member.address;
@@ -101,19 +81,7 @@ describe("etcd through the workload API server (spec.etcd.access APIServerProxy)
 
     await kubeRequestOk(api.kubeConfig, "/api/v1/nodes", { body: { metadata: { name: NODE } } });
     await startKubelet();
-    // kube-system appears a moment after /readyz (the apiserver's system-namespaces controller creates it).
-    await eventually(`Pod kube-system/etcd-${NODE} created`, () =>
-      kubeRequestOk(api.kubeConfig, "/api/v1/namespaces/kube-system/pods", {
-        body: {
-          metadata: { name: `etcd-${NODE}`, namespace: "kube-system" },
-          spec: {
-            nodeName: NODE,
-            hostNetwork: true,
-            containers: [{ name: "etcd", image: "registry.k8s.io/etcd:3.7.0-0" }],
-          },
-        },
-      }),
-    );
+    await createEtcdMirrorPod(api.kubeConfig, NODE);
 
     // The management side: the cluster CA (with its key) lets Quorum reach the workload API with its own certificate,
     // the etcd CA lets it issue its etcd client certificate.
