@@ -3,7 +3,10 @@
 // - a key is processed by one worker at a time; added while it runs, it runs once more afterwards;
 // - a failed key is retried with per-key exponential backoff that resets on success;
 // - a worker may ask for a delayed re-run (a planner `Wait`); such timed re-runs and backoff retries wait behind
-//   keys added by events, so at a thousand idle clusters a poll never delays a reaction to a change;
+//   keys added by events, so at a thousand idle clusters a poll hardly delays a reaction to a change; but not for
+//   ever: while events keep coming, every (EVENTS_PER_TIMED_KEY + 1)-th key taken is a due timed one. A burst of new
+//   clusters is a stream of events (every reconcile writes status, every Machine changes), and a cluster waiting on
+//   etcd, which only a poll sees, must not wait for the whole burst to end;
 // - keys added before `start` wait, so informers can sync before any reconcile runs.
 import { backoffDelay, systemClock, type Clock, type TimerHandle } from "./clock.ts";
 import { errorMessage, silentLogger, type Logger } from "./log.ts";
@@ -33,6 +36,9 @@ export interface ShutdownOptions {
   abortInFlight?: boolean;
 }
 
+/** Event keys taken in a row while a timed re-run is due, before that timed re-run goes first. */
+export const EVENTS_PER_TIMED_KEY = 4;
+
 export const QUEUE_DEFAULTS = {
   concurrency: 1,
   // A failed etcd or API call is usually fixed by time (a member restarting, a conflict clearing): start at 1 s,
@@ -55,6 +61,8 @@ export class WorkQueue {
   /** Keys whose timed re-run (poll, backoff) came due; a key moved to `ready` by an event is skipped here. */
   private readonly readyLater: string[] = [];
   private readonly readyLaterSet = new Set<string>();
+  /** Event keys taken in a row while a timed re-run was due (see EVENTS_PER_TIMED_KEY). */
+  private eventsWhileTimedWaited = 0;
   private readonly processing = new Set<string>();
   /** Keys added while being processed: they run again when the current run ends. */
   private readonly dirty = new Set<string>();
@@ -191,10 +199,27 @@ export class WorkQueue {
   }
 
   private next(): string | undefined {
+    const timedWaiting = this.readyLaterSet.size > 0;
+    if (!timedWaiting || this.eventsWhileTimedWaited < EVENTS_PER_TIMED_KEY) {
+      const event = this.takeEvent();
+      if (event !== undefined) {
+        this.eventsWhileTimedWaited = timedWaiting ? this.eventsWhileTimedWaited + 1 : 0;
+        return event;
+      }
+    }
+    this.eventsWhileTimedWaited = 0;
+    return this.takeTimed() ?? this.takeEvent();
+  }
+
+  private takeEvent(): string | undefined {
     while (this.ready.length > 0) {
       const key = this.ready.shift() as string;
       if (this.readySet.delete(key)) return key;
     }
+    return undefined;
+  }
+
+  private takeTimed(): string | undefined {
     while (this.readyLater.length > 0) {
       const key = this.readyLater.shift() as string;
       // Skipped when an event moved it ahead meanwhile.

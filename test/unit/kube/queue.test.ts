@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { WorkQueue, type ReconcileResult } from "../../../src/adapters/kube/queue.ts";
+import { EVENTS_PER_TIMED_KEY, WorkQueue, type ReconcileResult } from "../../../src/adapters/kube/queue.ts";
 import { ManualClock, settle } from "./manual-clock.ts";
 
 interface Call {
@@ -134,6 +134,31 @@ describe("WorkQueue", () => {
     }
     assert.deepEqual(w.keys(), ["ns/busy", "ns/event", "ns/poll-2", "ns/poll-1"]);
     assert.equal(queue.depth, 0);
+    await queue.shutdown();
+  });
+
+  it("takes a due timed re-run after at most EVENTS_PER_TIMED_KEY events in a row, however long events keep coming", async () => {
+    // A burst of new clusters: every reconcile's status write is another event. Before, a cluster whose next step
+    // only a poll can see (its etcd member joined) waited until the burst was over.
+    const { clock, queue, w } = startedQueue(1);
+    queue.add("ns/event-0");
+    await settle();
+    queue.addAfter("ns/poll", 100);
+    await clock.advance(100);
+    for (let i = 1; i <= 20; i++) {
+      queue.add(`ns/event-${i}`);
+      w.calls[i - 1].finish();
+      await settle();
+    }
+    const keys = w.keys();
+    const poll = keys.indexOf("ns/poll");
+    assert.ok(poll > 0, `the timed re-run ran while events kept coming (${keys.join(", ")})`);
+    assert.deepEqual(
+      keys.slice(1, poll),
+      Array.from({ length: EVENTS_PER_TIMED_KEY }, (_, i) => `ns/event-${i + 1}`),
+      "events first, EVENTS_PER_TIMED_KEY of them, in order",
+    );
+    for (const call of w.calls.slice(20)) call.finish();
     await queue.shutdown();
   });
 
