@@ -160,6 +160,8 @@ class Driver {
   readonly rest: KubeRest;
   readonly createdAt = new Map<string, number>();
   readonly convergedAt = new Map<string, number>();
+  /** The last QuorumControlPlane seen per cluster: says what an unconverged one waits for. */
+  readonly lastSeen = new Map<string, QuorumControlPlane>();
   private readonly provisioned = new Set<string>();
   private readonly mirrored = new Set<string>();
   private readonly work: (() => Promise<void>)[] = [];
@@ -221,11 +223,19 @@ class Driver {
               initialization: { infrastructureProvisioned: true, bootstrapDataSecretCreated: true },
               // CAPI's Machine controller: Ready (bootstrap, infrastructure, Node) and, with minReadySeconds 0, Available.
               conditions: [
-                { type: "Ready", status: "True", reason: "Ready", lastTransitionTime: new Date().toISOString() },
+                // metav1.Condition: message is required (it may be empty).
+                {
+                  type: "Ready",
+                  status: "True",
+                  reason: "Ready",
+                  message: "",
+                  lastTransitionTime: new Date().toISOString(),
+                },
                 {
                   type: "Available",
                   status: "True",
                   reason: "Available",
+                  message: "",
                   lastTransitionTime: new Date().toISOString(),
                 },
               ],
@@ -253,6 +263,7 @@ class Driver {
         );
       }, `mirror initialization of Cluster ${key}`);
     }
+    this.lastSeen.set(key, qcp);
     if (!this.convergedAt.has(key) && isConverged(qcp)) this.convergedAt.set(key, Date.now());
   }
 
@@ -271,6 +282,9 @@ class Driver {
           return await job();
         } catch (error) {
           if (attempt >= 5) {
+            // Said at once: a refused patch leaves its cluster unconverged, and the level would wait out its limit.
+            if (this.errors.length === 0)
+              progress(NAME, `driver error (the first; all are in the notes): ${what}: ${String(error)}`);
             this.errors.push(`${what}: ${String(error)}`);
             return;
           }
@@ -564,6 +578,14 @@ class Bench {
       if (!this.controller?.isRunning())
         throw new Error(`the benchmark's controller exited:\n${this.controller?.lastLogLines(30)}`);
       await sleep(500);
+    }
+    const waiting = keys.find((key) => !this.driver.convergedAt.has(key));
+    if (waiting) {
+      const status = this.driver.lastSeen.get(waiting)?.status;
+      progress(
+        NAME,
+        `not converged, e.g. ${waiting}: replicas ${status?.replicas}, ready ${status?.readyReplicas}, up to date ${status?.upToDateReplicas}, etcd ${status?.etcd?.summary}; next action: ${JSON.stringify(status?.nextAction)}`,
+      );
     }
     const after = sampleProcess(this.controllerPid);
     const times = keys
