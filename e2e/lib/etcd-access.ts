@@ -4,6 +4,7 @@
 // nothing to the Machines; switched back, it reads etcd again.
 import type { QuorumControlPlane } from "../../src/api/types.ts";
 import { eventually } from "../../test/env/index.ts";
+import { ETCD_CLIENT_PORT } from "../provider/machine-base.ts";
 import type { Scenario } from "./scenario.ts";
 
 const HEALTHY = "EtcdClusterHealthy";
@@ -39,7 +40,7 @@ export async function checkDirectAccessBlocked(s: Scenario): Promise<void> {
   );
   s.log(`Direct through the firewall, after ${Math.round((Date.now() - started) / 1000)} s: ${message}`);
   s.check(
-    addresses.some((address) => message.includes(`https://${address}:2379`)),
+    addresses.some((address) => message.includes(`https://${address}:${ETCD_CLIENT_PORT}`)),
     `with Direct, ${HEALTHY} says etcd is not reachable, names an unreachable member's client URL (one of ${addresses.join(", ")}) and the fix (spec.etcd.access: APIServerProxy)`,
   );
   const machinesDuring = (await s.machines()).map((machine) => machine.metadata.name).sort();

@@ -8,11 +8,9 @@ import { join } from "node:path";
 import { connect } from "node:tls";
 import { KubeConfig } from "@kubernetes/client-node";
 import { portForwardDuplex } from "../../test/env/portforward-client.ts";
+import { ETCD_CLIENT_PORT } from "../provider/machine-base.ts";
 import { kubeadmNodes } from "./kubeadm-nodes.ts";
 import type { Scenario } from "./scenario.ts";
-
-/** kubeadm's etcd client port. */
-const ETCD_CLIENT_PORT = 2379;
 
 export async function checkEtcdPortForward(s: Scenario): Promise<void> {
   const config = await s.workload.kubeconfig();
