@@ -97,6 +97,20 @@ mod_flag() {
   fi
 }
 
+# go build of a wrapper module's main package into $2, stripped; written beside it first, so a failed build leaves
+# the cached binary as it was. $3 says what is built, for the progress line.
+build_wrapper_main() {
+  local module=$1 out=$2 what=$3
+  mkdir -p "$(dirname "$out")"
+  local flag started_build
+  flag=$(mod_flag "$module" .)
+  note "go build $module ($what)"
+  started_build=$(date +%s)
+  (cd "$module" && go build "$flag" -buildvcs=false -trimpath -ldflags "-s -w" -o "$out.tmp.$$" .)
+  mv -f "$out.tmp.$$" "$out"
+  note "built in $(($(date +%s) - started_build)) s"
+}
+
 # etcd's own main (go.etcd.io/etcd/v3) replaces its submodules with local paths, which a dependent module
 # ignores, so each hack/tools/etcd-<major.minor> wrapper has a main.go calling etcdmain.Main(os.Args), as
 # upstream's main does. The version string is a constant in go.etcd.io/etcd/api/v3/version: no ldflags needed.
@@ -114,19 +128,11 @@ build_etcd() {
   fi
   need_go
   require_pin $module/go.mod go.etcd.io/etcd/server/v3 "$version"
-  mkdir -p "$(dirname "$out")"
-  local flag
-  flag=$(mod_flag $module .)
-  note "go build $module (etcd $version; first build takes 1-2 min on 2 cores)"
-  local started_build
-  started_build=$(date +%s)
-  (cd $module && go build "$flag" -buildvcs=false -trimpath -ldflags "-s -w" -o "$out.tmp.$$" .)
-  mv -f "$out.tmp.$$" "$out"
+  build_wrapper_main "$module" "$out" "etcd $version; first build takes 1-2 min on 2 cores"
   local printed
   printed=$("$out" --version | sed -n 's/^etcd Version: //p')
   [ "v$printed" = "$version" ] || die "$out --version says etcd $printed, not $version"
   echo "$key" >"$out.stamp"
-  note "built in $(($(date +%s) - started_build)) s"
 }
 
 # bin/etcd is the one the tests, e2e and bench run (test/env/tools.ts); bin/etcd-<major.minor> name each
@@ -310,16 +316,8 @@ build_kubelet_portforward() {
   fi
   need_go
   require_pin $module/go.mod k8s.io/cri-streaming "v0.${KUBERNETES_VERSION#v1.}"
-  mkdir -p "$(dirname "$out")"
-  local flag
-  flag=$(mod_flag $module .)
-  note "go build $module (first build takes ~20 s on 2 cores)"
-  local started_build
-  started_build=$(date +%s)
-  (cd $module && go build "$flag" -buildvcs=false -trimpath -ldflags "-s -w" -o "$out.tmp.$$" .)
-  mv -f "$out.tmp.$$" "$out"
+  build_wrapper_main "$module" "$out" "first build takes ~20 s on 2 cores"
   echo "$key" >"$out.stamp"
-  note "built in $(($(date +%s) - started_build)) s"
 }
 
 # e2e's kubeadm Machines each load an nftables ruleset (e2e/provider/kubeadm/firewall.ts: etcd's client port closed
