@@ -4,6 +4,7 @@
 // client dials every endpoint, advertised ones included, at the side port instead (the etcd client's tunnel hook).
 // Process Machines (loopback) are dialled as they are.
 import type { EtcdDialTarget, EtcdTunnel, EtcdTunnelFactory } from "../../src/adapters/etcd/types.ts";
+import { targetOf } from "../../src/adapters/etcd/etcd-pods.ts";
 import { etcdObserverPort } from "../provider/kubeadm/firewall.ts";
 
 export const observerSidePort: EtcdTunnelFactory = {
@@ -12,7 +13,7 @@ export const observerSidePort: EtcdTunnelFactory = {
     return {
       dial: async (endpoint: string): Promise<EtcdDialTarget> => {
         const url = new URL(endpoint);
-        const host = url.hostname.replace(/^\[|\]$/g, "");
+        const { host } = targetOf(endpoint);
         url.port = String(etcdObserverPort(host));
         return { url: `${url.protocol}//${url.host}`, servername: host };
       },
