@@ -539,6 +539,8 @@ class Bench {
         ...flags,
       ],
       env: { ...process.env, BENCH_SIM_LATENCY_MS: String(simulatedLatencyMs) },
+      // BENCH_SCALE_CONTROLLER_LOG=FILE keeps the controller's log there (by default it goes to a temporary directory).
+      ...(process.env.BENCH_SCALE_CONTROLLER_LOG ? { logFile: process.env.BENCH_SCALE_CONTROLLER_LOG } : {}),
     });
     this.controllerPid = this.controller.pid;
     this.metricsUrl = `http://127.0.0.1:${port}/metrics`;
