@@ -107,6 +107,13 @@ export function quorumController(options: ControllerOptions): Controller {
   return {
     name: CONTROLLER_NAME,
     watches,
+    // Older control planes first: of many clusters created at once, the first ones converge (and are usable) in
+    // seconds while the later ones wait, instead of all taking each step together and converging at the end.
+    rank(key, caches) {
+      const created = caches.informer(controlPlanes).get(key)?.metadata.creationTimestamp;
+      const at = created ? Date.parse(created) : Number.NaN;
+      return Number.isNaN(at) ? undefined : at;
+    },
     async reconcile(key, context) {
       const [namespace, name] = key.split("/");
       const caches = cachesOf(context);

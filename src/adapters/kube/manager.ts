@@ -60,6 +60,11 @@ export interface Controller {
   watches: WatchSpec[];
   /** Throw to retry with backoff; return requeueAfterMs to be called again after a wait. */
   reconcile(key: string, ctx: ReconcileContext): Promise<ReconcileResult | void>;
+  /**
+   * Of the keys waiting, lower ranks are reconciled first (the longest-waiting key still gets every fifth turn).
+   * Unset, or undefined for a key: the order the keys were queued in.
+   */
+  rank?(key: string, caches: CacheReader): number | undefined;
 }
 
 export type ManagerEventType =
@@ -296,6 +301,7 @@ export class Manager {
         name: controller.name,
         logger: this.logger,
         clock: this.options.clock,
+        ...(controller.rank ? { rank: (key: string) => controller.rank?.(key, caches) } : {}),
       });
       term.queues.set(controller.name, queue);
       for (const watch of controller.watches) {

@@ -7,9 +7,12 @@
 //   ever: while events keep coming, every (EVENTS_PER_TIMED_KEY + 1)-th key taken is a due timed one. A burst of new
 //   clusters is a stream of events (every reconcile writes status, every Machine changes), and a cluster waiting on
 //   etcd, which only a poll sees, must not wait for the whole burst to end;
+// - with a rank (the controller's: its object's creation time), waiting keys run lowest rank first, every fifth
+//   take being the longest-waiting key (waiting-keys.ts): clusters created together converge one after another;
 // - keys added before `start` wait, so informers can sync before any reconcile runs.
 import { backoffDelay, systemClock, type Clock, type TimerHandle } from "./clock.ts";
 import { errorMessage, silentLogger, type Logger } from "./log.ts";
+import { WaitingKeys, type KeyRank } from "./waiting-keys.ts";
 
 export interface ReconcileResult {
   /** Run this key again after this many milliseconds (a planner `Wait`). */
@@ -29,6 +32,8 @@ export interface WorkQueueOptions {
   backoffMaxMs?: number;
   clock?: Clock;
   logger?: Logger;
+  /** Among waiting keys, lower ranks run first (see WaitingKeys); without it, the order they were added in. */
+  rank?: KeyRank;
 }
 
 export interface ShutdownOptions {
@@ -56,11 +61,9 @@ export class WorkQueue {
   private readonly logger: Logger;
 
   /** Keys added by events, processed first. */
-  private readonly ready: string[] = [];
-  private readonly readySet = new Set<string>();
-  /** Keys whose timed re-run (poll, backoff) came due; a key moved to `ready` by an event is skipped here. */
-  private readonly readyLater: string[] = [];
-  private readonly readyLaterSet = new Set<string>();
+  private readonly ready: WaitingKeys;
+  /** Keys whose timed re-run (poll, backoff) came due; an event moves a key from here to `ready`. */
+  private readonly readyLater: WaitingKeys;
   /** Event keys taken in a row while a timed re-run was due (see EVENTS_PER_TIMED_KEY). */
   private eventsWhileTimedWaited = 0;
   private readonly processing = new Set<string>();
@@ -83,11 +86,13 @@ export class WorkQueue {
     this.backoffMaxMs = options.backoffMaxMs ?? QUEUE_DEFAULTS.backoffMaxMs;
     this.clock = options.clock ?? systemClock;
     this.logger = options.logger ?? silentLogger;
+    this.ready = new WaitingKeys(options.rank);
+    this.readyLater = new WaitingKeys(options.rank);
   }
 
   /** Keys waiting to be processed now (not counting delayed ones or those in flight). */
   get depth(): number {
-    return this.readySet.size + this.readyLaterSet.size;
+    return this.ready.size + this.readyLater.size;
   }
 
   /** Keys waiting for a delayed re-run or a backoff retry. */
@@ -119,15 +124,12 @@ export class WorkQueue {
       this.dirty.add(key);
       return;
     }
-    if (this.readySet.has(key)) return;
+    if (this.ready.has(key)) return;
     if (timed) {
-      if (this.readyLaterSet.has(key)) return;
-      this.readyLaterSet.add(key);
-      this.readyLater.push(key);
+      if (!this.readyLater.add(key)) return;
     } else {
-      this.readyLaterSet.delete(key);
-      this.readySet.add(key);
-      this.ready.push(key);
+      this.readyLater.delete(key);
+      this.ready.add(key);
     }
     this.dispatch();
   }
@@ -168,10 +170,8 @@ export class WorkQueue {
     this.shuttingDown = true;
     for (const { handle } of this.delayed.values()) this.clock.clearTimeout(handle);
     this.delayed.clear();
-    this.ready.length = 0;
-    this.readySet.clear();
-    this.readyLater.length = 0;
-    this.readyLaterSet.clear();
+    this.ready.clear();
+    this.readyLater.clear();
     this.dirty.clear();
     if (options.abortInFlight && !this.abortController.signal.aborted) {
       this.abortController.abort(new Error(`work queue ${this.name} shut down`));
@@ -199,33 +199,16 @@ export class WorkQueue {
   }
 
   private next(): string | undefined {
-    const timedWaiting = this.readyLaterSet.size > 0;
+    const timedWaiting = this.readyLater.size > 0;
     if (!timedWaiting || this.eventsWhileTimedWaited < EVENTS_PER_TIMED_KEY) {
-      const event = this.takeEvent();
+      const event = this.ready.take();
       if (event !== undefined) {
         this.eventsWhileTimedWaited = timedWaiting ? this.eventsWhileTimedWaited + 1 : 0;
         return event;
       }
     }
     this.eventsWhileTimedWaited = 0;
-    return this.takeTimed() ?? this.takeEvent();
-  }
-
-  private takeEvent(): string | undefined {
-    while (this.ready.length > 0) {
-      const key = this.ready.shift() as string;
-      if (this.readySet.delete(key)) return key;
-    }
-    return undefined;
-  }
-
-  private takeTimed(): string | undefined {
-    while (this.readyLater.length > 0) {
-      const key = this.readyLater.shift() as string;
-      // Skipped when an event moved it ahead meanwhile.
-      if (this.readyLaterSet.delete(key)) return key;
-    }
-    return undefined;
+    return this.readyLater.take() ?? this.ready.take();
   }
 
   private async process(worker: QueueWorker, key: string): Promise<void> {
