@@ -73,29 +73,40 @@ export function cachedManagement(
           machineKey(namespace, name),
           cached.metadata.resourceVersion,
           undefined,
-          { mayBeGone: true },
+          { deleting: true },
         );
     },
     async patchAnnotations(apiVersion, kind, namespace, name, annotations, resourceVersion) {
-      const before =
-        resourceVersion ??
-        (kind === "Machine" ? caches.machine(machineKey(namespace, name))?.metadata.resourceVersion : undefined);
+      const cached = kind === "Machine" ? caches.machine(machineKey(namespace, name)) : undefined;
+      const before = resourceVersion ?? cached?.metadata.resourceVersion;
       const written = await api.patchAnnotations(apiVersion, kind, namespace, name, annotations, resourceVersion);
-      if (kind === "Machine") expectations.expectChange(key, "Machine", machineKey(namespace, name), before, written);
+      if (kind === "Machine")
+        expectations.expectChange(key, "Machine", machineKey(namespace, name), before, written, {
+          mayBeGone: cached !== undefined,
+        });
       return written;
     },
     async patchInPlace(ref, namespace, patch, resourceVersion) {
-      const before =
-        ref.kind === "Machine" ? caches.machine(machineKey(namespace, ref.name))?.metadata.resourceVersion : undefined;
+      const cached = ref.kind === "Machine" ? caches.machine(machineKey(namespace, ref.name)) : undefined;
       const written = await api.patchInPlace(ref, namespace, patch, resourceVersion);
       if (ref.kind === "Machine" && written !== undefined)
-        expectations.expectChange(key, "Machine", machineKey(namespace, ref.name), resourceVersion ?? before, written);
+        expectations.expectChange(
+          key,
+          "Machine",
+          machineKey(namespace, ref.name),
+          resourceVersion ?? cached?.metadata.resourceVersion,
+          written,
+          { mayBeGone: cached !== undefined },
+        );
       return written;
     },
     async setMachineConditions(namespace, name, conditions, resourceVersion) {
+      const cached = caches.machine(machineKey(namespace, name));
       const written = await api.setMachineConditions(namespace, name, conditions, resourceVersion);
       if (written !== undefined)
-        expectations.expectChange(key, "Machine", machineKey(namespace, name), resourceVersion, written);
+        expectations.expectChange(key, "Machine", machineKey(namespace, name), resourceVersion, written, {
+          mayBeGone: cached !== undefined,
+        });
       return written;
     },
     // Templates are not cached, so no expectation: the next reconcile reads the template again.

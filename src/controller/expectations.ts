@@ -20,8 +20,14 @@ interface Expectation {
   staleResourceVersions: string[];
   /** The version the last write produced, when known: stale once a later write over the same object is made. */
   writtenResourceVersion?: string;
-  /** Deleting: the object may also be gone from the cache. */
+  /**
+   * The object may also be gone from the cache: deleted by this write, or by someone else after it (a Machine
+   * whose pre-terminate hook was just released is deleted by CAPI right away). Gone, the cache has seen a state
+   * later than the write, so there is nothing left to wait for.
+   */
   mayBeGone: boolean;
+  /** The write deleted it (for the message). */
+  deleting: boolean;
   expiresAt: number;
 }
 
@@ -42,6 +48,7 @@ export class Expectations {
       object,
       staleResourceVersions: [],
       mayBeGone: false,
+      deleting: false,
       expiresAt: this.clock() + this.timeoutMs,
     });
   }
@@ -56,7 +63,7 @@ export class Expectations {
     object: string,
     from: string | undefined,
     to?: string,
-    options: { mayBeGone?: boolean } = {},
+    options: { mayBeGone?: boolean; deleting?: boolean } = {},
   ): void {
     if (from === undefined || from === to) return;
     this.add(key, {
@@ -64,7 +71,8 @@ export class Expectations {
       object,
       staleResourceVersions: [from],
       ...(to !== undefined ? { writtenResourceVersion: to } : {}),
-      mayBeGone: options.mayBeGone ?? false,
+      mayBeGone: (options.mayBeGone ?? false) || (options.deleting ?? false),
+      deleting: options.deleting ?? false,
       expiresAt: this.clock() + this.timeoutMs,
     });
   }
@@ -83,7 +91,7 @@ export class Expectations {
     return {
       waitingFor: open.map(
         (expectation) =>
-          `${expectation.kind} ${expectation.object} (${expectation.staleResourceVersions.length === 0 ? "created" : expectation.mayBeGone ? "deleted" : "changed"})`,
+          `${expectation.kind} ${expectation.object} (${expectation.staleResourceVersions.length === 0 ? "created" : expectation.deleting ? "deleted" : "changed"})`,
       ),
       retryInMs: open.length === 0 ? 0 : Math.min(...open.map((expectation) => expectation.expiresAt - now)),
     };
@@ -111,6 +119,7 @@ export class Expectations {
         ...expectation,
         staleResourceVersions: [...stale],
         mayBeGone: previous.mayBeGone || expectation.mayBeGone,
+        deleting: previous.deleting || expectation.deleting,
       };
     }
     this.byKey.set(key, [...list.filter((existing) => existing !== previous), expectation]);

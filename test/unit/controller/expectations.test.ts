@@ -131,6 +131,23 @@ describe("reads from the informer caches with read-your-writes", () => {
     assert.deepEqual(expectations.pending(KEY, lookup).waitingFor, [], "a lost watch event costs at most the timeout");
   });
 
+  it("does not wait for a patched Machine that CAPI deleted meanwhile (a released pre-terminate hook), nor for one it never cached", async () => {
+    const expectations = new Expectations(() => 0, 10_000);
+    const { machines, caches } = fakeCaches();
+    machines.set("ns/cp-1", object("cp-1", "3"));
+    const management = cachedManagement(fakeApi(), caches, expectations, KEY);
+    await management.patchAnnotations("cluster.x-k8s.io/v1beta2", "Machine", "ns", "cp-1", { hook: null }, "3");
+    await management.setMachineConditions("ns", "cp-1", [], "3");
+    const lookup = (_kind: string, key: string) => caches.machine(key);
+    assert.deepEqual(expectations.pending(KEY, lookup).waitingFor, ["Machine ns/cp-1 (changed)"]);
+    // CAPI removes the Machine once the hook is released; the informer drops it before showing the patch.
+    machines.delete("ns/cp-1");
+    assert.deepEqual(expectations.pending(KEY, lookup).waitingFor, [], "gone is later than the write");
+    // A Machine the cache never held proves nothing by being absent: still waited for.
+    await management.patchAnnotations("cluster.x-k8s.io/v1beta2", "Machine", "ns", "cp-9", { hook: null }, "7");
+    assert.deepEqual(expectations.pending(KEY, lookup).waitingFor, ["Machine ns/cp-9 (changed)"]);
+  });
+
   it("hands out the cached objects read-only, so a reconcile cannot change what the cache holds and copies nothing", async () => {
     const { machines, caches } = fakeCaches();
     machines.set("ns/cp-1", object("cp-1", "3"));
