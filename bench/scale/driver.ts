@@ -1,7 +1,9 @@
 // The scale benchmark's driver: it plays what the controller does not do. It creates the clusters (Namespace,
 // templates, Cluster, QuorumControlPlane), plays the infrastructure provider and CAPI (a Machine gets an address, its
 // infrastructure and bootstrap become ready, its nodeRef is set; the Cluster mirrors the control plane's
-// initialization), and records when each cluster converged.
+// initialization), and records when each cluster converged. For the rollout phase it changes spec.version, plays
+// CAPI's Machine deletion (the Machine's finalizer is held until Quorum releases its pre-terminate hook) and keeps,
+// per cluster, the time of each of its own writes that can let the controller's next step go.
 import { setTimeout as sleep } from "node:timers/promises";
 import {
   API_VERSION,
@@ -25,6 +27,29 @@ import { progress } from "../lib/results.ts";
 import { simulatedNodeName } from "./simulation.ts";
 
 const NAME = "scale";
+/** The version every cluster is created at (the rollout phase moves some to another). */
+export const INITIAL_VERSION = "v1.33.1";
+/** CAPI's Machine controller puts this finalizer on every Machine and removes it last, once the Machine may go. */
+const MACHINE_FINALIZER = "machine.cluster.x-k8s.io";
+/** CAPI deletes a Machine's infrastructure only when no annotation with this prefix is left (pre-terminate hooks). */
+const PRE_TERMINATE_HOOK_PREFIX = "pre-terminate.delete.hook.machine.cluster.x-k8s.io/";
+
+/** A write of the driver that can let a cluster's next step go: what the rollout phase's step latency counts from. */
+export interface DriverWrite {
+  what: "spec-changed" | "machine-provisioned" | "machine-gone";
+  /** Machine or QuorumControlPlane name. */
+  subject: string;
+  /** The request was sent. */
+  sentAt: number;
+  /** The API server answered: the change is observable from here on (a watcher may see it a moment earlier). */
+  at: number;
+}
+
+/** A cluster whose spec.version the driver changed, and when its status first showed the rollout done. */
+export interface Rollout {
+  version: string;
+  doneAt?: number;
+}
 
 export interface DriverOptions {
   /** Driver writes in flight at once (creates, Machine and Cluster patches). */
@@ -41,7 +66,12 @@ export class Driver {
   readonly convergedAt = new Map<string, number>();
   /** The last QuorumControlPlane seen per cluster: says what an unconverged one waits for. */
   readonly lastSeen = new Map<string, QuorumControlPlane>();
+  /** Per cluster (namespace/name): the driver's writes that can let its next step go, in order of answer. */
+  readonly writes = new Map<string, DriverWrite[]>();
+  /** Per cluster whose spec.version was changed: the target version and when the status showed it reached. */
+  readonly rollouts = new Map<string, Rollout>();
   private readonly provisioned = new Set<string>();
+  private readonly released = new Set<string>();
   private readonly mirrored = new Set<string>();
   private readonly work: (() => Promise<void>)[] = [];
   private workers = 0;
@@ -85,47 +115,124 @@ export class Driver {
     for (const informer of this.informers) await informer.stop();
   }
 
-  /** Plays the infrastructure provider and CAPI's Machine controller: the Machine runs at a fresh address. */
+  /**
+   * Plays the infrastructure provider and CAPI's Machine controller: a new Machine gets CAPI's finalizer and runs at a
+   * fresh address; a deleted one goes once no pre-terminate hook is left (releaseMachine).
+   */
   private onMachine(machine: Machine): void {
     const key = `${machine.metadata.namespace}/${machine.metadata.name}`;
-    if (machine.metadata.deletionTimestamp || (machine.status?.addresses ?? []).length > 0 || this.provisioned.has(key))
+    if (machine.metadata.deletionTimestamp) {
+      this.releaseMachine(machine);
       return;
+    }
+    if ((machine.status?.addresses ?? []).length > 0 || this.provisioned.has(key)) return;
     this.provisioned.add(key);
     const address = this.allocateAddress();
+    const path = `/apis/${CAPI_API_VERSION}/namespaces/${machine.metadata.namespace}/machines/${machine.metadata.name}`;
     this.enqueue(async () => {
-      await this.rest.request(
-        "PATCH",
-        `/apis/${CAPI_API_VERSION}/namespaces/${machine.metadata.namespace}/machines/${machine.metadata.name}/status`,
-        {
+      const finalizers = machine.metadata.finalizers ?? [];
+      if (!finalizers.includes(MACHINE_FINALIZER)) {
+        await this.rest.request("PATCH", path, {
           contentType: "application/merge-patch+json",
-          body: {
-            status: {
-              addresses: [{ type: "InternalIP", address }],
-              nodeRef: { name: simulatedNodeName(address) },
-              initialization: { infrastructureProvisioned: true, bootstrapDataSecretCreated: true },
-              // CAPI's Machine controller: Ready (bootstrap, infrastructure, Node) and, with minReadySeconds 0, Available.
-              conditions: [
-                // metav1.Condition: message is required (it may be empty).
-                {
-                  type: "Ready",
-                  status: "True",
-                  reason: "Ready",
-                  message: "",
-                  lastTransitionTime: new Date().toISOString(),
-                },
-                {
-                  type: "Available",
-                  status: "True",
-                  reason: "Available",
-                  message: "",
-                  lastTransitionTime: new Date().toISOString(),
-                },
-              ],
-            },
+          body: { metadata: { finalizers: [...finalizers, MACHINE_FINALIZER] } },
+        });
+      }
+      const sentAt = Date.now();
+      await this.rest.request("PATCH", `${path}/status`, {
+        contentType: "application/merge-patch+json",
+        body: {
+          status: {
+            addresses: [{ type: "InternalIP", address }],
+            nodeRef: { name: simulatedNodeName(address) },
+            initialization: { infrastructureProvisioned: true, bootstrapDataSecretCreated: true },
+            // CAPI's Machine controller: Ready (bootstrap, infrastructure, Node) and, with minReadySeconds 0, Available.
+            conditions: [
+              // metav1.Condition: message is required (it may be empty).
+              {
+                type: "Ready",
+                status: "True",
+                reason: "Ready",
+                message: "",
+                lastTransitionTime: new Date().toISOString(),
+              },
+              {
+                type: "Available",
+                status: "True",
+                reason: "Available",
+                message: "",
+                lastTransitionTime: new Date().toISOString(),
+              },
+            ],
           },
         },
-      );
+      });
+      this.recordWrite(machine, {
+        what: "machine-provisioned",
+        subject: machine.metadata.name,
+        sentAt,
+        at: Date.now(),
+      });
     }, `provision Machine ${key}`);
+  }
+
+  /**
+   * CAPI's Machine deletion: it waits while any pre-terminate hook is on the Machine (Quorum removes the etcd member
+   * first, then releases its hook), deletes the infrastructure and bootstrap objects, then removes its finalizer and
+   * the Machine is gone. Nothing drains here: the simulated Nodes run no Pods.
+   */
+  private releaseMachine(machine: Machine): void {
+    const key = `${machine.metadata.namespace}/${machine.metadata.name}`;
+    const hooked = Object.keys(machine.metadata.annotations ?? {}).some((name) =>
+      name.startsWith(PRE_TERMINATE_HOOK_PREFIX),
+    );
+    const finalizers = machine.metadata.finalizers ?? [];
+    if (hooked || !finalizers.includes(MACHINE_FINALIZER) || this.released.has(key)) return;
+    this.released.add(key);
+    const namespace = machine.metadata.namespace ?? "default";
+    this.enqueue(async () => {
+      const sentAt = Date.now();
+      for (const [ref, plural] of [
+        [machine.spec.infrastructureRef, "testmachines"],
+        [machine.spec.bootstrap.configRef, "testbootstrapconfigs"],
+      ] as const) {
+        if (!ref) continue;
+        await this.deleteIfPresent(
+          `/apis/${ref.apiGroup}/${TEST_VERSION}/namespaces/${namespace}/${plural}/${ref.name}`,
+        );
+      }
+      await this.rest.request(
+        "PATCH",
+        `/apis/${CAPI_API_VERSION}/namespaces/${namespace}/machines/${machine.metadata.name}`,
+        {
+          contentType: "application/merge-patch+json",
+          body: { metadata: { finalizers: finalizers.filter((finalizer) => finalizer !== MACHINE_FINALIZER) } },
+        },
+      );
+      this.recordWrite(machine, { what: "machine-gone", subject: machine.metadata.name, sentAt, at: Date.now() });
+    }, `release deleted Machine ${key}`);
+  }
+
+  private recordWrite(machine: Machine, write: DriverWrite): void {
+    const cluster = `${machine.metadata.namespace}/${machine.metadata.labels?.[LABEL_CLUSTER_NAME] ?? ""}`;
+    const writes = this.writes.get(cluster) ?? [];
+    writes.push(write);
+    this.writes.set(cluster, writes);
+  }
+
+  /** Changes spec.version of one cluster's QuorumControlPlane, as a user starting an upgrade would. */
+  changeVersion(key: string, version: string): void {
+    const [namespace, name] = key.split("/");
+    this.rollouts.set(key, { version });
+    this.enqueue(async () => {
+      const sentAt = Date.now();
+      await this.rest.request("PATCH", `/apis/${API_VERSION}/namespaces/${namespace}/quorumcontrolplanes/${name}`, {
+        contentType: "application/merge-patch+json",
+        body: { spec: { version } },
+      });
+      const writes = this.writes.get(key) ?? [];
+      writes.push({ what: "spec-changed", subject: name, sentAt, at: Date.now() });
+      this.writes.set(key, writes);
+    }, `change spec.version of ${key} to ${version}`);
   }
 
   /** Plays CAPI's Cluster controller (initialization mirrored from the control plane) and watches convergence. */
@@ -147,6 +254,15 @@ export class Driver {
     }
     this.lastSeen.set(key, qcp);
     if (!this.convergedAt.has(key) && isConverged(qcp, this.options.replicas)) this.convergedAt.set(key, Date.now());
+    const rollout = this.rollouts.get(key);
+    if (
+      rollout &&
+      rollout.doneAt === undefined &&
+      qcp.spec.version === rollout.version &&
+      qcp.status?.version === rollout.version &&
+      isConverged(qcp, this.options.replicas)
+    )
+      rollout.doneAt = Date.now();
   }
 
   /** A fresh address per Machine, never repeated (the simulation knows a cluster by its members' addresses). */
@@ -263,7 +379,7 @@ export class Driver {
         },
         spec: {
           replicas: this.options.replicas,
-          version: "v1.33.1",
+          version: INITIAL_VERSION,
           machineTemplate: {
             spec: {
               infrastructureRef: { apiGroup: INFRA_GROUP, kind: "TestMachineTemplate", name: "infra" },
@@ -277,6 +393,14 @@ export class Driver {
         },
       },
     });
+  }
+
+  private async deleteIfPresent(path: string): Promise<void> {
+    try {
+      await this.rest.request("DELETE", path);
+    } catch (error) {
+      if ((error as { code?: number }).code !== 404) throw error;
+    }
   }
 
   private async createIfAbsent(path: string, body: unknown): Promise<void> {
