@@ -5,6 +5,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { histograms, lineCharts, type Series } from "./lib/svg.ts";
 import type { EtcdCostResults } from "./etcd-cost/run.ts";
+import type { RolloutResults } from "./scale/rollouts.ts";
 import { benchDir, readResult, resultsDir, type ResultEnvelope } from "./lib/results.ts";
 import type { Summary } from "./lib/stats.ts";
 
@@ -55,6 +56,8 @@ interface Scale {
     idle: IdleWindow;
     convergedAtWindowEnd?: number;
   }[];
+  /** Absent from results before the rollout phase (issue 19). */
+  rollouts?: RolloutResults;
 }
 interface Steps {
   stepLatencyMs: Record<string, Summary & { retries: number }>;
@@ -185,6 +188,28 @@ function scaleRows(result: ResultEnvelope<Scale>): string[] {
       `| ${level.clusters} clusters × 3 Machines (simulated workload side), ${busy ? "window" : "idle"} ${Math.round((idle.windowSeconds / 60) * 10) / 10} min | RSS **${idle.controller.rssMB.max} MB**, **${idle.controller.milliCores} mCPU** (API server ${idle.apiServer.milliCores} mCPU), ${idle.requestsPerMinute.total} requests/min, **${idle.writesPerMinute.excludingLease} writes/min** (+ Lease); reconcile p50 ${ms(idle.reconciles.durationMs.p50)}, p99 ${ms(idle.reconciles.durationMs.p99)}; each cluster looked at every ${idle.effectivePollSeconds ?? "–"} s; ${converge} | ${target} | ~${KCP.milliCoresPerIdleCluster * level.clusters} mCPU (${KCP.milliCoresPerIdleCluster * 10} mCPU per 10 idle clusters) |`,
     );
   }
+  if (scale.rollouts) rows.push(...rolloutRows(scale.rollouts));
+  return rows;
+}
+
+function rolloutRows(rollouts: RolloutResults): string[] {
+  const { steps, fairness, excluded, targets } = rollouts;
+  const all = steps.all;
+  const done =
+    rollouts.phaseSeconds !== null
+      ? `all ${rollouts.clusters} done in ${rollouts.phaseSeconds} s`
+      : `**${rollouts.finished}/${rollouts.clusters} done** within the ${rollouts.limitSeconds} s the phase could wait`;
+  const rows = [
+    `| ${rollouts.clusters} clusters upgraded at once (${rollouts.fromVersion} → ${rollouts.toVersion}, simulated workload side): controller-added latency per step (n=${all.n}), precondition observable → Quorum's next call, etcd's removal window left out | p50 **${ms(all.p50)}**, p99 **${ms(all.p99)}**, max **${ms(all.max)}** | p99 ≤ ${targets.p99Ms / 1000} s: ${mark(rollouts.verdict.p99Met)}; max ≤ ${targets.maxMs / 1000} s: ${mark(rollouts.verdict.maxMet)} (issue 19) | fixed requeues: ${KCP.requeueAfterFailedPreflightS} s after a failed preflight, ${KCP.requeueWhileNotReadyS} s while not ready, ${KCP.requeueWhileDeletingS} s while a Machine is deleting |`,
+  ];
+  for (const [kind, summary] of Object.entries(steps.byKind))
+    rows.push(
+      `| … ${kind} (n=${summary.n}) | p50 ${ms(summary.p50)}, p99 ${ms(summary.p99)}, max ${ms(summary.max)} | | |`,
+    );
+  rows.push(
+    `| … fairness: per cluster, spec change → status shows the rollout done (n=${fairness.rolloutSeconds.n}); the sum of its steps' controller-added latency; its first step | rollout p50 ${fairness.rolloutSeconds.p50} s, p99 ${fairness.rolloutSeconds.p99} s, max **${fairness.rolloutSeconds.max} s**; added p50 ${ms(fairness.addedPerClusterMs.p50)}, p99 ${ms(fairness.addedPerClusterMs.p99)}, max **${ms(fairness.addedPerClusterMs.max)}**; first step p50 ${ms(fairness.firstStepMs.p50)}, max ${ms(fairness.firstStepMs.max)} | | |`,
+    `| … the phase | ${done}; ${steps.retries} steps retried; etcd's removal window (left out) held ${excluded.removalWindowSteps} steps, p50 ${ms(excluded.removalWindowMs.p50)}, max ${ms(excluded.removalWindowMs.max)} | | |`,
+  );
   return rows;
 }
 

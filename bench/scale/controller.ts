@@ -2,7 +2,8 @@
 // leader election, informers, queue, quorumController, reconcile, the real planner) except that the workload side
 // of every cluster — etcd and Nodes — is the in-process SIMULATION of bench/scale/simulation.ts. It also counts
 // every HTTP request the process sends (so, every request to the management API server: nothing else is
-// reached over HTTP here) and times every reconcile, and serves both next to the controller's own metrics.
+// reached over HTTP here) and times every reconcile, and serves both next to the controller's own metrics; its log
+// level can be changed while it runs (/bench/log-level?level=debug).
 //
 // Usage: node --import tsx bench/scale/controller.ts [the flags of src/main.ts] (BENCH_SIM_LATENCY_MS=2)
 import dc from "node:diagnostics_channel";
@@ -192,6 +193,18 @@ const server = createServer((request, response) => {
         simulatedCalls: Object.fromEntries(world.calls),
       }),
     );
+    return;
+  }
+  if (path === "/bench/log-level") {
+    // The rollout phase reads the planner's Wait reasons (logged at debug) while it runs, and only then: at 1,000
+    // idle clusters they would be a hundred lines a second in the idle windows' CPU.
+    const level = new URL(request.url ?? "/", "http://localhost").searchParams.get("level") ?? "";
+    if (!["debug", "info", "warn", "error"].includes(level)) {
+      response.writeHead(400).end(`level must be debug, info, warn or error (got "${level}")`);
+      return;
+    }
+    log.level = level;
+    response.writeHead(200).end(level);
     return;
   }
   if (path === "/readyz") {

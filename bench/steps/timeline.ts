@@ -8,6 +8,9 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { createEtcdClusterClient } from "../../src/adapters/etcd/client.ts";
 import type { EtcdClusterClient } from "../../src/adapters/etcd/types.ts";
 import type { MachinePlayer } from "../../test/integration/controller/player.ts";
+import { actionsOf, textLogEntries, type ActionRecord } from "../lib/controller-log.ts";
+
+export type { ActionRecord };
 
 export type WorldEventKind =
   | "spec-changed"
@@ -29,17 +32,6 @@ export interface WorldEvent {
   subject: string;
   /** Which observer saw it. */
   source: "audit" | "etcd-monitor" | "controller-log";
-}
-
-export interface ActionRecord {
-  kind: string;
-  /** The "next action" line: the decision, just before the first call. */
-  decidedAt: number;
-  /** The result line: the call returned. Undefined when no result line followed (an error). */
-  completedAt?: number;
-  message: string;
-  /** The call ran but did not do the step (e.g. "not caught up yet; will retry"), or failed. */
-  retry: boolean;
 }
 
 /**
@@ -192,50 +184,9 @@ export function auditWorldEvents(path: string, controllerUser: string): WorldEve
   return events;
 }
 
-/**
- * Actions from the controller's text log: "<ISO time> INFO  next action: <Kind>: <reason> {meta}", then either the
- * result line of that action or the queue's "reconcile failed; will retry" line for the same object.
- */
+/** Actions from the controller's text log (bench/lib/controller-log.ts reads the lines). */
 export function controllerActions(logText: string): ActionRecord[] {
-  const actions: ActionRecord[] = [];
-  const open = new Map<string, ActionRecord>();
-  for (const line of logText.split("\n")) {
-    const match = /^(\d{4}-\d\d-\d\dT\S+Z) (\w+)\s+(.*?)(?: (\{.*\}))?$/.exec(line);
-    if (!match) continue;
-    let meta: { action?: string; object?: string; key?: string; error?: string } = {};
-    try {
-      meta = match[4] ? (JSON.parse(match[4]) as typeof meta) : {};
-    } catch {
-      continue;
-    }
-    const at = Date.parse(match[1]);
-    const message = match[3];
-    if (message.startsWith("reconcile failed") && meta.key) {
-      const record = open.get(meta.key);
-      if (record) {
-        record.completedAt = at;
-        record.message = `failed: ${meta.error ?? "unknown error"}`;
-        open.delete(meta.key);
-      }
-      continue;
-    }
-    if (!meta.action || meta.action === "Wait" || !meta.object) continue;
-    if (message.startsWith("next action: ")) {
-      const record: ActionRecord = { kind: meta.action, decidedAt: at, message, retry: true };
-      actions.push(record);
-      open.set(meta.object, record);
-      continue;
-    }
-    const record = open.get(meta.object);
-    if (!record || record.kind !== meta.action) continue;
-    record.completedAt = at;
-    record.message = message;
-    // A conflict re-plans at once; "not caught up" promotes later; a removal etcd refuses for now is "deferred":
-    // the step is not done in any of these.
-    record.retry = /will retry|not caught up|hit a conflict|deferred/i.test(message);
-    open.delete(meta.object);
-  }
-  return actions;
+  return actionsOf(textLogEntries(logText));
 }
 
 /** The effects of Quorum's own calls, observable the moment each call returned. */
