@@ -14,6 +14,7 @@ import { controllingControlPlaneName } from "../api/ownership.ts";
 import type { Informer, WatchTarget } from "../adapters/kube/informer.ts";
 import type { Controller, ReconcileContext, WatchSpec } from "../adapters/kube/manager.ts";
 import type { KubeObject } from "../adapters/kube/rest.ts";
+import type { QuorumControlPlane } from "../api/types.ts";
 import { OwnedTemplates } from "./template-owners.ts";
 import { cachedManagement, cacheLookup, type ManagementCaches } from "./cached-management.ts";
 import { Expectations } from "./expectations.ts";
@@ -107,11 +108,15 @@ export function quorumController(options: ControllerOptions): Controller {
   return {
     name: CONTROLLER_NAME,
     watches,
-    // Older control planes first: of many clusters created at once, the first ones converge (and are usable) in
-    // seconds while the later ones wait, instead of all taking each step together and converging at the end.
+    // Clusters still being created, oldest first: of many created at once, the first ones come up (and are usable)
+    // in seconds while the later ones wait, instead of all taking each step together and coming up at the end.
+    // Running clusters (initialized) go before them and share the queue in turn, so that of 200 rolled out at once
+    // none waits behind the others, and a new cluster never delays a running one's remediation.
     rank(key, caches) {
-      const created = caches.informer(controlPlanes).get(key)?.metadata.creationTimestamp;
-      const at = created ? Date.parse(created) : Number.NaN;
+      const controlPlane = caches.informer<KubeObject & Pick<QuorumControlPlane, "status">>(controlPlanes).get(key);
+      if (!controlPlane) return undefined;
+      if (controlPlane.status?.initialization?.controlPlaneInitialized === true) return 0;
+      const at = Date.parse(controlPlane.metadata.creationTimestamp ?? "");
       return Number.isNaN(at) ? undefined : at;
     },
     async reconcile(key, context) {

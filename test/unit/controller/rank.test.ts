@@ -1,0 +1,44 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import type { Informer } from "../../../src/adapters/kube/informer.ts";
+import type { CacheReader } from "../../../src/adapters/kube/manager.ts";
+import type { KubeObject } from "../../../src/adapters/kube/rest.ts";
+import { quorumController } from "../../../src/controller/controller.ts";
+import type { ReconcilerDeps } from "../../../src/controller/reconcile.ts";
+
+function cacheOf(objects: KubeObject[]): CacheReader {
+  const byKey = new Map(objects.map((object) => [`${object.metadata.namespace}/${object.metadata.name}`, object]));
+  return { informer: <T extends KubeObject>() => ({ get: (key: string) => byKey.get(key) }) as unknown as Informer<T> };
+}
+
+function controlPlane(name: string, created: string, initialized?: boolean): KubeObject {
+  return {
+    apiVersion: "controlplane.cluster.x-k8s.io/v1beta2",
+    kind: "QuorumControlPlane",
+    metadata: { name, namespace: "ns", creationTimestamp: created },
+    ...(initialized === undefined ? {} : { status: { initialization: { controlPlaneInitialized: initialized } } }),
+  } as KubeObject;
+}
+
+describe("the controller's queue rank", () => {
+  const controller = quorumController({ deps: { clock: () => 0 } as unknown as ReconcilerDeps });
+  const caches = cacheOf([
+    controlPlane("new-a", "2026-12-03T10:00:00Z"),
+    controlPlane("new-b", "2026-12-03T10:00:05Z", false),
+    controlPlane("running", "2026-12-03T11:00:00Z", true),
+  ]);
+  const rank = (name: string) => controller.rank?.(`ns/${name}`, caches);
+
+  it("puts clusters being created in the order they were created", () => {
+    assert.ok((rank("new-a") as number) < (rank("new-b") as number));
+  });
+
+  it("puts running clusters, however young, before every cluster still being created, all at one rank", () => {
+    assert.equal(rank("running"), 0);
+    assert.ok((rank("running") as number) < (rank("new-a") as number));
+  });
+
+  it("leaves a key it does not know unranked (queued after the ranked ones)", () => {
+    assert.equal(rank("gone"), undefined);
+  });
+});
