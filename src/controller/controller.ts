@@ -10,11 +10,14 @@ import {
   PLURAL,
   VERSION,
 } from "../api/constants.ts";
+import type { Cluster, Machine } from "../api/capi.ts";
 import { controllingControlPlaneName } from "../api/ownership.ts";
-import type { Informer, WatchTarget } from "../adapters/kube/informer.ts";
+import type { QuorumControlPlane } from "../api/types.ts";
+import type { WatchTarget } from "../adapters/kube/informer.ts";
 import type { Controller, ReconcileContext, WatchSpec } from "../adapters/kube/manager.ts";
 import type { KubeObject } from "../adapters/kube/rest.ts";
 import { OwnedTemplates } from "./template-owners.ts";
+import { cachedCluster, cachedControlPlane, cachedMachine } from "./cached-fields.ts";
 import { cachedManagement, cacheLookup, type ManagementCaches } from "./cached-management.ts";
 import { Expectations } from "./expectations.ts";
 import { reconcile, type ReconcilerDeps } from "./reconcile.ts";
@@ -64,6 +67,7 @@ export function quorumController(options: ControllerOptions): Controller {
   const watches: WatchSpec[] = [
     {
       target: controlPlanes,
+      transform: cachedControlPlane,
       keysFor: (qcp: KubeObject) => noteEvent(`${qcp.metadata.namespace}/${qcp.metadata.name}`),
     },
     {
@@ -72,6 +76,7 @@ export function quorumController(options: ControllerOptions): Controller {
       // label's value is a hash (formatLabelValue). A control plane outside --watch-filter is not in the filtered
       // cache, so its reconcile finds nothing to do.
       target: machines,
+      transform: cachedMachine,
       keysFor: (machine: KubeObject) => {
         const owner = controllingControlPlaneName(machine) ?? machine.metadata.labels?.[LABEL_CONTROL_PLANE_NAME];
         return owner ? noteEvent(`${machine.metadata.namespace}/${owner}`) : [];
@@ -80,9 +85,9 @@ export function quorumController(options: ControllerOptions): Controller {
     {
       // A Cluster event (pause, endpoint, failure domains, initialization) concerns its control plane.
       target: clusters,
+      transform: cachedCluster,
       keysFor: (cluster: KubeObject) => {
-        const ref = (cluster as KubeObject & { spec?: { controlPlaneRef?: { kind?: string; name?: string } } }).spec
-          ?.controlPlaneRef;
+        const ref = (cluster as Cluster).spec?.controlPlaneRef;
         return ref?.kind === KIND && ref.name ? noteEvent(`${cluster.metadata.namespace}/${ref.name}`) : [];
       },
     },
@@ -92,10 +97,11 @@ export function quorumController(options: ControllerOptions): Controller {
   const expectations = new Expectations(options.deps.clock);
   const ownedTemplates = new OwnedTemplates(options.deps.clock);
   const cachesOf = (context: ReconcileContext): ManagementCaches => {
+    // What the transforms above made of each object: the types the reconcile reads.
     const informers = {
-      controlPlanes: context.informer(controlPlanes),
-      clusters: context.informer(clusters),
-      machines: context.informer(machines) as Informer<KubeObject>,
+      controlPlanes: context.informer<QuorumControlPlane>(controlPlanes),
+      clusters: context.informer<Cluster>(clusters),
+      machines: context.informer<Machine>(machines),
     };
     return {
       controlPlane: (key) => informers.controlPlanes.get(key),
