@@ -11,7 +11,7 @@ import {
   VERSION,
 } from "../api/constants.ts";
 import type { Cluster, Machine } from "../api/capi.ts";
-import { controllingControlPlaneName } from "../api/ownership.ts";
+import { controllingControlPlaneName, owningClusterName } from "../api/ownership.ts";
 import type { QuorumControlPlane } from "../api/types.ts";
 import type { WatchTarget } from "../adapters/kube/informer.ts";
 import type { Controller, ReconcileContext, WatchSpec } from "../adapters/kube/manager.ts";
@@ -36,6 +36,19 @@ export function quorumController(options: ControllerOptions): Controller {
   // reconciled (a change seen only by polling etcd became observable at most one poll ago).
   const eventAt = new Map<string, number>();
   const lastReconciledAt = new Map<string, number>();
+  // The Cluster of each QuorumControlPlane reconciled, so that what the workload adapters keep for it (etcd client,
+  // private keys, parsed CAs) is dropped once the control plane is gone, however it went: the finalizer's release
+  // forgets it too, but a control plane whose finalizer someone else removed (clusterctl move deletes the source's
+  // objects so), or that left this controller's scope, never gets there.
+  const clusterOf = new Map<string, string>();
+  const forgetCluster = async (key: string) => {
+    const clusterName = clusterOf.get(key);
+    clusterOf.delete(key);
+    const [namespace] = key.split("/");
+    // A second QuorumControlPlane labelled for the same Cluster still uses it.
+    const stillUsed = [...clusterOf].some(([other, name]) => name === clusterName && other.startsWith(`${namespace}/`));
+    if (clusterName !== undefined && !stillUsed) await options.deps.workload.forget(namespace, clusterName);
+  };
   const noteEvent = (key: string) => {
     if (!eventAt.has(key)) eventAt.set(key, options.deps.clock());
     return [key];
@@ -122,7 +135,8 @@ export function quorumController(options: ControllerOptions): Controller {
         options.deps.log.debug(`waiting for the cache to show ${waiting.waitingFor.join(", ")}`, { object: key });
         return { requeueAfterMs: waiting.retryInMs };
       }
-      if (!caches.controlPlane(key)) {
+      const cached = caches.controlPlane(key);
+      if (!cached) {
         // Gone (deleted, or out of this controller's scope): nothing about it may stay in memory or in /metrics,
         // or a churn of short-lived control planes grows the process without bound.
         expectations.forget(key);
@@ -130,10 +144,15 @@ export function quorumController(options: ControllerOptions): Controller {
         eventAt.delete(key);
         lastReconciledAt.delete(key);
         options.deps.metrics?.forget(key);
+        await forgetCluster(key);
+      } else {
+        const clusterName = owningClusterName(cached);
+        if (clusterName !== clusterOf.get(key)) await forgetCluster(key);
+        if (clusterName !== undefined) clusterOf.set(key, clusterName);
       }
       const triggeredAt = eventAt.get(key) ?? lastReconciledAt.get(key);
       eventAt.delete(key);
-      if (caches.controlPlane(key)) lastReconciledAt.set(key, options.deps.clock());
+      if (cached) lastReconciledAt.set(key, options.deps.clock());
       const started = process.hrtime.bigint();
       const seconds = () => Number(process.hrtime.bigint() - started) / 1e9;
       let result;
