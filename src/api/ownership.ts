@@ -112,3 +112,11 @@ function describeOwner(controller: OwnerReference | undefined, namespace: string
   const sameKind = isQuorumReference(controller);
   return `${controller.kind} ${namespace}/${controller.name}${sameKind ? ` (uid ${controller.uid})` : ""}`;
 }
+
+/** The Cluster a control plane belongs to: its Cluster owner reference (CAPI adds it), else its cluster-name label. */
+export function owningClusterName(controlPlane: { metadata: ObjectMeta }): string | undefined {
+  const owner = controlPlane.metadata.ownerReferences?.find(
+    (reference) => reference.kind === "Cluster" && reference.apiVersion.startsWith("cluster.x-k8s.io/"),
+  );
+  return owner?.name ?? controlPlane.metadata.labels?.[LABEL_CLUSTER_NAME];
+}

@@ -6,16 +6,16 @@ import type { Cluster, Machine } from "../api/capi.ts";
 import { API_VERSION, KIND } from "../api/constants.ts";
 import { concernsControlPlane } from "../api/ownership.ts";
 import type { QuorumControlPlane } from "../api/types.ts";
-import type { KubeObject } from "../adapters/kube/rest.ts";
 import type { CacheLookup, Expectations } from "./expectations.ts";
 import type { ManagementApi } from "../ports/index.ts";
 
+/** The informer caches, holding what src/controller/cached-fields.ts keeps of each object. */
 export interface ManagementCaches {
-  controlPlane(key: string): KubeObject | undefined;
-  cluster(key: string): KubeObject | undefined;
+  controlPlane(key: string): QuorumControlPlane | undefined;
+  cluster(key: string): Cluster | undefined;
   /** Machines of a namespace that carry a control-plane-name label (ours and other control planes'). */
-  machines(namespace: string): KubeObject[];
-  machine(key: string): KubeObject | undefined;
+  machines(namespace: string): Machine[];
+  machine(key: string): Machine | undefined;
 }
 
 export function cacheLookup(caches: ManagementCaches): CacheLookup {
@@ -37,17 +37,17 @@ export function cachedManagement(
   const machineKey = (namespace: string, name: string) => `${namespace}/${name}`;
   return {
     async getControlPlane(namespace, name) {
-      const cached = readOnly(caches.controlPlane(`${namespace}/${name}`)) as QuorumControlPlane | undefined;
+      const cached = readOnly(caches.controlPlane(`${namespace}/${name}`));
       // Items of a list response may come without apiVersion and kind; Events need both.
       return cached && { ...cached, apiVersion: cached.apiVersion ?? API_VERSION, kind: cached.kind ?? KIND };
     },
     async getCluster(namespace, name) {
-      return readOnly(caches.cluster(`${namespace}/${name}`)) as Cluster | undefined;
+      return readOnly(caches.cluster(`${namespace}/${name}`));
     },
     async listControlPlaneMachines(namespace, controlPlaneName, clusterName) {
-      const concerned = (caches.machines(namespace) as unknown as Machine[]).filter((machine) =>
-        concernsControlPlane(machine, controlPlaneName, clusterName),
-      );
+      const concerned = caches
+        .machines(namespace)
+        .filter((machine) => concernsControlPlane(machine, controlPlaneName, clusterName));
       return concerned
         .map((machine) => readOnly(machine) as Machine)
         .sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));

@@ -10,12 +10,15 @@ import {
   PLURAL,
   VERSION,
 } from "../api/constants.ts";
-import { controllingControlPlaneName } from "../api/ownership.ts";
-import type { Informer, WatchTarget } from "../adapters/kube/informer.ts";
+import type { Cluster, Machine } from "../api/capi.ts";
+import { controllingControlPlaneName, owningClusterName } from "../api/ownership.ts";
+import type { QuorumControlPlane } from "../api/types.ts";
+import type { WatchTarget } from "../adapters/kube/informer.ts";
 import type { Controller, ReconcileContext, WatchSpec } from "../adapters/kube/manager.ts";
 import type { KubeObject } from "../adapters/kube/rest.ts";
 import type { QuorumControlPlane } from "../api/types.ts";
 import { OwnedTemplates } from "./template-owners.ts";
+import { cachedCluster, cachedControlPlane, cachedMachine } from "./cached-fields.ts";
 import { cachedManagement, cacheLookup, type ManagementCaches } from "./cached-management.ts";
 import { Expectations } from "./expectations.ts";
 import { reconcile, type ReconcilerDeps } from "./reconcile.ts";
@@ -34,6 +37,19 @@ export function quorumController(options: ControllerOptions): Controller {
   // reconciled (a change seen only by polling etcd became observable at most one poll ago).
   const eventAt = new Map<string, number>();
   const lastReconciledAt = new Map<string, number>();
+  // The Cluster of each QuorumControlPlane reconciled, so that what the workload adapters keep for it (etcd client,
+  // private keys, parsed CAs) is dropped once the control plane is gone, however it went: the finalizer's release
+  // forgets it too, but a control plane whose finalizer someone else removed (clusterctl move deletes the source's
+  // objects so), or that left this controller's scope, never gets there.
+  const clusterOf = new Map<string, string>();
+  const forgetCluster = async (key: string) => {
+    const clusterName = clusterOf.get(key);
+    clusterOf.delete(key);
+    const [namespace] = key.split("/");
+    // A second QuorumControlPlane labelled for the same Cluster still uses it.
+    const stillUsed = [...clusterOf].some(([other, name]) => name === clusterName && other.startsWith(`${namespace}/`));
+    if (clusterName !== undefined && !stillUsed) await options.deps.workload.forget(namespace, clusterName);
+  };
   const noteEvent = (key: string) => {
     if (!eventAt.has(key)) eventAt.set(key, options.deps.clock());
     return [key];
@@ -65,6 +81,7 @@ export function quorumController(options: ControllerOptions): Controller {
   const watches: WatchSpec[] = [
     {
       target: controlPlanes,
+      transform: cachedControlPlane,
       keysFor: (qcp: KubeObject) => noteEvent(`${qcp.metadata.namespace}/${qcp.metadata.name}`),
     },
     {
@@ -73,6 +90,7 @@ export function quorumController(options: ControllerOptions): Controller {
       // label's value is a hash (formatLabelValue). A control plane outside --watch-filter is not in the filtered
       // cache, so its reconcile finds nothing to do.
       target: machines,
+      transform: cachedMachine,
       keysFor: (machine: KubeObject) => {
         const owner = controllingControlPlaneName(machine) ?? machine.metadata.labels?.[LABEL_CONTROL_PLANE_NAME];
         return owner ? noteEvent(`${machine.metadata.namespace}/${owner}`) : [];
@@ -81,9 +99,9 @@ export function quorumController(options: ControllerOptions): Controller {
     {
       // A Cluster event (pause, endpoint, failure domains, initialization) concerns its control plane.
       target: clusters,
+      transform: cachedCluster,
       keysFor: (cluster: KubeObject) => {
-        const ref = (cluster as KubeObject & { spec?: { controlPlaneRef?: { kind?: string; name?: string } } }).spec
-          ?.controlPlaneRef;
+        const ref = (cluster as Cluster).spec?.controlPlaneRef;
         return ref?.kind === KIND && ref.name ? noteEvent(`${cluster.metadata.namespace}/${ref.name}`) : [];
       },
     },
@@ -93,10 +111,11 @@ export function quorumController(options: ControllerOptions): Controller {
   const expectations = new Expectations(options.deps.clock);
   const ownedTemplates = new OwnedTemplates(options.deps.clock);
   const cachesOf = (context: ReconcileContext): ManagementCaches => {
+    // What the transforms above made of each object: the types the reconcile reads.
     const informers = {
-      controlPlanes: context.informer(controlPlanes),
-      clusters: context.informer(clusters),
-      machines: context.informer(machines) as Informer<KubeObject>,
+      controlPlanes: context.informer<QuorumControlPlane>(controlPlanes),
+      clusters: context.informer<Cluster>(clusters),
+      machines: context.informer<Machine>(machines),
     };
     return {
       controlPlane: (key) => informers.controlPlanes.get(key),
@@ -128,7 +147,8 @@ export function quorumController(options: ControllerOptions): Controller {
         options.deps.log.debug(`waiting for the cache to show ${waiting.waitingFor.join(", ")}`, { object: key });
         return { requeueAfterMs: waiting.retryInMs };
       }
-      if (!caches.controlPlane(key)) {
+      const cached = caches.controlPlane(key);
+      if (!cached) {
         // Gone (deleted, or out of this controller's scope): nothing about it may stay in memory or in /metrics,
         // or a churn of short-lived control planes grows the process without bound.
         expectations.forget(key);
@@ -136,10 +156,15 @@ export function quorumController(options: ControllerOptions): Controller {
         eventAt.delete(key);
         lastReconciledAt.delete(key);
         options.deps.metrics?.forget(key);
+        await forgetCluster(key);
+      } else {
+        const clusterName = owningClusterName(cached);
+        if (clusterName !== clusterOf.get(key)) await forgetCluster(key);
+        if (clusterName !== undefined) clusterOf.set(key, clusterName);
       }
       const triggeredAt = eventAt.get(key) ?? lastReconciledAt.get(key);
       eventAt.delete(key);
-      if (caches.controlPlane(key)) lastReconciledAt.set(key, options.deps.clock());
+      if (cached) lastReconciledAt.set(key, options.deps.clock());
       const started = process.hrtime.bigint();
       const seconds = () => Number(process.hrtime.bigint() - started) / 1e9;
       let result;

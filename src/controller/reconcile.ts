@@ -5,7 +5,7 @@
 // which is what makes a crash between any two calls harmless.
 import type { Cluster, Machine } from "../api/capi.ts";
 import { CONDITION, FINALIZER, KIND, LABEL_CLUSTER_NAME, PAUSED_ANNOTATION } from "../api/constants.ts";
-import { claimMachines, namesControlPlane, type ForeignMachine } from "../api/ownership.ts";
+import { claimMachines, namesControlPlane, owningClusterName, type ForeignMachine } from "../api/ownership.ts";
 import type { QuorumControlPlane, QuorumControlPlaneStatus } from "../api/types.ts";
 import { isDisruptive, type Action } from "../core/actions.ts";
 import type { Decision } from "../core/plan.ts";
@@ -491,13 +491,6 @@ export function refusalBackoff(controlPlane: QuorumControlPlane, reason: string,
 /** The poll interval shortened by up to 10 %, so a poll is never later than the interval promises. */
 function jittered(ms: number): number {
   return Math.round(ms * (1 - IDLE_POLL_JITTER * Math.random()));
-}
-
-function owningClusterName(controlPlane: QuorumControlPlane): string | undefined {
-  const owner = controlPlane.metadata.ownerReferences?.find(
-    (reference) => reference.kind === "Cluster" && reference.apiVersion.startsWith("cluster.x-k8s.io/"),
-  );
-  return owner?.name ?? controlPlane.metadata.labels?.[LABEL_CLUSTER_NAME];
 }
 
 async function writeStatus(

@@ -47,6 +47,12 @@ export interface WatchSpec {
    * plane). Default: the object's own key. Called for add, update and delete.
    */
   keysFor?(obj: KubeObject, caches: CacheReader): string[];
+  /**
+   * Shapes each object before the informer caches it (InformerOptions.transform), e.g. keeps only the fields the
+   * controller reads. Default: drop metadata.managedFields. Controllers watching the same target must pass the same
+   * function, as they share one cache.
+   */
+  transform?: (obj: KubeObject) => KubeObject | undefined;
 }
 
 export interface ReconcileContext extends CacheReader {
@@ -165,6 +171,15 @@ export class Manager {
       if (names.has(controller.name))
         throw new Error(`two controllers are named ${controller.name}: names must be unique`);
       names.add(controller.name);
+    }
+    const transforms = new Map<string, WatchSpec["transform"]>();
+    for (const watch of options.controllers.flatMap((controller) => controller.watches)) {
+      const key = targetKey(watch.target);
+      if (transforms.has(key) && transforms.get(key) !== watch.transform)
+        throw new Error(
+          `two watches of ${describeTarget(watch.target)} pass different transforms: they share one cache, so pass the same`,
+        );
+      transforms.set(key, watch.transform);
     }
     if (!options.rest && !options.listerWatcherFor) {
       throw new Error("manager: pass `rest` (an API server client) or `listerWatcherFor`");
@@ -305,7 +320,7 @@ export class Manager {
       });
       term.queues.set(controller.name, queue);
       for (const watch of controller.watches) {
-        const informer = this.informerFor(term, watch.target);
+        const informer = this.informerFor(term, watch);
         const enqueue = (obj: KubeObject) => {
           const keys = watch.keysFor ? watch.keysFor(obj, caches) : [objectKey(obj)];
           for (const key of keys) queue.add(key);
@@ -404,7 +419,7 @@ export class Manager {
     return term.ending;
   }
 
-  private informerFor(term: Term, target: WatchTarget): Informer<KubeObject> {
+  private informerFor(term: Term, { target, transform }: WatchSpec): Informer<KubeObject> {
     const key = targetKey(target);
     let informer = term.informers.get(key);
     if (!informer) {
@@ -412,7 +427,7 @@ export class Manager {
         ? this.options.listerWatcherFor(target)
         : kubeListerWatcher<KubeObject>(this.options.rest as KubeRest, target);
       informer = new Informer(source, {
-        transform: stripManagedFields,
+        transform: transform ?? stripManagedFields,
         ...this.options.informer,
         logger: this.options.informer?.logger ?? this.logger,
         clock: this.options.informer?.clock ?? this.options.clock,

@@ -74,11 +74,19 @@ export class ServingCertificateExpiries {
     private readonly read: Reader = readServingCertificateExpiry,
   ) {}
 
-  /** Reads every Machine not cached, in parallel (each under its own deadline). Never throws. */
-  /** `scope` is the cluster (namespace/name), which forget() drops. */
+  /**
+   * Reads every Machine not cached, in parallel (each under its own deadline). Never throws. `scope` is the cluster
+   * (namespace/name), which forget() drops. `machines` are all the cluster's Machines still to be read: an entry of
+   * any other (replaced by a rollout, or its expiry recorded on it) is dropped, or a long-lived cluster would keep
+   * one for every Machine it ever had.
+   */
   async expiries(scope: string, machines: ServingMachine[], port: number): Promise<CertificatesExpiries> {
     const now = this.clock();
     const result: CertificatesExpiries = { expiries: {}, errors: [] };
+    const keys = new Set(
+      machines.map((machine) => `${scope}/${machine.name}/${machine.uid}/${machine.address}:${port}`),
+    );
+    for (const key of [...this.cache.keys()]) if (key.startsWith(`${scope}/`) && !keys.has(key)) this.cache.delete(key);
     await Promise.all(
       machines.map(async (machine) => {
         const key = `${scope}/${machine.name}/${machine.uid}/${machine.address}:${port}`;
@@ -107,5 +115,10 @@ export class ServingCertificateExpiries {
 
   clear(): void {
     this.cache.clear();
+  }
+
+  /** How many Machines' expiries are kept (for tests that they stay bounded). */
+  get size(): number {
+    return this.cache.size;
   }
 }

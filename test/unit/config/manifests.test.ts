@@ -123,7 +123,8 @@ interface Container {
   ports?: { name: string; containerPort: number }[];
   livenessProbe?: { httpGet?: { path: string; port: string | number } };
   readinessProbe?: { httpGet?: { path: string; port: string | number } };
-  resources?: { requests?: Record<string, string> };
+  resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
+  env?: { name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[];
   securityContext?: {
     runAsNonRoot?: boolean;
     runAsUser?: number;
@@ -311,6 +312,24 @@ describe("install manifests", () => {
     assert.equal(flags.leaderElect, true);
     assert.ok(container.resources?.requests?.cpu, "a CPU request");
     assert.ok(container.resources?.requests?.memory, "a memory request");
+  });
+
+  test("the manager's heap limit leaves room under its memory limit, which its request and the fixed cost fit under", () => {
+    const { container } = manager();
+    const mebibytes = (quantity: string | undefined) => {
+      const match = /^(\d+)Mi$/.exec(quantity ?? "");
+      assert.ok(match, `a memory quantity in Mi (got ${quantity})`);
+      return Number(match[1]);
+    };
+    const limit = mebibytes(container.resources?.limits?.memory);
+    const request = mebibytes(container.resources?.requests?.memory);
+    const nodeOptions = container.env?.find((variable) => variable.name === "NODE_OPTIONS")?.value ?? "";
+    const heap = Number(/--max-old-space-size=(\d+)/.exec(nodeOptions)?.[1]);
+    assert.ok(heap > 0, `NODE_OPTIONS sets --max-old-space-size (got ${JSON.stringify(nodeOptions)})`);
+    // README, "Memory": ~96 MB of the process is not old-space heap; V8 must collect before the kernel kills the pod.
+    assert.ok(heap <= 0.75 * limit - 96, `heap limit ${heap} MB leaves room under the ${limit}Mi limit`);
+    // The idle controller with no cluster already takes ~145 MB: a request below it is overcommitted from the start.
+    assert.ok(request >= 145 && request <= limit, `request ${request}Mi between the fixed cost and the limit`);
   });
 
   test("the samples reference objects that exist in the samples, in CAPI v1beta2 and kubeadm's v1beta2", () => {
@@ -508,9 +527,7 @@ describe("the namespaced install (config/namespaced, for --namespace)", () => {
       ...(clusterWide.spec.template.spec.containers[0].args ?? []),
       "--namespace=$(POD_NAMESPACE)",
     ]);
-    const env = (
-      container as Container & { env?: { name: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[] }
-    ).env;
+    const env = container.env;
     assert.equal(
       env?.find((variable) => variable.name === "POD_NAMESPACE")?.valueFrom?.fieldRef?.fieldPath,
       "metadata.namespace",

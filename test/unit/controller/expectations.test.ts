@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import type { KubeObject } from "../../../src/adapters/kube/rest.ts";
+import type { Machine } from "../../../src/api/capi.ts";
 import { cachedManagement, type ManagementCaches } from "../../../src/controller/cached-management.ts";
 import { Expectations } from "../../../src/controller/expectations.ts";
 import type { ManagementApi } from "../../../src/ports/index.ts";
@@ -8,7 +8,7 @@ import type { QuorumControlPlane } from "../../../src/api/types.ts";
 
 const KEY = "ns/cp";
 
-function object(name: string, resourceVersion: string, extra: Partial<KubeObject["metadata"]> = {}): KubeObject {
+function object(name: string, resourceVersion: string, extra: Partial<Machine["metadata"]> = {}): Machine {
   return {
     apiVersion: "cluster.x-k8s.io/v1beta2",
     kind: "Machine",
@@ -19,13 +19,18 @@ function object(name: string, resourceVersion: string, extra: Partial<KubeObject
       labels: { "cluster.x-k8s.io/control-plane-name": "cp" },
       ...extra,
     },
+    spec: {
+      clusterName: "c1",
+      bootstrap: {},
+      infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "ProcessMachine", name },
+    },
   };
 }
 
 /** Caches the test edits directly, as watch events would. */
 function fakeCaches() {
-  const controlPlanes = new Map<string, KubeObject>();
-  const machines = new Map<string, KubeObject>();
+  const controlPlanes = new Map<string, QuorumControlPlane>();
+  const machines = new Map<string, Machine>();
   const caches: ManagementCaches = {
     controlPlane: (key) => controlPlanes.get(key),
     cluster: () => undefined,
@@ -90,14 +95,14 @@ describe("reads from the informer caches with read-your-writes", () => {
       metadata: { name: "cp", namespace: "ns", resourceVersion: "5" },
       spec: {},
     } as unknown as QuorumControlPlane;
-    controlPlanes.set(KEY, qcp as unknown as KubeObject);
+    controlPlanes.set(KEY, qcp);
     const management = cachedManagement(fakeApi(), caches, expectations, KEY);
     await management.patchStatus(qcp, { lastRemediation: {} }); // → 101
     await management.patchStatus(qcp, { observedGeneration: 1 }); // → 102
     const lookup = (_kind: string, key: string) => caches.controlPlane(key);
     assert.equal(expectations.pending(KEY, lookup).waitingFor.length, 1);
     controlPlanes.set(KEY, {
-      ...(qcp as unknown as KubeObject),
+      ...qcp,
       metadata: { ...qcp.metadata, resourceVersion: "101" },
     });
     assert.equal(
@@ -106,7 +111,7 @@ describe("reads from the informer caches with read-your-writes", () => {
       "the first write's version still misses the second write",
     );
     controlPlanes.set(KEY, {
-      ...(qcp as unknown as KubeObject),
+      ...qcp,
       metadata: { ...qcp.metadata, resourceVersion: "102" },
     });
     assert.equal(expectations.pending(KEY, lookup).waitingFor.length, 0);

@@ -9,7 +9,6 @@ import { FINALIZER, LABEL_CLUSTER_NAME } from "../../../src/api/constants.ts";
 import { claimMachines, concernsControlPlane } from "../../../src/api/ownership.ts";
 import type { QuorumControlPlane, QuorumControlPlaneStatus } from "../../../src/api/types.ts";
 import { silentLogger } from "../../../src/adapters/kube/log.ts";
-import type { KubeObject } from "../../../src/adapters/kube/rest.ts";
 import type { EtcdMember } from "../../../src/adapters/etcd/types.ts";
 import { plan } from "../../../src/core/plan.ts";
 import { cachedManagement } from "../../../src/controller/cached-management.ts";
@@ -62,7 +61,7 @@ function world(options: WorldOptions) {
   }));
   const reconciled: QuorumControlPlane = { ...options.reconciled, status: { etcd: { members: memory } } };
   const theCluster = options.cluster ?? cluster();
-  const byKey = new Map(options.machines.map((m) => [`ns/${m.metadata.name}`, m as unknown as KubeObject]));
+  const byKey = new Map(options.machines.map((m) => [`ns/${m.metadata.name}`, m]));
   const inner: ManagementApi = {
     getControlPlane: async () => assert.fail("reads come from the caches"),
     getCluster: async () => assert.fail("reads come from the caches"),
@@ -89,10 +88,8 @@ function world(options: WorldOptions) {
     },
   };
   const caches = {
-    controlPlane: (key: string) =>
-      key === `ns/${reconciled.metadata.name}` ? (reconciled as unknown as KubeObject) : undefined,
-    cluster: (key: string) =>
-      key === `ns/${theCluster.metadata.name}` ? (theCluster as unknown as KubeObject) : undefined,
+    controlPlane: (key: string) => (key === `ns/${reconciled.metadata.name}` ? reconciled : undefined),
+    cluster: (key: string) => (key === `ns/${theCluster.metadata.name}` ? theCluster : undefined),
     machines: () => [...byKey.values()],
     machine: (key: string) => byKey.get(key),
   };

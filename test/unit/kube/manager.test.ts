@@ -255,4 +255,32 @@ describe("Manager", () => {
       assert.ok(!events.includes("1 starting-workers") && !events.includes("reconciled"), events.join("\n"));
     });
   }
+
+  it("caches each watched target as its watch's transform shapes it, and refuses two transforms for one cache", async (t) => {
+    const w = world();
+    w.primaryApi.put("a", "long value nobody reads");
+    const seen: string[] = [];
+    const shout = (obj: ConfigMap) => ({ metadata: obj.metadata, data: { value: "kept" } });
+    const controller: Controller = {
+      name: "primary",
+      watches: [{ target: primary, transform: (obj) => shout(obj as ConfigMap) }],
+      reconcile: async (key, ctx) => void seen.push(`${key}=${ctx.informer<ConfigMap>(primary).get(key)?.data?.value}`),
+    };
+    const manager = new Manager({
+      controllers: [controller],
+      listerWatcherFor: w.listerWatcherFor,
+      clock: new ManualClock(),
+    });
+    manager.start();
+    t.after(() => manager.stop());
+    await settle();
+    assert.deepEqual(seen, ["ns/a=kept"]);
+    await manager.stop();
+
+    const other: Controller = { ...controller, name: "other", watches: [{ target: primary }] };
+    assert.throws(
+      () => new Manager({ controllers: [controller, other], listerWatcherFor: w.listerWatcherFor }),
+      /two watches of configmaps in namespace ns \(labels role=primary\) pass different transforms/,
+    );
+  });
 });

@@ -87,6 +87,29 @@ describe("the API server serving certificate expiry", () => {
     }
   });
 
+  it("keeps an expiry only for the Machines still to be read, so a cluster's rollouts do not grow the cache", async () => {
+    const dialled: string[] = [];
+    const expiries = new ServingCertificateExpiries(
+      () => 0,
+      async (host) => {
+        dialled.push(host);
+        return new Date("2027-01-01T00:00:00Z");
+      },
+    );
+    const machineOf = (name: string) => ({ name, uid: `uid-${name}`, address: `10.0.0.${name.length}` });
+    let current = ["a", "bb", "ccc"].map(machineOf);
+    await expiries.expiries("ns/c1", current, 6443);
+    await expiries.expiries("ns/c2", [machineOf("a")], 6443);
+    for (const replacement of ["dddd", "eeeee", "ffffff"]) {
+      current = [...current.slice(1), machineOf(replacement)];
+      await expiries.expiries("ns/c1", current, 6443);
+    }
+    assert.equal(expiries.size, 4, "three Machines of c1 and one of c2");
+    await expiries.expiries("ns/c1", [], 6443);
+    assert.equal(expiries.size, 1, "c2's entry stays when c1's Machines are all recorded");
+    assert.equal(dialled.length, 7, "each Machine was dialled once");
+  });
+
   it("is dialled at kubeadm's bindPort from the template's init or join configuration, else 6443", () => {
     const template = (spec: object) => ({ spec: { template: { spec } } });
     assert.equal(apiServerPortOf(template({})), 6443);
