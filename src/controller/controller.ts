@@ -16,7 +16,6 @@ import type { QuorumControlPlane } from "../api/types.ts";
 import type { WatchTarget } from "../adapters/kube/informer.ts";
 import type { Controller, ReconcileContext, WatchSpec } from "../adapters/kube/manager.ts";
 import type { KubeObject } from "../adapters/kube/rest.ts";
-import type { QuorumControlPlane } from "../api/types.ts";
 import { OwnedTemplates } from "./template-owners.ts";
 import { cachedCluster, cachedControlPlane, cachedMachine } from "./cached-fields.ts";
 import { cachedManagement, cacheLookup, type ManagementCaches } from "./cached-management.ts";
