@@ -115,6 +115,8 @@ interface LevelResult {
     controllerCpuSeconds: number;
     controllerPeakRssMB: number;
     controllerWrites: number;
+    /** Requests the controller sent while this level converged, divided by the clusters it added, by verb and resource. */
+    requestsPerAddedCluster: { total: number; byResource: Record<string, number> };
   };
   idle: IdleWindow;
   /** This level's clusters converged when its idle window ended: below `added`, the window was not idle. */
@@ -565,7 +567,8 @@ class Bench {
   /** Waits until every cluster created so far converged, sampling the controller meanwhile. */
   async waitConverged(levelStart: number, keys: string[], limitSeconds: number): Promise<LevelResult["convergence"]> {
     const before = sampleProcess(this.controllerPid);
-    const writesBefore = (await scrape(this.metricsUrl)).writes;
+    const scrapeBefore = await scrape(this.metricsUrl);
+    const writesBefore = scrapeBefore.writes;
     let peak = before.rssMB;
     const deadline = levelStart + limitSeconds * 1000;
     let lastReport = 0;
@@ -595,6 +598,16 @@ class Bench {
       .map((key) => ((this.driver.convergedAt.get(key) as number) - (this.driver.createdAt.get(key) as number)) / 1000);
     const last = Math.max(...keys.map((key) => this.driver.convergedAt.get(key) ?? Number.NaN));
     const allConverged = times.length === keys.length;
+    const scrapeAfter = await scrape(this.metricsUrl);
+    const perCluster = (count: number) => Math.round((count / Math.max(1, keys.length)) * 10) / 10;
+    const requestsByResource: Record<string, number> = {};
+    let requestsTotal = 0;
+    for (const [key, count] of scrapeAfter.requests) {
+      const delta = count - (scrapeBefore.requests.get(key) ?? 0);
+      if (delta === 0) continue;
+      requestsByResource[key] = delta;
+      requestsTotal += delta;
+    }
     return {
       allConvergedSeconds: allConverged ? Math.round((last - levelStart) / 100) / 10 : null,
       converged: times.length,
@@ -602,7 +615,11 @@ class Bench {
       limitSeconds: Math.round(limitSeconds),
       controllerCpuSeconds: Math.round((after.cpuSeconds - before.cpuSeconds) * 10) / 10,
       controllerPeakRssMB: peak,
-      controllerWrites: (await scrape(this.metricsUrl)).writes - writesBefore,
+      controllerWrites: scrapeAfter.writes - writesBefore,
+      requestsPerAddedCluster: {
+        total: perCluster(requestsTotal),
+        byResource: mapValues(requestsByResource, perCluster),
+      },
     };
   }
 
