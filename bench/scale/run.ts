@@ -105,7 +105,11 @@ interface LevelResult {
   clusters: number;
   added: number;
   convergence: {
-    /** From the first create of this level's batch to the last of its clusters converging. */
+    /**
+     * From the first create of this level's batch to the last of its clusters converging; the controller's CPU, writes
+     * and requests below are counted over the same span (the controller starts on the first clusters while the
+     * driver is still creating the others).
+     */
     allConvergedSeconds: number | null;
     converged: number;
     /** Per cluster: from its QuorumControlPlane's create to the status showing 3 healthy, up-to-date members. */
@@ -117,6 +121,8 @@ interface LevelResult {
     controllerWrites: number;
     /** Requests the controller sent while this level converged, divided by the clusters it added, by verb and resource. */
     requestsPerAddedCluster: { total: number; byResource: Record<string, number> };
+    /** Responses that came on a new connection (a TCP + TLS handshake) while this level converged. */
+    newConnections: number;
   };
   idle: IdleWindow;
   /** This level's clusters converged when its idle window ended: below `added`, the window was not idle. */
@@ -439,15 +445,22 @@ function isConverged(qcp: QuorumControlPlane): boolean {
 }
 
 /** The controller's /metrics counters this benchmark reads. */
-async function scrape(
-  metricsUrl: string,
-): Promise<{ requests: Map<string, number>; writes: number; requestSeconds: number; responses: number }> {
+async function scrape(metricsUrl: string): Promise<{
+  requests: Map<string, number>;
+  writes: number;
+  requestSeconds: number;
+  responses: number;
+  newConnections: number;
+}> {
   const text = await (await fetch(metricsUrl)).text();
   const requests = new Map<string, number>();
   let writes = 0;
   let requestSeconds = 0;
   let responses = 0;
+  let newConnections = 0;
   for (const line of text.split("\n")) {
+    const opened = /^bench_api_new_connections_total (\S+)$/.exec(line);
+    if (opened) newConnections = Number(opened[1]);
     const seconds = /^bench_api_request_seconds_total (\S+)$/.exec(line);
     if (seconds) requestSeconds = Number(seconds[1]);
     const count = /^bench_api_responses_total (\S+)$/.exec(line);
@@ -462,7 +475,7 @@ async function scrape(
     const write = /^quorum_api_writes_total\{[^}]*\} (\S+)$/.exec(line);
     if (write) writes += Number(write[1]);
   }
-  return { requests, writes, requestSeconds, responses };
+  return { requests, writes, requestSeconds, responses, newConnections };
 }
 
 interface AuditEvent {
@@ -492,6 +505,11 @@ function auditEventsSince(path: string, offset: number): { events: AuditEvent[];
     if (event.stage === "ResponseComplete" && event.user.username === CONTROLLER_USER) events.push(event);
   }
   return { events, end };
+}
+
+interface LevelStart {
+  process: ProcessSample;
+  scrape: Awaited<ReturnType<typeof scrape>>;
 }
 
 class Bench {
@@ -565,9 +583,19 @@ class Bench {
   }
 
   /** Waits until every cluster created so far converged, sampling the controller meanwhile. */
-  async waitConverged(levelStart: number, keys: string[], limitSeconds: number): Promise<LevelResult["convergence"]> {
-    const before = sampleProcess(this.controllerPid);
-    const scrapeBefore = await scrape(this.metricsUrl);
+  /** The controller's counters before a level's first create: its convergence costs are counted from there. */
+  async startLevel(): Promise<LevelStart> {
+    return { process: sampleProcess(this.controllerPid), scrape: await scrape(this.metricsUrl) };
+  }
+
+  async waitConverged(
+    levelStart: number,
+    start: LevelStart,
+    keys: string[],
+    limitSeconds: number,
+  ): Promise<LevelResult["convergence"]> {
+    const before = start.process;
+    const scrapeBefore = start.scrape;
     const writesBefore = scrapeBefore.writes;
     let peak = before.rssMB;
     const deadline = levelStart + limitSeconds * 1000;
@@ -620,6 +648,7 @@ class Bench {
         total: perCluster(requestsTotal),
         byResource: mapValues(requestsByResource, perCluster),
       },
+      newConnections: scrapeAfter.newConnections - scrapeBefore.newConnections,
     };
   }
 
@@ -798,13 +827,14 @@ async function main(): Promise<void> {
       const levelStart = Date.now();
       const limitSeconds = convergeLimit(index, levelStart);
       progress(NAME, `level ${size}: creating ${size - created} clusters`);
+      const start = await bench.startLevel();
       await driver.createClusters(created, size);
       const keys = [...driver.createdAt.keys()].slice(created, size);
       progress(
         NAME,
         `level ${size}: created in ${Math.round((Date.now() - levelStart) / 1000)} s; waiting for convergence`,
       );
-      const convergence = await bench.waitConverged(levelStart, keys, limitSeconds);
+      const convergence = await bench.waitConverged(levelStart, start, keys, limitSeconds);
       progress(
         NAME,
         `level ${size}: ${convergence.converged}/${keys.length} converged, all in ${convergence.allConvergedSeconds ?? "(not all)"} s; settling, then ${windowSeconds} s idle`,
