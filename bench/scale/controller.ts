@@ -55,6 +55,12 @@ const answered = new Counter({
   help: "API responses received",
   registers: [metrics.registry],
 });
+// Requests that opened a connection (TCP + TLS handshake) instead of reusing a kept-alive one.
+const newConnections = new Counter({
+  name: "bench_api_new_connections_total",
+  help: "API requests this controller process sent on a new connection (not a reused keep-alive one)",
+  registers: [metrics.registry],
+});
 const sentAt = new WeakMap<ClientRequest, number>();
 dc.subscribe("http.client.request.start", (message) => {
   const request = (message as { request: ClientRequest }).request;
@@ -63,6 +69,7 @@ dc.subscribe("http.client.request.start", (message) => {
 });
 dc.subscribe("http.client.response.finish", (message) => {
   const request = (message as { request: ClientRequest }).request;
+  if (!request.reusedSocket) newConnections.inc();
   const started = sentAt.get(request);
   if (started === undefined || /[?&]watch=(true|1)/.test(request.path)) return;
   requestSeconds.inc((performance.now() - started) / 1000);

@@ -90,7 +90,11 @@ interface LevelResult {
   clusters: number;
   added: number;
   convergence: {
-    /** From the first create of this level's batch to the last of its clusters converging. */
+    /**
+     * From the first create of this level's batch to the last of its clusters converging; the controller's CPU, writes
+     * and requests below are counted over the same span (the controller starts on the first clusters while the
+     * driver is still creating the others).
+     */
     allConvergedSeconds: number | null;
     converged: number;
     /** Per cluster: from its QuorumControlPlane's create to the status showing 3 healthy, up-to-date members. */
@@ -100,6 +104,10 @@ interface LevelResult {
     controllerCpuSeconds: number;
     controllerPeakRssMB: number;
     controllerWrites: number;
+    /** Requests the controller sent while this level converged, divided by the clusters it added, by verb and resource. */
+    requestsPerAddedCluster: { total: number; byResource: Record<string, number> };
+    /** Responses that came on a new connection (a TCP + TLS handshake) while this level converged. */
+    newConnections: number;
   };
   idle: IdleWindow;
   /** This level's clusters converged when its idle window ended: below `added`, the window was not idle. */
@@ -165,15 +173,22 @@ function rolloutLimit(now: number): number {
 }
 
 /** The controller's /metrics counters this benchmark reads. */
-async function scrape(
-  metricsUrl: string,
-): Promise<{ requests: Map<string, number>; writes: number; requestSeconds: number; responses: number }> {
+async function scrape(metricsUrl: string): Promise<{
+  requests: Map<string, number>;
+  writes: number;
+  requestSeconds: number;
+  responses: number;
+  newConnections: number;
+}> {
   const text = await (await fetch(metricsUrl)).text();
   const requests = new Map<string, number>();
   let writes = 0;
   let requestSeconds = 0;
   let responses = 0;
+  let newConnections = 0;
   for (const line of text.split("\n")) {
+    const opened = /^bench_api_new_connections_total (\S+)$/.exec(line);
+    if (opened) newConnections = Number(opened[1]);
     const seconds = /^bench_api_request_seconds_total (\S+)$/.exec(line);
     if (seconds) requestSeconds = Number(seconds[1]);
     const count = /^bench_api_responses_total (\S+)$/.exec(line);
@@ -188,7 +203,7 @@ async function scrape(
     const write = /^quorum_api_writes_total\{[^}]*\} (\S+)$/.exec(line);
     if (write) writes += Number(write[1]);
   }
-  return { requests, writes, requestSeconds, responses };
+  return { requests, writes, requestSeconds, responses, newConnections };
 }
 
 interface AuditEvent {
@@ -218,6 +233,11 @@ function auditEventsSince(path: string, offset: number): { events: AuditEvent[];
     if (event.stage === "ResponseComplete" && event.user.username === CONTROLLER_USER) events.push(event);
   }
   return { events, end };
+}
+
+interface LevelStart {
+  process: ProcessSample;
+  scrape: Awaited<ReturnType<typeof scrape>>;
 }
 
 class Bench {
@@ -306,9 +326,20 @@ class Bench {
   }
 
   /** Waits until every cluster created so far converged, sampling the controller meanwhile. */
-  async waitConverged(levelStart: number, keys: string[], limitSeconds: number): Promise<LevelResult["convergence"]> {
-    const before = sampleProcess(this.controllerPid);
-    const writesBefore = (await scrape(this.metricsUrl)).writes;
+  /** The controller's counters before a level's first create: its convergence costs are counted from there. */
+  async startLevel(): Promise<LevelStart> {
+    return { process: sampleProcess(this.controllerPid), scrape: await scrape(this.metricsUrl) };
+  }
+
+  async waitConverged(
+    levelStart: number,
+    start: LevelStart,
+    keys: string[],
+    limitSeconds: number,
+  ): Promise<LevelResult["convergence"]> {
+    const before = start.process;
+    const scrapeBefore = start.scrape;
+    const writesBefore = scrapeBefore.writes;
     let peak = before.rssMB;
     const deadline = levelStart + limitSeconds * 1000;
     let lastReport = 0;
@@ -338,6 +369,16 @@ class Bench {
       .map((key) => ((this.driver.convergedAt.get(key) as number) - (this.driver.createdAt.get(key) as number)) / 1000);
     const last = Math.max(...keys.map((key) => this.driver.convergedAt.get(key) ?? Number.NaN));
     const allConverged = times.length === keys.length;
+    const scrapeAfter = await scrape(this.metricsUrl);
+    const perCluster = (count: number) => Math.round((count / Math.max(1, keys.length)) * 10) / 10;
+    const requestsByResource: Record<string, number> = {};
+    let requestsTotal = 0;
+    for (const [key, count] of scrapeAfter.requests) {
+      const delta = count - (scrapeBefore.requests.get(key) ?? 0);
+      if (delta === 0) continue;
+      requestsByResource[key] = delta;
+      requestsTotal += delta;
+    }
     return {
       allConvergedSeconds: allConverged ? Math.round((last - levelStart) / 100) / 10 : null,
       converged: times.length,
@@ -345,7 +386,12 @@ class Bench {
       limitSeconds: Math.round(limitSeconds),
       controllerCpuSeconds: Math.round((after.cpuSeconds - before.cpuSeconds) * 10) / 10,
       controllerPeakRssMB: peak,
-      controllerWrites: (await scrape(this.metricsUrl)).writes - writesBefore,
+      controllerWrites: scrapeAfter.writes - writesBefore,
+      requestsPerAddedCluster: {
+        total: perCluster(requestsTotal),
+        byResource: mapValues(requestsByResource, perCluster),
+      },
+      newConnections: scrapeAfter.newConnections - scrapeBefore.newConnections,
     };
   }
 
@@ -526,13 +572,14 @@ async function main(): Promise<void> {
       const levelStart = Date.now();
       const limitSeconds = convergeLimit(index, levelStart);
       progress(NAME, `level ${size}: creating ${size - created} clusters`);
+      const start = await bench.startLevel();
       await driver.createClusters(created, size);
       const keys = [...driver.createdAt.keys()].slice(created, size);
       progress(
         NAME,
         `level ${size}: created in ${Math.round((Date.now() - levelStart) / 1000)} s; waiting for convergence`,
       );
-      const convergence = await bench.waitConverged(levelStart, keys, limitSeconds);
+      const convergence = await bench.waitConverged(levelStart, start, keys, limitSeconds);
       progress(
         NAME,
         `level ${size}: ${convergence.converged}/${keys.length} converged, all in ${convergence.allConvergedSeconds ?? "(not all)"} s; settling, then ${windowSeconds} s idle`,

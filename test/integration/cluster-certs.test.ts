@@ -9,7 +9,7 @@ import { after, before, describe, it } from "node:test";
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import type { Cluster } from "../../src/api/capi.ts";
 import type { QuorumControlPlane } from "../../src/api/types.ts";
-import { readCASecret } from "../../src/adapters/certs/ca-secret.ts";
+import { caSecretChecks, readCASecret } from "../../src/adapters/certs/ca-secret.ts";
 import { ensureKubeconfig, kubeconfigFromSecret } from "../../src/adapters/certs/kubeconfig.ts";
 import {
   createCA,
@@ -157,8 +157,12 @@ describe("cluster certificates on a real kube-apiserver", () => {
     const qcp = controlPlane("wl-cp", "00000000-0000-4000-8000-0000000000a1");
     const workloadCluster = cluster("wl", { host: "127.0.0.1", port: apiserverPort });
     const access = new ClusterWorkloadAccess({ secrets: store, etcdCallDeadlineMs: 5000 });
+    const checksBefore = caSecretChecks();
     const outcome = await access.reconcileCertificates(qcp, workloadCluster);
     assert.deepEqual(outcome.secrets.created.sort(), ["wl-ca", "wl-etcd", "wl-proxy", "wl-sa"]);
+    // wl-ca and wl-etcd, read back from the API server to sign the kubeconfig's and the etcd client certificates, are
+    // the CAs just generated: known without parsing them back (the certificates below prove they sign right).
+    assert.equal(caSecretChecks(), checksBefore);
     for (const name of ["wl-ca", "wl-etcd", "wl-proxy", "wl-sa", "wl-kubeconfig"]) {
       const stored = await secret(name);
       assert.equal(stored.type, "cluster.x-k8s.io/secret");

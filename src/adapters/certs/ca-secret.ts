@@ -1,7 +1,8 @@
 // Reads a CA (certificate + private key) out of a CAPI-style Secret (data keys tls.crt, tls.key) and turns
 // every way it can be wrong into a typed error that names the Secret and the fix. Users bring their own CAs,
 // so "wrong" is expected input, not a bug: nothing here may throw an untyped error for bad content.
-import { createHash, createPrivateKey } from "node:crypto";
+import { createHash, createPrivateKey, type KeyObject } from "node:crypto";
+import type { X509Certificate } from "@peculiar/x509";
 import {
   CAKeyMismatchError,
   CertificateExpiredError,
@@ -9,7 +10,7 @@ import {
   SecretMissingError,
   type SecretRef,
 } from "../errors.ts";
-import { certificateMatchesKey, decodeCertificatePem, loadCA, type CertificateAuthority } from "./pki.ts";
+import { decodeCertificatePem, loadParsedCA, parsedCertificateMatchesKey, type CertificateAuthority } from "./pki.ts";
 import { dataText, refOf, type SecretObject } from "./secret-store.ts";
 import { errorMessage } from "../kube/log.ts";
 
@@ -50,23 +51,53 @@ export async function readCASecret(
 type CheckedCA = CertificateAuthority & { subject: string; notBefore: Date };
 const checkedCAs = new Map<string, { fingerprint: string; outcome: Promise<CheckedCA> }>();
 const CHECKED_CAS_MAX = 10_000;
+/** How many times a CA Secret's content was parsed and checked (for tests that it is not parsed again). */
+let caChecks = 0;
 
 function checkedCA(secret: SecretObject): Promise<CheckedCA> {
   const key = `${secret.metadata.namespace}/${secret.metadata.name}`;
-  const fingerprint = createHash("sha256")
+  const fingerprint = caFingerprint(secret);
+  const known = checkedCAs.get(key);
+  if (known?.fingerprint === fingerprint) return known.outcome;
+  caChecks++;
+  const outcome = checkCA(secret);
+  keepCheckedCA(key, fingerprint, outcome);
+  // A failure is kept too (the same garbage fails the same way), but must not be an unhandled rejection here.
+  outcome.catch(() => undefined);
+  return outcome;
+}
+
+function caFingerprint(secret: SecretObject): string {
+  return createHash("sha256")
     .update(secret.data?.[TLS_CRT] ?? "")
     .update("\0")
     .update(secret.data?.[TLS_KEY] ?? "")
     .digest("hex");
-  const known = checkedCAs.get(key);
-  if (known?.fingerprint === fingerprint) return known.outcome;
-  const outcome = checkCA(secret);
+}
+
+function keepCheckedCA(key: string, fingerprint: string, outcome: Promise<CheckedCA>): void {
   checkedCAs.delete(key);
   if (checkedCAs.size >= CHECKED_CAS_MAX) checkedCAs.delete(checkedCAs.keys().next().value as string);
   checkedCAs.set(key, { fingerprint, outcome });
-  // A failure is kept too (the same garbage fails the same way), but must not be an unhandled rejection here.
-  outcome.catch(() => undefined);
-  return outcome;
+}
+
+/**
+ * Records `ca` as the checked CA of `secret`, a Secret Quorum just wrote from that very CA (a new cluster's): its
+ * content is what createCA made, so parsing it back when it is first read would only find what is already known.
+ * Kept under the content written, so a Secret someone else wrote instead is still parsed and checked.
+ */
+export function rememberCreatedCA(secret: SecretObject, ca: CertificateAuthority): void {
+  const checked: CheckedCA = { ...ca, subject: ca.certificate.subject, notBefore: ca.certificate.notBefore };
+  keepCheckedCA(
+    `${secret.metadata.namespace}/${secret.metadata.name}`,
+    caFingerprint(secret),
+    Promise.resolve(checked),
+  );
+}
+
+/** How many CA Secret contents have been parsed and checked in this process (for tests of the cache). */
+export function caSecretChecks(): number {
+  return caChecks;
 }
 
 /**
@@ -84,14 +115,13 @@ export function checkedCASecrets(): string[] {
 }
 
 async function checkCA(secret: SecretObject): Promise<CheckedCA> {
-  const { certPem, keyPem } = caMaterial(secret);
-  const certificate = decodeCertificatePem(certPem);
+  const { keyPem, certificate, key } = caMaterial(secret);
   const subject = certificate.subject || "(empty subject)";
-  if (!certificateMatchesKey(certPem, keyPem)) throw new CAKeyMismatchError(refOf(secret), subject);
+  if (!parsedCertificateMatchesKey(certificate, key)) throw new CAKeyMismatchError(refOf(secret), subject);
   try {
-    return Object.assign(await loadCA(certPem, keyPem), { subject, notBefore: certificate.notBefore });
+    return Object.assign(await loadParsedCA(certificate, key, keyPem), { subject, notBefore: certificate.notBefore });
   } catch (error) {
-    // loadCA rejects a leaf certificate and key types Quorum cannot sign with.
+    // loadParsedCA rejects a leaf certificate and key types Quorum cannot sign with.
     throw new SecretGarbageError(
       refOf(secret),
       TLS_CRT,
@@ -104,13 +134,22 @@ async function checkCA(secret: SecretObject): Promise<CheckedCA> {
   }
 }
 
-/** tls.crt and tls.key as PEM text, each checked to parse; SecretGarbageError naming the bad key otherwise. */
-export function caMaterial(secret: SecretObject): { certPem: string; keyPem: string } {
+/**
+ * tls.crt and tls.key as PEM text and parsed, each parsed once (with OpenSSL 3 reading a PEM key costs about a
+ * millisecond); SecretGarbageError naming the bad key otherwise.
+ */
+export function caMaterial(secret: SecretObject): {
+  certPem: string;
+  keyPem: string;
+  certificate: X509Certificate;
+  key: KeyObject;
+} {
   const ref = refOf(secret);
   const certPem = dataText(secret, TLS_CRT);
   if (certPem === undefined) throw new SecretGarbageError(ref, TLS_CRT, "is missing or empty", caFix);
+  let certificate: X509Certificate;
   try {
-    decodeCertificatePem(certPem);
+    certificate = decodeCertificatePem(certPem);
   } catch (error) {
     throw new SecretGarbageError(ref, TLS_CRT, `does not hold a PEM certificate (${errorMessage(error)})`, caFix, {
       cause: error,
@@ -118,12 +157,13 @@ export function caMaterial(secret: SecretObject): { certPem: string; keyPem: str
   }
   const keyPem = dataText(secret, TLS_KEY);
   if (keyPem === undefined) throw new SecretGarbageError(ref, TLS_KEY, "is missing or empty", caFix);
+  let key: KeyObject;
   try {
-    createPrivateKey(keyPem);
+    key = createPrivateKey(keyPem);
   } catch (error) {
     throw new SecretGarbageError(ref, TLS_KEY, `does not hold a PEM private key (${errorMessage(error)})`, caFix, {
       cause: error,
     });
   }
-  return { certPem, keyPem };
+  return { certPem, keyPem, certificate, key };
 }

@@ -10,14 +10,16 @@ import { API_VERSION, CLUSTER_SECRET_TYPE, KIND, LABEL_CLUSTER_NAME, secretName 
 import type { Cluster } from "../../api/capi.ts";
 import type { OwnerReference, QuorumControlPlane } from "../../api/types.ts";
 import { RunningClusterSecretMissingError } from "../errors.ts";
-import { createCA, validFor } from "./pki.ts";
+import { createCA, validFor, type CertificateAuthority } from "./pki.ts";
 import { encodeData, type SecretObject, type SecretStore } from "./secret-store.ts";
-import { TLS_CRT, TLS_KEY } from "./ca-secret.ts";
+import { rememberCreatedCA, TLS_CRT, TLS_KEY } from "./ca-secret.ts";
 
 const generateRsaKeyPair = promisify(generateKeyPair);
 
 export type ClusterCertificatePurpose = "ca" | "etcd" | "proxy" | "sa";
 export const CLUSTER_CERTIFICATE_PURPOSES: readonly ClusterCertificatePurpose[] = ["ca", "etcd", "proxy", "sa"];
+/** The CAs Quorum itself signs with: the cluster CA (kubeconfig, workload API client) and etcd's (etcd client). */
+const SIGNING_PURPOSES: readonly ClusterCertificatePurpose[] = ["ca", "etcd"];
 
 // Same subjects as kubeadm, so tools that inspect a cluster's PKI find what they expect.
 const CA_COMMON_NAME: Record<Exclude<ClusterCertificatePurpose, "sa">, string> = {
@@ -83,6 +85,14 @@ export async function generateSecretData(
   purpose: ClusterCertificatePurpose,
   now: Date,
 ): Promise<Record<string, string>> {
+  return (await generateSecretMaterial(purpose, now)).data;
+}
+
+/** generateSecretData, with the CA it made (none for "sa"). */
+async function generateSecretMaterial(
+  purpose: ClusterCertificatePurpose,
+  now: Date,
+): Promise<{ data: Record<string, string>; ca?: CertificateAuthority }> {
   if (purpose === "sa") {
     // kube-apiserver/kube-controller-manager read tls.key as the signing key and tls.crt as the public key
     // (CAPI's layout); RSA because that is what kubeadm and CAPI generate and every verifier accepts.
@@ -93,10 +103,10 @@ export async function generateSecretData(
       publicKeyEncoding: { type: "spki", format: "pem" },
       privateKeyEncoding: { type: "pkcs1", format: "pem" },
     });
-    return { [TLS_CRT]: publicKey, [TLS_KEY]: privateKey };
+    return { data: { [TLS_CRT]: publicKey, [TLS_KEY]: privateKey } };
   }
   const ca = await createCA(CA_COMMON_NAME[purpose], validFor(CA_LIFETIME_MS, now));
-  return { [TLS_CRT]: ca.certPem, [TLS_KEY]: ca.keyPem };
+  return { data: { [TLS_CRT]: ca.certPem, [TLS_KEY]: ca.keyPem }, ca };
 }
 
 export interface EnsureCertificatesResult {
@@ -157,9 +167,13 @@ export async function ensureClusterCertificates(
   }
   for (const purpose of missing) {
     const name = secretName[purpose](cluster);
-    const secret = clusterSecret(cluster, name, owner, await generateSecretData(purpose, now));
+    const material = await generateSecretMaterial(purpose, now);
+    const secret = clusterSecret(cluster, name, owner, material.data);
     const outcome = await store.create(secret);
     (outcome === "created" ? result.created : result.existing).push(name);
+    // The CAs Quorum signs with are read (and would be parsed back) as soon as they exist.
+    if (outcome === "created" && material.ca && SIGNING_PURPOSES.includes(purpose))
+      rememberCreatedCA(secret, material.ca);
   }
   return result;
 }

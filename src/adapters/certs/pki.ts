@@ -105,14 +105,25 @@ export async function createCA(commonName: string, validity: Validity): Promise<
 
 /** Rebuilds a CA from PEM (e.g. read back from a `<cluster>-etcd` Secret) so it can sign again. */
 export async function loadCA(certPem: string, keyPem: string): Promise<CertificateAuthority> {
-  const certificate = decodeCertificatePem(certPem);
+  return loadParsedCA(decodeCertificatePem(certPem), parsePrivateKeyPem(keyPem), keyPem);
+}
+
+/**
+ * loadCA on a certificate and key already parsed (the CA Secret check parses each once: with OpenSSL 3 reading a PEM
+ * key costs about a millisecond, and @peculiar/x509's ASN.1 parse more). `keyPem` is what `key` was parsed from.
+ */
+export async function loadParsedCA(
+  certificate: x509.X509Certificate,
+  key: KeyObject,
+  keyPem: string,
+): Promise<CertificateAuthority> {
   const basicConstraints = certificate.getExtension(x509.BasicConstraintsExtension);
   if (!basicConstraints?.ca) {
     throw new Error(
       `certificate ${certificate.subject} is not a CA (no basicConstraints CA:TRUE): pass the CA certificate, not a leaf`,
     );
   }
-  if (!certificateMatchesKey(certPem, keyPem)) {
+  if (!parsedCertificateMatchesKey(certificate, key)) {
     throw new Error(
       `CA ${certificate.subject}: the private key does not belong to the certificate: pass the key generated with this CA`,
     );
@@ -121,7 +132,7 @@ export async function loadCA(certPem: string, keyPem: string): Promise<Certifica
     commonName: commonNameOf(certificate),
     notAfter: certificate.notAfter,
     certificate,
-    signingKey: await decodePrivateKeyPem(keyPem),
+    signingKey: await signingKeyOf(key),
     certPem: certificate.toString("pem"),
     keyPem,
   };
@@ -207,11 +218,26 @@ export async function encodePrivateKeyPem(key: CryptoKey): Promise<string> {
  * ECDSA P-256/P-384/P-521 or RSA, because CAs users bring (kubeadm's, CAPI's) are usually RSA.
  */
 export async function decodePrivateKeyPem(pem: string): Promise<CryptoKey> {
+  return signingKeyOf(parsePrivateKeyPem(pem));
+}
+
+/** A private key PEM (PKCS#8, SEC1 or PKCS#1: node:crypto reads all three), or an error saying what it takes. */
+export function parsePrivateKeyPem(pem: string): KeyObject {
+  try {
+    return createPrivateKey(pem);
+  } catch (error) {
+    throw new Error(
+      `cannot read private key PEM: ${(error as Error).message}: pass a PKCS#8, EC or RSA private key PEM`,
+      { cause: error },
+    );
+  }
+}
+
+async function signingKeyOf(key: KeyObject): Promise<CryptoKey> {
   let der: Buffer;
   let importAlgorithm: EcKeyImportParams | RsaHashedImportParams;
   try {
-    // node:crypto reads both PKCS#8 and SEC1 (what openssl and kubeadm write); WebCrypto only takes PKCS#8.
-    const key = createPrivateKey(pem);
+    // WebCrypto only takes PKCS#8.
     der = key.export({ format: "der", type: "pkcs8" });
     importAlgorithm = importAlgorithmFor(key);
   } catch (error) {
@@ -225,8 +251,12 @@ export async function decodePrivateKeyPem(pem: string): Promise<CryptoKey> {
 
 /** Whether `keyPem` is the private key of the certificate in `certPem`. */
 export function certificateMatchesKey(certPem: string, keyPem: string): boolean {
-  const certificate = new NodeX509Certificate(decodeCertificatePem(certPem).toString("pem"));
-  return certificate.checkPrivateKey(createPrivateKey(keyPem));
+  return parsedCertificateMatchesKey(decodeCertificatePem(certPem), createPrivateKey(keyPem));
+}
+
+/** certificateMatchesKey on a certificate and key already parsed. */
+export function parsedCertificateMatchesKey(certificate: x509.X509Certificate, key: KeyObject): boolean {
+  return new NodeX509Certificate(Buffer.from(certificate.rawData)).checkPrivateKey(key);
 }
 
 /** When the certificate in `certPem` expires. */

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { createPrivateKey, webcrypto, X509Certificate } from "node:crypto";
 import { before, describe, it } from "node:test";
 import * as x509 from "@peculiar/x509";
-import { readCASecret } from "../../../../src/adapters/certs/ca-secret.ts";
+import { caSecretChecks, readCASecret } from "../../../../src/adapters/certs/ca-secret.ts";
 import {
   createCA,
   issueCertificate,
@@ -45,6 +45,25 @@ describe("reading a CA Secret", () => {
     const loaded = await readCASecret(ref, secret, now, "to test");
     assert.equal(loaded.certPem.trim(), ca.certPem.trim());
     await issueCertificate(loaded, { commonName: "client", usages: "client", validity: validFor(oneDay, now) });
+  });
+
+  it("parses a CA Secret once while its content stays the same, and again when it changes", async () => {
+    const store = new MemorySecretStore();
+    const cacheRef = { namespace: "team-a", name: "parsed-once-etcd" };
+    const first = store.seed(cacheRef.namespace, cacheRef.name, { "tls.crt": ca.certPem, "tls.key": ca.keyPem });
+    const before = caSecretChecks();
+    await readCASecret(cacheRef, first, now, "to test");
+    // Another reconcile reads the same content (a new resourceVersion, e.g. a label added, changes nothing).
+    const relabelled = { ...first, metadata: { ...first.metadata, resourceVersion: "99", labels: { a: "b" } } };
+    const again = await readCASecret(cacheRef, relabelled, now, "to test");
+    assert.equal(caSecretChecks() - before, 1);
+    assert.equal(again.commonName, "etcd-ca");
+    const rotated = store.seed(cacheRef.namespace, cacheRef.name, {
+      "tls.crt": otherCA.certPem,
+      "tls.key": otherCA.keyPem,
+    });
+    assert.equal((await readCASecret(cacheRef, rotated, now, "to test")).commonName, "other-ca");
+    assert.equal(caSecretChecks() - before, 2);
   });
 
   it("signs with a user's RSA CA whose key is PKCS#1, as kubeadm and CAPI generate them", async () => {

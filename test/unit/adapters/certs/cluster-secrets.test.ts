@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { createPublicKey, createPrivateKey, sign, verify, X509Certificate } from "node:crypto";
 import { describe, it } from "node:test";
-import { readCASecret } from "../../../../src/adapters/certs/ca-secret.ts";
+import { caSecretChecks, readCASecret } from "../../../../src/adapters/certs/ca-secret.ts";
 import type { Cluster } from "../../../../src/api/capi.ts";
 import type { QuorumControlPlane, QuorumControlPlaneStatus } from "../../../../src/api/types.ts";
 import {
@@ -11,6 +11,7 @@ import {
 } from "../../../../src/adapters/certs/cluster-secrets.ts";
 import { RunningClusterSecretMissingError } from "../../../../src/adapters/errors.ts";
 import { dataText } from "../../../../src/adapters/certs/secret-store.ts";
+import { createCA, issueCertificate, oneDay, validFor } from "../../../../src/adapters/certs/pki.ts";
 import { MemorySecretStore } from "../memory-secret-store.ts";
 
 const owner = { namespace: "team-a", name: "prod-cp", uid: "6d1c1c1e-0000-4000-8000-000000000001" };
@@ -90,6 +91,49 @@ describe("cluster certificate Secrets", () => {
     assert.deepEqual(result.created.sort(), ["prod-proxy", "prod-sa"]);
     assert.deepEqual(store.secrets.get("team-a/prod-ca"), userCA);
     assert.deepEqual(store.secrets.get("team-a/prod-etcd"), userEtcd);
+  });
+
+  it("does not parse back the cluster and etcd CAs it has just created when they are first read", async () => {
+    const store = new MemorySecretStore();
+    const cluster = { ...owner, uid: "6d1c1c1e-0000-4000-8000-000000000002" };
+    await ensureClusterCertificates(store, "fresh", cluster, now);
+    const before = caSecretChecks();
+    for (const [name, commonName] of [
+      ["fresh-ca", "kubernetes"],
+      ["fresh-etcd", "etcd-ca"],
+    ]) {
+      const ref = { namespace: "team-a", name };
+      // As read back from the API server: a copy, with its own resourceVersion.
+      const ca = await readCASecret(ref, await store.get(ref), now, "to test");
+      assert.equal(ca.commonName, commonName);
+      const stored = new X509Certificate(dataText((await store.get(ref))!, "tls.crt")!);
+      assert.equal(ca.certPem.trim(), stored.toString().trim());
+      assert.equal(ca.notAfter.getTime(), new Date(stored.validTo).getTime());
+      // It signs with the key stored next to the certificate.
+      const leaf = await issueCertificate(ca, { commonName: "c", usages: "client", validity: validFor(oneDay, now) });
+      assert.ok(new X509Certificate(leaf.certPem).verify(stored.publicKey));
+    }
+    assert.equal(caSecretChecks(), before, "a CA Quorum created was parsed back");
+  });
+
+  it("parses a CA that someone else created in the race, not the one Quorum generated", async () => {
+    const store = new MemorySecretStore();
+    const racing = Object.create(store) as MemorySecretStore;
+    const theirs = await createCA("their-etcd-ca", validFor(oneDay, now));
+    racing.create = async (secret) => {
+      // Another writer's CA lands first.
+      if (secret.metadata.name === "raced-etcd") {
+        store.seed("team-a", "raced-etcd", { "tls.crt": theirs.certPem, "tls.key": theirs.keyPem });
+        return "exists";
+      }
+      return store.create(secret);
+    };
+    await ensureClusterCertificates(racing, "raced", owner, now);
+    const before = caSecretChecks();
+    const ref = { namespace: "team-a", name: "raced-etcd" };
+    const ca = await readCASecret(ref, await store.get(ref), now, "to test");
+    assert.equal(caSecretChecks() - before, 1);
+    assert.equal(ca.commonName, "their-etcd-ca");
   });
 
   it("does nothing on a second run", async () => {
