@@ -135,7 +135,9 @@ export function quorumController(options: ControllerOptions): Controller {
       if (!controlPlane) return undefined;
       if (controlPlane.status?.initialization?.controlPlaneInitialized === true) return 0;
       const at = Date.parse(controlPlane.metadata.creationTimestamp ?? "");
-      return Number.isNaN(at) ? undefined : at;
+      // creationTimestamp has whole seconds: within one, a fixed order from the uid (under a millisecond), or the
+      // hundred clusters created in that second would still take their steps together.
+      return Number.isNaN(at) ? undefined : at + uidFraction(controlPlane.metadata.uid);
     },
     async reconcile(key, context) {
       const [namespace, name] = key.split("/");
@@ -189,4 +191,10 @@ export function quorumController(options: ControllerOptions): Controller {
       return result.requeueAfterMs !== undefined ? { requeueAfterMs: result.requeueAfterMs } : undefined;
     },
   };
+}
+
+/** A number in [0, 1) fixed for a uid (its first 8 hex digits), 0 without one. */
+function uidFraction(uid: string | undefined): number {
+  const value = Number.parseInt((uid ?? "").replace(/-/g, "").slice(0, 8), 16);
+  return Number.isNaN(value) ? 0 : value / 2 ** 32;
 }

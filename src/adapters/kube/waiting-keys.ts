@@ -1,7 +1,7 @@
 // The keys waiting in a work queue, each at most once, and which one to take next.
 //
 // Without a rank they are taken in the order they were added (FIFO). With a rank (e.g. an object's creation
-// time) the lowest rank goes first, ties by key, so that of a thousand clusters created at once the first ones
+// time) the lowest rank goes first, equal ranks in the order they were added, so that of a thousand clusters created at once the first ones
 // go through all their steps and are ready while the last ones wait, instead of every cluster taking step k before
 // any takes step k + 1 and all of them finishing together at the end. A rank alone could starve a high-ranked
 // key behind a stream of low-ranked ones, so every AGED_TAKE_EVERY-th take is the key that has waited longest.
@@ -23,7 +23,7 @@ export class WaitingKeys {
   private readonly seqOf = new Map<string, number>();
   private fifo: Entry[] = [];
   private fifoHead = 0;
-  /** A binary min-heap on (rank, key); only kept with a rank. */
+  /** A binary min-heap on (rank, order added); only kept with a rank. */
   private readonly heap: Entry[] = [];
   private nextSeq = 0;
   private takes = 0;
@@ -96,7 +96,7 @@ export class WaitingKeys {
   }
 
   private before(a: Entry, b: Entry): boolean {
-    return a.rank !== b.rank ? a.rank < b.rank : a.key !== b.key ? a.key < b.key : a.seq < b.seq;
+    return a.rank !== b.rank ? a.rank < b.rank : a.seq < b.seq;
   }
 
   private push(entry: Entry): void {
