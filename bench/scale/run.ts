@@ -1,15 +1,18 @@
-// Benchmark 2 — scale: 100 → 300 → 1,000 QuorumControlPlanes with 3 Machines each against a real kube-apiserver,
-// the controller running as its own process (bench/scale/controller.ts: the real Manager, informers, queue,
-// reconcile, planner and certificate Secrets) with the workload side (etcd and Nodes) SIMULATED in-process.
+// Benchmark 2 — scale: 100 → 300 → 1,000 → 2,000 QuorumControlPlanes with 3 Machines each against a real
+// kube-apiserver, the controller running as its own process (bench/scale/controller.ts: the real Manager,
+// informers, queue, reconcile, planner and certificate Secrets) with the workload side (etcd and Nodes) SIMULATED
+// in-process.
 //
 // The driver (./driver.ts) plays what the controller does not do: it creates the clusters (Namespace, templates,
 // Cluster, QuorumControlPlane), plays the infrastructure provider and CAPI (a Machine gets an address, its
 // infrastructure and bootstrap become ready, its nodeRef is set; the Cluster mirrors the control plane's
-// initialization); this file measures. The levels are cumulative: 100 clusters are created, converge and sit idle, then 200 more are
-// added (300), then 700 more (1,000), all on the same API server and controller process, like a management
+// initialization); this file measures. The levels are cumulative: 100 clusters are created, converge and sit idle,
+// then 200 more are added (300), then 700 more at once (1,000: the burst whose first-ready and per-cluster median
+// issue 19 targets), then 1,000 more (2,000), all on the same API server and controller process, like a management
 // cluster that grows. Per level: time to converge from creation, then an idle window with controller RSS and
 // CPU (from /proc), API requests per minute (counted inside the controller process), writes per minute (the
-// API server's audit log, the controller's user only) and reconcile duration percentiles.
+// API server's audit log, the controller's user only) and reconcile duration percentiles. Then 200 clusters are
+// upgraded at once (./rollouts.ts).
 import { spawnSync } from "node:child_process";
 import { existsSync, openSync, readSync, closeSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -32,9 +35,9 @@ import { rolloutNotes, runRolloutPhase, type RolloutResults } from "./rollouts.t
 
 const NAME = "scale";
 const CONTROLLER_USER = "quorum-bench-controller";
-const sizes = list("BENCH_SCALE_SIZES", "100,300,1000");
+const sizes = list("BENCH_SCALE_SIZES", "100,300,1000,2000");
 // The issue asks for 5 minutes at idle; the smaller levels are shortened to fit `make bench` in 30 minutes.
-const idleSeconds = list("BENCH_SCALE_IDLE_SECONDS", "60,60,300");
+const idleSeconds = list("BENCH_SCALE_IDLE_SECONDS", "60,60,60,300");
 const idleOf = (levelIndex: number) => idleSeconds[levelIndex] ?? idleSeconds[idleSeconds.length - 1];
 const baselineIdleSeconds = Number(process.env.BENCH_SCALE_BASELINE_SECONDS ?? 30);
 const perNamespace = Number(process.env.BENCH_SCALE_PER_NAMESPACE ?? 10);
@@ -52,11 +55,11 @@ const SETTLE_MAX_SECONDS = 30;
 const TEARDOWN_SECONDS = 45;
 const pollInterval = process.env.BENCH_SCALE_POLL_INTERVAL ?? "10s";
 /**
- * Settled clusters are polled at this interval (the controller's default is 60s). The benchmark keeps every cluster
- * at pollInterval unless told otherwise, so its idle figures stay comparable with earlier runs and bound the cost
- * from above; the etcd-cost benchmark reports what the longer idle interval saves.
+ * Settled clusters are polled at this interval: the controller's default (60s), so that the idle figures are what a
+ * user's controller costs. Until 2026-12-03 the benchmark polled every cluster at pollInterval (10s), so the idle
+ * CPU of earlier runs bounds the cost from above; BENCH_SCALE_IDLE_POLL_INTERVAL=10s measures that again.
  */
-const idlePollInterval = process.env.BENCH_SCALE_IDLE_POLL_INTERVAL ?? pollInterval;
+const idlePollInterval = process.env.BENCH_SCALE_IDLE_POLL_INTERVAL ?? "60s";
 const concurrency = process.env.BENCH_SCALE_CONCURRENCY ?? "10";
 const simulatedLatencyMs = Number(process.env.BENCH_SIM_LATENCY_MS ?? 2);
 const replicas = 3;
@@ -147,8 +150,21 @@ interface ScaleResults {
   levels: LevelResult[];
   /** Clusters upgraded at once after the last level (bench/scale/rollouts.ts); absent when not run. */
   rollouts?: RolloutResults;
-  targets: { clusters: number; rssMB: number; milliCores: number; writesPerMinute: number };
-  verdict: { rssMet: boolean | null; cpuMet: boolean | null; writesMet: boolean | null };
+  targets: {
+    clusters: number;
+    rssMB: number;
+    milliCores: number;
+    writesPerMinute: number;
+    /** Of the level that adds this many clusters at once: the first ready, and the per-cluster median. */
+    burst: { added: number; firstReadySeconds: number; p50Seconds: number };
+  };
+  verdict: {
+    rssMet: boolean | null;
+    cpuMet: boolean | null;
+    writesMet: boolean | null;
+    burstFirstMet: boolean | null;
+    burstP50Met: boolean | null;
+  };
 }
 
 /**
@@ -624,18 +640,27 @@ async function main(): Promise<void> {
       );
       notes.push(...rolloutNotes(rollouts, { parallelism: createParallelism, simulatedLatencyMs }));
     }
-    const top = levels.find((level) => level.clusters === 1000);
+    const top = levels.find((level) => level.clusters === 2000);
+    const burst = levels.find((level) => level.added === 700);
     const results: ScaleResults = {
       simulation: `SIMULATED workload side: etcd members and Nodes of every cluster are in-process objects in the controller process (bench/scale/simulation.ts), ${simulatedLatencyMs} ms per simulated call; the management side (kube-apiserver, Secrets, certificates, Machines) is real`,
       controllerFlags,
       baseline,
       levels,
       ...(rollouts ? { rollouts } : {}),
-      targets: { clusters: 1000, rssMB: 300, milliCores: 100, writesPerMinute: 0 },
+      targets: {
+        clusters: 2000,
+        rssMB: 300,
+        milliCores: 100,
+        writesPerMinute: 0,
+        burst: { added: 700, firstReadySeconds: 30, p50Seconds: 60 },
+      },
       verdict: {
         rssMet: top ? top.idle.controller.rssMB.max <= 300 : null,
         cpuMet: top ? top.idle.controller.milliCores <= 100 : null,
         writesMet: top ? top.idle.writesPerMinute.excludingLease === 0 : null,
+        burstFirstMet: burst ? burst.convergence.perClusterSeconds.min <= 30 : null,
+        burstP50Met: burst ? burst.convergence.perClusterSeconds.p50 <= 60 : null,
       },
     };
     const pollSeconds = Number.parseFloat(pollInterval);
