@@ -83,13 +83,14 @@ export class ServingCertificateExpiries {
   async expiries(scope: string, machines: ServingMachine[], port: number): Promise<CertificatesExpiries> {
     const now = this.clock();
     const result: CertificatesExpiries = { expiries: {}, errors: [] };
-    const keys = new Set(
-      machines.map((machine) => `${scope}/${machine.name}/${machine.uid}/${machine.address}:${port}`),
-    );
+    const keyed = machines.map((machine) => ({
+      machine,
+      key: `${scope}/${machine.name}/${machine.uid}/${machine.address}:${port}`,
+    }));
+    const keys = new Set(keyed.map(({ key }) => key));
     for (const key of [...this.cache.keys()]) if (key.startsWith(`${scope}/`) && !keys.has(key)) this.cache.delete(key);
     await Promise.all(
-      machines.map(async (machine) => {
-        const key = `${scope}/${machine.name}/${machine.uid}/${machine.address}:${port}`;
+      keyed.map(async ({ machine, key }) => {
         let entry = this.cache.get(key);
         const fresh = entry && now - entry.at < (entry.expiry !== undefined ? EXPIRY_CACHE_MS : FAILURE_CACHE_MS);
         if (!fresh) {
