@@ -15,7 +15,7 @@ import { kubeMetricsAuthorizer } from "./adapters/kube/metrics-auth.ts";
 import { KubeRest } from "./adapters/kube/rest.ts";
 import { ClusterWorkloadAccess } from "./adapters/workload/access.ts";
 import { plan } from "./core/plan.ts";
-import { quorumController } from "./controller/controller.ts";
+import { CONTROLLER_NAME, quorumController } from "./controller/controller.ts";
 import { crashInjectorFromEnv } from "./controller/crash.ts";
 import { createMetrics } from "./controller/metrics.ts";
 import { parseBindAddress, parseFlags, USAGE, type Flags } from "./flags.ts";
@@ -86,11 +86,14 @@ async function main(argv: string[]): Promise<void> {
   secrets.start();
   // A settled cluster's etcd client stays open between its polls (a new one costs TLS handshakes to every member).
   const etcdIdleCloseMs = Math.max(DEFAULT_ETCD_IDLE_CLOSE_MS, 2 * flags.etcdIdlePollIntervalMs);
+  // A member whose kept connection closed (killed, restarted) is looked at now, not at the next idle poll.
+  let onEtcdConnectionLost = (_controlPlaneKey: string, _endpoint: string): void => {};
   const workload = new ClusterWorkloadAccess({
     secrets,
     etcdCallDeadlineMs: flags.etcdCallTimeoutMs,
     etcdIdleCloseMs,
     log,
+    onEtcdConnectionLost: (controlPlaneKey, endpoint) => onEtcdConnectionLost(controlPlaneKey, endpoint),
   });
   const controller = quorumController({
     ...(flags.namespace ? { namespace: flags.namespace } : {}),
@@ -159,6 +162,12 @@ async function main(argv: string[]): Promise<void> {
   );
   depthTimer.unref();
 
+  onEtcdConnectionLost = (controlPlaneKey, endpoint) => {
+    if (manager.enqueue(CONTROLLER_NAME, controlPlaneKey))
+      log.info(`the connection to etcd member ${endpoint} closed; looking at the cluster now`, {
+        object: `QuorumControlPlane ${controlPlaneKey}`,
+      });
+  };
   manager.stopOnSignals(["SIGTERM", "SIGINT"], (code) => {
     for (const server of servers) server.close();
     log.info("stopped", { code });

@@ -12,10 +12,13 @@
 //   included, is dialled at the tunnel's loopback address, and the member's serving certificate is still checked for
 //   the endpoint's own host: grpc-js's `grpc.ssl_target_name_override` sets the TLS servername and the name
 //   checkServerIdentity compares with the certificate (an IP is matched against its IP SANs). Keys stay the
-//   endpoints' own URLs, so status and errors name the member, not 127.0.0.1.
+//   endpoints' own URLs, so status and errors name the member, not 127.0.0.1;
+// - a connection that answered is watched (connection-watch.ts): when it closes, options.onConnectionLost names the
+//   endpoint, so a killed member is looked at at once rather than at the next poll.
 import { Etcd3, GRPCCancelledError, GRPCDeadlineExceededError, GRPCUnavailableError, type IOptions } from "etcd3";
 import { EndpointUnreachableError, EtcdOperationError } from "../errors.ts";
 import { normalizeEndpoint } from "./endpoints.ts";
+import { watchReadyConnection } from "./connection-watch.ts";
 import { classifyRefusal, EtcdRetryLaterError } from "../../ports/etcd.ts";
 import { errorMessage } from "../kube/log.ts";
 import type {
@@ -72,6 +75,8 @@ interface EndpointConnection {
   /** No longer handed out; closed when its last call settles. */
   retired: boolean;
   open: boolean;
+  /** A watch on its connection is armed (options.onConnectionLost; connection-watch.ts). */
+  watching: boolean;
 }
 
 export function createEtcdClusterClient(options: EtcdClientOptions): EtcdClusterClient {
@@ -338,7 +343,9 @@ class Etcd3ClusterClient implements EtcdClusterClient {
     });
     connection.callsInFlight++;
     try {
-      return await Promise.race([fn(connection.etcd, deadline), backstop]);
+      const value = await Promise.race([fn(connection.etcd, deadline), backstop]);
+      this.watchConnection(endpoint, connection);
+      return value;
     } catch (error) {
       if (!isTransportFailure(error)) throw error;
       this.retire(endpoint, connection);
@@ -352,6 +359,20 @@ class Etcd3ClusterClient implements EtcdClusterClient {
       // Also cuts off a call the backstop gave up on, which would otherwise hold its channel open.
       if (connection.retired && connection.callsInFlight === 0) closeConnection(connection);
     }
+  }
+
+  /**
+   * After an answer: tells options.onConnectionLost when this connection, ready now, closes or fails. Armed again
+   * after the next answer once it fired, so each connection that answered is watched once at a time.
+   */
+  private watchConnection(endpoint: string, connection: EndpointConnection): void {
+    const onLost = this.options.onConnectionLost;
+    if (!onLost || connection.watching || !connection.open || connection.retired) return;
+    connection.watching = watchReadyConnection(connection.etcd, () => {
+      connection.watching = false;
+      if (this.closed || !connection.open || connection.retired) return;
+      onLost(endpoint);
+    });
   }
 
   /**
@@ -382,7 +403,7 @@ class Etcd3ClusterClient implements EtcdClusterClient {
         defaultCallOptions: () => ({ deadline: Date.now() + this.options.callDeadlineMs }),
         faultHandling: { host: () => passThroughPolicy, global: passThroughPolicy },
       });
-      connection = { etcd, callsInFlight: 0, retired: false, open: true };
+      connection = { etcd, callsInFlight: 0, retired: false, open: true, watching: false };
       this.connections.set(endpoint, connection);
     }
     return connection;

@@ -33,6 +33,12 @@ export interface EtcdClientOptions {
    * the tunnel and closes it with itself.
    */
   tunnel?: EtcdTunnelFactory;
+  /**
+   * Called when the kept connection to a member that answered closes or fails (the member died, restarted, or a
+   * network path broke with a reset), so the cluster can be looked at now instead of at its next poll. At most once
+   * per connection that answered; never for connections the client closes itself.
+   */
+  onConnectionLost?: (endpoint: string) => void;
 }
 
 /** Where the client dials instead of an endpoint's URL, and the host the member's serving certificate must name. */

@@ -227,6 +227,19 @@ export class Manager {
     return depths;
   }
 
+  /**
+   * Reconciles `key` of controller `controller` now, for what no watched object shows (an etcd connection that
+   * closed). False, and nothing queued, when this process is not leading with synced caches, or no such controller:
+   * the next term's first reconcile of every key covers it.
+   */
+  enqueue(controller: string, key: string): boolean {
+    const term = this.term;
+    const queue = term?.synced && !term.ending ? term.queues.get(controller) : undefined;
+    if (!queue) return false;
+    queue.add(key);
+    return true;
+  }
+
   start(): void {
     if (this.started) throw new Error("manager already started");
     this.started = true;

@@ -54,6 +54,11 @@ export interface WorkloadAccessOptions {
   etcdClientFactory?: EtcdClusterClientFactory;
   /** A cluster's kept etcd client is closed after this long without a reconcile (default 2 minutes). */
   etcdIdleCloseMs?: number;
+  /**
+   * A kept connection to one of the cluster's etcd members closed or failed (the member died or restarted), with the
+   * control plane's namespace/name: the controller looks at the cluster now instead of at its next poll.
+   */
+  onEtcdConnectionLost?: (controlPlaneKey: string, endpoint: string) => void;
   /** Where problems nobody else would see are reported (an etcd client that failed to close); default stderr. */
   log?: Logger;
   clock?: () => Date;
@@ -184,7 +189,12 @@ export class ClusterWorkloadAccess implements WorkloadAccess {
     // No endpoints is a reconcile that found nothing to reach: a throwaway client (its calls fail, naming the
     // cluster) instead of replacing the kept one, which the next reconcile with addresses still wants.
     if (endpoints.length === 0) return this.etcdClientFactory(options);
-    return this.etcdClients.acquire(clusterKey(namespace, cluster.metadata.name), options);
+    const onLost = this.options.onEtcdConnectionLost;
+    const controlPlaneKey = `${namespace}/${controlPlane.metadata.name}`;
+    return this.etcdClients.acquire(clusterKey(namespace, cluster.metadata.name), {
+      ...options,
+      ...(onLost ? { onConnectionLost: (endpoint: string) => onLost(controlPlaneKey, endpoint) } : {}),
+    });
   }
 
   /**

@@ -283,4 +283,35 @@ describe("Manager", () => {
       /two watches of configmaps in namespace ns \(labels role=primary\) pass different transforms/,
     );
   });
+  it("reconciles a key it is told about from outside the caches, only while leading with synced caches", async (t) => {
+    const w = world();
+    w.primaryApi.put("a", "1");
+    let releaseList: () => void = () => undefined;
+    w.primaryApi.listGate = new Promise((resolve) => (releaseList = resolve));
+    const reconciled: string[] = [];
+    const controller: Controller = {
+      name: "primary",
+      watches: [{ target: primary }],
+      reconcile: async (key) => void reconciled.push(key),
+    };
+    const manager = new Manager({
+      controllers: [controller],
+      listerWatcherFor: w.listerWatcherFor,
+      clock: new ManualClock(),
+    });
+    assert.equal(manager.enqueue("primary", "ns/a"), false, "not started");
+    manager.start();
+    t.after(() => manager.stop());
+    await settle();
+    assert.equal(manager.enqueue("primary", "ns/a"), false, "caches not synced yet");
+    releaseList();
+    await settle();
+    assert.deepEqual(reconciled, ["ns/a"]);
+    assert.equal(manager.enqueue("primary", "ns/a"), true);
+    assert.equal(manager.enqueue("no-such-controller", "ns/a"), false);
+    await settle();
+    assert.deepEqual(reconciled, ["ns/a", "ns/a"], "the key told about is reconciled again, though no object changed");
+    await manager.stop();
+    assert.equal(manager.enqueue("primary", "ns/a"), false, "stopped");
+  });
 });
