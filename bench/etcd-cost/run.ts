@@ -18,6 +18,7 @@ import { EtcdClientCertificates } from "../../src/adapters/etcd/credentials.ts";
 import { silentLogger } from "../../src/adapters/kube/log.ts";
 import { ClusterWorkloadAccess } from "../../src/adapters/workload/access.ts";
 import { observeEtcd } from "../../src/controller/etcd-view.ts";
+import { DEFAULT_ETCD_IDLE_POLL_SECONDS, DEFAULT_ETCD_POLL_SECONDS } from "../../src/flags.ts";
 import { startEtcdCluster, type EtcdCluster } from "../../test/env/index.ts";
 import { builtBinary } from "../../test/env/tools.ts";
 import { MemorySecretStore } from "../../test/unit/adapters/memory-secret-store.ts";
@@ -30,8 +31,8 @@ const windowSeconds = Number(process.env.BENCH_ETCD_COST_WINDOW_S ?? 60);
 /** Rounds per second in the paced windows: far more than 7 clusters would make, to measure a per-round cost. */
 const roundsPerSecond = Number(process.env.BENCH_ETCD_COST_RATE ?? 20);
 /** The controller's default --etcd-poll-interval and --etcd-idle-poll-interval (src/flags.ts). */
-const defaultPollSeconds = 10;
-const defaultIdlePollSeconds = 60;
+const defaultPollSeconds = DEFAULT_ETCD_POLL_SECONDS;
+const defaultIdlePollSeconds = DEFAULT_ETCD_IDLE_POLL_SECONDS;
 const deadlineMs = 2_000;
 
 export interface EtcdCostResults {
@@ -120,7 +121,13 @@ async function main(): Promise<void> {
   );
   const started: EtcdCluster[] = [];
   const secrets = new MemorySecretStore();
-  const access = new ClusterWorkloadAccess({ secrets, etcdCallDeadlineMs: deadlineMs, log: silentLogger });
+  // As the controller wires it: every connection that answered is watched for closing (nothing closes here).
+  const access = new ClusterWorkloadAccess({
+    secrets,
+    etcdCallDeadlineMs: deadlineMs,
+    log: silentLogger,
+    onEtcdConnectionLost: () => {},
+  });
   try {
     for (let i = 0; i < clusters; i++) {
       progress(NAME, `starting etcd cluster ${i + 1}/${clusters} (${membersPerCluster} TLS members, etcd 3.6)`);

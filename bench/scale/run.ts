@@ -28,6 +28,7 @@ import {
 } from "../../test/env/index.ts";
 import { testKindCRDs } from "../../test/integration/controller/test-kinds.ts";
 import { milliCores, sampleProcess, type ProcessSample } from "../lib/procstat.ts";
+import { DEFAULT_ETCD_IDLE_POLL_SECONDS } from "../../src/flags.ts";
 import { benchDir, progress, startResult } from "../lib/results.ts";
 import { rounded, summarize, type Summary } from "../lib/stats.ts";
 import { Driver, INITIAL_VERSION } from "./driver.ts";
@@ -56,11 +57,11 @@ const SETTLE_MAX_SECONDS = 30;
 const TEARDOWN_SECONDS = 45;
 const pollInterval = process.env.BENCH_SCALE_POLL_INTERVAL ?? "10s";
 /**
- * Settled clusters are polled at this interval: the controller's default (60s), so that the idle figures are what a
+ * Settled clusters are polled at this interval: the controller's default (src/flags.ts), so that the idle figures are what a
  * user's controller costs. Until 2026-12-03 the benchmark polled every cluster at pollInterval (10s), so the idle
  * CPU of earlier runs bounds the cost from above; BENCH_SCALE_IDLE_POLL_INTERVAL=10s measures that again.
  */
-const idlePollInterval = process.env.BENCH_SCALE_IDLE_POLL_INTERVAL ?? "60s";
+const idlePollInterval = process.env.BENCH_SCALE_IDLE_POLL_INTERVAL ?? `${DEFAULT_ETCD_IDLE_POLL_SECONDS}s`;
 const concurrency = process.env.BENCH_SCALE_CONCURRENCY ?? "10";
 const simulatedLatencyMs = Number(process.env.BENCH_SIM_LATENCY_MS ?? 2);
 const replicas = 3;

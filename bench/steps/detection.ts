@@ -1,19 +1,24 @@
-// How long a member that dies in a settled cluster takes to show in status (issue 19): with adaptive polling a
-// settled cluster's etcd is read every --etcd-idle-poll-interval (default 60 s), so a death that no Kubernetes
-// object reflects (the etcd process dies, its host stays up) is seen at the next idle poll. Each sample waits for
-// the cluster to be settled again (status: nothing to do, every member healthy, written right after a poll), waits
-// a random 0–5 s, SIGKILLs a follower's etcd, and times kill → status naming it unhealthy (status read every
-// 100 ms). The kill thus lands early in the poll cycle: the figures are near the worst case (one whole idle poll),
-// not a death at a random moment (which would average half of it). The member is restarted before the next sample.
+// How long a member that fails in a settled cluster takes to show in status (issue 19), for a failure no Kubernetes
+// object reflects (the etcd process fails, its host stays up). A settled cluster's etcd is read every
+// --etcd-idle-poll-interval (src/flags.ts), but the controller keeps a connection to every member and looks at once
+// when one closes: a killed member ("kill", SIGKILL) shows within a second or so, a hung one ("pause", SIGSTOP: its
+// socket stays open and silent) at the next idle poll. Each sample waits for the cluster to be settled again (status:
+// nothing to do, every member healthy, written right after a poll), waits a random 0–5 s, fails a follower's etcd,
+// and times failure → status naming it unhealthy (status read every 100 ms). The failure thus lands early in the
+// poll cycle: a hung member's figures are near the worst case (one whole idle poll), not a failure at a random
+// moment (which would average half of it). The member is restarted (resumed) before the next sample.
 import { setTimeout as sleep } from "node:timers/promises";
 import type { ControllerStack } from "../../test/integration/controller/stack.ts";
 import type { MachinePlayer } from "../../test/integration/controller/player.ts";
 import { progress } from "../lib/results.ts";
 import { rounded, summarize, type Summary } from "../lib/stats.ts";
 
+export type DetectionFault = "kill" | "pause";
+
 export interface DetectionResults {
+  fault: DetectionFault;
   samples: number;
-  /** Kill → status shows the member unhealthy, ms. */
+  /** Failure → status shows the member unhealthy, ms. */
   detectedMs: Summary;
   samplesMs: number[];
   /** The controller's --etcd-idle-poll-interval in this run (its default). */
@@ -27,7 +32,7 @@ export async function measureDetection(
   stack: ControllerStack,
   player: MachinePlayer,
   where: { namespace: string; cluster: string },
-  options: { samples: number; idlePollSeconds: number; timeoutMs: number },
+  options: { fault: DetectionFault; samples: number; idlePollSeconds: number; timeoutMs: number },
 ): Promise<DetectionResults> {
   const samplesMs: number[] = [];
   const status = async () => (await stack.getControlPlane(where.namespace, where.cluster)).status;
@@ -51,8 +56,9 @@ export async function measureDetection(
     const listed = (await status())?.etcd?.members ?? [];
     const follower = listed.find((member) => !member.leader && member.machine && player.members.has(member.machine));
     const harness = follower?.machine ? player.members.get(follower.machine) : undefined;
-    if (!follower || !harness) throw new Error(`detection sample ${i}: no follower with a running member to kill`);
-    await harness.kill();
+    if (!follower || !harness) throw new Error(`detection sample ${i}: no follower with a running member to fail`);
+    if (options.fault === "kill") await harness.kill();
+    else await harness.pause();
     const killedAt = Date.now();
     for (;;) {
       const seen = (await status())?.etcd?.members?.find((member) => member.id === follower.id);
@@ -67,13 +73,15 @@ export async function measureDetection(
     samplesMs.push(detected);
     progress(
       name,
-      `detection ${i}/${options.samples}: ${follower.name} killed, status said so after ${(detected / 1000).toFixed(1)} s`,
+      `detection ${i}/${options.samples}: ${follower.name} ${options.fault === "kill" ? "killed" : "paused"}, status said so after ${(detected / 1000).toFixed(1)} s`,
     );
-    await harness.start();
+    if (options.fault === "kill") await harness.start();
+    else harness.resume();
   }
   // The next phase starts from a settled cluster, as it would without this measurement.
   await settle("after the detection samples");
   return {
+    fault: options.fault,
     samples: samplesMs.length,
     detectedMs: rounded(summarize(samplesMs)),
     samplesMs,

@@ -15,7 +15,8 @@ import { startStack, type ControllerStack } from "../../test/integration/control
 import { benchDir, progress, startResult } from "../lib/results.ts";
 import { rounded, summarize, type Summary } from "../lib/stats.ts";
 import { ETCD_HEALTH_INTERVAL_MS } from "../../src/core/selection.ts";
-import { measureDetection, type DetectionResults } from "./detection.ts";
+import { DEFAULT_ETCD_IDLE_POLL_SECONDS } from "../../src/flags.ts";
+import { measureDetection, type DetectionFault, type DetectionResults } from "./detection.ts";
 import {
   actionEffects,
   auditWorldEvents,
@@ -33,10 +34,12 @@ const CLUSTER = "wl";
 const CONTROLLER_USER = "quorum-bench-steps";
 const rollouts = Number(process.env.BENCH_STEPS_ROLLOUTS ?? 4);
 const monitorIntervalMs = Number(process.env.BENCH_STEPS_MONITOR_MS ?? 50);
-/** Dead-member detection samples in the settled cluster (each waits up to one idle poll, 60 s by default). */
+/** Killed-member detection samples in the settled cluster (each seen when its connection closes). */
 const detectionSamples = Number(process.env.BENCH_STEPS_DETECTION_SAMPLES ?? 6);
-/** The controller's default --etcd-idle-poll-interval (src/flags.ts), which this benchmark runs with. */
-const IDLE_POLL_SECONDS = 60;
+/** Hung-member detection samples (SIGSTOP; each waits up to one idle poll). */
+const hangSamples = Number(process.env.BENCH_STEPS_HANG_SAMPLES ?? 3);
+/** The controller's default --etcd-idle-poll-interval, which this benchmark runs with. */
+const IDLE_POLL_SECONDS = DEFAULT_ETCD_IDLE_POLL_SECONDS;
 const REPO = join(benchDir, "..");
 
 /** Which observable changes each step waits for; its latency runs from the latest of them before the decision. */
@@ -110,6 +113,8 @@ interface StepsResults {
   monitor: { intervalMs: number; roundMs: Summary };
   /** A follower SIGKILLed in the settled cluster → status shows it unhealthy (after the rollouts). */
   detection?: DetectionResults;
+  /** The same with the follower SIGSTOPped (hung: its connection stays open). */
+  hangDetection?: DetectionResults;
   /** Everything observed, ms since the scale-up began, for checking any figure above by hand. */
   timeline: { t: number; source: string; what: string; subject: string }[];
   targets: { stepP50Ms: number; stepP99Ms: number; rolloutRatio: number };
@@ -178,16 +183,18 @@ async function main(): Promise<void> {
     await phase("scale-up 1→3", { replicas: 3 }, 3);
     for (let k = 1; k <= rollouts; k++) await phase(`rollout ${k} (v1.33.${k})`, { version: `v1.33.${k}` }, 3);
     // Between phases, so no step sample falls into it: what a settled cluster's longer poll costs in detection.
-    const detection =
-      detectionSamples > 0
-        ? await measureDetection(
+    const detect = (fault: DetectionFault, samples: number) =>
+      samples > 0
+        ? measureDetection(
             NAME,
             stack,
             player,
             { namespace: NAMESPACE, cluster: CLUSTER },
-            { samples: detectionSamples, idlePollSeconds: IDLE_POLL_SECONDS, timeoutMs: 3 * IDLE_POLL_SECONDS * 1000 },
+            { fault, samples, idlePollSeconds: IDLE_POLL_SECONDS, timeoutMs: 3 * IDLE_POLL_SECONDS * 1000 },
           )
         : undefined;
+    const detection = await detect("kill", detectionSamples);
+    const hangDetection = await detect("pause", hangSamples);
     await phase("scale-down 3→1", { replicas: 1 }, 1);
     await monitor.stop();
     const { events: etcdEvents, roundMs: monitorRounds } = monitor;
@@ -234,6 +241,7 @@ async function main(): Promise<void> {
       monitor: { intervalMs: monitorIntervalMs, roundMs: rounded(summarize(monitorRounds)) },
       timeline: timeline(phases[0].start, events, actions),
       ...(detection ? { detection } : {}),
+      ...(hangDetection ? { hangDetection } : {}),
       targets: { stepP50Ms: 50, stepP99Ms: 500, rolloutRatio: 1.15 },
       verdict: { stepP50Met: all.p50 <= 50, stepP99Met: all.p99 <= 500, rolloutMet: ratios.p50 <= 1.15 },
     };

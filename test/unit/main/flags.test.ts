@@ -12,8 +12,8 @@ describe("controller flags", () => {
     assert.equal(flags.kubeconfig, undefined);
   });
 
-  it("polls a settled cluster's etcd every 60 s by default, never more often than --etcd-poll-interval", () => {
-    assert.equal(parseFlags([], {}).etcdIdlePollIntervalMs, 60_000);
+  it("polls a settled cluster's etcd every 90 s by default, never more often than --etcd-poll-interval", () => {
+    assert.equal(parseFlags([], {}).etcdIdlePollIntervalMs, 90_000);
     assert.equal(parseFlags(["--etcd-idle-poll-interval", "5m"], {}).etcdIdlePollIntervalMs, 300_000);
     // A user who slows the short poll down to 90 s does not get settled clusters polled faster than that.
     assert.equal(parseFlags(["--etcd-poll-interval", "90s"], {}).etcdIdlePollIntervalMs, 90_000);
