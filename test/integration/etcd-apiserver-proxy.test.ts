@@ -10,6 +10,7 @@ import { after, before, describe, it } from "node:test";
 import type { Cluster } from "../../src/api/capi.ts";
 import type { QuorumControlPlane } from "../../src/api/types.ts";
 import { EndpointUnreachableError } from "../../src/adapters/errors.ts";
+import { normalizeEndpoint } from "../../src/adapters/etcd/endpoints.ts";
 import type { EtcdClusterClient } from "../../src/adapters/etcd/types.ts";
 import { ClusterWorkloadAccess } from "../../src/adapters/workload/access.ts";
 import { startApiServer, type ApiServer } from "../env/apiserver.ts";
@@ -43,6 +44,8 @@ describe("etcd through the workload API server (spec.etcd.access APIServerProxy)
   let cluster: Cluster;
   let endpoint: string;
   let memberAddress: string;
+  /** Connections the access reported closed (control plane key, endpoint), as the controller would be told. */
+  const lost: string[] = [];
 
   /** A kubelet port-forward server on the member's address, and Node n1 pointing at its port. */
   async function startKubelet(): Promise<KubeletPortForward> {
@@ -89,7 +92,11 @@ describe("etcd through the workload API server (spec.etcd.access APIServerProxy)
     secrets.seed(NS, `${CLUSTER}-ca`, { "tls.crt": api.ca.certPem, "tls.key": api.ca.keyPem });
     assert.ok(etcd.ca);
     secrets.seed(NS, `${CLUSTER}-etcd`, { "tls.crt": etcd.ca.certPem, "tls.key": etcd.ca.keyPem });
-    access = new ClusterWorkloadAccess({ secrets, etcdCallDeadlineMs: DEADLINE_MS });
+    access = new ClusterWorkloadAccess({
+      secrets,
+      etcdCallDeadlineMs: DEADLINE_MS,
+      onEtcdConnectionLost: (controlPlaneKey, lostEndpoint) => lost.push(`${controlPlaneKey} ${lostEndpoint}`),
+    });
     qcp = controlPlane();
     qcp.spec.machineTemplate.spec.bootstrapConfigTemplateRef = {
       apiVersion: "bootstrap.cluster.x-k8s.io/v1beta2",
@@ -132,10 +139,16 @@ describe("etcd through the workload API server (spec.etcd.access APIServerProxy)
     );
   });
 
-  it("fails a round within the deadline once the kubelet is gone, and the next round after it is back succeeds", async () => {
+  it("tells the kubelet's death as a lost connection, fails a round within the deadline while it is gone, and the next round after it is back succeeds", async () => {
     assert.equal((await round((client) => client.memberStatuses()))[0].reachable, true);
+    lost.length = 0;
     await kubelet?.stop();
     kubelet = undefined;
+    // The tunnel's connection ends with the kubelet's stream: the controller looks at the cluster without waiting.
+    await eventually("the access reports the tunnelled connection lost", async () => lost.length > 0 || undefined, {
+      timeoutMs: 10_000,
+    });
+    assert.deepEqual(lost, [`${qcp.metadata.namespace}/${qcp.metadata.name} ${normalizeEndpoint(endpoint)}`]);
 
     const started = performance.now();
     const failure = await round((client) => client.listMembers()).then(

@@ -1,7 +1,9 @@
 // Tells when the connection under an Etcd3 client stops being ready, so that a member that dies between two polls
 // is looked at at once (a killed etcd's socket closes, and gRPC's channel leaves READY within milliseconds) instead of
 // at the next --etcd-idle-poll-interval. A member that hangs without closing its socket (SIGSTOP, a silent network
-// partition) changes nothing here: the poll finds it, as before.
+// partition) changes nothing here: the poll finds it, as before. Through the API server (spec.etcd.access
+// APIServerProxy) the connection is the tunnel's loopback socket, which closes when the port-forward stream ends (the
+// member or its kubelet died): the same watch covers it (test/integration/etcd-apiserver-proxy.test.ts).
 //
 // etcd3 1.1.2 does not expose its gRPC channels: this reads them through its internals (Etcd3.pool.hosts[0], one host
 // per client here, see client.ts), checked at run time. If the shape is not there (another etcd3 version), watching
