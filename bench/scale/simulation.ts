@@ -280,8 +280,12 @@ export class SimulatedWorkloadAccess implements WorkloadAccess {
     private readonly world: SimulatedWorkloads,
   ) {}
 
-  ensureCertificates(controlPlane: QuorumControlPlane, cluster: Cluster): Promise<void> {
-    return this.real.ensureCertificates(controlPlane, cluster);
+  ensureCertificates(
+    controlPlane: QuorumControlPlane,
+    cluster: Cluster,
+    bootstrapTemplate?: TemplateReader,
+  ): Promise<void> {
+    return this.real.ensureCertificates(controlPlane, cluster, bootstrapTemplate);
   }
 
   async etcd(controlPlane: QuorumControlPlane, cluster: Cluster, endpoints: string[]): Promise<EtcdClusterClient> {

@@ -275,7 +275,7 @@ async function gate(
     // A QuorumControlPlane the Cluster does not name must not create or rewrite the Cluster's Secrets (it would take
     // over the kubeconfig Secret of the control plane that does run the Cluster); the planner says why it waits.
     if (namesControlPlane(cluster.spec?.controlPlaneRef, name))
-      await deps.workload.ensureCertificates(controlPlane, cluster);
+      await deps.workload.ensureCertificates(controlPlane, cluster, bootstrapTemplateReader(controlPlane, deps));
   } catch (error) {
     const message = errorText(error);
     await write({

@@ -83,8 +83,16 @@ export interface ApiServerReadiness {
 
 /** The workload cluster of one QuorumControlPlane: its certificates, its etcd and its Nodes. */
 export interface WorkloadAccess {
-  /** Creates the cluster's CA/etcd/sa/proxy Secrets when absent and keeps the kubeconfig Secret fresh. */
-  ensureCertificates(controlPlane: QuorumControlPlane, cluster: Cluster): Promise<void>;
+  /**
+   * Creates the cluster's CA/etcd/sa/proxy Secrets when absent and keeps the kubeconfig Secret fresh. New keys are of
+   * the type the bootstrap config template's clusterConfiguration.encryptionAlgorithm names; the template is read only
+   * when a Secret has to be generated.
+   */
+  ensureCertificates(
+    controlPlane: QuorumControlPlane,
+    cluster: Cluster,
+    bootstrapTemplate?: TemplateReader,
+  ): Promise<void>;
   /** An etcd client for the cluster, reaching members through the given endpoints (https URLs); close() releases it. */
   etcd(controlPlane: QuorumControlPlane, cluster: Cluster, endpoints: string[]): Promise<EtcdClusterClient>;
   /** The workload cluster's Nodes, or an error when its API is not reachable (yet). */

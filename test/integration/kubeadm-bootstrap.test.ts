@@ -7,6 +7,7 @@
 // server is a real kube-apiserver serving with the `<cluster>-ca` Quorum generated, at Cluster.spec.controlPlaneEndpoint:
 // CABPK creates each join's bootstrap token there.
 import assert from "node:assert/strict";
+import { createPrivateKey } from "node:crypto";
 import { after, before, describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parse, parseAllDocuments, stringify } from "yaml";
@@ -120,12 +121,12 @@ describe("the real kubeadm bootstrap provider bootstraps a QuorumControlPlane's 
 
   before(async () => {
     stack = await startStack({ capi: true, kubeadmBootstrap: true });
-    await stack.createCluster(
-      NS,
-      NAME,
-      { replicas: 3, version: VERSION },
-      { bootstrapTemplate: sampleKubeadmConfigTemplate() },
-    );
+    // The shipped sample, asking for ECDSA P-384 keys (kubeadm's encryptionAlgorithm): Quorum's CAs and service-account
+    // key follow it, as KCP's do. The e2e kubeadm scenarios run the sample as shipped (kubeadm's RSA-2048 default).
+    const template = sampleKubeadmConfigTemplate();
+    const spec = (template.spec.template as { spec: { clusterConfiguration: Record<string, unknown> } }).spec;
+    spec.clusterConfiguration.encryptionAlgorithm = "ECDSA-P384";
+    await stack.createCluster(NS, NAME, { replicas: 3, version: VERSION }, { bootstrapTemplate: template });
     // Killed right after its first workload step (issue 17: the new action is crash-safe like the others); the
     // controller started next finishes from the sources of truth.
     crashing = await stack.startController({ env: { QUORUM_CRASH_AFTER: "PrepareWorkload:1" } });
@@ -281,5 +282,20 @@ describe("the real kubeadm bootstrap provider bootstraps a QuorumControlPlane's 
     };
     for (const [path, purpose] of Object.entries(files))
       assert.equal(fileIn(data, path).trim(), await caCertificate(purpose), `${path} is ${secretName[purpose](NAME)}`);
+  });
+
+  it("made every CA and the service-account key ECDSA P-384, as the template's encryptionAlgorithm asks", async () => {
+    for (const purpose of ["ca", "etcd", "proxy", "sa"] as const) {
+      const secret = await kubeRequestOk<{ data: Record<string, string> }>(
+        stack.kubeConfig,
+        `/api/v1/namespaces/${NS}/secrets/${secretName[purpose](NAME)}`,
+      );
+      const key = createPrivateKey(Buffer.from(secret.data["tls.key"], "base64").toString("utf8"));
+      assert.equal(
+        `${key.asymmetricKeyType} ${key.asymmetricKeyDetails?.namedCurve}`,
+        "ec secp384r1",
+        secretName[purpose](NAME),
+      );
+    }
   });
 });

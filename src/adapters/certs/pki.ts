@@ -1,6 +1,6 @@
 // Low-level certificate helpers shared by the controller (short-lived etcd client certificates signed by a
 // workload cluster's `<cluster>-etcd` CA) and the test harness (etcd and kube-apiserver PKI).
-// ECDSA P-256 keys via WebCrypto, certificates via @peculiar/x509; everything crosses module boundaries as PEM.
+// ECDSA P-256 keys via WebCrypto (a CA's key as kubeadm's encryptionAlgorithm asks, key-algorithm.ts), certificates via @peculiar/x509; everything crosses module boundaries as PEM.
 import "reflect-metadata"; // @peculiar/x509 uses tsyringe, which needs the Reflect metadata polyfill first
 import * as x509 from "@peculiar/x509";
 import {
@@ -11,10 +11,11 @@ import {
   type KeyObject,
 } from "node:crypto";
 
+import { ecdsaCurve, rsaBits, type KeyAlgorithm } from "./key-algorithm.ts";
+
 // Node has WebCrypto but no `self`, so @peculiar/x509 finds no default provider on its own.
 x509.cryptoProvider.set(webcrypto as unknown as Crypto);
 
-const keyAlgorithm: EcKeyGenParams = { name: "ECDSA", namedCurve: "P-256" };
 const signingAlgorithm: EcdsaParams = { name: "ECDSA", hash: "SHA-256" };
 
 /** When a certificate is valid. */
@@ -73,16 +74,20 @@ function wholeSeconds(date: Date): number {
 export const oneHour = 60 * 60 * 1000;
 export const oneDay = 24 * oneHour;
 
-/** Creates a self-signed CA with a fresh P-256 key. */
-export async function createCA(commonName: string, validity: Validity): Promise<CertificateAuthority> {
+/** Creates a self-signed CA with a fresh key: P-256 unless `algorithm` (kubeadm's encryptionAlgorithm) says otherwise. */
+export async function createCA(
+  commonName: string,
+  validity: Validity,
+  algorithm: KeyAlgorithm = "ECDSA-P256",
+): Promise<CertificateAuthority> {
   checkValidity(`CA ${commonName}`, validity);
-  const keys = await generateKeyPair();
+  const keys = await generateKeyPair(algorithm);
   const certificate = await x509.X509CertificateGenerator.createSelfSigned({
     serialNumber: randomSerialNumber(),
     name: [{ CN: [commonName] }],
     notBefore: validity.notBefore,
     notAfter: validity.notAfter,
-    signingAlgorithm,
+    signingAlgorithm: signingAlgorithmFor(keys.privateKey),
     keys,
     extensions: [
       new x509.BasicConstraintsExtension(true, undefined, true),
@@ -277,8 +282,14 @@ function checkValidity(what: string, validity: Validity): void {
   }
 }
 
-async function generateKeyPair(): Promise<CryptoKeyPair> {
-  return (await webcrypto.subtle.generateKey(keyAlgorithm, true, ["sign", "verify"])) as CryptoKeyPair;
+/** A fresh key pair: ECDSA on the algorithm's curve, or RSA (PKCS#1 v1.5 signatures with SHA-256) of its size. */
+async function generateKeyPair(algorithm: KeyAlgorithm = "ECDSA-P256"): Promise<CryptoKeyPair> {
+  const bits = rsaBits(algorithm);
+  const params: EcKeyGenParams | RsaHashedKeyGenParams =
+    bits === undefined
+      ? { name: "ECDSA", namedCurve: ecdsaCurve(algorithm) ?? "P-256" }
+      : { name: "RSASSA-PKCS1-v1_5", modulusLength: bits, publicExponent: new Uint8Array([1, 0, 1]), hash: "SHA-256" };
+  return (await webcrypto.subtle.generateKey(params, true, ["sign", "verify"])) as CryptoKeyPair;
 }
 
 // RFC 5280: positive and at most 20 octets. Top bit cleared keeps it positive; a non-zero first byte keeps

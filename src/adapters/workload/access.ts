@@ -24,6 +24,7 @@ import {
 import { secretName } from "../../api/constants.ts";
 import { forgetCheckedCA, readCASecret } from "../certs/ca-secret.ts";
 import { ensureKubeconfig, type EnsureKubeconfigResult } from "../certs/kubeconfig.ts";
+import { encryptionAlgorithmOf } from "../certs/key-algorithm.ts";
 import type { SecretStore } from "../certs/secret-store.ts";
 import { createEtcdClusterClient } from "../etcd/client.ts";
 import { EtcdClientCertificates, type EtcdCredentialsOptions } from "../etcd/credentials.ts";
@@ -106,7 +107,11 @@ export class ClusterWorkloadAccess implements WorkloadAccess {
    * the last successful check and that check is less than a minute old: parsing and matching CA keys on every
    * reconcile was most of an idle reconcile's cost. Any change to a Secret is seen at the next reconcile.
    */
-  async ensureCertificates(controlPlane: QuorumControlPlane, cluster: Cluster): Promise<void> {
+  async ensureCertificates(
+    controlPlane: QuorumControlPlane,
+    cluster: Cluster,
+    bootstrapTemplate?: TemplateReader,
+  ): Promise<void> {
     const key = `${namespaceOf(controlPlane)}/${cluster.metadata.name}`;
     const now = this.clock().getTime();
     const last = this.checkedCertificates.get(key);
@@ -117,7 +122,7 @@ export class ClusterWorkloadAccess implements WorkloadAccess {
     )
       return;
     this.checkedCertificates.delete(key);
-    await this.reconcileCertificates(controlPlane, cluster);
+    await this.reconcileCertificates(controlPlane, cluster, bootstrapTemplate);
     this.checkedCertificates.set(key, {
       at: now,
       fingerprint: await this.certificatesFingerprint(controlPlane, cluster),
@@ -151,12 +156,27 @@ export class ClusterWorkloadAccess implements WorkloadAccess {
   }
 
   /** ensureCertificates, telling what it did (for an Event when a Secret was created or rotated). */
-  async reconcileCertificates(controlPlane: QuorumControlPlane, cluster: Cluster): Promise<CertificatesOutcome> {
+  async reconcileCertificates(
+    controlPlane: QuorumControlPlane,
+    cluster: Cluster,
+    bootstrapTemplate?: TemplateReader,
+  ): Promise<CertificatesOutcome> {
     const owner = ownerOf(controlPlane);
     const now = this.clock();
     // Only a new cluster gets generated CAs: on a running one a missing CA is restored from backup, not replaced.
     const running = runningControlPlaneEvidence(controlPlane, cluster);
-    const secrets = await ensureClusterCertificates(this.options.secrets, cluster.metadata.name, owner, now, running);
+    const ref = controlPlane.spec.machineTemplate.spec.bootstrapConfigTemplateRef;
+    const keyAlgorithm = bootstrapTemplate
+      ? async () => encryptionAlgorithmOf(await bootstrapTemplate(), `${ref.kind} ${owner.namespace}/${ref.name}`)
+      : undefined;
+    const secrets = await ensureClusterCertificates(
+      this.options.secrets,
+      cluster.metadata.name,
+      owner,
+      now,
+      running,
+      keyAlgorithm,
+    );
     // Check the CAs Quorum signs with now, not when a Machine first needs them: a garbage or expired Secret then
     // stops the reconcile before any Machine is created, with a condition naming the Secret.
     const caRef = { namespace: owner.namespace, name: secretName.ca(cluster.metadata.name) };

@@ -2,10 +2,12 @@
 // counting fake etcd client factory: which clients it opens and closes, and with which credentials.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { createPrivateKey } from "node:crypto";
 import type { Cluster } from "../../../../src/api/capi.ts";
 import type { QuorumControlPlane } from "../../../../src/api/types.ts";
 import { createCA, oneHour, validFor } from "../../../../src/adapters/certs/pki.ts";
 import { checkedCASecrets, readCASecret } from "../../../../src/adapters/certs/ca-secret.ts";
+import { dataText } from "../../../../src/adapters/certs/secret-store.ts";
 import {
   CertificateExpiredError,
   RunningClusterSecretMissingError,
@@ -227,6 +229,29 @@ describe("workload access: certificate checks across reconciles", () => {
       access.ensureCertificates(controlPlane(ns, name), withEndpoint()),
       (error: unknown) => error instanceof SecretGarbageError && error.message.includes(`${ns}/${name}-ca`),
     );
+    await access.closeAll();
+  });
+
+  it("creates a new cluster's keys as its bootstrap template's encryptionAlgorithm asks, and names the template when kubeadm would refuse the value", async () => {
+    const { store, access } = await setup();
+    const template = (encryptionAlgorithm: string) => async () => ({
+      apiVersion: "bootstrap.cluster.x-k8s.io/v1beta2",
+      kind: "KubeadmConfigTemplate",
+      metadata: { name: "cp-kubeadm", namespace: ns },
+      spec: { template: { spec: { clusterConfiguration: { encryptionAlgorithm } } } },
+    });
+    const qcp = controlPlane(ns, name);
+    const ref = qcp.spec.machineTemplate.spec.bootstrapConfigTemplateRef;
+    await assert.rejects(
+      access.ensureCertificates(qcp, withEndpoint(), template("ECDSA-P521")),
+      new RegExp(
+        `^Error: ${ref.kind} ${ns}/${ref.name} spec\\.template\\.spec\\.clusterConfiguration\\.encryptionAlgorithm is "ECDSA-P521": set one of`,
+      ),
+    );
+    assert.equal(store.secrets.get(`${ns}/${name}-ca`), undefined, "no Secret made with a key type nobody asked for");
+    await access.ensureCertificates(qcp, withEndpoint(), template("RSA-3072"));
+    const key = createPrivateKey(dataText(store.secrets.get(`${ns}/${name}-sa`)!, "tls.key") ?? "");
+    assert.equal(key.asymmetricKeyDetails?.modulusLength, 3072);
     await access.closeAll();
   });
 
