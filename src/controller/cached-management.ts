@@ -127,11 +127,19 @@ export function cachedManagement(
     // Templates are not cached, so no expectation: the next reconcile reads the template again. Later in this one the
     // template is seen with the references written (its spec, which a CreateMachine clones, is what was read), and with
     // the resourceVersion read, so a write made from it is a conflict, never a lost change.
+    // A refused write (a conflict) forgets the read, so that reading again asks the API server.
     async setOwnerReferences(object, ownerReferences) {
-      await api.setOwnerReferences(object, ownerReferences);
+      const readKeys: string[] = [];
       for (const [readKey, read] of referenced)
-        if ((await read.catch(() => undefined)) === object)
-          referenced.set(readKey, Promise.resolve({ ...object, metadata: { ...object.metadata, ownerReferences } }));
+        if ((await read.catch(() => undefined)) === object) readKeys.push(readKey);
+      try {
+        await api.setOwnerReferences(object, ownerReferences);
+      } catch (error) {
+        for (const readKey of readKeys) referenced.delete(readKey);
+        throw error;
+      }
+      const written = { ...object, metadata: { ...object.metadata, ownerReferences } };
+      for (const readKey of readKeys) referenced.set(readKey, Promise.resolve(written));
     },
     async setFinalizers(controlPlane, finalizers) {
       const written = await api.setFinalizers(controlPlane, finalizers);

@@ -5,7 +5,7 @@ import { CAPI_API_VERSION, PAUSED_ANNOTATION, TOPOLOGY_OWNED_LABEL } from "../ap
 import type { QuorumControlPlane } from "../api/types.ts";
 import type { ObjectRef } from "../api/types.ts";
 import { templatesToOwn, withOwner, type TemplateOwner } from "../core/template-owners.ts";
-import type { Clock, ManagementApi } from "../ports/index.ts";
+import { isConflict, type Clock, type ManagementApi } from "../ports/index.ts";
 import type { Problem } from "./status.ts";
 
 /**
@@ -14,6 +14,14 @@ import type { Problem } from "./status.ts";
  * it back within this time, and a restart re-reads everything.
  */
 export const TEMPLATE_RECHECK_MS = 10 * 60_000;
+
+/**
+ * How often one reconcile writes a template's owner references before it leaves a conflict to the next reconcile.
+ * Clusters that share a template (ten per namespace in the scale benchmark) add their references to it at the same
+ * moment when they are created together; each conflict is another Cluster's reference landing first, so reading
+ * again and writing again settles it at once, instead of a warning, a failed Reconciled condition and its clearing.
+ */
+export const OWNER_REFERENCE_ATTEMPTS = 3;
 
 /** Which templates were last seen owned by which Cluster uid, and when; per QuorumControlPlane key. */
 export class OwnedTemplates {
@@ -104,12 +112,7 @@ export async function keepTemplatesOwned(
           ? await bootstrapTemplateOwner(controlPlane, cluster, management)
           : { kind: "Cluster" as const, name: cluster.metadata.name, uid: clusterUid };
       if (!owner) continue;
-      const object = await management.getReferenced(ref, namespace, referencedBy);
-      const ownerReferences = withOwner(object.metadata.ownerReferences, owner);
-      if (ownerReferences) {
-        await management.setOwnerReferences(object, ownerReferences);
-        adopted.push(what);
-      }
+      if (await addOwner(ref, owner, namespace, referencedBy, management)) adopted.push(what);
       ownedTemplates?.confirm(key, templateKey, clusterUid);
     } catch (error) {
       const cause = error instanceof Error ? error.message : String(error);
@@ -123,4 +126,28 @@ export async function keepTemplatesOwned(
     }
   }
   return { adopted };
+}
+
+/**
+ * Gives the template `ref` names the owner reference unless it has it; true when it wrote. A conflict (someone wrote
+ * the template since it was read) is read and tried again, up to OWNER_REFERENCE_ATTEMPTS writes in all.
+ */
+async function addOwner(
+  ref: ObjectRef,
+  owner: TemplateOwner,
+  namespace: string,
+  referencedBy: string,
+  management: ManagementApi,
+): Promise<boolean> {
+  for (let attempt = 1; ; attempt++) {
+    const object = await management.getReferenced(ref, namespace, referencedBy);
+    const ownerReferences = withOwner(object.metadata.ownerReferences, owner);
+    if (!ownerReferences) return false;
+    try {
+      await management.setOwnerReferences(object, ownerReferences);
+      return true;
+    } catch (error) {
+      if (!isConflict(error) || attempt >= OWNER_REFERENCE_ATTEMPTS) throw error;
+    }
+  }
 }

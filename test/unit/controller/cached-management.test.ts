@@ -85,4 +85,16 @@ describe("template reads of one reconcile", () => {
     assert.deepEqual(later.spec, read.spec);
     assert.deepEqual(api.reads, ["cp-infra"]);
   });
+
+  it("reads a template again after a write to it was refused (a conflict), so the retry sees the new version", async () => {
+    const api = templatesApi();
+    api.setOwnerReferences = async () => {
+      throw Object.assign(new Error("the object has been modified"), { code: 409 });
+    };
+    const management = reconcileOf(api);
+    const read = await management.getReferenced(INFRA, "ns", "ref");
+    await assert.rejects(management.setOwnerReferences(read, []), /modified/);
+    await management.getReferenced(INFRA, "ns", "ref");
+    assert.deepEqual(api.reads, ["cp-infra", "cp-infra"]);
+  });
 });
