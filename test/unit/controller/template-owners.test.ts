@@ -195,4 +195,51 @@ describe("keepTemplatesOwned", () => {
     assert.deepEqual(adopted, []);
     assert.equal(calls.filter((call) => call.startsWith("conflict")).length, OWNER_REFERENCE_ATTEMPTS);
   });
+
+  it("does not read a template again that another Cluster sharing it saw owned by this one within the interval", async () => {
+    let now = 0;
+    const owned = new OwnedTemplates(() => now);
+    const { management, calls } = world({});
+    const second = { ...theCluster(), metadata: { ...theCluster().metadata, name: "c2", uid: "uid-c2" } };
+    await keepTemplatesOwned(controlPlane(), theCluster(), management, owned);
+    now += TEMPLATE_RECHECK_MS / 2;
+    await keepTemplatesOwned(controlPlane(), second, management, owned);
+    const reads = calls.filter((call) => call.startsWith("get")).length;
+    now += TEMPLATE_RECHECK_MS / 2 + 1;
+    await keepTemplatesOwned(controlPlane(), theCluster(), management, owned);
+    assert.equal(calls.filter((call) => call.startsWith("get")).length, reads, calls.join("\n"));
+  });
+
+  it("gives a reference back at once when another Cluster's read shows it removed by hand", async () => {
+    const owned = new OwnedTemplates(() => 0);
+    const qcp = controlPlane();
+    const infraKind = qcp.spec.machineTemplate.spec.infrastructureRef.kind;
+    const { management, calls } = world({});
+    const second = { ...theCluster(), metadata: { ...theCluster().metadata, name: "c2", uid: "uid-c2" } };
+    await keepTemplatesOwned(qcp, theCluster(), management, owned);
+    const removedByHand = world({});
+    await keepTemplatesOwned(qcp, second, removedByHand.management, owned);
+    await keepTemplatesOwned(qcp, theCluster(), management, owned);
+    assert.equal(calls.filter((call) => call.startsWith(`get ${infraKind}`)).length, 2, calls.join("\n"));
+  });
+
+  it("forgets what it saw of templates once it is older than the recheck interval", async () => {
+    let now = 0;
+    const owned = new OwnedTemplates(() => now);
+    await keepTemplatesOwned(controlPlane(), theCluster(), world({}).management, owned);
+    assert.equal(owned.size, 2);
+    now += TEMPLATE_RECHECK_MS;
+    const other = { ...theCluster(), metadata: { ...theCluster().metadata, name: "c2", uid: "uid-c2" } };
+    const otherPlane = controlPlane();
+    otherPlane.spec.machineTemplate.spec.infrastructureRef = {
+      ...otherPlane.spec.machineTemplate.spec.infrastructureRef,
+      name: "c2-infra",
+    };
+    otherPlane.spec.machineTemplate.spec.bootstrapConfigTemplateRef = {
+      ...otherPlane.spec.machineTemplate.spec.bootstrapConfigTemplateRef,
+      name: "c2-boot",
+    };
+    await keepTemplatesOwned(otherPlane, other, world({}).management, owned);
+    assert.equal(owned.size, 2);
+  });
 });
