@@ -80,6 +80,11 @@ export interface RolloutResults {
   waitsAfterPrecondition: Record<string, number>;
   /** The slowest steps, for reading the log. */
   slowest: StepSample[];
+  /**
+   * Requests the controller sent during the phase (counted in its process), by "verb resource", per step decided and
+   * per rolled cluster; the clusters not rolled are polled meanwhile too, so these err high by their share.
+   */
+  requests?: { total: number; perStep: Record<string, number>; perCluster: Record<string, number> };
   targets: typeof ROLLOUT_TARGETS;
   verdict: { p99Met: boolean; maxMet: boolean };
 }
@@ -94,12 +99,15 @@ export interface RolloutPhaseOptions {
   progress: (message: string) => void;
   /** Throws when the controller is gone (its last log lines say why). */
   checkController: () => void;
+  /** The controller's request counters so far, by "verb resource". */
+  requestCounts: () => Promise<ReadonlyMap<string, number>>;
 }
 
 /** Rolls the first `count` converged clusters at once and measures each step; see the file's head. */
 export async function runRolloutPhase(driver: Driver, options: RolloutPhaseOptions): Promise<RolloutResults> {
   const keys = [...driver.createdAt.keys()].filter((key) => driver.convergedAt.has(key)).slice(0, options.count);
   const logOffset = fileSize(options.logFile);
+  const requestsBefore = await options.requestCounts();
   await options.setLogLevel("debug");
   const started = Date.now();
   for (const key of keys) driver.changeVersion(key, options.toVersion);
@@ -115,6 +123,7 @@ export async function runRolloutPhase(driver: Driver, options: RolloutPhaseOptio
     options.checkController();
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
+  const requestsAfter = await options.requestCounts();
   await options.setLogLevel("info");
   // Next to the controller's log, so that the timeline of any cluster can be read again with both.
   writeFileSync(
@@ -127,7 +136,7 @@ export async function runRolloutPhase(driver: Driver, options: RolloutPhaseOptio
     }),
   );
   const entries = jsonLogEntries(readFrom(options.logFile, logOffset));
-  return analyseRollouts({
+  const results = analyseRollouts({
     keys,
     rollouts: driver.rollouts,
     writes: driver.writes,
@@ -136,6 +145,29 @@ export async function runRolloutPhase(driver: Driver, options: RolloutPhaseOptio
     toVersion: options.toVersion,
     limitSeconds: options.limitSeconds,
   });
+  return { ...results, requests: requestsPer(requestsBefore, requestsAfter, results.steps.all.n, keys.length) };
+}
+
+/** Counter deltas over the phase, per step and per cluster, to a tenth. */
+function requestsPer(
+  before: ReadonlyMap<string, number>,
+  after: ReadonlyMap<string, number>,
+  steps: number,
+  clusters: number,
+): NonNullable<RolloutResults["requests"]> {
+  const perStep: Record<string, number> = {};
+  const perCluster: Record<string, number> = {};
+  let total = 0;
+  for (const [key, count] of [...after].sort(([a], [b]) => a.localeCompare(b))) {
+    const delta = count - (before.get(key) ?? 0);
+    if (delta === 0) continue;
+    total += delta;
+    perStep[key] = Math.round((delta / Math.max(1, steps)) * 10) / 10;
+    perCluster[key] = Math.round((delta / Math.max(1, clusters)) * 10) / 10;
+  }
+  perStep.total = Math.round((total / Math.max(1, steps)) * 10) / 10;
+  perCluster.total = Math.round((total / Math.max(1, clusters)) * 10) / 10;
+  return { total, perStep, perCluster };
 }
 
 /** What a reader of the rollout figures must know, for the result's notes. */

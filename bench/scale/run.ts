@@ -338,6 +338,10 @@ class Bench {
       throw new Error(`the benchmark's controller refused log level ${level}: ${await response.text()}`);
   }
 
+  async requestCounts(): Promise<ReadonlyMap<string, number>> {
+    return (await scrape(this.metricsUrl)).requests;
+  }
+
   checkRunning(): void {
     if (!this.controller?.isRunning())
       throw new Error(`the benchmark's controller exited:\n${this.controller?.lastLogLines(30)}`);
@@ -602,6 +606,10 @@ async function main(): Promise<void> {
         NAME,
         `level ${size}: ${convergence.converged}/${keys.length} converged, all in ${convergence.allConvergedSeconds ?? "(not all)"} s; settling, then ${windowSeconds} s idle`,
       );
+      progress(
+        NAME,
+        `level ${size}: requests per added cluster ${convergence.requestsPerAddedCluster.total} ${JSON.stringify(convergence.requestsPerAddedCluster.byResource)}`,
+      );
       await bench.settle();
       const idle = await bench.idleWindow(windowSeconds, size);
       progress(
@@ -634,12 +642,14 @@ async function main(): Promise<void> {
         setLogLevel: (level) => bench.setLogLevel(level),
         progress: (message) => progress(NAME, message),
         checkController: () => bench.checkRunning(),
+        requestCounts: () => bench.requestCounts(),
       });
       const all = rollouts.steps.all;
       progress(
         NAME,
         `rollouts: ${rollouts.finished}/${rolled} done in ${rollouts.phaseSeconds ?? "(not all)"} s; controller-added per step p50 ${all.p50} ms, p99 ${all.p99} ms, max ${all.max} ms (n=${all.n}); per cluster ${rollouts.fairness.rolloutSeconds.p50}/${rollouts.fairness.rolloutSeconds.max} s (p50/max)`,
       );
+      progress(NAME, `rollouts: requests per step ${JSON.stringify(rollouts.requests?.perStep)}`);
       notes.push(...rolloutNotes(rollouts, { parallelism: createParallelism, simulatedLatencyMs }));
     }
     const top = levels.find((level) => level.clusters === 2000);

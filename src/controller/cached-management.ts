@@ -1,11 +1,13 @@
 // The ManagementApi of one reconcile: reads of the QuorumControlPlane, its Cluster and its Machines come from the
 // informer caches the controller watches anyway (no API request at all on an idle reconcile); writes go to the
 // API server and leave an expectation of what the cache must show once it has caught up (expectations.ts).
-// Templates are still read from the API server: only a CreateMachine needs them.
+// Templates are still read from the API server, at most once per reconcile each: the first Machine's reconcile needs
+// them both to give them their owner reference and to clone them.
 import type { Cluster, Machine } from "../api/capi.ts";
 import { API_VERSION, KIND } from "../api/constants.ts";
 import { concernsControlPlane } from "../api/ownership.ts";
-import type { QuorumControlPlane } from "../api/types.ts";
+import type { Unstructured } from "../api/objects.ts";
+import type { ObjectRef, QuorumControlPlane } from "../api/types.ts";
 import type { CacheLookup, Expectations } from "./expectations.ts";
 import type { ManagementApi } from "../ports/index.ts";
 
@@ -35,6 +37,10 @@ export function cachedManagement(
   key: string,
 ): ManagementApi {
   const machineKey = (namespace: string, name: string) => `${namespace}/${name}`;
+  // This object lives for one reconcile (controller.ts makes one per reconcile), and so does what it read.
+  const referenced = new Map<string, Promise<Unstructured>>();
+  const referencedKey = (ref: ObjectRef, namespace: string) =>
+    `${ref.apiVersion ?? ref.apiGroup ?? ""}/${ref.kind}/${ref.namespace ?? namespace}/${ref.name}`;
   return {
     async getControlPlane(namespace, name) {
       const cached = readOnly(caches.controlPlane(`${namespace}/${name}`));
@@ -52,7 +58,16 @@ export function cachedManagement(
         .map((machine) => readOnly(machine) as Machine)
         .sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
     },
-    getReferenced: (ref, namespace, referencedBy) => api.getReferenced(ref, namespace, referencedBy),
+    getReferenced(ref, namespace, referencedBy) {
+      const readKey = referencedKey(ref, namespace);
+      const known = referenced.get(readKey);
+      if (known) return known;
+      const read = api.getReferenced(ref, namespace, referencedBy);
+      referenced.set(readKey, read);
+      // A failed read is not kept: whoever asks next in this reconcile asks the API server again.
+      read.catch(() => referenced.delete(readKey));
+      return read;
+    },
     async createIfAbsent(object) {
       const result = await api.createIfAbsent(object);
       if (object.kind === "Machine")
@@ -109,8 +124,23 @@ export function cachedManagement(
         });
       return written;
     },
-    // Templates are not cached, so no expectation: the next reconcile reads the template again.
-    setOwnerReferences: (object, ownerReferences) => api.setOwnerReferences(object, ownerReferences),
+    // Templates are not cached, so no expectation: the next reconcile reads the template again. Later in this one the
+    // template is seen with the references written (its spec, which a CreateMachine clones, is what was read), and with
+    // the resourceVersion read, so a write made from it is a conflict, never a lost change.
+    // A refused write (a conflict) forgets the read, so that reading again asks the API server.
+    async setOwnerReferences(object, ownerReferences) {
+      const readKeys: string[] = [];
+      for (const [readKey, read] of referenced)
+        if ((await read.catch(() => undefined)) === object) readKeys.push(readKey);
+      try {
+        await api.setOwnerReferences(object, ownerReferences);
+      } catch (error) {
+        for (const readKey of readKeys) referenced.delete(readKey);
+        throw error;
+      }
+      const written = { ...object, metadata: { ...object.metadata, ownerReferences } };
+      for (const readKey of readKeys) referenced.set(readKey, Promise.resolve(written));
+    },
     async setFinalizers(controlPlane, finalizers) {
       const written = await api.setFinalizers(controlPlane, finalizers);
       expectations.expectChange(key, "QuorumControlPlane", key, controlPlane.metadata.resourceVersion, written, {

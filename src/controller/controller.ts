@@ -151,9 +151,9 @@ export function quorumController(options: ControllerOptions): Controller {
       const cached = caches.controlPlane(key);
       if (!cached) {
         // Gone (deleted, or out of this controller's scope): nothing about it may stay in memory or in /metrics,
-        // or a churn of short-lived control planes grows the process without bound.
+        // or a churn of short-lived control planes grows the process without bound. (What OwnedTemplates saw of its
+        // templates is kept per template, shared with other Clusters, and swept once older than its recheck interval.)
         expectations.forget(key);
-        ownedTemplates.forget(key);
         eventAt.delete(key);
         lastReconciledAt.delete(key);
         options.deps.metrics?.forget(key);

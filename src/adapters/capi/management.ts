@@ -28,6 +28,7 @@ import { formatLabelValue } from "../../api/label-value.ts";
 import { concernsControlPlane } from "../../api/ownership.ts";
 import type { ObjectRef, OwnerReference, QuorumControlPlane, QuorumControlPlaneStatus } from "../../api/types.ts";
 import { groupOf, type Unstructured } from "../../api/objects.ts";
+import { statusMessageOf } from "../errors.ts";
 import type { InPlacePatch } from "../../ports/management.ts";
 
 export const FIELD_MANAGER = "quorum";
@@ -58,6 +59,36 @@ export class PatchForbiddenError extends Error {
         `${AGGREGATION_LABEL}: "true" (as config/samples/process-provider-rbac.yaml does for its kinds)`,
     );
     this.name = "PatchForbiddenError";
+  }
+}
+
+/**
+ * Any other refused patch, in one line: the object, the HTTP code, the Status reason and message (ApiException's own
+ * message carries the whole response body and headers, which made a log line of every template conflict). `code`
+ * stays, so a conflict is still told apart (isConflict).
+ */
+export class PatchRefusedError extends Error {
+  readonly code: number;
+
+  constructor(object: Unstructured, field: string, error: ApiException<unknown>) {
+    const reason = statusReasonOf(error.body);
+    super(
+      `${object.kind} ${object.metadata.namespace ?? ""}/${object.metadata.name}: patching metadata.${field} was ` +
+        `refused with HTTP ${error.code}${reason ? ` (${reason})` : ""}: ${statusMessageOf(error.body)}`,
+      { cause: error },
+    );
+    this.name = "PatchRefusedError";
+    this.code = error.code;
+  }
+}
+
+/** The reason of a metav1.Status in an API error body ("Conflict", "Invalid"), if it has one. */
+function statusReasonOf(body: unknown): string | undefined {
+  try {
+    const status = JSON.parse(typeof body === "string" ? body : JSON.stringify(body ?? "")) as { reason?: unknown };
+    return typeof status?.reason === "string" ? status.reason : undefined;
+  } catch {
+    return undefined;
   }
 }
 
@@ -217,6 +248,7 @@ export class ManagementClient {
       await this.mergePatch(patch);
     } catch (error) {
       if (error instanceof ApiException && error.code === 403) throw new PatchForbiddenError(object, "ownerReferences");
+      if (error instanceof ApiException) throw new PatchRefusedError(object, "ownerReferences", error);
       throw error;
     }
   }

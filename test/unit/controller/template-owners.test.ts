@@ -5,7 +5,12 @@ import { describe, it } from "node:test";
 import type { Unstructured } from "../../../src/api/objects.ts";
 import type { ObjectRef, OwnerReference } from "../../../src/api/types.ts";
 import { PatchForbiddenError, ReferenceNotFoundError } from "../../../src/adapters/capi/management.ts";
-import { keepTemplatesOwned, OwnedTemplates, TEMPLATE_RECHECK_MS } from "../../../src/controller/template-owners.ts";
+import {
+  keepTemplatesOwned,
+  OWNER_REFERENCE_ATTEMPTS,
+  OwnedTemplates,
+  TEMPLATE_RECHECK_MS,
+} from "../../../src/controller/template-owners.ts";
 import type { ManagementApi } from "../../../src/ports/index.ts";
 import { cluster, controlPlane } from "./fixtures.ts";
 
@@ -16,8 +21,13 @@ const OWNED_BY_C1: OwnerReference = {
   uid: "uid-c1",
 };
 
-function world(templates: Record<string, OwnerReference[] | undefined>, options: { forbidden?: boolean } = {}) {
+/** A template's kind → its owner references; `conflicts` writes are refused (409), each after another Cluster's lands. */
+function world(
+  templates: Record<string, OwnerReference[] | undefined>,
+  options: { forbidden?: boolean; conflicts?: number } = {},
+) {
   const calls: string[] = [];
+  let conflicts = options.conflicts ?? 0;
   const management = {
     getReferenced: async (ref: ObjectRef, namespace: string) => {
       calls.push(`get ${ref.kind}`);
@@ -31,6 +41,13 @@ function world(templates: Record<string, OwnerReference[] | undefined>, options:
     },
     setOwnerReferences: async (object: Unstructured, ownerReferences: OwnerReference[]) => {
       if (options.forbidden) throw new PatchForbiddenError(object, "ownerReferences");
+      if (conflicts > 0) {
+        const landedFirst = { ...OWNED_BY_C1, name: `other-${conflicts}`, uid: `uid-other-${conflicts}` };
+        templates[object.kind] = [...(templates[object.kind] ?? []), landedFirst];
+        conflicts--;
+        calls.push(`conflict ${object.kind}`);
+        throw Object.assign(new Error("the object has been modified"), { code: 409 });
+      }
       calls.push(`patch ${object.kind} rv=${object.metadata.resourceVersion} ${JSON.stringify(ownerReferences)}`);
       templates[object.kind] = ownerReferences;
     },
@@ -157,5 +174,72 @@ describe("keepTemplatesOwned", () => {
       /grant the "patch" verb on processmachinetemplates\.infrastructure\.cluster\.x-k8s\.io in a ClusterRole labelled/,
     );
     assert.match(problem?.message ?? "", /controlplane\.cluster\.x-k8s\.io\/aggregate-to-quorum-manager: "true"/);
+  });
+
+  it("reads and writes again when another Cluster's reference landed first, keeping it, with no problem", async () => {
+    const qcp = controlPlane();
+    const infraKind = qcp.spec.machineTemplate.spec.infrastructureRef.kind;
+    const { management, calls } = world({}, { conflicts: 2 });
+    const result = await keepTemplatesOwned(qcp, theCluster(), management, undefined);
+    assert.equal(result.problem, undefined);
+    assert.equal(result.adopted.length, 2);
+    const others = [2, 1].map((n) => ({ ...OWNED_BY_C1, name: `other-${n}`, uid: `uid-other-${n}` }));
+    assert.ok(calls.includes(`patch ${infraKind} rv=7 ${JSON.stringify([...others, OWNED_BY_C1])}`), calls.join("\n"));
+    assert.equal(calls.filter((call) => call === `get ${infraKind}`).length, 3, calls.join("\n"));
+  });
+
+  it(`leaves a template still in conflict after ${OWNER_REFERENCE_ATTEMPTS} writes to the next reconcile, as a problem`, async () => {
+    const { management, calls } = world({}, { conflicts: OWNER_REFERENCE_ATTEMPTS });
+    const { problem, adopted } = await keepTemplatesOwned(controlPlane(), theCluster(), management, undefined);
+    assert.equal(problem?.reason, "TemplateOwnerReferenceFailed");
+    assert.deepEqual(adopted, []);
+    assert.equal(calls.filter((call) => call.startsWith("conflict")).length, OWNER_REFERENCE_ATTEMPTS);
+  });
+
+  it("does not read a template again that another Cluster sharing it saw owned by this one within the interval", async () => {
+    let now = 0;
+    const owned = new OwnedTemplates(() => now);
+    const { management, calls } = world({});
+    const second = { ...theCluster(), metadata: { ...theCluster().metadata, name: "c2", uid: "uid-c2" } };
+    await keepTemplatesOwned(controlPlane(), theCluster(), management, owned);
+    now += TEMPLATE_RECHECK_MS / 2;
+    await keepTemplatesOwned(controlPlane(), second, management, owned);
+    const reads = calls.filter((call) => call.startsWith("get")).length;
+    now += TEMPLATE_RECHECK_MS / 2 + 1;
+    await keepTemplatesOwned(controlPlane(), theCluster(), management, owned);
+    assert.equal(calls.filter((call) => call.startsWith("get")).length, reads, calls.join("\n"));
+  });
+
+  it("gives a reference back at once when another Cluster's read shows it removed by hand", async () => {
+    const owned = new OwnedTemplates(() => 0);
+    const qcp = controlPlane();
+    const infraKind = qcp.spec.machineTemplate.spec.infrastructureRef.kind;
+    const { management, calls } = world({});
+    const second = { ...theCluster(), metadata: { ...theCluster().metadata, name: "c2", uid: "uid-c2" } };
+    await keepTemplatesOwned(qcp, theCluster(), management, owned);
+    const removedByHand = world({});
+    await keepTemplatesOwned(qcp, second, removedByHand.management, owned);
+    await keepTemplatesOwned(qcp, theCluster(), management, owned);
+    assert.equal(calls.filter((call) => call.startsWith(`get ${infraKind}`)).length, 2, calls.join("\n"));
+  });
+
+  it("forgets what it saw of templates once it is older than the recheck interval", async () => {
+    let now = 0;
+    const owned = new OwnedTemplates(() => now);
+    await keepTemplatesOwned(controlPlane(), theCluster(), world({}).management, owned);
+    assert.equal(owned.size, 2);
+    now += TEMPLATE_RECHECK_MS;
+    const other = { ...theCluster(), metadata: { ...theCluster().metadata, name: "c2", uid: "uid-c2" } };
+    const otherPlane = controlPlane();
+    otherPlane.spec.machineTemplate.spec.infrastructureRef = {
+      ...otherPlane.spec.machineTemplate.spec.infrastructureRef,
+      name: "c2-infra",
+    };
+    otherPlane.spec.machineTemplate.spec.bootstrapConfigTemplateRef = {
+      ...otherPlane.spec.machineTemplate.spec.bootstrapConfigTemplateRef,
+      name: "c2-boot",
+    };
+    await keepTemplatesOwned(otherPlane, other, world({}).management, owned);
+    assert.equal(owned.size, 2);
   });
 });
