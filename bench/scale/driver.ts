@@ -58,6 +58,11 @@ export interface DriverOptions {
   perNamespace: number;
   /** spec.replicas of every QuorumControlPlane. */
   replicas: number;
+  /**
+   * kubeadm's clusterConfiguration.encryptionAlgorithm in every bootstrap config template (the key type of each new
+   * cluster's CAs and service-account key); unset, Quorum's defaults (RSA-2048 service-account key).
+   */
+  encryptionAlgorithm?: string;
 }
 
 export class Driver {
@@ -339,7 +344,16 @@ export class Driver {
         apiVersion: `${BOOTSTRAP_GROUP}/${TEST_VERSION}`,
         kind: "TestBootstrapConfigTemplate",
         metadata: { name: "boot", namespace },
-        spec: { template: { spec: { join: "learner" } } },
+        spec: {
+          template: {
+            spec: {
+              join: "learner",
+              ...(this.options.encryptionAlgorithm
+                ? { clusterConfiguration: { encryptionAlgorithm: this.options.encryptionAlgorithm } }
+                : {}),
+            },
+          },
+        },
       },
     );
   }
