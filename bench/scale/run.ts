@@ -63,6 +63,8 @@ const pollInterval = process.env.BENCH_SCALE_POLL_INTERVAL ?? "10s";
 const idlePollInterval = process.env.BENCH_SCALE_IDLE_POLL_INTERVAL ?? "60s";
 const concurrency = process.env.BENCH_SCALE_CONCURRENCY ?? "10";
 const simulatedLatencyMs = Number(process.env.BENCH_SIM_LATENCY_MS ?? 2);
+/** BENCH_SCALE_HEAP_SNAPSHOT_DIR=DIR: a heap snapshot of the controller there after each idle window (for looking into memory). */
+const heapSnapshotDir = process.env.BENCH_SCALE_HEAP_SNAPSHOT_DIR;
 const replicas = 3;
 
 /**
@@ -329,6 +331,22 @@ class Bench {
 
   get controllerLog(): string {
     return this.controller?.logFile ?? "";
+  }
+
+  /** After the idle window, so writing it (seconds, and memory) does not show in the window's figures. */
+  async heapSnapshot(dir: string, clusters: number): Promise<void> {
+    const url = this.metricsUrl.replace("/metrics", `/bench/heap-snapshot?dir=${encodeURIComponent(dir)}`);
+    const answer = (await (await fetch(url)).json()) as {
+      file: string;
+      before: NodeJS.MemoryUsage;
+      after: NodeJS.MemoryUsage;
+    };
+    const mb = (bytes: number) => Math.round(bytes / 1e5) / 10;
+    const { before, after } = answer;
+    progress(
+      NAME,
+      `level ${clusters}: heap snapshot ${answer.file}; heap used ${mb(before.heapUsed)} → ${mb(after.heapUsed)} MB after a full GC (total ${mb(after.heapTotal)}), external ${mb(after.external)}, arrayBuffers ${mb(after.arrayBuffers)}, RSS ${mb(before.rss)} → ${mb(after.rss)} MB`,
+    );
   }
 
   async setLogLevel(level: "debug" | "info"): Promise<void> {
@@ -607,6 +625,7 @@ async function main(): Promise<void> {
         NAME,
         `level ${size}: idle ${idle.controller.milliCores} mCPU, RSS ${idle.controller.rssMB.end} MB, ${idle.requestsPerMinute.total} requests/min, ${idle.writesPerMinute.excludingLease} writes/min (+ Lease), reconcile p50 ${idle.reconciles.durationMs.p50} ms`,
       );
+      if (heapSnapshotDir) await bench.heapSnapshot(heapSnapshotDir, size);
       levels.push({
         clusters: size,
         added: size - created,
