@@ -14,7 +14,7 @@
 // API server's audit log, the controller's user only) and reconcile duration percentiles. Then 200 clusters are
 // upgraded at once (./rollouts.ts).
 import { spawnSync } from "node:child_process";
-import { existsSync, openSync, readSync, closeSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, openSync, readFileSync, readSync, closeSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import {
@@ -63,6 +63,13 @@ const pollInterval = process.env.BENCH_SCALE_POLL_INTERVAL ?? "10s";
 const idlePollInterval = process.env.BENCH_SCALE_IDLE_POLL_INTERVAL ?? "60s";
 const concurrency = process.env.BENCH_SCALE_CONCURRENCY ?? "10";
 const simulatedLatencyMs = Number(process.env.BENCH_SIM_LATENCY_MS ?? 2);
+/**
+ * The controller's NODE_OPTIONS: the shipped manifest's (config/manager/manager.yaml), as the container runs it. Until
+ * 2026-12-03 the benchmark ran the controller without them, so V8 sized its heap from this machine's memory (24 GB)
+ * and let it grow to about four times what was live before collecting: the RSS of those runs is not the deployed
+ * controller's. BENCH_SCALE_NODE_OPTIONS replaces them ("" runs without, as before).
+ */
+const controllerNodeOptions = process.env.BENCH_SCALE_NODE_OPTIONS ?? manifestNodeOptions();
 /** BENCH_SCALE_HEAP_SNAPSHOT_DIR=DIR: a heap snapshot of the controller there after each idle window (for looking into memory). */
 const heapSnapshotDir = process.env.BENCH_SCALE_HEAP_SNAPSHOT_DIR;
 const replicas = 3;
@@ -86,6 +93,14 @@ function compileController(): string {
     throw new Error(`compiling the benchmark's controller failed:\n${result.stdout}${result.stderr}`);
   progress(NAME, `compiled the controller to JavaScript in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   return join(benchDir, "..", ".cache", "bench-scale", "bench", "scale", "controller.js");
+}
+
+function manifestNodeOptions(): string {
+  const manifest = readFileSync(join(benchDir, "..", "config", "manager", "manager.yaml"), "utf8");
+  const value = /- name: NODE_OPTIONS\n\s+value: (.+)\n/.exec(manifest)?.[1];
+  if (value === undefined)
+    throw new Error("config/manager/manager.yaml: no NODE_OPTIONS value found for the controller");
+  return value.trim();
 }
 
 function list(variable: string, fallback: string): number[] {
@@ -305,7 +320,7 @@ class Bench {
         "--metrics-secure=false",
         ...flags,
       ],
-      env: { ...process.env, BENCH_SIM_LATENCY_MS: String(simulatedLatencyMs) },
+      env: { ...process.env, BENCH_SIM_LATENCY_MS: String(simulatedLatencyMs), NODE_OPTIONS: controllerNodeOptions },
       // BENCH_SCALE_CONTROLLER_LOG=FILE keeps the controller's log there (by default it goes to a temporary directory).
       ...(process.env.BENCH_SCALE_CONTROLLER_LOG ? { logFile: process.env.BENCH_SCALE_CONTROLLER_LOG } : {}),
     });
@@ -554,6 +569,7 @@ async function main(): Promise<void> {
     sizes,
     idleSeconds,
     baselineIdleSeconds,
+    controllerNodeOptions,
     replicas,
     perNamespace,
     createParallelism,
