@@ -24,7 +24,7 @@ import {
 import { secretName } from "../../api/constants.ts";
 import { checkCASecret, forgetCheckedCA } from "../certs/ca-secret.ts";
 import { ensureKubeconfig, type EnsureKubeconfigResult } from "../certs/kubeconfig.ts";
-import type { SecretStore } from "../certs/secret-store.ts";
+import { secretMetadata, type SecretStore } from "../certs/secret-store.ts";
 import { createEtcdClusterClient } from "../etcd/client.ts";
 import { EtcdClientCertificates, type EtcdCredentialsOptions } from "../etcd/credentials.ts";
 import { EtcdClientPool } from "../etcd/pool.ts";
@@ -132,7 +132,8 @@ export class ClusterWorkloadAccess implements WorkloadAccess {
       secretName.proxy(name),
       secretName.kubeconfig(name),
     ]) {
-      const object = await this.options.secrets.get({ namespace, name: secret });
+      // Its version only, or a hash of its data where the store keeps no versions (so a cache may hold no data).
+      const object = await secretMetadata(this.options.secrets, { namespace, name: secret });
       parts.push(
         !object
           ? "-"
