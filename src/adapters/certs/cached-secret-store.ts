@@ -15,6 +15,7 @@
 // first list. Writes go to the API server; a replaced Secret is served from a small overlay until the watch
 // shows a newer version than the one it replaced, so the next reconcile does not act on what it just changed.
 import { LABEL_CLUSTER_NAME, secretName } from "../../api/constants.ts";
+import { internStrings } from "../../api/intern.ts";
 import { secretKey, type SecretRef } from "../errors.ts";
 import {
   Informer,
@@ -97,8 +98,8 @@ export class CachedSecretStore implements SecretStore {
         !isQuorumClusterSecret(secret)
           ? undefined
           : isPresenceOnlySecret(secret)
-            ? withoutData(fromV1(secret))
-            : fromV1(secret),
+            ? internStrings(withoutData(fromV1(secret)))
+            : internStrings(fromV1(secret)),
     });
     const supersede = (secret: SecretObject) => this.dropOverlayIfSuperseded(secret);
     this.informer.addHandlers({
