@@ -291,7 +291,7 @@ export class Informer<T extends KubeObject> {
       stopSignal.addEventListener("abort", onStop, { once: true });
       const watchdog: TimerHandle = this.clock.setTimeout(() => cycle.abort(new WatchdogResync()), this.resyncMs);
       try {
-        const listed = await this.source.list(cycle.signal, this.transform);
+        const listed = await this.source.list(cycle.signal, (obj) => this.shapeListed(obj));
         if (cycle.signal.aborted) throw cycle.signal.reason;
         this.replace(listed.items, listed.transformed === true);
         this.stats.lists++;
@@ -362,6 +362,18 @@ export class Informer<T extends KubeObject> {
       }
     }
     throw signal.reason;
+  }
+
+  /**
+   * A listed object as the cache would hold it: the cached object itself when the list shows the version already
+   * cached, so a re-list (every resyncMs, all informers together) holds a second copy only of what changed, and does
+   * not transform it again. At 2,000 clusters the re-list raised the controller's RSS by 58 MB (issue 19).
+   */
+  private shapeListed(obj: T): T | undefined {
+    const cached = this.cache.get(objectKey(obj));
+    const version = obj.metadata?.resourceVersion;
+    if (cached && version && cached.metadata.resourceVersion === version) return cached;
+    return this.transform ? this.transform(obj) : obj;
   }
 
   private apply(type: "ADDED" | "MODIFIED" | "DELETED", received: T, transformed = false): void {

@@ -123,9 +123,11 @@ describe("listing from the API server with a transform", () => {
     // The Informer hands its transform to the lister and does not apply it a second time.
     pages.push({ items: [configMap("keep-d"), configMap("drop-e")], metadata: { resourceVersion: "6" } });
     let calls = 0;
+    const clock = new ManualClock();
     const informer = new Informer(lister, {
-      clock: new ManualClock(),
+      clock,
       minWatchMs: 0,
+      resyncMs: 60_000,
       transform: (obj: ConfigMap) => {
         calls++;
         return keepAndShout(obj);
@@ -138,6 +140,17 @@ describe("listing from the API server with a transform", () => {
       ["keep-d=D"],
     );
     assert.equal(calls, 2);
+
+    // The scheduled re-list: an object at the version cached is the cached one, not a second copy, nor shaped again.
+    const cachedD = informer.get("ns/keep-d");
+    const changedF = { ...configMap("keep-f"), metadata: { name: "keep-f", namespace: "ns", resourceVersion: "7" } };
+    pages.push({ items: [configMap("keep-d"), changedF], metadata: { resourceVersion: "7" } });
+    await clock.advance(60_000);
+    await settle();
+    assert.equal(informer.stats.resyncs, 1);
+    assert.equal(informer.get("ns/keep-d"), cachedD);
+    assert.equal(informer.get("ns/keep-f")?.data?.value, "F");
+    assert.equal(calls, 3, "only the new object was shaped");
     await informer.stop();
   });
 });
