@@ -10,6 +10,7 @@ import dc from "node:diagnostics_channel";
 import type { ClientRequest } from "node:http";
 import { createServer } from "node:http";
 import { monitorEventLoopDelay } from "node:perf_hooks";
+import { writeHeapSnapshot } from "node:v8";
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import { Counter } from "prom-client";
 import winston from "winston";
@@ -212,6 +213,17 @@ const server = createServer((request, response) => {
     }
     log.level = level;
     response.writeHead(200).end(level);
+    return;
+  }
+  if (path === "/bench/heap-snapshot") {
+    // Writes a V8 heap snapshot (which starts with a full GC) into ?dir=, and answers the memory use before and
+    // after: heapUsed after it is the live heap, without the garbage an idle process has not collected yet.
+    const dir = new URL(request.url ?? "/", "http://localhost").searchParams.get("dir") ?? "";
+    const before = process.memoryUsage();
+    const file = writeHeapSnapshot(`${dir}/controller-${Date.now()}.heapsnapshot`);
+    response
+      .writeHead(200, { "Content-Type": "application/json" })
+      .end(JSON.stringify({ file, before, after: process.memoryUsage() }));
     return;
   }
   if (path === "/readyz") {

@@ -14,7 +14,7 @@
 // API server's audit log, the controller's user only) and reconcile duration percentiles. Then 200 clusters are
 // upgraded at once (./rollouts.ts).
 import { spawnSync } from "node:child_process";
-import { existsSync, openSync, readSync, closeSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, openSync, readFileSync, readSync, closeSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import {
@@ -66,6 +66,15 @@ const concurrency = process.env.BENCH_SCALE_CONCURRENCY ?? "10";
 /** e.g. ECDSA-P256: every cluster's bootstrap template asks for that key type (the default run leaves it unset). */
 const encryptionAlgorithm = process.env.BENCH_SCALE_ENCRYPTION_ALGORITHM;
 const simulatedLatencyMs = Number(process.env.BENCH_SIM_LATENCY_MS ?? 2);
+/**
+ * The controller's NODE_OPTIONS: the shipped manifest's (config/manager/manager.yaml), as the container runs it. Until
+ * 2026-12-03 the benchmark ran the controller without them, so V8 sized its heap from this machine's memory (24 GB)
+ * and let it grow to about four times what was live before collecting: the RSS of those runs is not the deployed
+ * controller's. BENCH_SCALE_NODE_OPTIONS replaces them ("" runs without, as before).
+ */
+const controllerNodeOptions = process.env.BENCH_SCALE_NODE_OPTIONS ?? manifestNodeOptions();
+/** BENCH_SCALE_HEAP_SNAPSHOT_DIR=DIR: a heap snapshot of the controller there after each idle window (for looking into memory). */
+const heapSnapshotDir = process.env.BENCH_SCALE_HEAP_SNAPSHOT_DIR;
 const replicas = 3;
 
 /**
@@ -87,6 +96,14 @@ function compileController(): string {
     throw new Error(`compiling the benchmark's controller failed:\n${result.stdout}${result.stderr}`);
   progress(NAME, `compiled the controller to JavaScript in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   return join(benchDir, "..", ".cache", "bench-scale", "bench", "scale", "controller.js");
+}
+
+function manifestNodeOptions(): string {
+  const manifest = readFileSync(join(benchDir, "..", "config", "manager", "manager.yaml"), "utf8");
+  const value = /- name: NODE_OPTIONS\n\s+value: (.+)\n/.exec(manifest)?.[1];
+  if (value === undefined)
+    throw new Error("config/manager/manager.yaml: no NODE_OPTIONS value found for the controller");
+  return value.trim();
 }
 
 function list(variable: string, fallback: string): number[] {
@@ -306,7 +323,7 @@ class Bench {
         "--metrics-secure=false",
         ...flags,
       ],
-      env: { ...process.env, BENCH_SIM_LATENCY_MS: String(simulatedLatencyMs) },
+      env: { ...process.env, BENCH_SIM_LATENCY_MS: String(simulatedLatencyMs), NODE_OPTIONS: controllerNodeOptions },
       // BENCH_SCALE_CONTROLLER_LOG=FILE keeps the controller's log there (by default it goes to a temporary directory).
       ...(process.env.BENCH_SCALE_CONTROLLER_LOG ? { logFile: process.env.BENCH_SCALE_CONTROLLER_LOG } : {}),
     });
@@ -332,6 +349,22 @@ class Bench {
 
   get controllerLog(): string {
     return this.controller?.logFile ?? "";
+  }
+
+  /** After the idle window, so writing it (seconds, and memory) does not show in the window's figures. */
+  async heapSnapshot(dir: string, clusters: number): Promise<void> {
+    const url = this.metricsUrl.replace("/metrics", `/bench/heap-snapshot?dir=${encodeURIComponent(dir)}`);
+    const answer = (await (await fetch(url)).json()) as {
+      file: string;
+      before: NodeJS.MemoryUsage;
+      after: NodeJS.MemoryUsage;
+    };
+    const mb = (bytes: number) => Math.round(bytes / 1e5) / 10;
+    const { before, after } = answer;
+    progress(
+      NAME,
+      `level ${clusters}: heap snapshot ${answer.file}; heap used ${mb(before.heapUsed)} → ${mb(after.heapUsed)} MB after a full GC (total ${mb(after.heapTotal)}), external ${mb(after.external)}, arrayBuffers ${mb(after.arrayBuffers)}, RSS ${mb(before.rss)} → ${mb(after.rss)} MB`,
+    );
   }
 
   async setLogLevel(level: "debug" | "info"): Promise<void> {
@@ -543,6 +576,7 @@ async function main(): Promise<void> {
     sizes,
     idleSeconds,
     baselineIdleSeconds,
+    controllerNodeOptions,
     replicas,
     perNamespace,
     createParallelism,
@@ -623,6 +657,7 @@ async function main(): Promise<void> {
         NAME,
         `level ${size}: idle ${idle.controller.milliCores} mCPU, RSS ${idle.controller.rssMB.end} MB, ${idle.requestsPerMinute.total} requests/min, ${idle.writesPerMinute.excludingLease} writes/min (+ Lease), reconcile p50 ${idle.reconciles.durationMs.p50} ms`,
       );
+      if (heapSnapshotDir) await bench.heapSnapshot(heapSnapshotDir, size);
       levels.push({
         clusters: size,
         added: size - created,

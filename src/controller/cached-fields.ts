@@ -9,6 +9,7 @@
 // status, so a field missing here would be rewritten on every reconcile, or never removed), a Machine's
 // status.conditions (written back as a whole list), labels and annotations (in-place updates diff them).
 import type { Cluster, Machine } from "../api/capi.ts";
+import { internStrings } from "../api/intern.ts";
 import { project, type Keep } from "../api/projection.ts";
 import type { ObjectMeta, QuorumControlPlane } from "../api/types.ts";
 
@@ -89,13 +90,15 @@ export const CACHED_CONTROL_PLANE_FIELDS: Keep<QuorumControlPlane> = {
   status: true,
 };
 
+// Each also with one copy of each short string (src/api/intern.ts): a parsed object carries its own copy of every
+// apiVersion, kind, condition type and reason.
 export function cachedMachine(machine: unknown): Machine {
-  return project(machine, CACHED_MACHINE_FIELDS);
+  return internStrings(project(machine, CACHED_MACHINE_FIELDS));
 }
 
 /** Also without kubectl's last-applied annotation: the Cluster's annotations are read by key only. */
 export function cachedCluster(cluster: unknown): Cluster {
-  return withoutLastApplied(project(cluster, CACHED_CLUSTER_FIELDS));
+  return internStrings(withoutLastApplied(project(cluster, CACHED_CLUSTER_FIELDS)));
 }
 
 /**
@@ -103,7 +106,7 @@ export function cachedCluster(cluster: unknown): Cluster {
  * written by key (merge patches), never copied whole.
  */
 export function cachedControlPlane(controlPlane: unknown): QuorumControlPlane {
-  return withoutLastApplied(project(controlPlane, CACHED_CONTROL_PLANE_FIELDS));
+  return internStrings(withoutLastApplied(project(controlPlane, CACHED_CONTROL_PLANE_FIELDS)));
 }
 
 function withoutLastApplied<T extends { metadata: ObjectMeta }>(object: T): T {

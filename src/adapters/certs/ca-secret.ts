@@ -21,13 +21,48 @@ const caFix =
   "put a PEM CA certificate in tls.crt and its private key in tls.key (as CAPI and kubeadm write them); on a " +
   "running cluster restore the Secret from backup, on a new one (no Machine yet) deleting it lets Quorum generate a CA";
 
-/** The CA of `secret`, checked: PEM present and parseable, a CA, key matches, valid at `now`. */
+/** What a checked CA Secret holds, without its key: enough to tell whether it is usable, and to compare a kubeconfig's CA. */
+export interface CASummary {
+  commonName: string;
+  subject: string;
+  /** The signing certificate, PEM (the first of tls.crt's bundle). */
+  certPem: string;
+  notBefore: Date;
+  notAfter: Date;
+}
+
+/**
+ * The CA of `secret`, checked (PEM present and parseable, a CA, key matches, valid at `now`) and loaded to sign: parsed
+ * certificate and imported key. Only what signs needs this; checkCASecret answers "is it usable" from less memory.
+ */
 export async function readCASecret(
   ref: SecretRef,
   secret: SecretObject | undefined,
   now: Date,
   purpose: string,
 ): Promise<CertificateAuthority> {
+  const ca = await loadedCA(present(ref, secret, purpose));
+  checkValidAt(secret as SecretObject, ca, now);
+  return ca;
+}
+
+/**
+ * readCASecret's checks without keeping the CA loaded: the summary of every CA Secret Quorum checks is kept per
+ * content, the parsed certificate and imported key (about 4 KB of heap per CA) only for the few CAs that signed
+ * last. Every reconcile of every cluster checks its CAs; signing is once a day per cluster, or a new cluster's.
+ */
+export async function checkCASecret(
+  ref: SecretRef,
+  secret: SecretObject | undefined,
+  now: Date,
+  purpose: string,
+): Promise<CASummary> {
+  const summary = await checkedCA(present(ref, secret, purpose));
+  checkValidAt(secret as SecretObject, summary, now);
+  return summary;
+}
+
+function present(ref: SecretRef, secret: SecretObject | undefined, purpose: string): SecretObject {
   if (!secret) {
     throw new SecretMissingError(
       ref,
@@ -36,35 +71,93 @@ export async function readCASecret(
         "cluster restore it from backup; if you bring your own CA, create it with tls.crt and tls.key",
     );
   }
-  const ca = await checkedCA(secret);
+  return secret;
+}
+
+function checkValidAt(secret: SecretObject, ca: CASummary, now: Date): void {
   if (now < ca.notBefore || now > ca.notAfter) {
     throw new CertificateExpiredError(refOf(secret), ca.subject || "(empty subject)", ca.notBefore, ca.notAfter, now);
   }
-  return ca;
 }
 
 /**
  * Parsing a CA, matching its key and importing it for signing cost milliseconds, and every reconcile of every
  * cluster reads its CAs: the outcome is kept per Secret content (tls.crt + tls.key), so only a changed Secret is
- * parsed again. Expiry depends on the time and is checked by the caller on every read.
+ * parsed again. Expiry depends on the time and is checked by the caller on every read. What is kept per Secret is
+ * the summary (issue 19: the parsed certificate and key of two CAs per cluster were 8.5 KB of heap per cluster); the
+ * loaded CAs, for signing, only for the last LOADED_CAS_MAX Secrets that signed (a new cluster signs its etcd client
+ * certificate and kubeconfig right after creating its CAs).
  */
-type CheckedCA = CertificateAuthority & { subject: string; notBefore: Date };
-const checkedCAs = new Map<string, { fingerprint: string; outcome: Promise<CheckedCA> }>();
+type CheckedCA = CertificateAuthority & CASummary;
+interface Kept<T> {
+  fingerprint: string;
+  outcome: Promise<T>;
+}
+const checkedCAs = new Map<string, Kept<CASummary>>();
 const CHECKED_CAS_MAX = 10_000;
+const loadedCAs = new Map<string, Kept<CheckedCA>>();
+const LOADED_CAS_MAX = 64;
 /** How many times a CA Secret's content was parsed and checked (for tests that it is not parsed again). */
 let caChecks = 0;
 
-function checkedCA(secret: SecretObject): Promise<CheckedCA> {
-  const key = `${secret.metadata.namespace}/${secret.metadata.name}`;
+function checkedCA(secret: SecretObject): Promise<CASummary> {
+  const key = secretKeyOf(secret);
   const fingerprint = caFingerprint(secret);
   const known = checkedCAs.get(key);
   if (known?.fingerprint === fingerprint) return known.outcome;
+  const outcome = loadedCA(secret);
+  // Loaded for a signature earlier, its summary since dropped: kept again without the key.
+  if (checkedCAs.get(key)?.fingerprint !== fingerprint) {
+    const summary = outcome.then(summaryOf);
+    summary.catch(() => undefined);
+    keep(checkedCAs, CHECKED_CAS_MAX, key, { fingerprint, outcome: summary });
+  }
+  return outcome;
+}
+
+function loadedCA(secret: SecretObject): Promise<CheckedCA> {
+  const key = secretKeyOf(secret);
+  const fingerprint = caFingerprint(secret);
+  const known = loadedCAs.get(key);
+  if (known?.fingerprint === fingerprint) {
+    // Most recently used last: the oldest is the one dropped.
+    keep(loadedCAs, LOADED_CAS_MAX, key, known);
+    return known.outcome;
+  }
   caChecks++;
   const outcome = checkCA(secret);
-  keepCheckedCA(key, fingerprint, outcome);
   // A failure is kept too (the same garbage fails the same way), but must not be an unhandled rejection here.
   outcome.catch(() => undefined);
+  remember(key, fingerprint, outcome);
   return outcome;
+}
+
+function remember(key: string, fingerprint: string, outcome: Promise<CheckedCA>): void {
+  keep(loadedCAs, LOADED_CAS_MAX, key, { fingerprint, outcome });
+  const summary = outcome.then(summaryOf);
+  summary.catch(() => undefined);
+  keep(checkedCAs, CHECKED_CAS_MAX, key, { fingerprint, outcome: summary });
+}
+
+/** Only what CASummary names, copied: nothing of the parsed certificate or the key stays reachable from it. */
+function summaryOf(ca: CheckedCA): CASummary {
+  return {
+    commonName: ca.commonName,
+    subject: ca.subject,
+    certPem: ca.certPem,
+    notBefore: ca.notBefore,
+    notAfter: ca.notAfter,
+  };
+}
+
+function keep<T>(map: Map<string, T>, max: number, key: string, value: T): void {
+  map.delete(key);
+  if (map.size >= max) map.delete(map.keys().next().value as string);
+  map.set(key, value);
+}
+
+function secretKeyOf(secret: SecretObject): string {
+  return `${secret.metadata.namespace}/${secret.metadata.name}`;
 }
 
 function caFingerprint(secret: SecretObject): string {
@@ -75,12 +168,6 @@ function caFingerprint(secret: SecretObject): string {
     .digest("hex");
 }
 
-function keepCheckedCA(key: string, fingerprint: string, outcome: Promise<CheckedCA>): void {
-  checkedCAs.delete(key);
-  if (checkedCAs.size >= CHECKED_CAS_MAX) checkedCAs.delete(checkedCAs.keys().next().value as string);
-  checkedCAs.set(key, { fingerprint, outcome });
-}
-
 /**
  * Records `ca` as the checked CA of `secret`, a Secret Quorum just wrote from that very CA (a new cluster's): its
  * content is what createCA made, so parsing it back when it is first read would only find what is already known.
@@ -88,11 +175,7 @@ function keepCheckedCA(key: string, fingerprint: string, outcome: Promise<Checke
  */
 export function rememberCreatedCA(secret: SecretObject, ca: CertificateAuthority): void {
   const checked: CheckedCA = { ...ca, subject: ca.certificate.subject, notBefore: ca.certificate.notBefore };
-  keepCheckedCA(
-    `${secret.metadata.namespace}/${secret.metadata.name}`,
-    caFingerprint(secret),
-    Promise.resolve(checked),
-  );
+  remember(secretKeyOf(secret), caFingerprint(secret), Promise.resolve(checked));
 }
 
 /** How many CA Secret contents have been parsed and checked in this process (for tests of the cache). */
@@ -101,17 +184,27 @@ export function caSecretChecks(): number {
 }
 
 /**
- * Drops the parsed CA (its private key included) kept for the Secret `ref`, e.g. when its cluster is gone; without a
- * ref, every one (a controller that stopped leading needs none).
+ * Drops what is kept of the CA Secret `ref` (its summary, and the loaded CA with its private key), e.g. when its
+ * cluster is gone; without a ref, every one (a controller that stopped leading needs none).
  */
 export function forgetCheckedCA(ref?: SecretRef): void {
-  if (ref) checkedCAs.delete(`${ref.namespace}/${ref.name}`);
-  else checkedCAs.clear();
+  if (ref) {
+    checkedCAs.delete(`${ref.namespace}/${ref.name}`);
+    loadedCAs.delete(`${ref.namespace}/${ref.name}`);
+  } else {
+    checkedCAs.clear();
+    loadedCAs.clear();
+  }
 }
 
-/** namespace/name of every CA Secret whose parsed CA (and key) is kept (for tests of forgetCheckedCA). */
+/** namespace/name of every CA Secret whose checked CA is kept (for tests of forgetCheckedCA). */
 export function checkedCASecrets(): string[] {
-  return [...checkedCAs.keys()];
+  return [...new Set([...checkedCAs.keys(), ...loadedCAs.keys()])];
+}
+
+/** namespace/name of every CA Secret whose loaded CA, private key included, is kept (for tests of the bound). */
+export function loadedCASecrets(): string[] {
+  return [...loadedCAs.keys()];
 }
 
 async function checkCA(secret: SecretObject): Promise<CheckedCA> {

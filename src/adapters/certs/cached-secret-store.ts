@@ -6,11 +6,16 @@
 // Quorum reads, `<cluster>-ca|-etcd|-sa|-proxy|-kubeconfig`: the same label sits on CAPI's bootstrap-data
 // Secrets, tens of KB each, which would otherwise dominate the controller's memory at 1,000 clusters.
 //
+// Of `<cluster>-sa` and `-proxy` the cache keeps no data: Quorum only asks whether they exist and which version they
+// are (getMetadata), and their keys (an RSA key pair for -sa) were a third of the Secret cache's memory (issue 19); a
+// get() of one is a GET.
+//
 // Anything the cache does not hold is read with a GET, so a wrong or late cache costs a request, never a
 // wrong answer: a user's CA Secret without the label, a Secret created a moment ago, the moments before the
 // first list. Writes go to the API server; a replaced Secret is served from a small overlay until the watch
 // shows a newer version than the one it replaced, so the next reconcile does not act on what it just changed.
 import { LABEL_CLUSTER_NAME, secretName } from "../../api/constants.ts";
+import { internStrings } from "../../api/intern.ts";
 import { secretKey, type SecretRef } from "../errors.ts";
 import {
   Informer,
@@ -20,7 +25,7 @@ import {
   type ListerWatcher,
 } from "../kube/informer.ts";
 import type { KubeRest, ResourceRef } from "../kube/rest.ts";
-import { fromV1, refOf, type SecretObject, type SecretStore } from "./secret-store.ts";
+import { fromV1, refOf, withoutData, type SecretObject, type SecretStore } from "./secret-store.ts";
 
 export const SECRETS: ResourceRef = { group: "", version: "v1", plural: "secrets", namespaced: true };
 
@@ -50,6 +55,12 @@ export function isQuorumClusterSecret(secret: SecretObject): boolean {
   const cluster = secret.metadata.labels?.[LABEL_CLUSTER_NAME];
   if (!cluster) return false;
   return Object.values(secretName).some((nameOf) => nameOf(cluster) === secret.metadata.name);
+}
+
+/** A Secret Quorum only checks for (getMetadata): the cache keeps it without data. */
+export function isPresenceOnlySecret(secret: SecretObject): boolean {
+  const cluster = secret.metadata.labels?.[LABEL_CLUSTER_NAME];
+  return cluster !== undefined && [secretName.sa(cluster), secretName.proxy(cluster)].includes(secret.metadata.name);
 }
 
 /** What this process last wrote to a Secret, and the versions the cache may still show from before. */
@@ -83,7 +94,12 @@ export class CachedSecretStore implements SecretStore {
     this.informer = new Informer(source, {
       ...options.informer,
       // fromV1 keeps only what get() returns: no managedFields, no bootstrap data.
-      transform: (secret) => (isQuorumClusterSecret(secret) ? fromV1(secret) : undefined),
+      transform: (secret) =>
+        !isQuorumClusterSecret(secret)
+          ? undefined
+          : isPresenceOnlySecret(secret)
+            ? internStrings(withoutData(fromV1(secret)))
+            : internStrings(fromV1(secret)),
     });
     const supersede = (secret: SecretObject) => this.dropOverlayIfSuperseded(secret);
     this.informer.addHandlers({
@@ -119,17 +135,36 @@ export class CachedSecretStore implements SecretStore {
   }
 
   async get(ref: SecretRef): Promise<SecretObject | undefined> {
-    const key = secretKey(ref);
-    const cached = this.informer.hasSynced() ? this.informer.get(key) : undefined;
-    if (!cached) {
+    const cached = this.cached(ref);
+    // A Secret cached without its data is read from the API server, like one not cached.
+    if (!cached || (isPresenceOnlySecret(cached) && !cached.data)) {
       this.stats.apiReads++;
       return this.inner.get(ref);
     }
     this.stats.cacheReads++;
-    const overlay = this.overlays.get(key);
-    if (overlay && overlay.staleVersions.has(cached.metadata.resourceVersion ?? "")) return fromV1(overlay.secret);
-    this.overlays.delete(key);
     return fromV1(cached);
+  }
+
+  async getMetadata(ref: SecretRef): Promise<SecretObject | undefined> {
+    const cached = this.cached(ref);
+    if (!cached) {
+      this.stats.apiReads++;
+      const secret = await this.inner.get(ref);
+      return secret && withoutData(secret);
+    }
+    this.stats.cacheReads++;
+    return withoutData(fromV1(cached));
+  }
+
+  /** What the cache (or the overlay of this process's last write) holds of `ref`; undefined before the first list. */
+  private cached(ref: SecretRef): SecretObject | undefined {
+    const key = secretKey(ref);
+    const cached = this.informer.hasSynced() ? this.informer.get(key) : undefined;
+    if (!cached) return undefined;
+    const overlay = this.overlays.get(key);
+    if (overlay && overlay.staleVersions.has(cached.metadata.resourceVersion ?? "")) return overlay.secret;
+    this.overlays.delete(key);
+    return cached;
   }
 
   create(secret: SecretObject): Promise<"created" | "exists"> {

@@ -12,7 +12,7 @@ import type { OwnerReference, QuorumControlPlane } from "../../api/types.ts";
 import { RunningClusterSecretMissingError } from "../errors.ts";
 import { createCA, validFor, type CertificateAuthority } from "./pki.ts";
 import { ecdsaCurve, rsaBits, type KeyAlgorithm } from "./key-algorithm.ts";
-import { encodeData, type SecretObject, type SecretStore } from "./secret-store.ts";
+import { encodeData, secretMetadata, type SecretObject, type SecretStore } from "./secret-store.ts";
 import { rememberCreatedCA, TLS_CRT, TLS_KEY } from "./ca-secret.ts";
 
 const generateAsymmetricKeyPair = promisify(generateKeyPair);
@@ -174,7 +174,7 @@ export async function ensureClusterCertificates(
   const missing: ClusterCertificatePurpose[] = [];
   for (const purpose of CLUSTER_CERTIFICATE_PURPOSES) {
     const name = secretName[purpose](cluster);
-    if (await store.get({ namespace: owner.namespace, name })) result.existing.push(name);
+    if (await secretMetadata(store, { namespace: owner.namespace, name })) result.existing.push(name);
     else missing.push(purpose);
   }
   if (missing.length > 0 && runningEvidence !== undefined) {

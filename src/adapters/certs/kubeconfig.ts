@@ -7,7 +7,7 @@ import { isDeepStrictEqual } from "node:util";
 import { parse, stringify } from "yaml";
 import { secretName } from "../../api/constants.ts";
 import { KubeconfigRefusedError, SecretGarbageError, type SecretRef } from "../errors.ts";
-import { readCASecret } from "./ca-secret.ts";
+import { checkCASecret, readCASecret } from "./ca-secret.ts";
 import { clusterSecret, ownedByControlPlane, type ControlPlaneOwner } from "./cluster-secrets.ts";
 import { parseKubeconfig, RefusedKubeconfigFieldError, type KubeconfigContents } from "./kubeconfig-data.ts";
 import { decodeCertificatePem, issueCertificate, validFor } from "./pki.ts";
@@ -149,22 +149,21 @@ export async function ensureKubeconfig(
   const { cluster, owner, now } = options;
   const namespace = owner.namespace;
   const caRef = { namespace, name: secretName.ca(cluster) };
-  const ca = await readCASecret(
-    caRef,
-    await store.get(caRef),
-    now,
-    "to sign the client certificate of the cluster's kubeconfig",
-  );
+  const purpose = "to sign the client certificate of the cluster's kubeconfig";
+  const caSecret = await store.get(caRef);
+  // Checked on every pass; loaded to sign (parsed certificate and key) only when the kubeconfig is rotated.
+  const checked = await checkCASecret(caRef, caSecret, now, purpose);
   const server = serverURL(options.endpoint);
   const ref = { namespace, name: secretName.kubeconfig(cluster) };
   const existing = await store.get(ref);
   if (existing && !ownedByControlPlane(existing)) return { action: "not-owned" };
   const decision = kubeconfigDecision(
     existing && dataText(existing, KUBECONFIG_KEY),
-    { server, caPem: ca.certPem },
+    { server, caPem: checked.certPem },
     now,
   );
   if (!decision.rotate) return { action: "unchanged" };
+  const ca = await readCASecret(caRef, caSecret, now, purpose);
 
   const lifetimeMs = Math.min(options.lifetimeMs ?? KUBECONFIG_CERT_LIFETIME_MS, ca.notAfter.getTime() - now.getTime());
   const client = await issueCertificate(ca, {

@@ -26,6 +26,12 @@ export interface SecretObject {
 export interface SecretStore {
   /** undefined when the Secret does not exist. */
   get(ref: SecretRef): Promise<SecretObject | undefined>;
+  /**
+   * The Secret without its data (undefined when it does not exist), for callers that only need to know that it is
+   * there and which version it is: a cache may keep no data of the Secrets it is only asked this of. A store without
+   * it answers with get() (secretMetadata).
+   */
+  getMetadata?(ref: SecretRef): Promise<SecretObject | undefined>;
   /** "exists" when a Secret of that name is already there; it is then left untouched. */
   create(secret: SecretObject): Promise<"created" | "exists">;
   /** Replaces a Secret; metadata.resourceVersion, when set, makes it fail if someone changed it meanwhile. */
@@ -64,6 +70,17 @@ export function coreV1SecretStore(core: CoreV1Api): SecretStore {
       }
     },
   };
+}
+
+/** `store.getMetadata(ref)`, or get() for a store without it (its answer then carries the data too). */
+export function secretMetadata(store: SecretStore, ref: SecretRef): Promise<SecretObject | undefined> {
+  return store.getMetadata ? store.getMetadata(ref) : store.get(ref);
+}
+
+/** A copy of `secret` without its data. */
+export function withoutData(secret: SecretObject): SecretObject {
+  const { data: _data, ...rest } = secret;
+  return rest;
 }
 
 export function refOf(secret: SecretObject): SecretRef {

@@ -40,7 +40,15 @@ export function objectKey(obj: { metadata: { name: string; namespace?: string } 
 export interface ListerWatcher<T extends KubeObject> {
   /** Human description for logs and errors, e.g. "configmaps in namespace a (labels app=x)". */
   readonly description: string;
-  list(signal: AbortSignal): Promise<{ items: T[]; resourceVersion: string }>;
+  /**
+   * With `transform`, a lister may apply it to each page as it arrives (and say so with `transformed`), so that a list
+   * never holds every object as the API server serves it at once: at 1,000 clusters the four informers' re-lists
+   * held 32 MB of raw objects together (issue 19). Objects it leaves out are not returned.
+   */
+  list(
+    signal: AbortSignal,
+    transform?: (obj: T) => T | undefined,
+  ): Promise<{ items: T[]; resourceVersion: string; transformed?: boolean }>;
   /** Resolves when the server ends the watch; rejects on error; resolves when `signal` aborts. */
   watch(resourceVersion: string, onEvent: (event: WatchEvent<T>) => void, signal: AbortSignal): Promise<void>;
 }
@@ -87,7 +95,7 @@ export function kubeListerWatcher<T extends KubeObject>(
   const idleTimeoutMs = options.idleTimeoutMs ?? (watchTimeoutSeconds + 60) * 1000;
   return {
     description: describeTarget(target),
-    async list(signal) {
+    async list(signal, transform) {
       const items: T[] = [];
       let continueToken: string | undefined;
       let resourceVersion: string;
@@ -97,11 +105,14 @@ export function kubeListerWatcher<T extends KubeObject>(
           query: { ...selectors, limit: 500, continue: continueToken },
           signal,
         });
-        items.push(...(page.items ?? []));
+        for (const item of page.items ?? []) {
+          const kept = transform ? transform(item) : item;
+          if (kept !== undefined) items.push(kept);
+        }
         continueToken = page.metadata?.continue || undefined;
         resourceVersion = page.metadata?.resourceVersion ?? "";
       } while (continueToken);
-      return { items, resourceVersion };
+      return { items, resourceVersion, transformed: transform !== undefined };
     },
     watch(resourceVersion, onEvent, signal) {
       return rest.watch<T>(
@@ -280,9 +291,9 @@ export class Informer<T extends KubeObject> {
       stopSignal.addEventListener("abort", onStop, { once: true });
       const watchdog: TimerHandle = this.clock.setTimeout(() => cycle.abort(new WatchdogResync()), this.resyncMs);
       try {
-        const listed = await this.source.list(cycle.signal);
+        const listed = await this.source.list(cycle.signal, (obj) => this.shapeListed(obj));
         if (cycle.signal.aborted) throw cycle.signal.reason;
-        this.replace(listed.items);
+        this.replace(listed.items, listed.transformed === true);
         this.stats.lists++;
         attempt = 0;
         this.markSynced();
@@ -353,10 +364,22 @@ export class Informer<T extends KubeObject> {
     throw signal.reason;
   }
 
-  private apply(type: "ADDED" | "MODIFIED" | "DELETED", received: T): void {
+  /**
+   * A listed object as the cache would hold it: the cached object itself when the list shows the version already
+   * cached, so a re-list (every resyncMs, all informers together) holds a second copy only of what changed, and does
+   * not transform it again. At 2,000 clusters the re-list raised the controller's RSS by 58 MB (issue 19).
+   */
+  private shapeListed(obj: T): T | undefined {
+    const cached = this.cache.get(objectKey(obj));
+    const version = obj.metadata?.resourceVersion;
+    if (cached && version && cached.metadata.resourceVersion === version) return cached;
+    return this.transform ? this.transform(obj) : obj;
+  }
+
+  private apply(type: "ADDED" | "MODIFIED" | "DELETED", received: T, transformed = false): void {
     const key = objectKey(received);
     const old = this.cache.get(key);
-    const obj = this.transform ? this.transform(received) : received;
+    const obj = this.transform && !transformed ? this.transform(received) : received;
     if (type === "DELETED" || obj === undefined) {
       const gone = obj ?? old;
       // An object the transform leaves out and that was never cached: nothing changed for the handlers.
@@ -370,12 +393,15 @@ export class Informer<T extends KubeObject> {
     else if (old.metadata.resourceVersion !== obj.metadata.resourceVersion) this.notify("update", obj, old);
   }
 
-  /** Makes the cache equal to a fresh list, telling handlers about every difference. */
-  private replace(items: T[]): void {
+  /**
+   * Makes the cache equal to a fresh list, telling handlers about every difference. `transformed`: the lister applied
+   * the transform already (and left out what it drops, which is then deleted here as not listed).
+   */
+  private replace(items: T[], transformed: boolean): void {
     const seen = new Set<string>();
     for (const obj of items) {
       seen.add(objectKey(obj));
-      this.apply("MODIFIED", obj);
+      this.apply("MODIFIED", obj, transformed);
     }
     for (const [key, old] of [...this.cache]) {
       if (!seen.has(key)) {

@@ -22,10 +22,10 @@ import {
   type EnsureCertificatesResult,
 } from "../certs/cluster-secrets.ts";
 import { secretName } from "../../api/constants.ts";
-import { forgetCheckedCA, readCASecret } from "../certs/ca-secret.ts";
+import { checkCASecret, forgetCheckedCA } from "../certs/ca-secret.ts";
 import { ensureKubeconfig, type EnsureKubeconfigResult } from "../certs/kubeconfig.ts";
 import { encryptionAlgorithmOf } from "../certs/key-algorithm.ts";
-import type { SecretStore } from "../certs/secret-store.ts";
+import { secretMetadata, type SecretStore } from "../certs/secret-store.ts";
 import { createEtcdClusterClient } from "../etcd/client.ts";
 import { EtcdClientCertificates, type EtcdCredentialsOptions } from "../etcd/credentials.ts";
 import { EtcdClientPool } from "../etcd/pool.ts";
@@ -142,7 +142,8 @@ export class ClusterWorkloadAccess implements WorkloadAccess {
       secretName.proxy(name),
       secretName.kubeconfig(name),
     ]) {
-      const object = await this.options.secrets.get({ namespace, name: secret });
+      // Its version only, or a hash of its data where the store keeps no versions (so a cache may hold no data).
+      const object = await secretMetadata(this.options.secrets, { namespace, name: secret });
       parts.push(
         !object
           ? "-"
@@ -180,7 +181,7 @@ export class ClusterWorkloadAccess implements WorkloadAccess {
     // Check the CAs Quorum signs with now, not when a Machine first needs them: a garbage or expired Secret then
     // stops the reconcile before any Machine is created, with a condition naming the Secret.
     const caRef = { namespace: owner.namespace, name: secretName.ca(cluster.metadata.name) };
-    await readCASecret(caRef, await this.options.secrets.get(caRef), now, "cluster CA");
+    await checkCASecret(caRef, await this.options.secrets.get(caRef), now, "cluster CA");
     await this.etcdCertificates.get(owner.namespace, cluster.metadata.name, now);
     const endpoint = cluster.spec?.controlPlaneEndpoint;
     if (!endpoint?.host || !endpoint.port) return { secrets };

@@ -3,7 +3,13 @@ import assert from "node:assert/strict";
 import { createPrivateKey, webcrypto, X509Certificate } from "node:crypto";
 import { before, describe, it } from "node:test";
 import * as x509 from "@peculiar/x509";
-import { caSecretChecks, readCASecret } from "../../../../src/adapters/certs/ca-secret.ts";
+import {
+  caSecretChecks,
+  checkCASecret,
+  checkedCASecrets,
+  loadedCASecrets,
+  readCASecret,
+} from "../../../../src/adapters/certs/ca-secret.ts";
 import {
   createCA,
   issueCertificate,
@@ -64,6 +70,40 @@ describe("reading a CA Secret", () => {
     });
     assert.equal((await readCASecret(cacheRef, rotated, now, "to test")).commonName, "other-ca");
     assert.equal(caSecretChecks() - before, 2);
+  });
+
+  it("checks many CA Secrets once each but keeps the parsed CA and its key only for the last ones loaded to sign", async () => {
+    const store = new MemorySecretStore();
+    const refs = Array.from({ length: 80 }, (_, index) => ({ namespace: "bounded", name: `c${index}-ca` }));
+    for (const each of refs) store.seed(each.namespace, each.name, { "tls.crt": ca.certPem, "tls.key": ca.keyPem });
+    const before = caSecretChecks();
+    for (const each of refs) await readCASecret(each, await store.get(each), now, "to test");
+    assert.equal(caSecretChecks() - before, 80);
+    const loaded = loadedCASecrets().filter((key) => key.startsWith("bounded/"));
+    assert.equal(loaded.length, 64, "the parsed CA and private key of every Secret ever read are kept");
+    assert.ok(!loaded.includes("bounded/c0-ca") && loaded.includes("bounded/c79-ca"), "not the oldest ones dropped");
+    // A check (every reconcile's) of a CA no longer loaded answers from its summary, without parsing it again.
+    const summary = await checkCASecret(refs[0], await store.get(refs[0]), now, "to test");
+    assert.equal(caSecretChecks() - before, 80);
+    assert.equal(summary.commonName, "etcd-ca");
+    assert.equal(summary.certPem.trim(), ca.certPem.trim());
+    assert.deepEqual(Object.keys(summary).sort(), ["certPem", "commonName", "notAfter", "notBefore", "subject"]);
+    assert.equal(checkedCASecrets().filter((key) => key.startsWith("bounded/")).length, 80);
+    // Signing with it parses it again (once), and keeps it loaded.
+    await readCASecret(refs[0], await store.get(refs[0]), now, "to test");
+    assert.equal(caSecretChecks() - before, 81);
+    assert.ok(loadedCASecrets().includes("bounded/c0-ca"));
+  });
+
+  it("refuses an expired CA on a check as on a read", async () => {
+    const store = new MemorySecretStore();
+    const expiredRef = { namespace: "team-a", name: "expired-check-ca" };
+    const secret = store.seed(expiredRef.namespace, expiredRef.name, {
+      "tls.crt": expiredCA.certPem,
+      "tls.key": expiredCA.keyPem,
+    });
+    await assert.rejects(checkCASecret(expiredRef, secret, now, "to test"), CertificateExpiredError);
+    await assert.rejects(checkCASecret(expiredRef, undefined, now, "to test"), SecretMissingError);
   });
 
   it("signs with a user's RSA CA whose key is PKCS#1, as kubeadm and CAPI generate them", async () => {

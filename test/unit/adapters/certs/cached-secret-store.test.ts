@@ -51,12 +51,36 @@ describe("CachedSecretStore", () => {
       api.put(namespace, name, { "tls.crt": name }, labels);
     const store = await cacheOver(api);
     for (let round = 0; round < 3; round++) {
-      for (const name of ["prod-ca", "prod-etcd", "prod-sa", "prod-proxy", "prod-kubeconfig"]) {
+      for (const name of ["prod-ca", "prod-etcd", "prod-kubeconfig"]) {
         assert.equal(dataText((await store.get(ref(name)))!, "tls.crt"), name);
       }
+      for (const name of ["prod-sa", "prod-proxy"]) {
+        const metadata = await store.getMetadata(ref(name));
+        assert.equal(metadata?.metadata.name, name);
+        assert.equal(metadata?.metadata.resourceVersion, (await api.store.get(ref(name)))?.metadata.resourceVersion);
+      }
     }
-    assert.equal(api.gets, 0);
+    assert.equal(api.gets, 2 * 3, "the test's own reads only");
     assert.deepEqual(store.stats, { cacheReads: 15, apiReads: 0 });
+  });
+
+  it("keeps no data of the -sa and -proxy Secrets, which Quorum only checks for, and reads their data with a GET", async () => {
+    const api = new FakeSecretApi();
+    for (const name of ["prod-ca", "prod-sa", "prod-proxy"]) api.put(namespace, name, { "tls.key": name }, labels);
+    const store = await cacheOver(api);
+    const metadata = await store.getMetadata(ref("prod-sa"));
+    assert.equal(metadata?.data, undefined);
+    assert.equal(metadata?.metadata.labels?.[LABEL_CLUSTER_NAME], "prod");
+    assert.equal(api.gets, 0);
+    // get() still answers the whole Secret, from the API server.
+    assert.equal(dataText((await store.get(ref("prod-sa")))!, "tls.key"), "prod-sa");
+    assert.equal(dataText((await store.get(ref("prod-proxy")))!, "tls.key"), "prod-proxy");
+    assert.equal(api.gets, 2);
+    // A CA Secret keeps its data: its metadata comes without, its get() from the cache.
+    assert.equal((await store.getMetadata(ref("prod-ca")))?.data, undefined);
+    assert.equal(dataText((await store.get(ref("prod-ca")))!, "tls.key"), "prod-ca");
+    assert.equal(api.gets, 2);
+    assert.equal(await store.getMetadata(ref("prod-absent")), undefined);
   });
 
   it("returns the same object a GET would: a SecretObject with base64 data, without managedFields", async () => {
@@ -117,15 +141,15 @@ describe("CachedSecretStore", () => {
     const store = await cacheOver(api);
     api.holdEvents = true;
     const created = await store.create({
-      metadata: { namespace, name: "prod-sa", labels },
+      metadata: { namespace, name: "prod-etcd", labels },
       data: { "tls.key": "a2V5" },
     });
     assert.equal(created, "created");
-    assert.equal((await store.get(ref("prod-sa")))?.data?.["tls.key"], "a2V5");
+    assert.equal((await store.get(ref("prod-etcd")))?.data?.["tls.key"], "a2V5");
     assert.equal(api.gets, 1);
     api.releaseEvents();
     await settle();
-    await store.get(ref("prod-sa"));
+    await store.get(ref("prod-etcd"));
     assert.equal(api.gets, 1, "served from the cache once the watch delivered it");
   });
 
