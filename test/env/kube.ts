@@ -2,6 +2,7 @@
 // bodies through their model classes, which drop fields they do not model (e.g. `x-kubernetes-int-or-string`
 // inside CRD schemas); tests of exact API behaviour also want the status code and the server's own message.
 import { request as httpsRequest, type RequestOptions } from "node:https";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { KubeConfig } from "@kubernetes/client-node";
 
 export interface KubeResponse<T = unknown> {
@@ -29,12 +30,32 @@ export interface KubeRequestOptions {
   timeoutMs?: number;
 }
 
-/** One request to `path` (e.g. "/apis/cluster.x-k8s.io/v1beta2/namespaces/default/clusters"). Never throws on HTTP errors. */
+/** Retries of a request the API server refused with 429 (client-go retries these 10 times too). */
+const MAX_429_RETRIES = 10;
+
+/**
+ * One request to `path` (e.g. "/apis/cluster.x-k8s.io/v1beta2/namespaces/default/clusters"). Never throws on HTTP
+ * errors. A 429 is retried after its Retry-After, as client-go does: a kube-apiserver that just started answers 429
+ * "storage is (re)initializing" until the watch cache of the resource is ready, and rejects the request unprocessed.
+ */
 export async function kubeRequest<T = unknown>(
   kubeConfig: KubeConfig,
   path: string,
   options: KubeRequestOptions = {},
 ): Promise<KubeResponse<T>> {
+  for (let retry = 0; ; retry++) {
+    const { retryAfter, ...response } = await kubeRequestOnce<T>(kubeConfig, path, options);
+    if (response.status !== 429 || retry >= MAX_429_RETRIES) return response;
+    const retryAfterSeconds = Number(retryAfter ?? "1");
+    await sleep(Math.min(5_000, Math.max(100, (Number.isFinite(retryAfterSeconds) ? retryAfterSeconds : 1) * 1000)));
+  }
+}
+
+async function kubeRequestOnce<T>(
+  kubeConfig: KubeConfig,
+  path: string,
+  options: KubeRequestOptions,
+): Promise<KubeResponse<T> & { retryAfter?: string }> {
   const cluster = kubeConfig.getCurrentCluster();
   if (!cluster) throw new Error("kubeRequest: the KubeConfig has no current cluster");
   const method = options.method ?? (options.body === undefined ? "GET" : "POST");
@@ -58,7 +79,13 @@ export async function kubeRequest<T = unknown>(
         } catch {
           body = text;
         }
-        resolve({ status: response.statusCode ?? 0, body: body as T, text });
+        const retryAfter = response.headers["retry-after"];
+        resolve({
+          status: response.statusCode ?? 0,
+          body: body as T,
+          text,
+          ...(typeof retryAfter === "string" ? { retryAfter } : {}),
+        });
       });
       response.on("error", reject);
     });
