@@ -208,28 +208,43 @@ export function isAdapterError(error: unknown): error is AdapterError {
   return error instanceof AdapterError;
 }
 
-/** The message of a metav1.Status in an API error body (client-node 1.x keeps the body as a JSON string). */
+/** The fields of a metav1.Status the adapters read. */
+interface ApiStatus {
+  message?: unknown;
+  reason?: unknown;
+  details?: { causes?: { type?: unknown }[] };
+}
+
+/**
+ * An API error body as text, and as a metav1.Status when it parses as JSON (client-node 1.x keeps the body as a JSON
+ * string).
+ */
+function parsedStatus(body: unknown): { text: string; status: ApiStatus | undefined } {
+  const text = typeof body === "string" ? body : JSON.stringify(body ?? "");
+  try {
+    return { text, status: (JSON.parse(text) as ApiStatus | null) ?? undefined };
+  } catch {
+    return { text, status: undefined };
+  }
+}
+
 /**
  * Whether an API error body is the Forbidden a namespace being deleted gives every create (Status cause
  * NamespaceTerminating): not an RBAC problem, and nothing a user should grant.
  */
 export function isNamespaceTerminating(body: unknown): boolean {
-  const text = typeof body === "string" ? body : JSON.stringify(body ?? "");
-  try {
-    const status = JSON.parse(text) as { details?: { causes?: { type?: unknown }[] } };
-    return (status?.details?.causes ?? []).some((cause) => cause?.type === "NamespaceTerminating");
-  } catch {
-    return false;
-  }
+  const causes = parsedStatus(body).status?.details?.causes ?? [];
+  return causes.some((cause) => cause?.type === "NamespaceTerminating");
 }
 
+/** The message of a metav1.Status in an API error body; the raw body when it has none (not JSON: the best there is). */
 export function statusMessageOf(body: unknown): string {
-  const text = typeof body === "string" ? body : JSON.stringify(body ?? "");
-  try {
-    const status = JSON.parse(text) as { message?: unknown };
-    if (typeof status?.message === "string") return status.message;
-  } catch {
-    // not JSON: the raw body is the best there is
-  }
-  return text;
+  const { text, status } = parsedStatus(body);
+  return typeof status?.message === "string" ? status.message : text;
+}
+
+/** The reason of a metav1.Status in an API error body ("Conflict", "Invalid"), if it has one. */
+export function statusReasonOf(body: unknown): string | undefined {
+  const reason = parsedStatus(body).status?.reason;
+  return typeof reason === "string" ? reason : undefined;
 }

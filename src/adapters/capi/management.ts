@@ -28,7 +28,7 @@ import { formatLabelValue } from "../../api/label-value.ts";
 import { concernsControlPlane } from "../../api/ownership.ts";
 import type { ObjectRef, OwnerReference, QuorumControlPlane, QuorumControlPlaneStatus } from "../../api/types.ts";
 import { groupOf, type Unstructured } from "../../api/objects.ts";
-import { statusMessageOf } from "../errors.ts";
+import { statusMessageOf, statusReasonOf } from "../errors.ts";
 import type { InPlacePatch } from "../../ports/management.ts";
 
 export const FIELD_MANAGER = "quorum";
@@ -79,16 +79,6 @@ export class PatchRefusedError extends Error {
     );
     this.name = "PatchRefusedError";
     this.code = error.code;
-  }
-}
-
-/** The reason of a metav1.Status in an API error body ("Conflict", "Invalid"), if it has one. */
-function statusReasonOf(body: unknown): string | undefined {
-  try {
-    const status = JSON.parse(typeof body === "string" ? body : JSON.stringify(body ?? "")) as { reason?: unknown };
-    return typeof status?.reason === "string" ? status.reason : undefined;
-  } catch {
-    return undefined;
   }
 }
 
