@@ -107,11 +107,7 @@ function checkedCA(secret: SecretObject): Promise<CASummary> {
   if (known?.fingerprint === fingerprint) return known.outcome;
   const outcome = loadedCA(secret);
   // Loaded for a signature earlier, its summary since dropped: kept again without the key.
-  if (checkedCAs.get(key)?.fingerprint !== fingerprint) {
-    const summary = outcome.then(summaryOf);
-    summary.catch(() => undefined);
-    keep(checkedCAs, CHECKED_CAS_MAX, key, { fingerprint, outcome: summary });
-  }
+  if (checkedCAs.get(key)?.fingerprint !== fingerprint) keepSummary(key, fingerprint, outcome);
   return outcome;
 }
 
@@ -134,6 +130,11 @@ function loadedCA(secret: SecretObject): Promise<CheckedCA> {
 
 function remember(key: string, fingerprint: string, outcome: Promise<CheckedCA>): void {
   keep(loadedCAs, LOADED_CAS_MAX, key, { fingerprint, outcome });
+  keepSummary(key, fingerprint, outcome);
+}
+
+/** Keeps the summary of a loaded CA (a failure too, handled here so it is never an unhandled rejection). */
+function keepSummary(key: string, fingerprint: string, outcome: Promise<CheckedCA>): void {
   const summary = outcome.then(summaryOf);
   summary.catch(() => undefined);
   keep(checkedCAs, CHECKED_CAS_MAX, key, { fingerprint, outcome: summary });
