@@ -19,6 +19,7 @@ export type WorldEventKind =
   | "machine-deleting"
   | "machine-gone"
   | "learner-started"
+  | "member-back"
   | "caught-up"
   | "promoted"
   | "leader-changed"
@@ -34,6 +35,9 @@ export interface WorldEvent {
   source: "audit" | "etcd-monitor" | "controller-log";
 }
 
+/** Rounds a started member must miss in a row before answering again counts as it coming back (member-back). */
+const MEMBER_BACK_ROUNDS = 2;
+
 /**
  * Polls etcd and records transitions of the membership, with a reused client so a round is short. The per-call
  * deadline is short too: a member that is starting accepts connections before it answers, and a long deadline
@@ -46,7 +50,10 @@ export class EtcdMonitor {
   private loop: Promise<void> | undefined;
   private client: EtcdClusterClient | undefined;
   private clientEndpoints = "";
-  private readonly known = new Map<string, { name: string; learner: boolean; started: boolean; caughtUp: boolean }>();
+  private readonly known = new Map<
+    string,
+    { name: string; learner: boolean; started: boolean; caughtUp: boolean; downRounds: number }
+  >();
   private leaderId = "";
 
   constructor(
@@ -104,10 +111,19 @@ export class EtcdMonitor {
               learner: member.learner,
               started: false,
               caughtUp: false,
+              downRounds: 0,
             };
             if (!before.started && status?.reachable) {
               before.started = true;
               if (member.learner) this.events.push({ at, kind: "learner-started", subject, source: "etcd-monitor" });
+            } else if (before.started && !status?.reachable) {
+              before.downRounds += 1;
+            } else if (before.started && status?.reachable) {
+              // Unreachable for rounds in a row, then answering: restarted or resumed, so its peer connections are
+              // new. One missed round is load, not a restart, and would wrongly excuse a late removal.
+              if (before.downRounds >= MEMBER_BACK_ROUNDS)
+                this.events.push({ at, kind: "member-back", subject, source: "etcd-monitor" });
+              before.downRounds = 0;
             }
             // etcd promotes a learner once it is in sync with the leader; an idle cluster's index barely moves.
             if (
@@ -212,11 +228,12 @@ export function actionEffects(actions: ActionRecord[]): WorldEvent[] {
 
 /**
  * etcd refuses a voter removal until the leader has had enough voters connected for its HealthInterval (5 s), so
- * a removal can become possible only that long after a member started: one derived event per started member.
+ * a removal can become possible only that long after a member started, or came back after being killed or paused
+ * (its peer connections are new then): one derived event per start or return.
  */
 export function removalWindowEvents(events: WorldEvent[], healthIntervalMs: number): WorldEvent[] {
   return events
-    .filter((event) => event.kind === "learner-started")
+    .filter((event) => event.kind === "learner-started" || event.kind === "member-back")
     .map((event) => ({
       at: event.at + healthIntervalMs,
       kind: "etcd-window-open" as const,
