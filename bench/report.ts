@@ -246,9 +246,17 @@ function rolloutRows(rollouts: RolloutResults): string[] {
     );
   rows.push(
     `| … fairness: per cluster, spec change → status shows the rollout done (n=${fairness.rolloutSeconds.n}); the sum of its steps' controller-added latency; its first step | rollout p50 ${fairness.rolloutSeconds.p50} s, p99 ${fairness.rolloutSeconds.p99} s, max **${fairness.rolloutSeconds.max} s**; added p50 ${ms(fairness.addedPerClusterMs.p50)}, p99 ${ms(fairness.addedPerClusterMs.p99)}, max **${ms(fairness.addedPerClusterMs.max)}**; first step p50 ${ms(fairness.firstStepMs.p50)}, max ${ms(fairness.firstStepMs.max)} | | |`,
-    `| … the phase | ${done}; ${steps.retries} steps retried; etcd's removal window (left out) held ${excluded.removalWindowSteps} steps, p50 ${ms(excluded.removalWindowMs.p50)}, max ${ms(excluded.removalWindowMs.max)} | | |`,
+    `| … the phase | ${done}; ${steps.retries} steps retried; etcd's removal window (left out) held ${excluded.removalWindowSteps} steps, p50 ${ms(excluded.removalWindowMs.p50)}, max ${ms(excluded.removalWindowMs.max)}${cpuOfPhase(rollouts.cpuMilliCores)} | | |`,
   );
   return rows;
+}
+
+/** "; CPU: controller 950 mCPU, apiServer 700 mCPU, …" over the rollout phase, when the run measured it. */
+function cpuOfPhase(cpu: Record<string, number> | undefined): string {
+  if (!cpu) return "";
+  const total = Object.values(cpu).reduce((sum, milliCores) => sum + milliCores, 0);
+  const each = Object.entries(cpu).map(([name, milliCores]) => `${name} ${milliCores}`);
+  return `; CPU over the phase (mCPU, 1,000 = one core busy): ${each.join(", ")}, together ${total}`;
 }
 
 /** The idle 2,000-cluster level's simulated figure plus what real etcd rounds at the idle poll interval would add. */

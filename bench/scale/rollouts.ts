@@ -15,6 +15,7 @@
 //    on Quorum's clock, so not controller-added; it is reported apart.
 import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { actionsOf, jsonLogEntries, type ActionRecord, type LogEntry } from "../lib/controller-log.ts";
+import { milliCores, type ProcessSample } from "../lib/procstat.ts";
 import { rounded, summarize, type Summary } from "../lib/stats.ts";
 import type { Driver, DriverWrite, Rollout } from "./driver.ts";
 
@@ -85,6 +86,11 @@ export interface RolloutResults {
    * per rolled cluster; the clusters not rolled are polled meanwhile too, so these err high by their share.
    */
   requests?: { total: number; perStep: Record<string, number>; perCluster: Record<string, number> };
+  /**
+   * CPU over the phase, in millicores (1000 = one core busy), per process sharing the machine's cores: where the
+   * time went while every step waited its turn.
+   */
+  cpuMilliCores?: Record<string, number>;
   targets: typeof ROLLOUT_TARGETS;
   verdict: { p99Met: boolean; maxMet: boolean };
 }
@@ -101,6 +107,8 @@ export interface RolloutPhaseOptions {
   checkController: () => void;
   /** The controller's request counters so far, by "verb resource". */
   requestCounts: () => Promise<ReadonlyMap<string, number>>;
+  /** CPU samples of the processes that share the machine (controller, API server, its etcd, this driver). */
+  sampleCpu?: () => Record<string, ProcessSample>;
 }
 
 /** Rolls the first `count` converged clusters at once and measures each step; see the file's head. */
@@ -108,6 +116,7 @@ export async function runRolloutPhase(driver: Driver, options: RolloutPhaseOptio
   const keys = [...driver.createdAt.keys()].filter((key) => driver.convergedAt.has(key)).slice(0, options.count);
   const logOffset = fileSize(options.logFile);
   const requestsBefore = await options.requestCounts();
+  const cpuBefore = options.sampleCpu?.();
   await options.setLogLevel("debug");
   const started = Date.now();
   for (const key of keys) driver.changeVersion(key, options.toVersion);
@@ -124,6 +133,7 @@ export async function runRolloutPhase(driver: Driver, options: RolloutPhaseOptio
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
   const requestsAfter = await options.requestCounts();
+  const cpuAfter = options.sampleCpu?.();
   await options.setLogLevel("info");
   // Next to the controller's log, so that the timeline of any cluster can be read again with both.
   writeFileSync(
@@ -145,7 +155,17 @@ export async function runRolloutPhase(driver: Driver, options: RolloutPhaseOptio
     toVersion: options.toVersion,
     limitSeconds: options.limitSeconds,
   });
-  return { ...results, requests: requestsPer(requestsBefore, requestsAfter, results.steps.all.n, keys.length) };
+  return {
+    ...results,
+    requests: requestsPer(requestsBefore, requestsAfter, results.steps.all.n, keys.length),
+    ...(cpuBefore && cpuAfter
+      ? {
+          cpuMilliCores: Object.fromEntries(
+            Object.keys(cpuAfter).map((name) => [name, milliCores(cpuBefore[name], cpuAfter[name])]),
+          ),
+        }
+      : {}),
+  };
 }
 
 /** Counter deltas over the phase, per step and per cluster, to a tenth. */

@@ -377,6 +377,22 @@ class Bench {
     return (await scrape(this.metricsUrl)).requests;
   }
 
+  /** CPU samples of every process on the machine's cores: the controller, the API server, its etcd, this driver. */
+  sampleCpu(): Record<string, ProcessSample> {
+    const etcdPids = this.apiServer.etcd.members.flatMap((member) => {
+      const pid = member.pid();
+      return pid === undefined ? [] : [pid];
+    });
+    return {
+      controller: sampleProcess(this.controllerPid),
+      apiServer: sampleProcess(this.apiServer.process.pid),
+      ...Object.fromEntries(
+        etcdPids.map((pid, i) => [etcdPids.length === 1 ? "etcd" : `etcd${i}`, sampleProcess(pid)]),
+      ),
+      driver: sampleProcess(process.pid),
+    };
+  }
+
   checkRunning(): void {
     if (!this.controller?.isRunning())
       throw new Error(`the benchmark's controller exited:\n${this.controller?.lastLogLines(30)}`);
@@ -685,6 +701,7 @@ async function main(): Promise<void> {
         progress: (message) => progress(NAME, message),
         checkController: () => bench.checkRunning(),
         requestCounts: () => bench.requestCounts(),
+        sampleCpu: () => bench.sampleCpu(),
       });
       const all = rollouts.steps.all;
       progress(
@@ -692,6 +709,7 @@ async function main(): Promise<void> {
         `rollouts: ${rollouts.finished}/${rolled} done in ${rollouts.phaseSeconds ?? "(not all)"} s; controller-added per step p50 ${all.p50} ms, p99 ${all.p99} ms, max ${all.max} ms (n=${all.n}); per cluster ${rollouts.fairness.rolloutSeconds.p50}/${rollouts.fairness.rolloutSeconds.max} s (p50/max)`,
       );
       progress(NAME, `rollouts: requests per step ${JSON.stringify(rollouts.requests?.perStep)}`);
+      progress(NAME, `rollouts: mCPU over the phase ${JSON.stringify(rollouts.cpuMilliCores)}`);
       notes.push(...rolloutNotes(rollouts, { parallelism: createParallelism, simulatedLatencyMs }));
     }
     const top = levels.find((level) => level.clusters === 2000);
