@@ -16,6 +16,7 @@
 import { spawnSync } from "node:child_process";
 import { existsSync, openSync, readFileSync, readSync, closeSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { parseAllDocuments } from "yaml";
 import { setTimeout as sleep } from "node:timers/promises";
 import {
   freePort,
@@ -67,12 +68,18 @@ const concurrency = process.env.BENCH_SCALE_CONCURRENCY ?? "10";
 const encryptionAlgorithm = process.env.BENCH_SCALE_ENCRYPTION_ALGORITHM;
 const simulatedLatencyMs = Number(process.env.BENCH_SIM_LATENCY_MS ?? 2);
 /**
- * The controller's NODE_OPTIONS: the shipped manifest's (config/manager/manager.yaml), as the container runs it. Until
- * 2026-12-03 the benchmark ran the controller without them, so V8 sized its heap from this machine's memory (24 GB)
- * and let it grow to about four times what was live before collecting: the RSS of those runs is not the deployed
- * controller's. BENCH_SCALE_NODE_OPTIONS replaces them ("" runs without, as before).
+ * The controller's environment from the shipped manifest (config/manager/manager.yaml), as the container runs it:
+ * NODE_OPTIONS (V8's heap limits) and MALLOC_ARENA_MAX (glibc's malloc arenas). Until 2026-12-03 the benchmark ran
+ * the controller without them, so V8 sized its heap from this machine's memory (24 GB) and let it grow to about four
+ * times what was live before collecting: the RSS of those runs is not the deployed controller's.
+ * BENCH_SCALE_NODE_OPTIONS and BENCH_SCALE_MALLOC_ARENA_MAX replace them ("" runs without).
  */
-const controllerNodeOptions = process.env.BENCH_SCALE_NODE_OPTIONS ?? manifestNodeOptions();
+const manifestEnv = manifestLiteralEnv();
+const mallocArenaMax = process.env.BENCH_SCALE_MALLOC_ARENA_MAX ?? manifestEnv.MALLOC_ARENA_MAX ?? "";
+const controllerEnv: Record<string, string> = {
+  NODE_OPTIONS: process.env.BENCH_SCALE_NODE_OPTIONS ?? manifestEnv.NODE_OPTIONS,
+  ...(mallocArenaMax ? { MALLOC_ARENA_MAX: mallocArenaMax } : {}),
+};
 /** BENCH_SCALE_HEAP_SNAPSHOT_DIR=DIR: a heap snapshot of the controller there after each idle window (for looking into memory). */
 const heapSnapshotDir = process.env.BENCH_SCALE_HEAP_SNAPSHOT_DIR;
 const replicas = 3;
@@ -98,12 +105,23 @@ function compileController(): string {
   return join(benchDir, "..", ".cache", "bench-scale", "bench", "scale", "controller.js");
 }
 
-function manifestNodeOptions(): string {
-  const manifest = readFileSync(join(benchDir, "..", "config", "manager", "manager.yaml"), "utf8");
-  const value = /- name: NODE_OPTIONS\n\s+value: (.+)\n/.exec(manifest)?.[1];
-  if (value === undefined)
-    throw new Error("config/manager/manager.yaml: no NODE_OPTIONS value found for the controller");
-  return value.trim();
+/** The literal `value:` env entries of the manifest's controller container. */
+function manifestLiteralEnv(): Record<string, string> {
+  const path = join(benchDir, "..", "config", "manager", "manager.yaml");
+  const deployment = parseAllDocuments(readFileSync(path, "utf8"))
+    .map((document) => document.toJS() as Deployment | null)
+    .find((object) => object?.kind === "Deployment");
+  const env = deployment?.spec?.template?.spec?.containers?.[0]?.env ?? [];
+  const literal = Object.fromEntries(
+    env.flatMap((variable) => (variable.value === undefined ? [] : [[variable.name, variable.value]])),
+  );
+  if (literal.NODE_OPTIONS === undefined) throw new Error(`${path}: no NODE_OPTIONS value found for the controller`);
+  return literal;
+}
+
+interface Deployment {
+  kind?: string;
+  spec?: { template?: { spec?: { containers?: { env?: { name: string; value?: string }[] }[] } } };
 }
 
 function list(variable: string, fallback: string): number[] {
@@ -323,7 +341,7 @@ class Bench {
         "--metrics-secure=false",
         ...flags,
       ],
-      env: { ...process.env, BENCH_SIM_LATENCY_MS: String(simulatedLatencyMs), NODE_OPTIONS: controllerNodeOptions },
+      env: { ...process.env, BENCH_SIM_LATENCY_MS: String(simulatedLatencyMs), ...controllerEnv },
       // BENCH_SCALE_CONTROLLER_LOG=FILE keeps the controller's log there (by default it goes to a temporary directory).
       ...(process.env.BENCH_SCALE_CONTROLLER_LOG ? { logFile: process.env.BENCH_SCALE_CONTROLLER_LOG } : {}),
     });
@@ -592,7 +610,7 @@ async function main(): Promise<void> {
     sizes,
     idleSeconds,
     baselineIdleSeconds,
-    controllerNodeOptions,
+    controllerEnv,
     replicas,
     perNamespace,
     createParallelism,

@@ -332,6 +332,17 @@ describe("install manifests", () => {
     assert.ok(request >= 145 && request <= limit, `request ${request}Mi between the fixed cost and the limit`);
   });
 
+  test("the manager's young generation and malloc arenas are capped, as the scale benchmark measured them", () => {
+    const { container } = manager();
+    const env = (name: string) => container.env?.find((variable) => variable.name === name)?.value;
+    // README, "Memory": V8's default 16 MB semi-spaces make a 48 MB young generation, and glibc keeps up to 8 malloc
+    // arenas per core; bench/scale/run.ts starts its controller with these values, so its RSS figures are theirs.
+    const semiSpace = Number(/--max-semi-space-size=(\d+)/.exec(env("NODE_OPTIONS") ?? "")?.[1]);
+    assert.ok(semiSpace > 0 && semiSpace < 16, `NODE_OPTIONS sets --max-semi-space-size below 16 (got ${semiSpace})`);
+    const arenas = Number(env("MALLOC_ARENA_MAX"));
+    assert.ok(Number.isInteger(arenas) && arenas >= 1 && arenas <= 4, `MALLOC_ARENA_MAX is 1-4 (got ${arenas})`);
+  });
+
   test("the samples reference objects that exist in the samples, in CAPI v1beta2 and kubeadm's v1beta2", () => {
     const clusters = byKind<
       ManifestObject & {
