@@ -23,6 +23,11 @@ export interface DetectionResults {
   samplesMs: number[];
   /** The controller's --etcd-idle-poll-interval in this run (its default). */
   idlePollSeconds: number;
+  /**
+   * When each paused member was resumed (just before SIGCONT) and its name: its peer connections are new after that,
+   * which reopens etcd's removal window (a killed member's restart is a new process, which the etcd monitor dates).
+   */
+  resumed: { at: number; member: string }[];
 }
 
 const STATUS_READ_MS = 100;
@@ -35,6 +40,7 @@ export async function measureDetection(
   options: { fault: DetectionFault; samples: number; idlePollSeconds: number; timeoutMs: number },
 ): Promise<DetectionResults> {
   const samplesMs: number[] = [];
+  const resumed: DetectionResults["resumed"] = [];
   const status = async () => (await stack.getControlPlane(where.namespace, where.cluster)).status;
   const settle = async (what: string) => {
     const settledBy = Date.now() + options.timeoutMs;
@@ -76,7 +82,10 @@ export async function measureDetection(
       `detection ${i}/${options.samples}: ${follower.name} ${options.fault === "kill" ? "killed" : "paused"}, status said so after ${(detected / 1000).toFixed(1)} s`,
     );
     if (options.fault === "kill") await harness.start();
-    else harness.resume();
+    else {
+      resumed.push({ at: Date.now(), member: harness.name });
+      harness.resume();
+    }
   }
   // The next phase starts from a settled cluster, as it would without this measurement.
   await settle("after the detection samples");
@@ -86,5 +95,6 @@ export async function measureDetection(
     detectedMs: rounded(summarize(samplesMs)),
     samplesMs,
     idlePollSeconds: options.idlePollSeconds,
+    resumed,
   };
 }

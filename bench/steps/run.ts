@@ -49,8 +49,7 @@ const PRECONDITIONS: Record<string, WorldEventKind[]> = {
   PromoteLearner: ["caught-up"],
   // A scale-down by more than one moves on once the previous Machine's member is gone and its hook released.
   ForwardLeadership: ["spec-changed", "promoted", "machine-gone", "member-removed", "hook-released"],
-  // etcd refuses a voter removal until 5 s after a member started or came back (etcd-window-open, derived from
-  // learner-started and member-back).
+  // etcd refuses a voter removal until 5 s after a member's process started or was resumed (etcd-window-open).
   RemoveMember: ["spec-changed", "promoted", "leader-changed", "machine-gone", "hook-released", "etcd-window-open"],
   DeleteMachine: ["member-removed"],
   ReleaseHook: ["member-removed", "machine-deleting"],
@@ -201,12 +200,19 @@ async function main(): Promise<void> {
     const { events: etcdEvents, roundMs: monitorRounds } = monitor;
     monitor = undefined;
 
+    const resumedEvents: WorldEvent[] = (hangDetection?.resumed ?? []).map(({ at, member }) => ({
+      at,
+      kind: "member-resumed",
+      subject: member,
+      source: "fault-injector",
+    }));
     const auditLog = stack.auditLog as string;
     const actions = controllerActions(readFileSync(logFile, "utf8"));
     const events = [
       ...auditWorldEvents(auditLog, CONTROLLER_USER),
       ...etcdEvents,
-      ...removalWindowEvents(etcdEvents, ETCD_HEALTH_INTERVAL_MS),
+      ...resumedEvents,
+      ...removalWindowEvents([...etcdEvents, ...resumedEvents], ETCD_HEALTH_INTERVAL_MS),
       ...actionEffects(actions),
     ].sort((a, b) => a.at - b.at);
     const { samples, unmatched, retries } = stepSamples(actions, events, phases);
@@ -249,7 +255,7 @@ async function main(): Promise<void> {
     const notes = [
       `Preconditions seen by the etcd monitor are late by up to one monitor round (every ${monitorIntervalMs} ms, round p50 ${results.monitor.roundMs.p50} ms), which makes those latencies look shorter by as much; preconditions that are the effect of Quorum's own call (a promotion, a removal) are taken when that call returned, from the controller's log.`,
       "Step latency is measured to the decision line the controller logs just before its first call of the step (log timestamps are milliseconds, same host clock as the audit log and the monitor).",
-      `etcd refuses a voter removal ("unhealthy cluster") until the leader has had enough voters connected for ${ETCD_HEALTH_INTERVAL_MS} ms, so a removal's preconditions include each member's start, and its return after the detection samples killed or paused it (monitor), + ${ETCD_HEALTH_INTERVAL_MS} ms (etcd-window-open); refusals below count the removals etcd refused anyway.`,
+      `etcd refuses a voter removal ("unhealthy cluster") until the leader has had enough voters connected for ${ETCD_HEALTH_INTERVAL_MS} ms, so a removal's preconditions include each member's etcd process start (a new pid, looked for every 20 ms) or resume after the hang samples + ${ETCD_HEALTH_INTERVAL_MS} ms (etcd-window-open); refusals below count the removals etcd refused anyway.`,
     ];
     const path = result.finish(results, notes);
     progress(NAME, `wrote ${path}`);

@@ -19,7 +19,8 @@ export type WorldEventKind =
   | "machine-deleting"
   | "machine-gone"
   | "learner-started"
-  | "member-back"
+  | "process-started"
+  | "member-resumed"
   | "caught-up"
   | "promoted"
   | "leader-changed"
@@ -32,11 +33,11 @@ export interface WorldEvent {
   kind: WorldEventKind;
   subject: string;
   /** Which observer saw it. */
-  source: "audit" | "etcd-monitor" | "controller-log";
+  source: "audit" | "etcd-monitor" | "controller-log" | "fault-injector";
 }
 
-/** Rounds a started member must miss in a row before answering again counts as it coming back (member-back). */
-const MEMBER_BACK_ROUNDS = 2;
+/** How often the monitor looks for new etcd processes (a pid per Machine's member). */
+const PROCESS_WATCH_MS = 20;
 
 /**
  * Polls etcd and records transitions of the membership, with a reused client so a round is short. The per-call
@@ -50,10 +51,10 @@ export class EtcdMonitor {
   private loop: Promise<void> | undefined;
   private client: EtcdClusterClient | undefined;
   private clientEndpoints = "";
-  private readonly known = new Map<
-    string,
-    { name: string; learner: boolean; started: boolean; caughtUp: boolean; downRounds: number }
-  >();
+  private readonly known = new Map<string, { name: string; learner: boolean; started: boolean; caughtUp: boolean }>();
+  /** The etcd process of each Machine's member, by pid: a new pid is a (re)start. */
+  private readonly pids = new Map<string, number>();
+  private processWatch: NodeJS.Timeout | undefined;
   private leaderId = "";
 
   constructor(
@@ -62,13 +63,35 @@ export class EtcdMonitor {
   ) {}
 
   start(): void {
+    // The members running now started before the measurement; only later starts are events.
+    for (const [machine, member] of this.player.members) {
+      const pid = member.pid();
+      if (pid !== undefined) this.pids.set(machine, pid);
+    }
+    this.processWatch = setInterval(() => this.watchProcesses(), PROCESS_WATCH_MS);
     this.loop = this.run();
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
+    clearInterval(this.processWatch);
     await this.loop;
     await this.client?.close();
+  }
+
+  /**
+   * A member's etcd process that is new since the last look (a learner's first start, a restart after a kill), seen
+   * within PROCESS_WATCH_MS of its spawn, whatever the etcd rounds are waiting on: its peer connections, and so etcd's removal window, can only start after that. The
+   * monitor's own first answer from a member comes later (a new member is dialled when the endpoints change), too
+   * late to date the window: a removal would then look late by the difference.
+   */
+  private watchProcesses(): void {
+    for (const [machine, member] of this.player.members) {
+      const pid = member.pid();
+      if (pid === undefined || !member.isRunning() || this.pids.get(machine) === pid) continue;
+      this.pids.set(machine, pid);
+      this.events.push({ at: Date.now(), kind: "process-started", subject: member.name, source: "etcd-monitor" });
+    }
   }
 
   private clientFor(endpoints: string[]): EtcdClusterClient | undefined {
@@ -111,19 +134,10 @@ export class EtcdMonitor {
               learner: member.learner,
               started: false,
               caughtUp: false,
-              downRounds: 0,
             };
             if (!before.started && status?.reachable) {
               before.started = true;
               if (member.learner) this.events.push({ at, kind: "learner-started", subject, source: "etcd-monitor" });
-            } else if (before.started && !status?.reachable) {
-              before.downRounds += 1;
-            } else if (before.started && status?.reachable) {
-              // Unreachable for rounds in a row, then answering: restarted or resumed, so its peer connections are
-              // new. One missed round is load, not a restart, and would wrongly excuse a late removal.
-              if (before.downRounds >= MEMBER_BACK_ROUNDS)
-                this.events.push({ at, kind: "member-back", subject, source: "etcd-monitor" });
-              before.downRounds = 0;
             }
             // etcd promotes a learner once it is in sync with the leader; an idle cluster's index barely moves.
             if (
@@ -228,12 +242,13 @@ export function actionEffects(actions: ActionRecord[]): WorldEvent[] {
 
 /**
  * etcd refuses a voter removal until the leader has had enough voters connected for its HealthInterval (5 s), so
- * a removal can become possible only that long after a member started, or came back after being killed or paused
- * (its peer connections are new then): one derived event per start or return.
+ * a removal can become possible only that long after a member's etcd process started (or, paused, was resumed): its
+ * peer connections are new then. One derived event per start or resume; dated from the process, not from the
+ * monitor's first answer, so that the window errs early and a removal's latency errs long, never short.
  */
 export function removalWindowEvents(events: WorldEvent[], healthIntervalMs: number): WorldEvent[] {
   return events
-    .filter((event) => event.kind === "learner-started" || event.kind === "member-back")
+    .filter((event) => event.kind === "process-started" || event.kind === "member-resumed")
     .map((event) => ({
       at: event.at + healthIntervalMs,
       kind: "etcd-window-open" as const,
