@@ -80,10 +80,12 @@ export class EtcdMonitor {
   }
 
   /**
-   * A member's etcd process that is new since the last look (a learner's first start, a restart after a kill), seen
-   * within PROCESS_WATCH_MS of its spawn, whatever the etcd rounds are waiting on: its peer connections, and so etcd's removal window, can only start after that. The
-   * monitor's own first answer from a member comes later (a new member is dialled when the endpoints change), too
-   * late to date the window: a removal would then look late by the difference.
+   * A member's etcd process that is new since the last look, looked for every PROCESS_WATCH_MS whatever the etcd
+   * rounds are waiting on: its peer connections, and so etcd's removal window, start after that. A restart after a
+   * kill is seen within PROCESS_WATCH_MS of its spawn. A new learner only once the player lists its Machine's member,
+   * which is after the member is ready: later than its spawn, so that window is dated late and a removal soon after
+   * it can still look late (the one step over 1 s in the run of 2026-12-03 18:48 UTC). The monitor's own first
+   * answer from a member comes later still (a new member is dialled when the endpoints change).
    */
   private watchProcesses(): void {
     for (const [machine, member] of this.player.members) {
