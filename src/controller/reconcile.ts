@@ -385,6 +385,9 @@ function requeueAfter(action: Action, outcome: Outcome | undefined, pollInterval
   if (outcome?.kind === "deferred") return outcome.retryAfterMs;
   if (outcome?.kind === "done") return outcome.result.retryAfterMs ?? AFTER_ACTION_MS;
   if (action.kind !== "Wait") return AFTER_ACTION_MS;
+  // A settled cluster is looked at by the poll alone: the planner's own idle recheck (a minute) must not cut a
+  // longer --etcd-idle-poll-interval short, as it did until 2026-12-03 (every settled cluster was read every 60 s).
+  if (action.settled) return jittered(pollIntervalMs);
   const recheckAfterMs = Math.min(action.recheckAfterMs, pollIntervalMs);
   return recheckAfterMs >= pollIntervalMs ? jittered(recheckAfterMs) : recheckAfterMs;
 }

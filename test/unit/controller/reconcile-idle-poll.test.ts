@@ -6,13 +6,15 @@ import { describe, it } from "node:test";
 import { FINALIZER, LABEL_CLUSTER_NAME } from "../../../src/api/constants.ts";
 import type { QuorumControlPlane } from "../../../src/api/types.ts";
 import { silentLogger } from "../../../src/adapters/kube/log.ts";
+import { DEFAULT_ETCD_IDLE_POLL_SECONDS } from "../../../src/flags.ts";
 import { plan } from "../../../src/core/plan.ts";
 import { reconcile, type ReconcilerDeps } from "../../../src/controller/reconcile.ts";
 import type { WorkloadAccess } from "../../../src/ports/index.ts";
 import { controlPlane, etcdMembers, fakeEtcd, fakeManagement, machine } from "./fixtures.ts";
 
 const POLL_MS = 10_000;
-const IDLE_POLL_MS = 60_000;
+// The default, longer than the planner's one-minute idle recheck, which must not cut it short.
+const IDLE_POLL_MS = DEFAULT_ETCD_IDLE_POLL_SECONDS * 1000;
 const NOW = Date.parse("2026-12-03T12:00:00Z");
 
 const members = etcdMembers(["a", "b", "c"]);
@@ -60,6 +62,13 @@ describe("reconcile: how soon a cluster's etcd is read again", () => {
     assert.ok(result.action?.kind === "Wait" && result.action.settled, JSON.stringify(result.action));
     const after = result.requeueAfterMs ?? 0;
     assert.ok(after > 0.89 * IDLE_POLL_MS && after <= IDLE_POLL_MS, `requeue after ${after} ms`);
+  });
+
+  it("waits a long idle poll interval whole, beyond the planner's one-minute idle recheck", async () => {
+    const fiveMinutes = 300_000;
+    const result = await reconcile("ns", "cp", deps(undefined, fiveMinutes));
+    const after = result.requeueAfterMs ?? 0;
+    assert.ok(after > 0.89 * fiveMinutes && after <= fiveMinutes, `requeue after ${after} ms`);
   });
 
   it("keeps the short poll interval while a member does not answer, though there is nothing to do", async () => {
