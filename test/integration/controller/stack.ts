@@ -306,7 +306,7 @@ export class ControllerStack {
       kubeconfigPath,
       "--etcd-poll-interval",
       "1s",
-      // Settled clusters too (the default is 60s): the tests time etcd-only changes against a 1 s poll.
+      // Settled clusters too (the default is 90s): the tests time etcd-only changes against a 1 s poll.
       "--etcd-idle-poll-interval",
       "1s",
       "--etcd-call-timeout",
