@@ -306,7 +306,21 @@ function runLine(results: ResultEnvelope<unknown>[]): string {
     first.startedAt.slice(0, 10) === last.finishedAt.slice(0, 10)
       ? `Run ${first.startedAt.slice(0, 16).replace("T", " ")}–${last.finishedAt.slice(11, 16)} UTC`
       : `Runs ${results.map((result) => `${result.benchmark} ${result.startedAt.slice(0, 16).replace("T", " ")}`).join(", ")} UTC`;
-  return `${when} on ${machine.cpus} × ${machine.cpuModel}, ${Math.round(machine.memoryMB / 1024)} GB, ${machine.platform}, Node ${machine.node}. 1-minute load average at start→end of each benchmark: ${loads} (the machine has ${machine.cpus} CPUs).`;
+  // A benchmark re-run alone may run on another machine of the same kind: name each model and what ran on it.
+  const models = [...new Set(results.map((result) => result.machineAtStart.cpuModel))];
+  const cpu =
+    models.length === 1
+      ? machine.cpuModel
+      : models
+          .map(
+            (model) =>
+              `${model} (${results
+                .filter((result) => result.machineAtStart.cpuModel === model)
+                .map((result) => result.benchmark)
+                .join(", ")})`,
+          )
+          .join(" / ");
+  return `${when} on ${machine.cpus} × ${cpu}, ${Math.round(machine.memoryMB / 1024)} GB, ${machine.platform}, Node ${machine.node}. 1-minute load average at start→end of each benchmark: ${loads} (the machine has ${machine.cpus} CPUs).`;
 }
 
 function charts(health?: ResultEnvelope<Health>, scale?: ResultEnvelope<Scale>, steps?: ResultEnvelope<Steps>): void {

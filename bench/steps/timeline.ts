@@ -52,7 +52,7 @@ export class EtcdMonitor {
   private client: EtcdClusterClient | undefined;
   private clientEndpoints = "";
   private readonly known = new Map<string, { name: string; learner: boolean; started: boolean; caughtUp: boolean }>();
-  /** The etcd process of each Machine's member, by pid: a new pid is a (re)start. */
+  /** The etcd process of each member, by member name: a new pid is a (re)start. */
   private readonly pids = new Map<string, number>();
   private processWatch: NodeJS.Timeout | undefined;
   private leaderId = "";
@@ -64,9 +64,9 @@ export class EtcdMonitor {
 
   start(): void {
     // The members running now started before the measurement; only later starts are events.
-    for (const [machine, member] of this.player.members) {
+    for (const member of this.player.etcd?.members ?? []) {
       const pid = member.pid();
-      if (pid !== undefined) this.pids.set(machine, pid);
+      if (pid !== undefined) this.pids.set(member.name, pid);
     }
     this.processWatch = setInterval(() => this.watchProcesses(), PROCESS_WATCH_MS);
     this.loop = this.run();
@@ -81,17 +81,18 @@ export class EtcdMonitor {
 
   /**
    * A member's etcd process that is new since the last look, looked for every PROCESS_WATCH_MS whatever the etcd
-   * rounds are waiting on: its peer connections, and so etcd's removal window, start after that. A restart after a
-   * kill is seen within PROCESS_WATCH_MS of its spawn. A new learner only once the player lists its Machine's member,
-   * which is after the member is ready: later than its spawn, so that window is dated late and a removal soon after
-   * it can still look late (the one step over 1 s in the run of 2026-12-03 18:48 UTC). The monitor's own first
-   * answer from a member comes later still (a new member is dialled when the endpoints change).
+   * rounds are waiting on: its peer connections, and so etcd's removal window, start after that. The etcd cluster
+   * lists a member from its MemberAdd on, before its process is spawned, so a new learner is seen within
+   * PROCESS_WATCH_MS of its spawn, as is a restart after a kill. (The player's Machine map lists a member only once
+   * it is ready, which dated a new learner's window late: the one step over 1 s in the run of 2026-12-03 18:48 UTC.)
+   * The monitor's own first answer from a member comes later still (a new member is dialled when the endpoints
+   * change).
    */
   private watchProcesses(): void {
-    for (const [machine, member] of this.player.members) {
+    for (const member of this.player.etcd?.members ?? []) {
       const pid = member.pid();
-      if (pid === undefined || !member.isRunning() || this.pids.get(machine) === pid) continue;
-      this.pids.set(machine, pid);
+      if (pid === undefined || !member.isRunning() || this.pids.get(member.name) === pid) continue;
+      this.pids.set(member.name, pid);
       this.events.push({ at: Date.now(), kind: "process-started", subject: member.name, source: "etcd-monitor" });
     }
   }
