@@ -109,6 +109,8 @@ export interface RolloutPhaseOptions {
   requestCounts: () => Promise<ReadonlyMap<string, number>>;
   /** CPU samples of the processes that share the machine (controller, API server, its etcd, this driver). */
   sampleCpu?: () => Record<string, ProcessSample>;
+  /** Started with the spec changes, awaited when the phase ends: e.g. a CPU profile of the API server. */
+  alongside?: () => Promise<void>;
 }
 
 /** Rolls the first `count` converged clusters at once and measures each step; see the file's head. */
@@ -119,6 +121,9 @@ export async function runRolloutPhase(driver: Driver, options: RolloutPhaseOptio
   const cpuBefore = options.sampleCpu?.();
   await options.setLogLevel("debug");
   const started = Date.now();
+  const alongside = options
+    .alongside?.()
+    .catch((error: unknown) => options.progress(`rollouts: ${error instanceof Error ? error.message : String(error)}`));
   for (const key of keys) driver.changeVersion(key, options.toVersion);
   const deadline = started + options.limitSeconds * 1000;
   let lastReport = started;
@@ -134,6 +139,7 @@ export async function runRolloutPhase(driver: Driver, options: RolloutPhaseOptio
   }
   const requestsAfter = await options.requestCounts();
   const cpuAfter = options.sampleCpu?.();
+  await alongside;
   await options.setLogLevel("info");
   // Next to the controller's log, so that the timeline of any cluster can be read again with both.
   writeFileSync(

@@ -30,6 +30,7 @@ import {
 import { testKindCRDs } from "../../test/integration/controller/test-kinds.ts";
 import { milliCores, sampleProcess, type ProcessSample } from "../lib/procstat.ts";
 import { DEFAULT_ETCD_IDLE_POLL_SECONDS } from "../../src/flags.ts";
+import { profileApiServer } from "../lib/apiserver-profile.ts";
 import { benchDir, progress, startResult } from "../lib/results.ts";
 import { rounded, summarize, type Summary } from "../lib/stats.ts";
 import { Driver, INITIAL_VERSION } from "./driver.ts";
@@ -45,6 +46,7 @@ const idleOf = (levelIndex: number) => idleSeconds[levelIndex] ?? idleSeconds[id
 const baselineIdleSeconds = Number(process.env.BENCH_SCALE_BASELINE_SECONDS ?? 30);
 const perNamespace = Number(process.env.BENCH_SCALE_PER_NAMESPACE ?? 10);
 const createParallelism = Number(process.env.BENCH_SCALE_CREATE_PARALLELISM ?? 16);
+const apiServerProfile = process.env.BENCH_SCALE_APISERVER_PROF;
 const convergeTimeoutSeconds = Number(process.env.BENCH_SCALE_CONVERGE_TIMEOUT_SECONDS ?? 900);
 /** Converged clusters upgraded at once after the last idle window (issue 19 asks for 200); 0 skips the phase. */
 const rolloutCount = Number(process.env.BENCH_SCALE_ROLLOUTS ?? 200);
@@ -720,6 +722,15 @@ async function main(): Promise<void> {
         checkController: () => bench.checkRunning(),
         requestCounts: () => bench.requestCounts(),
         sampleCpu: () => bench.sampleCpu(),
+        // BENCH_SCALE_APISERVER_PROF=FILE writes a CPU profile of the API server over the phase's first 30 s there.
+        ...(apiServerProfile
+          ? {
+              alongside: async () => {
+                await profileApiServer(apiServer.kubeConfig, 30, apiServerProfile);
+                progress(NAME, `rollouts: wrote the API server's CPU profile (30 s) to ${apiServerProfile}`);
+              },
+            }
+          : {}),
       });
       const all = rollouts.steps.all;
       progress(
