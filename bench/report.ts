@@ -278,7 +278,7 @@ function etcdCostRows(result: ResultEnvelope<EtcdCostResults>): string[] {
   const cost = result.results;
   const version = /etcd-(\d+\.\d+)/.exec(cost.etcdBinary)?.[1] ?? "";
   const rows = [
-    `| Real etcd watch cost: controller CPU per health round (observeEtcd), ${cost.clusters} clusters × ${cost.members / cost.clusters} TLS members${version ? ` (etcd ${version})` : ""}, the kept client | **${cost.keptRoundCpuMs} ms** CPU per round (n=${cost.keptRoundsDone}, ${cost.failedRounds} failed); a fresh client per round ${cost.freshRoundCpuMs} ms; open idle connections ${cost.keptIdleMilliCoresPerCluster} mCPU per cluster | | |`,
+    `| Real etcd watch cost: controller CPU per health round (observeEtcd), ${cost.clusters} clusters × ${cost.members / cost.clusters} TLS members${version ? ` (etcd ${version})` : ""}, the kept client | **${cost.keptRoundCpuMs} ms** CPU per round (n=${cost.keptRoundsDone}, ${cost.failedRounds} failed); a fresh client per round ${cost.freshRoundCpuMs} ms; open idle connections ${cost.keptIdleMilliCoresPerCluster} mCPU per cluster${cost.keptIdleClients ? ` (${cost.keptIdleClients} kept clients idle: ${cost.keptIdleMilliCores} mCPU in all, with none open ${cost.baselineMilliCores})` : ""} | | |`,
   ];
   const idle = Math.max(...cost.implied.map((row) => row.pollSeconds));
   for (const row of cost.implied) {

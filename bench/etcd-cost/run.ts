@@ -6,7 +6,8 @@
 // ClusterWorkloadAccess.etcd() leases the client kept for the cluster, observeEtcd() (member list, every member's
 // status, alarms), close() hands it back. This process's own CPU (process.cpuUsage: user + system, so TLS and gRPC
 // included; the etcd servers are other processes) is measured in three windows: nothing open (the baseline),
-// every cluster's client open and unused (what kept connections cost between rounds), and rounds paced evenly
+// many clusters' clients open and unused (what kept connections cost between rounds: stand-in clusters, 30 per
+// real one, over the same members, so that the cost stands out of the noise), and rounds paced evenly
 // (the cost per round). A fourth window opens a fresh client per round, the price of a round after the pool has
 // closed an idle client (it does after 2 minutes unused). From these: the idle cost implied at 1,000 and 2,000
 // clusters at the default --etcd-poll-interval, reported beside the scale benchmark's simulated figure.
@@ -34,6 +35,12 @@ const roundsPerSecond = Number(process.env.BENCH_ETCD_COST_RATE ?? 20);
 const defaultPollSeconds = DEFAULT_ETCD_POLL_SECONDS;
 const defaultIdlePollSeconds = DEFAULT_ETCD_IDLE_POLL_SECONDS;
 const deadlineMs = 2_000;
+/**
+ * Kept clients per etcd cluster in the kept-idle window: each a stand-in cluster of its own (own pool entry, own
+ * connections to the same members), so that 7 clusters hold 210 idle clients. With 7 clients the difference from
+ * the baseline was a couple of mCPU either way, which times 2,000 clusters is noise reported as cost.
+ */
+const idleClientsPerCluster = Number(process.env.BENCH_ETCD_COST_IDLE_CLIENTS ?? 30);
 
 export interface EtcdCostResults {
   etcdBinary: string;
@@ -45,6 +52,10 @@ export interface EtcdCostResults {
   baselineMilliCores: number;
   /** Each cluster's kept client open (connections up, keepalives), no rounds: per cluster. */
   keptIdleMilliCoresPerCluster: number;
+  /** Kept clients open in the kept-idle window (stand-in clusters over the same members). */
+  keptIdleClients: number;
+  /** The whole process in that window, to set beside the baseline (the per-cluster figure is clamped at 0). */
+  keptIdleMilliCores: number;
   /** CPU milliseconds per round with the kept client, beyond the kept-idle cost. */
   keptRoundCpuMs: number;
   /** CPU milliseconds per round when each round opens and closes its client (TLS handshakes to every member). */
@@ -140,7 +151,8 @@ async function main(): Promise<void> {
       started.push(cluster);
       const ca = cluster.ca;
       if (!ca) throw new Error(`etcd cost bench: cluster ${i} started without TLS, so there is no CA`);
-      secrets.seed("bench", `cost${i}-etcd`, { "tls.crt": ca.certPem, "tls.key": ca.keyPem });
+      for (const name of [`cost${i}`, ...Array.from({ length: idleClientsPerCluster }, (_, k) => `cost${i}-idle${k}`)])
+        secrets.seed("bench", `${name}-etcd`, { "tls.crt": ca.certPem, "tls.key": ca.keyPem });
     }
     const targets = started.map((cluster, i) => ({
       cluster,
@@ -157,8 +169,14 @@ async function main(): Promise<void> {
       observed.ok &&
       observed.observation.statuses.length === membersPerCluster &&
       observed.observation.statuses.every((status) => status.reachable);
-    const keptRound = async (index: number) => {
-      const target = targets[index % targets.length] as (typeof targets)[number];
+    // Stand-ins for the kept-idle window: a cluster name of their own each, over the same members.
+    const standIns = targets.flatMap((target, i) =>
+      Array.from({ length: idleClientsPerCluster }, (_, k) => ({
+        ...target,
+        workload: { metadata: { name: `cost${i}-idle${k}`, namespace: "bench" }, spec: {} } as Cluster,
+      })),
+    );
+    const roundOn = async (target: (typeof targets)[number]) => {
       const client = await access.etcd(target.controlPlane, target.workload, target.cluster.endpoints());
       try {
         return allUp(await observeEtcd(client));
@@ -166,6 +184,7 @@ async function main(): Promise<void> {
         await client.close();
       }
     };
+    const keptRound = (index: number) => roundOn(targets[index % targets.length] as (typeof targets)[number]);
     const credentials = await Promise.all(
       targets.map((target) =>
         new EtcdClientCertificates(secrets).get("bench", target.workload.metadata.name, new Date()),
@@ -193,19 +212,21 @@ async function main(): Promise<void> {
     const idleSeconds = Math.max(10, Math.round(windowSeconds / 2));
     progress(NAME, `baseline: ${idleSeconds} s with no client open`);
     const baseline = await idleWindow(idleSeconds);
-    for (let i = 0; i < targets.length; i++) await keptRound(i);
-    progress(NAME, `kept idle: ${idleSeconds} s with ${targets.length} clusters' clients open, no rounds`);
+    for (const standIn of standIns) await roundOn(standIn);
+    progress(NAME, `kept idle: ${idleSeconds} s with ${standIns.length} clients open (stand-in clusters), no rounds`);
     const keptIdle = await idleWindow(idleSeconds);
+    await access.closeAll();
+    const keptIdlePerCluster = Math.max(0, keptIdle - baseline) / standIns.length;
+    for (let i = 0; i < targets.length; i++) await keptRound(i);
     progress(NAME, `kept rounds: ${windowSeconds} s at ${roundsPerSecond} rounds/s over ${targets.length} clusters`);
     const kept = await pacedWindow(windowSeconds, roundsPerSecond, keptRound);
     await access.closeAll();
     progress(NAME, `fresh rounds: ${idleSeconds} s at ${roundsPerSecond / 2} rounds/s, a new client each round`);
     const fresh = await pacedWindow(idleSeconds, roundsPerSecond / 2, freshRound);
 
-    const keptIdlePerCluster = Math.max(0, keptIdle - baseline) / targets.length;
     const overKeptIdle = (window: { cpuMs: number; wallMs: number; rounds: number }, idleMilliCores: number) =>
       Math.max(0, window.cpuMs - (idleMilliCores * window.wallMs) / 1000) / window.rounds;
-    const keptRoundCpuMs = overKeptIdle(kept, keptIdle);
+    const keptRoundCpuMs = overKeptIdle(kept, baseline + keptIdlePerCluster * targets.length);
     const freshRoundCpuMs = overKeptIdle(fresh, baseline);
     const round3 = (value: number) => Math.round(value * 1000) / 1000;
     const results: EtcdCostResults = {
@@ -216,6 +237,8 @@ async function main(): Promise<void> {
       roundsPerSecond,
       baselineMilliCores: round3(baseline),
       keptIdleMilliCoresPerCluster: round3(keptIdlePerCluster),
+      keptIdleClients: standIns.length,
+      keptIdleMilliCores: round3(keptIdle),
       keptRoundCpuMs: round3(keptRoundCpuMs),
       freshRoundCpuMs: round3(freshRoundCpuMs),
       keptRoundsDone: kept.rounds,
