@@ -102,8 +102,14 @@ describe("CachedSecretStore on a real kube-apiserver", () => {
   it("reads the cluster's labelled Secrets from the watch, with no GET once they are cached", async () => {
     for (const name of names)
       assert.equal(await cache.create(secret(namespace, name, { "tls.crt": `${name} v1` }, labels)), "created");
-    for (const name of names) await waitFor(`${name} in the cache`, () => servedFromCache({ namespace, name }));
-    gets = [];
+    // Served as written at once, then as the watch delivered them (with the API server's resourceVersion).
+    for (const name of names) assert.equal(await servedFromCache({ namespace, name }), true);
+    for (const name of names)
+      await waitFor(
+        `${name} delivered by the watch`,
+        async () => (await cache.getMetadata({ namespace, name }))?.metadata.resourceVersion !== undefined,
+      );
+    assert.deepEqual(gets, []);
     for (let round = 0; round < 5; round++) {
       for (const name of names) {
         // Of -sa and -proxy Quorum only asks whether they exist (the cache keeps no data of them).

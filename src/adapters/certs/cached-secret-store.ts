@@ -11,9 +11,11 @@
 // get() of one is a GET.
 //
 // Anything the cache does not hold is read with a GET, so a wrong or late cache costs a request, never a
-// wrong answer: a user's CA Secret without the label, a Secret created a moment ago, the moments before the
-// first list. Writes go to the API server; a replaced Secret is served from a small overlay until the watch
-// shows a newer version than the one it replaced, so the next reconcile does not act on what it just changed.
+// wrong answer: a user's CA Secret without the label, the moments before the first list. The one exception is
+// getMetadataBeforeCreate, whose caller creates what is absent and so learns from AlreadyExists what a lagging cache
+// missed. Writes go to the API server; a replaced Secret is served from a small overlay until the watch shows a newer
+// version than the one it replaced, so the next reconcile does not act on what it just changed, and a created one
+// is served as written until the watch delivers it (at most CREATED_KEPT_MS, then a GET).
 import { LABEL_CLUSTER_NAME, secretName } from "../../api/constants.ts";
 import { internStrings } from "../../api/intern.ts";
 import { secretKey, type SecretRef } from "../errors.ts";
@@ -26,6 +28,9 @@ import {
 } from "../kube/informer.ts";
 import type { KubeRest, ResourceRef } from "../kube/rest.ts";
 import { fromV1, refOf, withoutData, type SecretObject, type SecretStore } from "./secret-store.ts";
+
+/** How long a Secret this process created is served as written while the watch has not delivered it. */
+export const CREATED_KEPT_MS = 30_000;
 
 export const SECRETS: ResourceRef = { group: "", version: "v1", plural: "secrets", namespaced: true };
 
@@ -41,6 +46,8 @@ export interface CachedSecretStoreOptions {
   listerWatcherOptions?: KubeListerWatcherOptions;
   /** Backoff, resync, clock and logger of the informer; its transform is this store's. */
   informer?: Omit<InformerOptions<SecretObject>, "transform">;
+  /** Milliseconds now, for how long a created Secret is served as written (Date.now by default). */
+  now?: () => number;
 }
 
 export interface CachedSecretStoreStats {
@@ -74,9 +81,23 @@ export class CachedSecretStore implements SecretStore {
   private readonly inner: SecretStore;
   private readonly informer: Informer<SecretObject>;
   private readonly overlays = new Map<string, Overlay>();
+  /** Secrets this process created that the watch has not delivered yet: as the cache would hold them, and when. */
+  private readonly created = new Map<string, { secret: SecretObject; at: number }>();
+  private readonly transform: (secret: SecretObject) => SecretObject | undefined;
+  private readonly namespace: string | undefined;
+  private readonly now: () => number;
 
   constructor(options: CachedSecretStoreOptions) {
     this.inner = options.inner;
+    this.namespace = options.namespace;
+    this.now = options.now ?? Date.now;
+    // fromV1 keeps only what get() returns: no managedFields, no bootstrap data.
+    this.transform = (secret) =>
+      !isQuorumClusterSecret(secret)
+        ? undefined
+        : isPresenceOnlySecret(secret)
+          ? internStrings(withoutData(fromV1(secret)))
+          : internStrings(fromV1(secret));
     let source = options.listerWatcher;
     if (!source) {
       if (!options.rest)
@@ -91,22 +112,20 @@ export class CachedSecretStore implements SecretStore {
         options.listerWatcherOptions,
       );
     }
-    this.informer = new Informer(source, {
-      ...options.informer,
-      // fromV1 keeps only what get() returns: no managedFields, no bootstrap data.
-      transform: (secret) =>
-        !isQuorumClusterSecret(secret)
-          ? undefined
-          : isPresenceOnlySecret(secret)
-            ? internStrings(withoutData(fromV1(secret)))
-            : internStrings(fromV1(secret)),
-    });
-    const supersede = (secret: SecretObject) => this.dropOverlayIfSuperseded(secret);
+    this.informer = new Informer(source, { ...options.informer, transform: this.transform });
+    const supersede = (secret: SecretObject) => {
+      this.created.delete(secretKey(refOf(secret)));
+      this.dropOverlayIfSuperseded(secret);
+    };
     this.informer.addHandlers({
       add: supersede,
       update: supersede,
       // Gone from the cache: get() asks the API server, which knows better than any overlay.
-      delete: (secret) => void this.overlays.delete(secretKey(refOf(secret))),
+      delete: (secret) => {
+        const key = secretKey(refOf(secret));
+        this.overlays.delete(key);
+        this.created.delete(key);
+      },
     });
   }
 
@@ -123,6 +142,7 @@ export class CachedSecretStore implements SecretStore {
   async stop(): Promise<void> {
     await this.informer.stop();
     this.overlays.clear();
+    this.created.clear();
   }
 
   get synced(): boolean {
@@ -156,26 +176,57 @@ export class CachedSecretStore implements SecretStore {
     return withoutData(fromV1(cached));
   }
 
+  /** getMetadata, except that once synced the cache's "absent" is the answer: no GET (see SecretStore). */
+  async getMetadataBeforeCreate(ref: SecretRef): Promise<SecretObject | undefined> {
+    if (!this.informer.hasSynced()) return this.getMetadata(ref);
+    const cached = this.cached(ref);
+    this.stats.cacheReads++;
+    return cached && withoutData(fromV1(cached));
+  }
+
   /** What the cache (or the overlay of this process's last write) holds of `ref`; undefined before the first list. */
   private cached(ref: SecretRef): SecretObject | undefined {
     const key = secretKey(ref);
     const cached = this.informer.hasSynced() ? this.informer.get(key) : undefined;
-    if (!cached) return undefined;
+    if (!cached) return this.createdNotYetWatched(key);
     const overlay = this.overlays.get(key);
     if (overlay && overlay.staleVersions.has(cached.metadata.resourceVersion ?? "")) return overlay.secret;
     this.overlays.delete(key);
     return cached;
   }
 
-  create(secret: SecretObject): Promise<"created" | "exists"> {
-    // A Secret the cache does not hold yet is read with a GET, so a get() right after sees it.
-    return this.inner.create(secret);
+  async create(secret: SecretObject): Promise<"created" | "exists"> {
+    const outcome = await this.inner.create(secret);
+    // Served as written until the watch delivers it, if the watch will: a Secret it does not select (another
+    // namespace, no cluster-name label) is read with a GET, as always.
+    const cachedForm = outcome === "created" && this.watches(secret) ? this.transform(secret) : undefined;
+    if (cachedForm) this.created.set(secretKey(refOf(secret)), { secret: cachedForm, at: this.now() });
+    return outcome;
+  }
+
+  /** A Secret this process created a moment ago (CREATED_KEPT_MS at most) that the watch has not delivered yet. */
+  private createdNotYetWatched(key: string): SecretObject | undefined {
+    const created = this.created.get(key);
+    if (!created) return undefined;
+    if (this.now() - created.at <= CREATED_KEPT_MS) return created.secret;
+    // The watch never brought it (deleted since, or the watch is stuck): a GET knows.
+    this.created.delete(key);
+    return undefined;
+  }
+
+  /** Whether the informer's list and watch select `secret`. */
+  private watches(secret: SecretObject): boolean {
+    return (
+      (this.namespace === undefined || secret.metadata.namespace === this.namespace) &&
+      secret.metadata.labels?.[LABEL_CLUSTER_NAME] !== undefined
+    );
   }
 
   async replace(secret: SecretObject): Promise<SecretObject> {
     const key = secretKey(refOf(secret));
     const cachedBefore = this.informer.get(key)?.metadata.resourceVersion;
     const written = await this.inner.replace(secret);
+    this.created.delete(key);
     // A Secret the cache never holds is always read with a GET, which needs no overlay.
     if (!isQuorumClusterSecret(written)) return written;
     const staleVersions = new Set(this.overlays.get(key)?.staleVersions);

@@ -12,7 +12,13 @@ import type { OwnerReference, QuorumControlPlane } from "../../api/types.ts";
 import { RunningClusterSecretMissingError } from "../errors.ts";
 import { createCA, validFor, type CertificateAuthority } from "./pki.ts";
 import { ecdsaCurve, rsaBits, type KeyAlgorithm } from "./key-algorithm.ts";
-import { encodeData, secretMetadata, type SecretObject, type SecretStore } from "./secret-store.ts";
+import {
+  encodeData,
+  secretMetadata,
+  secretMetadataBeforeCreate,
+  type SecretObject,
+  type SecretStore,
+} from "./secret-store.ts";
 import { rememberCreatedCA, TLS_CRT, TLS_KEY } from "./ca-secret.ts";
 
 const generateAsymmetricKeyPair = promisify(generateKeyPair);
@@ -159,7 +165,10 @@ export function runningControlPlaneEvidence(controlPlane: QuorumControlPlane, cl
  * `runningEvidence` (from runningControlPlaneEvidence) nothing is created: a missing Secret is a
  * RunningClusterSecretMissingError naming every missing one. A Secret that exists is not read, validated or
  * changed here (the adapters that use a CA validate it when they need it); one created concurrently by someone
- * else (AlreadyExists) counts as existing.
+ * else (AlreadyExists) counts as existing. For a new cluster a cached store's "absent" is taken as is (no GET per
+ * Secret, four per new cluster): if the cache lags or cannot see the Secret (a user's CA without the cluster-name
+ * label), the create says AlreadyExists and the Secret counts as existing, at the cost of the key just generated.
+ * On a running cluster, where "absent" is an error, every absence is confirmed with the API server.
  */
 export async function ensureClusterCertificates(
   store: SecretStore,
@@ -172,9 +181,10 @@ export async function ensureClusterCertificates(
 ): Promise<EnsureCertificatesResult> {
   const result: EnsureCertificatesResult = { created: [], existing: [] };
   const missing: ClusterCertificatePurpose[] = [];
+  const lookUp = runningEvidence === undefined ? secretMetadataBeforeCreate : secretMetadata;
   for (const purpose of CLUSTER_CERTIFICATE_PURPOSES) {
     const name = secretName[purpose](cluster);
-    if (await secretMetadata(store, { namespace: owner.namespace, name })) result.existing.push(name);
+    if (await lookUp(store, { namespace: owner.namespace, name })) result.existing.push(name);
     else missing.push(purpose);
   }
   if (missing.length > 0 && runningEvidence !== undefined) {

@@ -32,6 +32,12 @@ export interface SecretStore {
    * it answers with get() (secretMetadata).
    */
   getMetadata?(ref: SecretRef): Promise<SecretObject | undefined>;
+  /**
+   * getMetadata for a caller that creates the Secret when it is absent: a store with a synced cache may answer
+   * "absent" from the cache alone, because the create's AlreadyExists corrects a cache that lags behind (a store
+   * without it answers with getMetadata: secretMetadataBeforeCreate).
+   */
+  getMetadataBeforeCreate?(ref: SecretRef): Promise<SecretObject | undefined>;
   /** "exists" when a Secret of that name is already there; it is then left untouched. */
   create(secret: SecretObject): Promise<"created" | "exists">;
   /** Replaces a Secret; metadata.resourceVersion, when set, makes it fail if someone changed it meanwhile. */
@@ -75,6 +81,11 @@ export function coreV1SecretStore(core: CoreV1Api): SecretStore {
 /** `store.getMetadata(ref)`, or get() for a store without it (its answer then carries the data too). */
 export function secretMetadata(store: SecretStore, ref: SecretRef): Promise<SecretObject | undefined> {
   return store.getMetadata ? store.getMetadata(ref) : store.get(ref);
+}
+
+/** `store.getMetadataBeforeCreate(ref)`, or secretMetadata for a store without it. */
+export function secretMetadataBeforeCreate(store: SecretStore, ref: SecretRef): Promise<SecretObject | undefined> {
+  return store.getMetadataBeforeCreate ? store.getMetadataBeforeCreate(ref) : secretMetadata(store, ref);
 }
 
 /** A copy of `secret` without its data. */

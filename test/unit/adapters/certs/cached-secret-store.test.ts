@@ -1,10 +1,11 @@
 import assert from "node:assert/strict";
 import { afterEach, describe, it } from "node:test";
 import { LABEL_CLUSTER_NAME } from "../../../../src/api/constants.ts";
-import { CachedSecretStore } from "../../../../src/adapters/certs/cached-secret-store.ts";
+import { CachedSecretStore, CREATED_KEPT_MS } from "../../../../src/adapters/certs/cached-secret-store.ts";
 import { readCASecret } from "../../../../src/adapters/certs/ca-secret.ts";
 import { dataText } from "../../../../src/adapters/certs/secret-store.ts";
-import { SecretGarbageError } from "../../../../src/adapters/errors.ts";
+import { RunningClusterSecretMissingError, SecretGarbageError } from "../../../../src/adapters/errors.ts";
+import { ensureClusterCertificates } from "../../../../src/adapters/certs/cluster-secrets.ts";
 import { ManualClock, settle } from "../../kube/manual-clock.ts";
 import { FakeSecretApi } from "../fake-secret-api.ts";
 
@@ -18,11 +19,17 @@ afterEach(async () => {
 });
 
 /** A cache over `api`, started; synced unless the test holds the list. */
-async function cacheOver(api: FakeSecretApi, options: { waitForSync?: boolean } = {}): Promise<CachedSecretStore> {
+async function cacheOver(
+  api: FakeSecretApi,
+  options: { waitForSync?: boolean; clock?: ManualClock; namespace?: string } = {},
+): Promise<CachedSecretStore> {
+  const clock = options.clock ?? new ManualClock();
   const store = new CachedSecretStore({
     inner: api.store,
     listerWatcher: api,
-    informer: { clock: new ManualClock(), minWatchMs: 0 },
+    informer: { clock, minWatchMs: 0 },
+    now: () => clock.now(),
+    ...(options.namespace ? { namespace: options.namespace } : {}),
   });
   running.push(store);
   store.start();
@@ -146,11 +153,115 @@ describe("CachedSecretStore", () => {
     });
     assert.equal(created, "created");
     assert.equal((await store.get(ref("prod-etcd")))?.data?.["tls.key"], "a2V5");
-    assert.equal(api.gets, 1);
+    assert.equal(api.gets, 0, "served as this process wrote it");
     api.releaseEvents();
     await settle();
-    await store.get(ref("prod-etcd"));
-    assert.equal(api.gets, 1, "served from the cache once the watch delivered it");
+    const watched = await store.get(ref("prod-etcd"));
+    assert.equal(
+      watched?.metadata.resourceVersion,
+      api.objects.get(`${namespace}/prod-etcd`)?.metadata.resourceVersion,
+    );
+    assert.equal(api.gets, 0, "served from the cache once the watch delivered it");
+  });
+
+  it("reads a Secret it created with a GET once the watch has not delivered it for CREATED_KEPT_MS", async () => {
+    const api = new FakeSecretApi();
+    const clock = new ManualClock();
+    const store = await cacheOver(api, { clock });
+    api.holdEvents = true;
+    await store.create({ metadata: { namespace, name: "prod-ca", labels }, data: { "tls.crt": "Y2E=" } });
+    // Deleted by someone meanwhile; the watch is stuck and tells nothing.
+    api.objects.delete(`${namespace}/prod-ca`);
+    assert.equal((await store.get(ref("prod-ca")))?.data?.["tls.crt"], "Y2E=");
+    await clock.advance(CREATED_KEPT_MS + 1);
+    assert.equal(await store.get(ref("prod-ca")), undefined, "a GET finds it gone");
+    assert.equal(api.gets, 1);
+  });
+
+  it("reads a Secret it created that its watch does not select (no label, another namespace) with a GET", async () => {
+    const api = new FakeSecretApi();
+    const store = await cacheOver(api, { namespace });
+    // The fake's watch is not limited to the namespace: held, so that what answers is the store's own rule.
+    api.holdEvents = true;
+    await store.create({ metadata: { namespace, name: "prod-ca" }, data: { "tls.crt": "bm9sYWJlbA==" } });
+    await store.create({ metadata: { namespace: "team-b", name: "prod-ca", labels }, data: { "tls.crt": "Yg==" } });
+    assert.equal((await store.get(ref("prod-ca")))?.data?.["tls.crt"], "bm9sYWJlbA==");
+    assert.equal((await store.get({ namespace: "team-b", name: "prod-ca" }))?.data?.["tls.crt"], "Yg==");
+    assert.equal(api.gets, 2);
+  });
+
+  it("does not serve what it tried to create when the Secret already existed", async () => {
+    const api = new FakeSecretApi();
+    api.put(namespace, "prod-ca", { "tls.crt": "user's own CA" });
+    const store = await cacheOver(api);
+    api.holdEvents = true;
+    const outcome = await store.create({
+      metadata: { namespace, name: "prod-ca", labels },
+      data: { "tls.crt": "b3Vycw==" },
+    });
+    assert.equal(outcome, "exists");
+    assert.equal(dataText((await store.get(ref("prod-ca")))!, "tls.crt"), "user's own CA");
+  });
+
+  it("creates a new cluster's four CA Secrets and reads them back with no GET", async () => {
+    const api = new FakeSecretApi();
+    const store = await cacheOver(api);
+    api.holdEvents = true;
+    const owner = { namespace, name: "prod", uid: "6d1c1f4e-0000-4000-8000-000000000001" };
+    const result = await ensureClusterCertificates(store, "prod", owner, new Date());
+    assert.deepEqual(result.created.sort(), ["prod-ca", "prod-etcd", "prod-proxy", "prod-sa"]);
+    assert.equal((await store.getMetadata(ref("prod-sa")))?.metadata.name, "prod-sa");
+    assert.ok(dataText((await store.get(ref("prod-etcd")))!, "tls.crt")?.startsWith("-----BEGIN CERTIFICATE-----"));
+    assert.equal(api.gets, 0);
+  });
+
+  it("leaves a user's unlabelled CA of a new cluster as it is, though the cache cannot see it", async () => {
+    const api = new FakeSecretApi();
+    api.put(namespace, "prod-ca", { "tls.crt": "user's own CA", "tls.key": "user's own key" });
+    const store = await cacheOver(api);
+    const owner = { namespace, name: "prod", uid: "6d1c1f4e-0000-4000-8000-000000000001" };
+    const result = await ensureClusterCertificates(store, "prod", owner, new Date());
+    assert.deepEqual(result.existing, ["prod-ca"]);
+    assert.deepEqual(result.created.sort(), ["prod-etcd", "prod-proxy", "prod-sa"]);
+    assert.equal(dataText((await store.get(ref("prod-ca")))!, "tls.crt"), "user's own CA");
+  });
+
+  it("confirms with the API server that a running cluster's CA Secret is missing before saying so", async () => {
+    const api = new FakeSecretApi();
+    for (const name of ["prod-etcd", "prod-sa", "prod-proxy"]) api.put(namespace, name, { "tls.crt": name }, labels);
+    const store = await cacheOver(api);
+    const owner = { namespace, name: "prod", uid: "6d1c1f4e-0000-4000-8000-000000000001" };
+    await assert.rejects(
+      ensureClusterCertificates(
+        store,
+        "prod",
+        owner,
+        new Date(),
+        "QuorumControlPlane team-a/prod reports it initialized",
+      ),
+      RunningClusterSecretMissingError,
+    );
+    assert.equal(api.gets, 1, "the one Secret the cache lacks");
+  });
+
+  it("answers getMetadataBeforeCreate from the synced cache, absent included, without a GET", async () => {
+    const api = new FakeSecretApi();
+    api.put(namespace, "prod-ca", { "tls.crt": "cert" }, labels);
+    let openList!: () => void;
+    api.listGate = new Promise<void>((resolve) => (openList = resolve));
+    const store = await cacheOver(api, { waitForSync: false });
+    // Before the first list it cannot know: a GET.
+    assert.equal(await store.getMetadataBeforeCreate(ref("prod-etcd")), undefined);
+    assert.equal(api.gets, 1);
+    openList();
+    await store.waitForSync();
+    assert.equal((await store.getMetadataBeforeCreate(ref("prod-ca")))?.metadata.name, "prod-ca");
+    assert.equal((await store.getMetadataBeforeCreate(ref("prod-ca")))?.data, undefined);
+    assert.equal(await store.getMetadataBeforeCreate(ref("prod-etcd")), undefined);
+    assert.equal(api.gets, 1, "no GET once synced");
+    // getMetadata still confirms an absence with the API server.
+    assert.equal(await store.getMetadata(ref("prod-etcd")), undefined);
+    assert.equal(api.gets, 2);
   });
 
   it("keeps CAPI's bootstrap-data Secrets out of the cache and still reads them correctly with a GET", async () => {
