@@ -11,6 +11,7 @@ import { DEFAULT_ETCD_IDLE_CLOSE_MS } from "./adapters/etcd/pool.ts";
 import { Manager } from "./adapters/kube/manager.ts";
 import { reuseConnections } from "./adapters/kube/keep-alive.ts";
 import { withRequestDeadline } from "./adapters/kube/request-deadline.ts";
+import { withRetryAfter } from "./adapters/kube/retry-after.ts";
 import { kubeMetricsAuthorizer } from "./adapters/kube/metrics-auth.ts";
 import { KubeRest } from "./adapters/kube/rest.ts";
 import { ClusterWorkloadAccess } from "./adapters/workload/access.ts";
@@ -47,7 +48,9 @@ function loadKubeConfig(flags: Flags): KubeConfig {
     throw new Error(
       "no management cluster: pass --kubeconfig FILE, set KUBECONFIG, or run in a pod with a service account",
     );
-  return reuseConnections(withRequestDeadline(kubeConfig, flags.apiRequestTimeoutMs));
+  return reuseConnections(
+    withRetryAfter(withRequestDeadline(kubeConfig, flags.apiRequestTimeoutMs), flags.apiRequestTimeoutMs),
+  );
 }
 
 /** HTTPS and the API server's say on who reads /metrics, unless --metrics-secure=false. */

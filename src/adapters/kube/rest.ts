@@ -9,6 +9,8 @@ import * as http from "node:http";
 import * as https from "node:https";
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { ObjectMeta } from "../../api/types.ts";
+import { sleep, systemClock } from "./clock.ts";
+import { MAX_RETRY_AFTER_RETRIES, retryAfterMs, retryDelayMs } from "./retry-after.ts";
 
 /** Any Kubernetes object as JSON: the runtime only relies on metadata. */
 export interface KubeObject {
@@ -66,14 +68,24 @@ export class KubeApiError extends Error {
   readonly code: number;
   readonly status: KubeStatus | undefined;
   readonly reason: string | undefined;
+  /** The answer's Retry-After header in milliseconds (seconds on the wire), when it had one. */
+  readonly retryAfterMs: number | undefined;
 
-  constructor(method: string, path: string, code: number, status: KubeStatus | undefined, rawBody: string) {
+  constructor(
+    method: string,
+    path: string,
+    code: number,
+    status: KubeStatus | undefined,
+    rawBody: string,
+    retryAfterMs?: number,
+  ) {
     const detail = status?.message ?? (rawBody.trim().slice(0, 300) || http.STATUS_CODES[code] || "no body");
     super(`${method} ${path}: HTTP ${code}${status?.reason ? ` ${status.reason}` : ""}: ${detail}`);
     this.name = "KubeApiError";
     this.code = code;
     this.status = status;
     this.reason = status?.reason;
+    this.retryAfterMs = retryAfterMs;
   }
 }
 
@@ -119,7 +131,25 @@ export class KubeRest {
     return cluster.server.replace(/\/+$/, "");
   }
 
+  /**
+   * One request, sent again after Retry-After when the API server asks for that (MAX_RETRY_AFTER_RETRIES times at
+   * most, within the request's deadline); its last answer's error otherwise.
+   */
   async request<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
+    const deadline = performance.now() + (options.timeoutMs ?? this.requestTimeoutMs);
+    for (let retry = 0; ; retry++) {
+      try {
+        return await this.requestOnce<T>(method, path, { ...options, timeoutMs: deadline - performance.now() });
+      } catch (err) {
+        const delayMs = err instanceof KubeApiError ? retryDelayMs(method, err.code, err.retryAfterMs) : undefined;
+        if (delayMs === undefined || retry >= MAX_RETRY_AFTER_RETRIES || performance.now() + delayMs >= deadline)
+          throw err;
+        await sleep(systemClock, delayMs, options.signal);
+      }
+    }
+  }
+
+  private async requestOnce<T>(method: string, path: string, options: RequestOptions): Promise<T> {
     const url = this.url(path, options.query);
     const connection = await this.connection();
     const payload = options.body === undefined ? undefined : JSON.stringify(options.body);
@@ -153,7 +183,7 @@ export class KubeRest {
             finish(() => resolve(parsed));
             return;
           }
-          fail(new KubeApiError(method, path, code, parseStatus(text), text));
+          fail(new KubeApiError(method, path, code, parseStatus(text), text, retryAfterMs(res.headers["retry-after"])));
         });
       });
       let settled = false;

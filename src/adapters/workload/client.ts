@@ -23,6 +23,7 @@ import { ADMIN_GROUP, kubeconfigFromSecret, serverURL, type KubeconfigContents }
 import { dataText, type SecretStore } from "../certs/secret-store.ts";
 import { SecretMissingError, secretKey, statusMessageOf, WorkloadApiError } from "../errors.ts";
 import { reuseConnections } from "../kube/keep-alive.ts";
+import { withRetryAfter } from "../kube/retry-after.ts";
 import { errorMessage } from "../kube/log.ts";
 
 export const DEFAULT_WORKLOAD_TIMEOUT_MS = 10_000;
@@ -185,6 +186,8 @@ export class WorkloadClients {
     const config = kubeConfigOf(access.contents);
     // Nodes are listed on every reconcile: keep the connection instead of a TLS handshake each time.
     reuseConnections(config);
+    // A workload API server that has just started answers 429 until its caches are ready: sent again, as client-go does.
+    withRetryAfter(config, this.timeoutMs);
     const client = {
       fingerprint: access.fingerprint,
       server: access.contents.server,
