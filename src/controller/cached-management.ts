@@ -8,6 +8,7 @@ import { API_VERSION, KIND } from "../api/constants.ts";
 import { concernsControlPlane } from "../api/ownership.ts";
 import type { Unstructured } from "../api/objects.ts";
 import type { ObjectRef, QuorumControlPlane } from "../api/types.ts";
+import type { EventQueue } from "./event-queue.ts";
 import type { CacheLookup, Expectations } from "./expectations.ts";
 import type { ManagementApi } from "../ports/index.ts";
 
@@ -35,6 +36,8 @@ export function cachedManagement(
   caches: ManagementCaches,
   expectations: Expectations,
   key: string,
+  /** Where Events go, to be sent in the background; without it each is sent before event() resolves. */
+  events?: EventQueue,
 ): ManagementApi {
   const machineKey = (namespace: string, name: string) => `${namespace}/${name}`;
   // This object lives for one reconcile (controller.ts makes one per reconcile), and so does what it read.
@@ -159,7 +162,8 @@ export function cachedManagement(
       );
       return written;
     },
-    event: (controlPlane, type, reason, message, now) => api.event(controlPlane, type, reason, message, now),
+    event: (controlPlane, type, reason, message, now) =>
+      (events ?? api).event(controlPlane, type, reason, message, now),
   };
 }
 

@@ -19,6 +19,7 @@ import type { KubeObject } from "../adapters/kube/rest.ts";
 import { OwnedTemplates } from "./template-owners.ts";
 import { cachedCluster, cachedControlPlane, cachedMachine } from "./cached-fields.ts";
 import { cachedManagement, cacheLookup, type ManagementCaches } from "./cached-management.ts";
+import { EventQueue } from "./event-queue.ts";
 import { Expectations } from "./expectations.ts";
 import { reconcile, type ReconcilerDeps } from "./reconcile.ts";
 
@@ -108,6 +109,7 @@ export function quorumController(options: ControllerOptions): Controller {
   // Reads come from these caches; writes leave expectations so a reconcile never plans on a cache that has not
   // seen Quorum's own last write yet.
   const expectations = new Expectations(options.deps.clock);
+  const events = new EventQueue((...args) => options.deps.management.event(...args), options.deps.log);
   const ownedTemplates = new OwnedTemplates(options.deps.clock);
   const cachesOf = (context: ReconcileContext): ManagementCaches => {
     // What the transforms above made of each object: the types the reconcile reads.
@@ -139,6 +141,8 @@ export function quorumController(options: ControllerOptions): Controller {
       // hundred clusters created in that second would still take their steps together.
       return Number.isNaN(at) ? undefined : at + uidFraction(controlPlane.metadata.uid);
     },
+    // A graceful stop sends the Events of the last reconciles before the lease goes.
+    drain: () => events.idle(),
     async reconcile(key, context) {
       const [namespace, name] = key.split("/");
       const caches = cachesOf(context);
@@ -175,7 +179,7 @@ export function quorumController(options: ControllerOptions): Controller {
           name,
           {
             ...options.deps,
-            management: cachedManagement(options.deps.management, caches, expectations, key),
+            management: cachedManagement(options.deps.management, caches, expectations, key, events),
             ownedTemplates,
           },
           triggeredAt,

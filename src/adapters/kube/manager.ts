@@ -71,7 +71,15 @@ export interface Controller {
    * Unset, or undefined for a key: the order the keys were queued in.
    */
   rank?(key: string, caches: CacheReader): number | undefined;
+  /**
+   * In a graceful stop, after the workers stopped and while the lease is still held: finish what the controller sends
+   * in the background (Events). Awaited for DRAIN_BACKGROUND_MS at most.
+   */
+  drain?(): Promise<void>;
 }
+
+/** How long a graceful stop waits for the controllers' background sends (drain) before it goes on. */
+export const DRAIN_BACKGROUND_MS = 5_000;
 
 export type ManagerEventType =
   | "campaigning"
@@ -426,10 +434,30 @@ export class Manager {
       this.emit({ type: "stopped-leading", term: term.number, detail: reason });
       await Promise.all([...term.queues.values()].map((queue) => queue.shutdown({ abortInFlight })));
       this.emit({ type: "workers-stopped", term: term.number });
+      if (options.drain) await this.drainControllers();
       await Promise.all([...term.informers.values()].map((informer) => informer.stop()));
       this.emit({ type: "informers-stopped", term: term.number });
     })();
     return term.ending;
+  }
+
+  /** Each controller's drain(), for DRAIN_BACKGROUND_MS at most; a failure is logged, never thrown. */
+  private async drainControllers(): Promise<void> {
+    const clock = this.options.clock ?? systemClock;
+    let timer: unknown;
+    const drained = Promise.all(
+      this.options.controllers.map((controller) =>
+        controller.drain?.().catch((err: unknown) =>
+          this.logger.warn("manager: a controller's drain failed", {
+            controller: controller.name,
+            error: errorMessage(err),
+          }),
+        ),
+      ),
+    );
+    const timedOut = new Promise<void>((resolve) => (timer = clock.setTimeout(resolve, DRAIN_BACKGROUND_MS)));
+    await Promise.race([drained, timedOut]);
+    clock.clearTimeout(timer);
   }
 
   private informerFor(term: Term, { target, transform }: WatchSpec): Informer<KubeObject> {

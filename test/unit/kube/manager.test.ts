@@ -1,7 +1,12 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { WatchTarget } from "../../../src/adapters/kube/informer.ts";
-import { Manager, type Controller, type ManagerOptions } from "../../../src/adapters/kube/manager.ts";
+import {
+  DRAIN_BACKGROUND_MS,
+  Manager,
+  type Controller,
+  type ManagerOptions,
+} from "../../../src/adapters/kube/manager.ts";
 import type { ResourceRef } from "../../../src/adapters/kube/rest.ts";
 import { FakeApi, type ConfigMap } from "./fake-api.ts";
 import { LeaseStore } from "./fake-lease.ts";
@@ -123,6 +128,60 @@ describe("Manager", () => {
     finish();
     await stopped;
     assert.equal(store.lease?.spec?.holderIdentity, undefined, "released after the drain");
+  });
+
+  it("sends what the controllers queued in the background before releasing the lease, waiting 5 s at most", async (t) => {
+    const w = world();
+    const store = new LeaseStore();
+    const clock = new ManualClock();
+    let sent: () => void = () => undefined;
+    const manager = new Manager({
+      controllers: [
+        {
+          name: "primary",
+          watches: [{ target: primary }],
+          reconcile: async () => undefined,
+          // Events still on their way to the API server.
+          drain: () => new Promise<void>((resolve) => (sent = resolve)),
+        },
+      ],
+      listerWatcherFor: w.listerWatcherFor,
+      leaderElection: { namespace: "ns", name: "test", identity: "me", client: store.clientFor() },
+      clock,
+    });
+    manager.start();
+    t.after(() => manager.stop());
+    await settle();
+    const stopping = manager.stop();
+    await settle();
+    assert.equal(store.lease?.spec?.holderIdentity, "me", "held while the Events are sent");
+    sent();
+    await stopping;
+    assert.equal(store.lease?.spec?.holderIdentity, undefined);
+
+    // A drain that never ends holds the stop for DRAIN_BACKGROUND_MS, no longer.
+    const hung = new Manager({
+      controllers: [
+        {
+          name: "primary",
+          watches: [{ target: primary }],
+          reconcile: async () => undefined,
+          drain: () => new Promise(() => {}),
+        },
+      ],
+      listerWatcherFor: w.listerWatcherFor,
+      leaderElection: { namespace: "ns", name: "test", identity: "me", client: store.clientFor() },
+      clock,
+    });
+    hung.start();
+    await settle();
+    let stopped = false;
+    const hungStopping = hung.stop().then(() => (stopped = true));
+    await clock.advance(DRAIN_BACKGROUND_MS - 1);
+    assert.equal(stopped, false);
+    await clock.advance(1);
+    await hungStopping;
+    assert.equal(store.lease?.spec?.holderIdentity, undefined);
   });
 
   it("aborts reconciles in flight and starts no workers when leadership is lost", async (t) => {
