@@ -6,6 +6,7 @@ import { after, before, describe, it } from "node:test";
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import { createCA, issueCertificate, oneDay, oneHour, validFor } from "../../../src/adapters/certs/pki.ts";
 import { reuseConnections } from "../../../src/adapters/kube/keep-alive.ts";
+import { closeLoopback, listenOnLoopback, loopbackKubeConfig } from "./loopback-server.ts";
 
 describe("reuseConnections", () => {
   let server: Server;
@@ -28,32 +29,12 @@ describe("reuseConnections", () => {
         .end(JSON.stringify({ apiVersion: "v1", kind: "NamespaceList", metadata: {}, items: [] }));
     });
     server.on("secureConnection", () => connections++);
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    port = (server.address() as { port: number }).port;
+    port = await listenOnLoopback(server);
   });
 
-  after(async () => {
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
-  });
+  after(() => closeLoopback(server));
 
-  function kubeConfig(): KubeConfig {
-    const config = new KubeConfig();
-    config.loadFromOptions({
-      clusters: [
-        {
-          name: "c",
-          server: `https://127.0.0.1:${port}`,
-          caData: Buffer.from(caPem).toString("base64"),
-          skipTLSVerify: false,
-        },
-      ],
-      users: [{ name: "u", token: "t" }],
-      contexts: [{ name: "x", cluster: "c", user: "u" }],
-      currentContext: "x",
-    });
-    return config;
-  }
+  const kubeConfig = () => loopbackKubeConfig(`https://127.0.0.1:${port}`, caPem);
 
   async function connectionsFor(config: KubeConfig, calls: number): Promise<number> {
     const before = connections;

@@ -3,8 +3,9 @@
 import assert from "node:assert/strict";
 import { createServer, type Server } from "node:http";
 import { after, before, describe, it } from "node:test";
-import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
+import { CoreV1Api } from "@kubernetes/client-node";
 import { withRequestDeadline } from "../../../src/adapters/kube/request-deadline.ts";
+import { closeLoopback, listenOnLoopback, loopbackKubeConfig } from "./loopback-server.ts";
 
 describe("withRequestDeadline", () => {
   let server: Server;
@@ -18,25 +19,12 @@ describe("withRequestDeadline", () => {
           .end(JSON.stringify({ apiVersion: "v1", kind: "Namespace", metadata: { name: "answered" } }));
       // Anything else is accepted and never answered, like an API server behind a black-holed link.
     });
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    port = (server.address() as { port: number }).port;
+    port = await listenOnLoopback(server);
   });
 
-  after(async () => {
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
-  });
+  after(() => closeLoopback(server));
 
-  function kubeConfig(): KubeConfig {
-    const config = new KubeConfig();
-    config.loadFromOptions({
-      clusters: [{ name: "c", server: `http://127.0.0.1:${port}`, skipTLSVerify: true }],
-      users: [{ name: "u", token: "t" }],
-      contexts: [{ name: "x", cluster: "c", user: "u" }],
-      currentContext: "x",
-    });
-    return config;
-  }
+  const kubeConfig = () => loopbackKubeConfig(`http://127.0.0.1:${port}`);
 
   it("fails a request the API server never answers once the deadline has passed", async () => {
     const api = withRequestDeadline(kubeConfig(), 300).makeApiClient(CoreV1Api);

@@ -1,12 +1,14 @@
-// KubeRest and client-node's API clients (withRetryAfter) against a loopback server that answers as a loaded or just-started kube-apiserver does: 429 with
-// Retry-After (API Priority and Fairness, "storage is (re)initializing"), or a 5xx with Retry-After. client-go sends
-// such a request again after the delay it names, up to 10 times; so must the controller, within the request's deadline.
+// KubeRest and client-node's API clients (withRetryAfter) against a loopback server that answers as a loaded or
+// just-started kube-apiserver does: 429 with Retry-After (API Priority and Fairness, "storage is (re)initializing"),
+// or a 5xx with Retry-After. client-go sends such a request again after the delay it names, up to 10 times; so must
+// the controller, within the request's deadline.
 import assert from "node:assert/strict";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { after, before, beforeEach, describe, it } from "node:test";
-import { ApiException, CoreV1Api, KubeConfig, KubernetesObjectApi } from "@kubernetes/client-node";
+import { ApiException, CoreV1Api, KubernetesObjectApi } from "@kubernetes/client-node";
 import { KubeApiError, KubeRest } from "../../../src/adapters/kube/rest.ts";
 import { MAX_RETRY_AFTER_RETRIES, retryAfterMs, withRetryAfter } from "../../../src/adapters/kube/retry-after.ts";
+import { closeLoopback, listenOnLoopback, loopbackKubeConfig } from "./loopback-server.ts";
 
 interface Seen {
   method: string;
@@ -50,8 +52,7 @@ describe("KubeRest and Retry-After", () => {
         else response.writeHead(200, { "Content-Type": "application/json" }).end(body || '{"ok":true}');
       });
     });
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    port = (server.address() as { port: number }).port;
+    port = await listenOnLoopback(server);
   });
 
   beforeEach(() => {
@@ -59,21 +60,9 @@ describe("KubeRest and Retry-After", () => {
     script = [];
   });
 
-  after(async () => {
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
-  });
+  after(() => closeLoopback(server));
 
-  function kubeConfig(): KubeConfig {
-    const config = new KubeConfig();
-    config.loadFromOptions({
-      clusters: [{ name: "c", server: `http://127.0.0.1:${port}`, skipTLSVerify: true }],
-      users: [{ name: "u", token: "t" }],
-      contexts: [{ name: "x", cluster: "c", user: "u" }],
-      currentContext: "x",
-    });
-    return config;
-  }
+  const kubeConfig = () => loopbackKubeConfig(`http://127.0.0.1:${port}`);
 
   function rest(requestTimeoutMs = 10_000): KubeRest {
     return new KubeRest(kubeConfig(), { requestTimeoutMs });
