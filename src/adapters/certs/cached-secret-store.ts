@@ -199,7 +199,7 @@ export class CachedSecretStore implements SecretStore {
     const outcome = await this.inner.create(secret);
     // Served as written until the watch delivers it, if the watch will: a Secret it does not select (another
     // namespace, no cluster-name label) is read with a GET, as always.
-    const cachedForm = outcome === "created" && this.watches(secret) ? this.transform(secret) : undefined;
+    const cachedForm = outcome === "created" && this.listsIn(secret) ? this.transform(secret) : undefined;
     if (cachedForm) this.created.set(secretKey(refOf(secret)), { secret: cachedForm, at: this.now() });
     return outcome;
   }
@@ -214,12 +214,9 @@ export class CachedSecretStore implements SecretStore {
     return undefined;
   }
 
-  /** Whether the informer's list and watch select `secret`. */
-  private watches(secret: SecretObject): boolean {
-    return (
-      (this.namespace === undefined || secret.metadata.namespace === this.namespace) &&
-      secret.metadata.labels?.[LABEL_CLUSTER_NAME] !== undefined
-    );
+  /** Whether `secret` is in the namespace the informer lists (its label selector is the transform's check). */
+  private listsIn(secret: SecretObject): boolean {
+    return this.namespace === undefined || secret.metadata.namespace === this.namespace;
   }
 
   async replace(secret: SecretObject): Promise<SecretObject> {

@@ -9,8 +9,7 @@ import * as http from "node:http";
 import * as https from "node:https";
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { ObjectMeta } from "../../api/types.ts";
-import { sleep, systemClock } from "./clock.ts";
-import { MAX_RETRY_AFTER_RETRIES, retryAfterMs, retryDelayMs } from "./retry-after.ts";
+import { retryAfterMs, sendAgainAfterRetryAfter } from "./retry-after.ts";
 
 /** Any Kubernetes object as JSON: the runtime only relies on metadata. */
 export interface KubeObject {
@@ -137,16 +136,22 @@ export class KubeRest {
    */
   async request<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
     const deadline = performance.now() + (options.timeoutMs ?? this.requestTimeoutMs);
-    for (let retry = 0; ; retry++) {
-      try {
-        return await this.requestOnce<T>(method, path, { ...options, timeoutMs: deadline - performance.now() });
-      } catch (err) {
-        const delayMs = err instanceof KubeApiError ? retryDelayMs(method, err.code, err.retryAfterMs) : undefined;
-        if (delayMs === undefined || retry >= MAX_RETRY_AFTER_RETRIES || performance.now() + delayMs >= deadline)
-          throw err;
-        await sleep(systemClock, delayMs, options.signal);
-      }
-    }
+    const answer = await sendAgainAfterRetryAfter<{ value: T } | { error: unknown }>(
+      method,
+      deadline,
+      options.signal,
+      () =>
+        this.requestOnce<T>(method, path, { ...options, timeoutMs: deadline - performance.now() }).then(
+          (value) => ({ value }),
+          (error: unknown) => ({ error }),
+        ),
+      (answer) =>
+        "error" in answer && answer.error instanceof KubeApiError
+          ? { code: answer.error.code, retryAfterMs: answer.error.retryAfterMs }
+          : undefined,
+    );
+    if ("error" in answer) throw answer.error;
+    return answer.value;
   }
 
   private async requestOnce<T>(method: string, path: string, options: RequestOptions): Promise<T> {

@@ -52,25 +52,46 @@ export function withRetryAfter(kubeConfig: KubeConfig, deadlineMs: number): Kube
 
 function retrying(inner: HttpLibrary, deadlineMs: number): HttpLibrary {
   return wrapHttpLibrary({
-    async send(request: RequestContext): Promise<ResponseContext> {
-      const startedAt = performance.now();
-      for (let retry = 0; ; retry++) {
-        const response = await inner.send(request).toPromise();
-        const delayMs = retryDelayMs(
-          request.getHttpMethod(),
-          response.httpStatusCode,
-          retryAfterMs(response.headers["retry-after"]),
-        );
-        if (
-          delayMs === undefined ||
-          retry >= MAX_RETRY_AFTER_RETRIES ||
-          performance.now() - startedAt + delayMs >= deadlineMs
-        )
-          return response;
+    send: (request: RequestContext): Promise<ResponseContext> =>
+      sendAgainAfterRetryAfter(
+        request.getHttpMethod(),
+        performance.now() + deadlineMs,
+        request.getSignal(),
+        () => inner.send(request).toPromise(),
+        (response) => ({ code: response.httpStatusCode, retryAfterMs: retryAfterMs(response.headers["retry-after"]) }),
         // Read the refused answer to its end, so that its connection goes back to the pool.
-        await response.body.text();
-        await sleep(systemClock, delayMs, request.getSignal());
-      }
-    },
+        (response) => response.body.text(),
+      ),
   });
+}
+
+/** What an answer says about sending again: its HTTP status and Retry-After (ms), if any. */
+export interface RefusalSigns {
+  code: number;
+  retryAfterMs: number | undefined;
+}
+
+/**
+ * Runs `attempt` and runs it again after Retry-After while its answer asks for that (retryDelayMs), at most
+ * MAX_RETRY_AFTER_RETRIES times and only while the next attempt would start before `deadline` (performance.now()
+ * time); `signal` ends a wait. `signs` reads an answer (undefined: not an HTTP answer, never sent again); `discard`
+ * is given each answer that is sent again. Returns the last answer.
+ */
+export async function sendAgainAfterRetryAfter<T>(
+  method: string,
+  deadline: number,
+  signal: AbortSignal | undefined,
+  attempt: () => Promise<T>,
+  signs: (answer: T) => RefusalSigns | undefined,
+  discard?: (answer: T) => Promise<unknown>,
+): Promise<T> {
+  for (let retry = 0; ; retry++) {
+    const answer = await attempt();
+    const refusal = signs(answer);
+    const delayMs = refusal && retryDelayMs(method, refusal.code, refusal.retryAfterMs);
+    if (delayMs === undefined || retry >= MAX_RETRY_AFTER_RETRIES || performance.now() + delayMs >= deadline)
+      return answer;
+    await discard?.(answer);
+    await sleep(systemClock, delayMs, signal);
+  }
 }
