@@ -39,9 +39,9 @@ import { rolloutNotes, runRolloutPhase, type RolloutResults } from "./rollouts.t
 const NAME = "scale";
 const CONTROLLER_USER = "quorum-bench-controller";
 const sizes = list("BENCH_SCALE_SIZES", "100,300,1000,2000");
-// Idle windows: 3 minutes at 2,000 clusters (issue 19 judges writes per idle minute), the smaller levels shortened to
+// Idle windows: 2 minutes at 2,000 clusters (issue 19 judges writes per idle minute), the smaller levels shortened to
 // fit `make bench` in 30 minutes.
-const idleSeconds = list("BENCH_SCALE_IDLE_SECONDS", "20,20,30,180");
+const idleSeconds = list("BENCH_SCALE_IDLE_SECONDS", "20,20,30,120");
 const idleOf = (levelIndex: number) => idleSeconds[levelIndex] ?? idleSeconds[idleSeconds.length - 1];
 const baselineIdleSeconds = Number(process.env.BENCH_SCALE_BASELINE_SECONDS ?? 30);
 const perNamespace = Number(process.env.BENCH_SCALE_PER_NAMESPACE ?? 10);
@@ -781,7 +781,7 @@ async function main(): Promise<void> {
     if (driver.errors.length > 0)
       notes.push(`driver errors (first 5 of ${driver.errors.length}): ${driver.errors.slice(0, 5).join(" | ")}`);
     notes.push(
-      "Levels are cumulative on one API server and one controller process (a growing management cluster); the idle window is 3 minutes at 2,000 clusters, and those of the smaller levels are shortened to fit `make bench` in 30 minutes.",
+      "Levels are cumulative on one API server and one controller process (a growing management cluster); the idle window is 2 minutes at 2,000 clusters, and those of the smaller levels are shortened to fit `make bench` in 30 minutes.",
     );
     notes.push(
       "Lease writes are the leader election's renewals (one every 2 s, whatever the number of clusters); writesPerMinute.excludingLease is what the 0-writes target is judged on.",
