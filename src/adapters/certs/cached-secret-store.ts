@@ -12,8 +12,7 @@
 //
 // Anything the cache does not hold is read with a GET, so a wrong or late cache costs a request, never a
 // wrong answer: a user's CA Secret without the label, the moments before the first list. The one exception is
-// getMetadataBeforeCreate, whose caller creates what is absent and so learns from AlreadyExists what a lagging cache
-// missed. Writes go to the API server; a replaced Secret is served from a small overlay until the watch shows a newer
+// knownAbsent, whose caller creates what is absent and so learns from AlreadyExists what a lagging cache missed. Writes go to the API server; a replaced Secret is served from a small overlay until the watch shows a newer
 // version than the one it replaced, so the next reconcile does not act on what it just changed, and a created one
 // is served as written until the watch delivers it (at most CREATED_KEPT_MS, then a GET).
 import { LABEL_CLUSTER_NAME, secretName } from "../../api/constants.ts";
@@ -176,12 +175,11 @@ export class CachedSecretStore implements SecretStore {
     return withoutData(fromV1(cached));
   }
 
-  /** getMetadata, except that once synced the cache's "absent" is the answer: no GET (see SecretStore). */
-  async getMetadataBeforeCreate(ref: SecretRef): Promise<SecretObject | undefined> {
-    if (!this.informer.hasSynced()) return this.getMetadata(ref);
-    const cached = this.cached(ref);
+  /** Once synced, the cache's "absent" (see SecretStore); before the first list it cannot tell. */
+  knownAbsent(ref: SecretRef): boolean {
+    if (!this.informer.hasSynced() || this.cached(ref)) return false;
     this.stats.cacheReads++;
-    return cached && withoutData(fromV1(cached));
+    return true;
   }
 
   /** What the cache (or the overlay of this process's last write) holds of `ref`; undefined before the first list. */

@@ -11,7 +11,7 @@ import { checkCASecret, readCASecret } from "./ca-secret.ts";
 import { clusterSecret, ownedByControlPlane, type ControlPlaneOwner } from "./cluster-secrets.ts";
 import { parseKubeconfig, RefusedKubeconfigFieldError, type KubeconfigContents } from "./kubeconfig-data.ts";
 import { decodeCertificatePem, issueCertificate, validFor } from "./pki.ts";
-import { dataText, type SecretObject, type SecretStore } from "./secret-store.ts";
+import { dataText, secretBeforeCreate, type SecretObject, type SecretStore } from "./secret-store.ts";
 import { errorMessage } from "../kube/log.ts";
 
 export { parseKubeconfig, type KubeconfigContents } from "./kubeconfig-data.ts";
@@ -155,7 +155,8 @@ export async function ensureKubeconfig(
   const checked = await checkCASecret(caRef, caSecret, now, purpose);
   const server = serverURL(options.endpoint);
   const ref = { namespace, name: secretName.kubeconfig(cluster) };
-  const existing = await store.get(ref);
+  // A new cluster's kubeconfig is created on the cache's "absent": a lagging cache meets AlreadyExists below.
+  const existing = await secretBeforeCreate(store, ref);
   if (existing && !ownedByControlPlane(existing)) return { action: "not-owned" };
   const decision = kubeconfigDecision(
     existing && dataText(existing, KUBECONFIG_KEY),

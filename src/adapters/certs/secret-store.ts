@@ -33,11 +33,11 @@ export interface SecretStore {
    */
   getMetadata?(ref: SecretRef): Promise<SecretObject | undefined>;
   /**
-   * getMetadata for a caller that creates the Secret when it is absent: a store with a synced cache may answer
-   * "absent" from the cache alone, because the create's AlreadyExists corrects a cache that lags behind (a store
-   * without it answers with getMetadata: secretMetadataBeforeCreate).
+   * Whether a synced cache holds no Secret `ref` (false when it cannot tell). Enough for a caller that creates the
+   * Secret when it is absent: the create's AlreadyExists corrects a cache that lags behind, so no GET confirms the
+   * absence (secretBeforeCreate, secretMetadataBeforeCreate; a store without it is always read).
    */
-  getMetadataBeforeCreate?(ref: SecretRef): Promise<SecretObject | undefined>;
+  knownAbsent?(ref: SecretRef): boolean;
   /** "exists" when a Secret of that name is already there; it is then left untouched. */
   create(secret: SecretObject): Promise<"created" | "exists">;
   /** Replaces a Secret; metadata.resourceVersion, when set, makes it fail if someone changed it meanwhile. */
@@ -83,9 +83,17 @@ export function secretMetadata(store: SecretStore, ref: SecretRef): Promise<Secr
   return store.getMetadata ? store.getMetadata(ref) : store.get(ref);
 }
 
-/** `store.getMetadataBeforeCreate(ref)`, or secretMetadata for a store without it. */
-export function secretMetadataBeforeCreate(store: SecretStore, ref: SecretRef): Promise<SecretObject | undefined> {
-  return store.getMetadataBeforeCreate ? store.getMetadataBeforeCreate(ref) : secretMetadata(store, ref);
+/** secretMetadata for a caller that creates the Secret when it is absent: undefined when the store knows it absent. */
+export async function secretMetadataBeforeCreate(
+  store: SecretStore,
+  ref: SecretRef,
+): Promise<SecretObject | undefined> {
+  return store.knownAbsent?.(ref) ? undefined : secretMetadata(store, ref);
+}
+
+/** get() for a caller that creates the Secret when it is absent: undefined when the store knows it absent. */
+export async function secretBeforeCreate(store: SecretStore, ref: SecretRef): Promise<SecretObject | undefined> {
+  return store.knownAbsent?.(ref) ? undefined : store.get(ref);
 }
 
 /** A copy of `secret` without its data. */

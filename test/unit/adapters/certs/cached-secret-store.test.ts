@@ -3,7 +3,12 @@ import { afterEach, describe, it } from "node:test";
 import { LABEL_CLUSTER_NAME } from "../../../../src/api/constants.ts";
 import { CachedSecretStore, CREATED_KEPT_MS } from "../../../../src/adapters/certs/cached-secret-store.ts";
 import { readCASecret } from "../../../../src/adapters/certs/ca-secret.ts";
-import { dataText } from "../../../../src/adapters/certs/secret-store.ts";
+import {
+  dataText,
+  secretBeforeCreate,
+  secretMetadataBeforeCreate,
+} from "../../../../src/adapters/certs/secret-store.ts";
+import { ensureKubeconfig } from "../../../../src/adapters/certs/kubeconfig.ts";
 import { RunningClusterSecretMissingError, SecretGarbageError } from "../../../../src/adapters/errors.ts";
 import { ensureClusterCertificates } from "../../../../src/adapters/certs/cluster-secrets.ts";
 import { ManualClock, settle } from "../../kube/manual-clock.ts";
@@ -244,24 +249,49 @@ describe("CachedSecretStore", () => {
     assert.equal(api.gets, 1, "the one Secret the cache lacks");
   });
 
-  it("answers getMetadataBeforeCreate from the synced cache, absent included, without a GET", async () => {
+  it("knows a Secret absent once synced, so a caller that creates it needs no GET", async () => {
     const api = new FakeSecretApi();
     api.put(namespace, "prod-ca", { "tls.crt": "cert" }, labels);
     let openList!: () => void;
     api.listGate = new Promise<void>((resolve) => (openList = resolve));
     const store = await cacheOver(api, { waitForSync: false });
     // Before the first list it cannot know: a GET.
-    assert.equal(await store.getMetadataBeforeCreate(ref("prod-etcd")), undefined);
+    assert.equal(store.knownAbsent(ref("prod-etcd")), false);
+    assert.equal(await secretMetadataBeforeCreate(store, ref("prod-etcd")), undefined);
     assert.equal(api.gets, 1);
     openList();
     await store.waitForSync();
-    assert.equal((await store.getMetadataBeforeCreate(ref("prod-ca")))?.metadata.name, "prod-ca");
-    assert.equal((await store.getMetadataBeforeCreate(ref("prod-ca")))?.data, undefined);
-    assert.equal(await store.getMetadataBeforeCreate(ref("prod-etcd")), undefined);
+    assert.equal((await secretMetadataBeforeCreate(store, ref("prod-ca")))?.metadata.name, "prod-ca");
+    assert.equal((await secretMetadataBeforeCreate(store, ref("prod-ca")))?.data, undefined);
+    assert.equal(dataText((await secretBeforeCreate(store, ref("prod-ca")))!, "tls.crt"), "cert");
+    assert.equal(await secretMetadataBeforeCreate(store, ref("prod-etcd")), undefined);
+    assert.equal(await secretBeforeCreate(store, ref("prod-kubeconfig")), undefined);
     assert.equal(api.gets, 1, "no GET once synced");
-    // getMetadata still confirms an absence with the API server.
+    // getMetadata and get still confirm an absence with the API server.
     assert.equal(await store.getMetadata(ref("prod-etcd")), undefined);
-    assert.equal(api.gets, 2);
+    assert.equal(await store.get(ref("prod-kubeconfig")), undefined);
+    assert.equal(api.gets, 3);
+  });
+
+  it("creates a new cluster's kubeconfig with no GET, and leaves one the cache has not seen yet as it is", async () => {
+    const owner = { namespace, name: "prod", uid: "6d1c1f4e-0000-4000-8000-000000000001" };
+    const options = { cluster: "prod", owner, endpoint: { host: "10.0.0.10", port: 6443 }, now: new Date() };
+    const api = new FakeSecretApi();
+    const store = await cacheOver(api);
+    await ensureClusterCertificates(store, "prod", owner, new Date());
+    assert.deepEqual(await ensureKubeconfig(store, options), {
+      action: "created",
+      reason: "absent",
+    });
+    assert.equal(api.gets, 0);
+    // Another cluster whose kubeconfig a user wrote a moment ago: the watch has not brought it yet.
+    const other = { ...options, cluster: "dev", owner: { ...owner, name: "dev" } };
+    await ensureClusterCertificates(store, "dev", other.owner, new Date());
+    api.holdEvents = true;
+    api.put(namespace, "dev-kubeconfig", { value: "user's own kubeconfig" }, { [LABEL_CLUSTER_NAME]: "dev" });
+    assert.deepEqual(await ensureKubeconfig(store, other), { action: "unchanged" });
+    api.releaseEvents();
+    assert.equal(dataText((await api.store.get(ref("dev-kubeconfig")))!, "value"), "user's own kubeconfig");
   });
 
   it("keeps CAPI's bootstrap-data Secrets out of the cache and still reads them correctly with a GET", async () => {
