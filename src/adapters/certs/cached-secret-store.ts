@@ -12,9 +12,10 @@
 //
 // Anything the cache does not hold is read with a GET, so a wrong or late cache costs a request, never a
 // wrong answer: a user's CA Secret without the label, the moments before the first list. The one exception is
-// knownAbsent, whose caller creates what is absent and so learns from AlreadyExists what a lagging cache missed. Writes go to the API server; a replaced Secret is served from a small overlay until the watch shows a newer
-// version than the one it replaced, so the next reconcile does not act on what it just changed, and a created one
-// is served as written until the watch delivers it (at most CREATED_KEPT_MS, then a GET).
+// knownAbsent, whose caller creates what is absent and so learns from AlreadyExists what a lagging cache missed.
+// Writes go to the API server; a replaced Secret is served from a small overlay until the watch shows a newer version
+// than the one it replaced, so the next reconcile does not act on what it just changed, and a created one is served
+// as written until the watch delivers it (at most CREATED_KEPT_MS, then a GET).
 import { LABEL_CLUSTER_NAME, secretName } from "../../api/constants.ts";
 import { internStrings } from "../../api/intern.ts";
 import { secretKey, type SecretRef } from "../errors.ts";
