@@ -167,6 +167,8 @@ export interface EtcdMemberStatus {
   firstObserved?: string;
   /** When Quorum first saw this member started (RFC 3339): etcd refuses some removals until it is 5 s old. */
   startedObserved?: string;
+  /** When etcd last refused removing this member with "unhealthy cluster" (RFC 3339): Quorum asks early only once. */
+  removalRefused?: string;
   /** Last raft applied index seen, and when it last moved (learner stall detection). */
   raftAppliedIndex?: number;
   lastProgress?: string;

@@ -172,7 +172,7 @@ export async function reconcile(
         ? outcome.problem
         : (templates?.problem ?? inPlace?.problem ?? conditions?.problem);
     const observed = {
-      snapshot,
+      snapshot: outcome?.kind === "deferred" ? withRemovalRefused(snapshot, outcome.refusedRemoval) : snapshot,
       action,
       verdict,
       ...(world.nodesError ? { nodesError: world.nodesError } : {}),
@@ -396,7 +396,8 @@ function requeueAfter(action: Action, outcome: Outcome | undefined, pollInterval
 type Outcome =
   | { kind: "done"; result: ExecutionResult }
   | { kind: "conflict" }
-  | { kind: "deferred"; problem: Problem; retryAfterMs: number }
+  /** refusedRemoval: etcd refused removing this member ("unhealthy cluster"), recorded in its status memory. */
+  | { kind: "deferred"; problem: Problem; retryAfterMs: number; refusedRemoval?: string }
   | { kind: "failed"; problem: Problem; error: unknown };
 
 interface ActContext {
@@ -471,13 +472,26 @@ async function act(action: Action, context: ActContext, deps: ReconcilerDeps, lo
       const retryAfterMs = refusalBackoff(controlPlane, reason, context.now, notYet.retryAfterMs);
       const message = `${action.kind} deferred: ${notYet.message}; asking again in ${Math.round(retryAfterMs / 1000)}s`;
       log("info", message, { action: action.kind, refusal: notYet.refusal });
-      return { kind: "deferred", problem: { reason, message }, retryAfterMs };
+      const refusedRemoval =
+        notYet.refusal === "removal-window" && "memberId" in action && typeof action.memberId === "string"
+          ? { refusedRemoval: action.memberId }
+          : {};
+      return { kind: "deferred", problem: { reason, message }, retryAfterMs, ...refusedRemoval };
     }
     const message = `${action.kind} failed: ${errorText(error)}`;
     const reason = error instanceof UnsupportedTemplateError ? error.reason : `${action.kind}Failed`;
     if (isDisruptive(action)) await event("Warning", reason, message);
     return { kind: "failed", problem: { reason, message }, error };
   }
+}
+
+/** The snapshot as status records it after etcd refused removing `memberId` now (removalMayBeOpen asks early once). */
+function withRemovalRefused(snapshot: Snapshot, memberId: string | undefined): Snapshot {
+  if (memberId === undefined) return snapshot;
+  const members = snapshot.etcd.members.map((member) =>
+    member.id === memberId ? { ...member, removalRefused: snapshot.now } : member,
+  );
+  return { ...snapshot, etcd: { ...snapshot.etcd, members } };
 }
 
 /** How long to wait after etcd's "not yet": see REFUSAL_BACKOFF. */

@@ -445,6 +445,7 @@ function withMemory(members: EtcdMemberStatus[], snapshot: Snapshot): EtcdMember
       ...(memory.startedObserved !== undefined
         ? { startedObserved: new Date(memory.startedObserved).toISOString() }
         : {}),
+      ...(memory.removalRefused !== undefined ? { removalRefused: new Date(memory.removalRefused).toISOString() } : {}),
       ...(memory.learnerProgress
         ? {
             raftAppliedIndex: memory.learnerProgress.raftAppliedIndex,

@@ -2,6 +2,7 @@
 // saw the member (grace periods), when it first saw it started (etcd's 5 s removal window) and, for a learner, its
 // applied index and when that last moved (stall detection). It lives in status.etcd.members only: recall() reads
 // it back, observe() updates it from one observation at one `now`, persisted() says what status keeps. Pure.
+// removalRefused is when etcd last refused removing the member ("unhealthy cluster"): Quorum asks early only once.
 // startedObserved is when Quorum first saw the member answering without a gap since: an outage it saw restarts it.
 // If status is lost, every clock restarts at the next sighting, which only delays a removal, never hastens one.
 import type { EtcdMemberStatus } from "../api/types.ts";
@@ -10,13 +11,14 @@ import type { MemberView } from "./snapshot.ts";
 export interface MemberMemory {
   firstObserved: number;
   startedObserved?: number;
+  removalRefused?: number;
   lastProgress: number;
   /** A learner's applied index when lastProgress was set (voters' indices are not kept). */
   raftAppliedIndex?: number;
 }
 
 /** What one observation says of a member, before memory is added. */
-export type ObservedMember = Omit<MemberView, "firstObserved" | "startedObserved" | "lastProgress">;
+export type ObservedMember = Omit<MemberView, "firstObserved" | "startedObserved" | "removalRefused" | "lastProgress">;
 
 /** The memory recorded in status, by member id; unparsable times fall back to `now`. */
 export function recall(entries: readonly EtcdMemberStatus[] | undefined, now: number): Map<string, MemberMemory> {
@@ -27,9 +29,11 @@ export function recall(entries: readonly EtcdMemberStatus[] | undefined, now: nu
     // recorded unhealthy has no connection age to trust until it is seen answering again.
     const startedObserved =
       parseTime(entry.startedObserved) ?? (entry.name !== "" && entry.healthy ? firstObserved : undefined);
+    const removalRefused = parseTime(entry.removalRefused);
     memory.set(entry.id, {
       firstObserved,
       ...(startedObserved !== undefined ? { startedObserved } : {}),
+      ...(removalRefused !== undefined ? { removalRefused } : {}),
       lastProgress: parseTime(entry.lastProgress) ?? now,
       ...(entry.raftAppliedIndex !== undefined ? { raftAppliedIndex: entry.raftAppliedIndex } : {}),
     });
@@ -60,6 +64,7 @@ export function observe(
       ...member,
       firstObserved: before?.firstObserved ?? now,
       ...(startedObserved !== undefined ? { startedObserved } : {}),
+      ...(before?.removalRefused !== undefined ? { removalRefused: before.removalRefused } : {}),
       lastProgress: progressed ? now : before.lastProgress,
     };
   });
@@ -69,6 +74,7 @@ export function observe(
 export interface PersistedMemory {
   firstObserved: number;
   startedObserved?: number;
+  removalRefused?: number;
   /** Learners only: voters' indices move all the time, and keeping them would make an idle cluster write. */
   learnerProgress?: { raftAppliedIndex: number; lastProgress: number };
 }
@@ -77,6 +83,7 @@ export function persisted(member: MemberView): PersistedMemory {
   return {
     firstObserved: member.firstObserved,
     ...(member.startedObserved !== undefined ? { startedObserved: member.startedObserved } : {}),
+    ...(member.removalRefused !== undefined ? { removalRefused: member.removalRefused } : {}),
     ...(member.learner && member.raftAppliedIndex !== undefined
       ? { learnerProgress: { raftAppliedIndex: member.raftAppliedIndex, lastProgress: member.lastProgress } }
       : {}),

@@ -32,6 +32,7 @@ import {
   hasDeadVoter,
   isUpToDate,
   outdatedReasons,
+  removalMayBeOpen,
   removalWindow,
   selectLeadershipTarget,
   selectMachineForScaleDown,
@@ -903,15 +904,34 @@ class Context {
     };
   }
 
-  /** etcd would refuse removing `member` now ("unhealthy cluster"): wait exactly until its window opens. */
+  /**
+   * etcd would refuse removing `member` now ("unhealthy cluster"): wait exactly until its window opens, unless etcd may
+   * have opened it already (removalMayBeOpen: the removal is asked once, and earlyRemoval says why in its reason).
+   */
   removalWindowWait(member: MemberAssessment, why: string, verdict: Verdict): Step | undefined {
     const window = removalWindow(this.snapshot, member.id);
-    if (!window) return undefined;
+    if (!window || removalMayBeOpen(this.snapshot, member.id)) return undefined;
     const young = window.waiting.map(({ id, ageMs }) => ({ label: this.member(id)?.label ?? `member ${id}`, ageMs }));
     const reason =
       `${why}: removing ${member.label} waits ${formatSeconds(window.waitMs)}, because etcd refuses a voter removal until ${window.needed} voter${window.needed === 1 ? "" : "s"} ` +
       `besides the leader have been connected to it for ${formatDuration(ETCD_HEALTH_INTERVAL_MS)} (${young.map(({ label, ageMs }) => `${label} started ${formatSeconds(ageMs)} ago`).join(", ")})`;
     return { action: waitFor(reason, window.waitMs, young.map(({ label }) => label).join(", ")), check: verdict };
+  }
+
+  /** For a removal asked before Quorum's own window count opens (removalMayBeOpen): why, for its reason; else "". */
+  earlyRemoval(member: MemberAssessment): string {
+    const window = removalWindow(this.snapshot, member.id);
+    if (!window) return "";
+    const young = window.waiting.map(({ id, ageMs }) => {
+      const listed = this.snapshot.etcd.members.find((candidate) => candidate.id === id)?.firstObserved;
+      const since = listed === undefined ? "" : `, listed ${formatSeconds(this.snapshot.now - listed)} ago`;
+      return `${this.member(id)?.label ?? `member ${id}`} answered first ${formatSeconds(ageMs)} ago${since}`;
+    });
+    const wait = formatSeconds(window.waitMs);
+    return (
+      `; asked now, ${wait} before Quorum's count of etcd's ${formatDuration(ETCD_HEALTH_INTERVAL_MS)} removal window ends, since a member is ` +
+      `connected before its first answer (${young.join("; ")}); if etcd refuses, the removal waits those ${wait}`
+    );
   }
 
   /** Preflight, leadership off the member, then the removal itself (executors treat an absent member as done). */
@@ -944,7 +964,7 @@ class Context {
         memberId: member.id,
         memberName: member.name,
         ...(machine !== undefined ? { machine } : {}),
-        reason: `remove etcd ${member.label}${of}, ${then} (${why}); ${verdict.summary}`,
+        reason: `remove etcd ${member.label}${of}, ${then} (${why}); ${verdict.summary}${this.earlyRemoval(member)}`,
       },
       check: verdict,
     };

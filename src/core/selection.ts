@@ -1,6 +1,6 @@
 // Which Machine leaves on a scale-down, where a new one goes, and which Machines are outdated. Deterministic, so
 // after a crash the next reconcile picks the same Machine again and finishes the removal it started.
-import type { MachineView, Snapshot } from "./snapshot.ts";
+import type { MachineView, MemberView, Snapshot } from "./snapshot.ts";
 import type { MemberAssessment, Verdict } from "./assess.ts";
 import { formatDuration, formatTime } from "./format.ts";
 import { nodeOfMachine } from "./identity.ts";
@@ -233,6 +233,38 @@ export interface RemovalWindow {
  * etcd's own refusal speak then); a leaving member that is not reachable is removed at once (etcd skips the check).
  */
 export function removalWindow(snapshot: Snapshot, memberId: string): RemovalWindow | undefined {
+  return windowCountedFrom(snapshot, memberId, (member) => member.startedObserved);
+}
+
+/**
+ * Whether etcd may accept a removal that removalWindow holds back, so that Quorum asks once instead of waiting: it
+ * would accept if the voters it waits on had been connected since they were first listed (firstObserved), and etcd has
+ * not refused removing this member since the youngest voter was seen started (removalRefused, from status). A member
+ * is connected before it first answers, sometimes by seconds: etcd serves clients only once a new member's name is
+ * published through raft, and a joiner that receives the leader's snapshot can lose that proposal and answer only
+ * after etcd's 7 s request timeout (etcd-io/etcd#8608; 4 to 6 of 14 joins in step benchmarks on 2026-12-04). A refusal
+ * costs one call and is recorded; then the removal waits out removalWindow.
+ */
+export function removalMayBeOpen(snapshot: Snapshot, memberId: string): boolean {
+  const leaving = snapshot.etcd.members.find((member) => member.id === memberId);
+  if (!leaving) return false;
+  const youngest = Math.max(
+    ...snapshot.etcd.members.filter((member) => !member.learner).map((member) => member.startedObserved ?? 0),
+  );
+  if (leaving.removalRefused !== undefined && leaving.removalRefused >= youngest) return false;
+  return (
+    windowCountedFrom(snapshot, memberId, (member) =>
+      member.startedObserved === undefined ? undefined : Math.min(member.startedObserved, member.firstObserved),
+    ) === undefined
+  );
+}
+
+/** removalWindow with each member's peer connections counted from `since` (undefined: not started). */
+function windowCountedFrom(
+  snapshot: Snapshot,
+  memberId: string,
+  since: (member: MemberView) => number | undefined,
+): RemovalWindow | undefined {
   const members = snapshot.etcd.members;
   const leaving = members.find((member) => member.id === memberId);
   const leader = members.find((member) => member.leader);
@@ -241,13 +273,15 @@ export function removalWindow(snapshot: Snapshot, memberId: string): RemovalWind
   const needed = Math.floor((voters.length - 1) / 2) + 1;
   // A peer connection is no older than either end: a leader that (re)started a moment ago has only young
   // connections, however long the other voters have run (found by the simulator's etcd, seed 1416916206).
-  const leaderAge = leader.startedObserved === undefined ? 0 : snapshot.now - leader.startedObserved;
+  const leaderSince = since(leader);
+  const leaderAge = leaderSince === undefined ? 0 : snapshot.now - leaderSince;
   const ages = voters
-    .flatMap((member) =>
-      member.id !== leader.id && member.reachable && member.startedObserved !== undefined
-        ? [{ member, age: Math.min(leaderAge, snapshot.now - member.startedObserved) }]
-        : [],
-    )
+    .flatMap((member) => {
+      const memberSince = since(member);
+      return member.id !== leader.id && member.reachable && memberSince !== undefined
+        ? [{ member, age: Math.min(leaderAge, snapshot.now - memberSince) }]
+        : [];
+    })
     .sort((a, b) => b.age - a.age);
   if (ages.length < needed || ages[needed - 1].age >= ETCD_HEALTH_INTERVAL_MS) return undefined;
   const waiting = ages.slice(0, needed).filter(({ age }) => age < ETCD_HEALTH_INTERVAL_MS);
@@ -257,7 +291,7 @@ export function removalWindow(snapshot: Snapshot, memberId: string): RemovalWind
     waiting: [
       ...leaderYoung,
       ...waiting
-        .filter(({ member }) => snapshot.now - (member.startedObserved ?? snapshot.now) < ETCD_HEALTH_INTERVAL_MS)
+        .filter(({ member }) => snapshot.now - (since(member) ?? snapshot.now) < ETCD_HEALTH_INTERVAL_MS)
         .map(({ member, age }) => ({ id: member.id, ageMs: age })),
     ],
     needed,

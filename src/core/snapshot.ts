@@ -266,6 +266,8 @@ export interface MemberView {
    * which is what etcd's removal check counts (see removalWindow). Undefined while it has not started.
    */
   startedObserved?: number;
+  /** When etcd last refused removing this member ("unhealthy cluster"), from status: see removalMayBeOpen. */
+  removalRefused?: number;
   /** Last time raftAppliedIndex was seen to move (learner stall detection). */
   lastProgress: number;
 }

@@ -98,6 +98,7 @@ export const completeStatus: DeepRequired<QuorumControlPlaneStatus> = {
         error: "",
         firstObserved: "2026-03-01T09:00:00Z",
         startedObserved: "2026-03-01T09:00:03Z",
+        removalRefused: "2026-03-01T09:00:05Z",
         raftAppliedIndex: 41230,
         lastProgress: "2026-03-01T10:00:04Z",
       },

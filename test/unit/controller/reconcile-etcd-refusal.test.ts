@@ -101,6 +101,19 @@ describe("reconcile when etcd refuses a member removal", () => {
     assert.match(written, /unhealthy cluster/);
   });
 
+  it("records the refusal on the member's status entry, so that the planner asks early only once (removalMayBeOpen)", async () => {
+    const { deps, statuses } = world(removalWindowRefusal());
+    await reconcile("ns", "cp", deps);
+    const written = statuses.at(-1) as { etcd?: { members?: { id: string; removalRefused?: string }[] } };
+    const refused = written.etcd?.members?.filter((member) => member.removalRefused !== undefined);
+    assert.deepEqual(refused, [{ ...refused?.[0], id: "1", removalRefused: new Date(NOW).toISOString() }]);
+    // Another refusal (not etcd's removal window) records nothing.
+    const other = world(new EtcdRetryLaterError("member remove 1", "no-leader", 1_000, "etcdserver: no leader"));
+    await reconcile("ns", "cp", other.deps);
+    const members = (other.statuses.at(-1) as { etcd?: { members?: { removalRefused?: string }[] } }).etcd?.members;
+    assert.ok(members?.every((member) => member.removalRefused === undefined));
+  });
+
   it("backs off while etcd keeps refusing: as long as the refusals have lasted, never longer than 30 s", async () => {
     for (const [since, expected] of [
       [500, 1_000],

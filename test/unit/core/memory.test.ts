@@ -123,6 +123,24 @@ describe("member memory", () => {
     assert.equal(recall(undefined, 0).size, 0);
   });
 
+  it("keeps when etcd last refused removing a member across rounds and restarts, and a garbage time as none", () => {
+    const entry = {
+      id: "7",
+      name: "cp-a",
+      learner: false,
+      healthy: true,
+      leader: false,
+      firstObserved: "2026-11-29T11:00:00Z",
+      startedObserved: "2026-11-29T11:00:04Z",
+      removalRefused: "2026-11-29T11:00:06Z",
+    };
+    const refusedAt = Date.parse("2026-11-29T11:00:06Z");
+    const [seen] = observe([member("7")], recall([entry], 0), Date.parse("2026-11-29T11:00:07Z"));
+    assert.equal(seen.removalRefused, refusedAt);
+    assert.equal(persisted(seen).removalRefused, refusedAt);
+    assert.equal(recall([{ ...entry, removalRefused: "soon" }], 0).get("7")?.removalRefused, undefined);
+  });
+
   it("counts a started member from an older status (no startedObserved) as started when first seen, and an unstarted one as not started", () => {
     const entry = {
       id: "7",
