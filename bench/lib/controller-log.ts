@@ -19,6 +19,8 @@ export interface ActionRecord {
   decidedAt: number;
   /** The result line: the call returned. Undefined when no result line followed (an error). */
   completedAt?: number;
+  /** The decision line's text: "next action: <kind>: <reason>". */
+  decision: string;
   message: string;
   /** The call ran but did not do the step (e.g. "not caught up yet; will retry"), or failed. */
   retry: boolean;
@@ -79,7 +81,14 @@ export function actionsOf(entries: readonly LogEntry[]): ActionRecord[] {
     }
     if (!meta.action || meta.action === "Wait" || !meta.object) continue;
     if (message.startsWith("next action: ")) {
-      const record: ActionRecord = { kind: meta.action, object: meta.object, decidedAt: at, message, retry: true };
+      const record: ActionRecord = {
+        kind: meta.action,
+        object: meta.object,
+        decidedAt: at,
+        decision: message,
+        message,
+        retry: true,
+      };
       actions.push(record);
       open.set(meta.object, record);
       continue;

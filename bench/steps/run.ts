@@ -22,7 +22,9 @@ import {
   auditWorldEvents,
   controllerActions,
   EtcdMonitor,
+  firstAnswers,
   removalWindowEvents,
+  type FirstAnswer,
   type ActionRecord,
   type WorldEvent,
   type WorldEventKind,
@@ -71,6 +73,11 @@ interface StepSample {
   attempts: number;
   precondition: WorldEventKind;
   observedBy: WorldEvent["source"];
+  /**
+   * A removal that waited on a learner whose first answer came 5 s or more after its process started: Quorum dates a
+   * member's connections from its first answer, etcd from its start (see firstAnswers in timeline.ts).
+   */
+  waitedOnLateAnswer?: string;
 }
 
 interface RolloutResult {
@@ -111,6 +118,10 @@ interface StepsResults {
   rollouts: RolloutResult[];
   rolloutRatio: Summary;
   monitor: { intervalMs: number; roundMs: Summary };
+  /** Each learner's process start → first answer (etcd serves clients once its name is published through raft). */
+  firstAnswerMs: Summary & { late: FirstAnswer[] };
+  /** Removals Quorum asked before its own count of etcd's window ended (removalMayBeOpen), and how many etcd refused. */
+  earlyRemovals: { asked: number; refused: number };
   /** A follower SIGKILLed in the settled cluster → status shows it unhealthy (after the rollouts). */
   detection?: DetectionResults;
   /** The same with the follower SIGSTOPped (hung: its connection stays open). */
@@ -215,7 +226,9 @@ async function main(): Promise<void> {
       ...removalWindowEvents([...etcdEvents, ...resumedEvents], ETCD_HEALTH_INTERVAL_MS),
       ...actionEffects(actions),
     ].sort((a, b) => a.at - b.at);
-    const { samples, unmatched, retries } = stepSamples(actions, events, phases);
+    const answers = firstAnswers(events);
+    const lateAnswers = answers.filter((answer) => answer.delayMs >= ETCD_HEALTH_INTERVAL_MS);
+    const { samples, unmatched, retries } = stepSamples(actions, events, phases, lateAnswers);
     const rolloutResults = phases
       .filter((candidate) => candidate.name.startsWith("rollout"))
       .map((rollout) => rolloutOverhead(rollout, actions, events, samples));
@@ -246,6 +259,8 @@ async function main(): Promise<void> {
       rollouts: rolloutResults,
       rolloutRatio: ratios,
       monitor: { intervalMs: monitorIntervalMs, roundMs: rounded(summarize(monitorRounds)) },
+      firstAnswerMs: { ...rounded(summarize(answers.map((answer) => answer.delayMs))), late: lateAnswers },
+      earlyRemovals: earlyRemovalsOf(actions, phases),
       timeline: timeline(phases[0].start, events, actions),
       ...(detection ? { detection } : {}),
       ...(hangDetection ? { hangDetection } : {}),
@@ -256,6 +271,7 @@ async function main(): Promise<void> {
       `Preconditions seen by the etcd monitor are late by up to one monitor round (every ${monitorIntervalMs} ms, round p50 ${results.monitor.roundMs.p50} ms), which makes those latencies look shorter by as much; preconditions that are the effect of Quorum's own call (a promotion, a removal) are taken when that call returned, from the controller's log.`,
       "Step latency is measured to the decision line the controller logs just before its first call of the step (log timestamps are milliseconds, same host clock as the audit log and the monitor).",
       `etcd refuses a voter removal ("unhealthy cluster") until the leader has had enough voters connected for ${ETCD_HEALTH_INTERVAL_MS} ms, so a removal's preconditions include each member's etcd process start (a new pid, looked for every 20 ms) or resume after the hang samples + ${ETCD_HEALTH_INTERVAL_MS} ms (etcd-window-open); refusals below count the removals etcd refused anyway.`,
+      firstAnswerNote(answers, lateAnswers, samples, results.earlyRemovals),
     ];
     const path = result.finish(results, notes);
     progress(NAME, `wrote ${path}`);
@@ -265,7 +281,35 @@ async function main(): Promise<void> {
   }
 }
 
-function stepSamples(actions: ActionRecord[], events: WorldEvent[], phases: Phase[]) {
+/** Removals decided with "asked now" in their reason (src/core/plan.ts earlyRemoval), and those etcd refused. */
+function earlyRemovalsOf(actions: ActionRecord[], phases: Phase[]): StepsResults["earlyRemovals"] {
+  const early = actions.filter(
+    (action) =>
+      action.kind === "RemoveMember" &&
+      /; asked now, /.test(action.decision) &&
+      phases.some((phase) => action.decidedAt >= phase.start && action.decidedAt <= phase.end),
+  );
+  return { asked: early.length, refused: early.filter((action) => action.retry).length };
+}
+
+/** What the late first answers cost: the removals that waited on one. */
+function firstAnswerNote(
+  answers: FirstAnswer[],
+  late: FirstAnswer[],
+  samples: StepSample[],
+  early: StepsResults["earlyRemovals"],
+): string {
+  const waited = samples.filter((sample) => sample.waitedOnLateAnswer !== undefined);
+  const ofLate = late.map((answer) => `${answer.member} ${(answer.delayMs / 1000).toFixed(2)} s`).join(", ");
+  return (
+    `${late.length} of ${answers.length} learners answered ${ETCD_HEALTH_INTERVAL_MS / 1000} s or more after their etcd process started${late.length > 0 ? ` (${ofLate})` : ""}: ` +
+    "etcd serves clients only once a new member's name is published through raft, and a joiner that receives the leader's snapshot can lose that first proposal and retry after etcd's 7 s request timeout (etcd-io/etcd#8608), its peer connections up all along. " +
+    "Quorum counts a member's connections from its first answer (startedObserved), so it asks a removal that needs such a member once before that count ends (removalMayBeOpen) rather than wait up to 5 s past the window etcd opened: " +
+    `${early.asked} removal${early.asked === 1 ? " was" : "s were"} asked early, ${early.refused} refused; ${waited.length} waited on a late answer (${waited.map((sample) => `${sample.latencyMs} ms in ${sample.phase}`).join(", ") || "none"}).`
+  );
+}
+
+function stepSamples(actions: ActionRecord[], events: WorldEvent[], phases: Phase[], lateAnswers: FirstAnswer[]) {
   const samples: StepSample[] = [];
   const unmatched: { kind: string; phase: string; reason: string }[] = [];
   const retries = new Map<string, number>();
@@ -325,9 +369,23 @@ function stepSamples(actions: ActionRecord[], events: WorldEvent[], phases: Phas
       ).length,
       precondition: precondition.kind,
       observedBy: precondition.source,
+      ...waitedOnLate(action.kind, precondition.at, firstAttempt.decidedAt, lateAnswers),
     });
   }
   return { samples, unmatched, retries };
+}
+
+/** A removal decided 5 s after a late learner's first answer, which Quorum waited for though etcd's window was open. */
+function waitedOnLate(kind: string, preconditionAt: number, decidedAt: number, late: FirstAnswer[]) {
+  if (kind !== "RemoveMember") return {};
+  const member = late.find(
+    (answer) =>
+      answer.answeredAt + ETCD_HEALTH_INTERVAL_MS > preconditionAt &&
+      // Quorum waits exactly until 5 s after its own first sight, a poll after the monitor's.
+      decidedAt - answer.answeredAt >= ETCD_HEALTH_INTERVAL_MS - 200 &&
+      decidedAt - answer.answeredAt < ETCD_HEALTH_INTERVAL_MS + 2_000,
+  )?.member;
+  return member !== undefined ? { waitedOnLateAnswer: member } : {};
 }
 
 function refusalsOf(actions: ActionRecord[], phases: Phase[]): StepsResults["refusals"] {

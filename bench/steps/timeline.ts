@@ -259,3 +259,35 @@ export function removalWindowEvents(events: WorldEvent[], healthIntervalMs: numb
       source: event.source,
     }));
 }
+
+/** A learner's first answer against its etcd process start, both seen by the monitor. */
+export interface FirstAnswer {
+  member: string;
+  processStartedAt: number;
+  answeredAt: number;
+  delayMs: number;
+}
+
+/**
+ * How long each learner took from its process start to its first answer. etcd serves clients only once the member has
+ * published its name through raft, and a joiner that gets the leader's snapshot can lose that first proposal and
+ * answer only when it retries, 7 s later (etcd's request timeout); its peer connections were up all along.
+ */
+export function firstAnswers(events: WorldEvent[]): FirstAnswer[] {
+  const answers: FirstAnswer[] = [];
+  for (const answered of events.filter((event) => event.kind === "learner-started")) {
+    const started = events
+      .filter(
+        (event) => event.kind === "process-started" && event.subject === answered.subject && event.at <= answered.at,
+      )
+      .pop();
+    if (!started) continue;
+    answers.push({
+      member: answered.subject,
+      processStartedAt: started.at,
+      answeredAt: answered.at,
+      delayMs: answered.at - started.at,
+    });
+  }
+  return answers;
+}
