@@ -16,6 +16,16 @@ const member = (id: string, fields: Partial<ObservedMember> = {}): ObservedMembe
   ...fields,
 });
 
+/** A started voter's status entry, as an older Quorum wrote it (no startedObserved). */
+const voterEntry = {
+  id: "7",
+  name: "cp-a",
+  learner: false,
+  healthy: true,
+  leader: false,
+  firstObserved: "2026-11-29T11:00:00Z",
+};
+
 describe("member memory", () => {
   it("keeps when a member was first seen across rounds, and moves lastProgress only when its applied index moves", () => {
     const first = observe([member("1", { learner: true, raftAppliedIndex: 100 })], new Map(), 1000);
@@ -125,12 +135,7 @@ describe("member memory", () => {
 
   it("keeps when etcd last refused removing a member across rounds and restarts, and a garbage time as none", () => {
     const entry = {
-      id: "7",
-      name: "cp-a",
-      learner: false,
-      healthy: true,
-      leader: false,
-      firstObserved: "2026-11-29T11:00:00Z",
+      ...voterEntry,
       startedObserved: "2026-11-29T11:00:04Z",
       removalRefused: "2026-11-29T11:00:06Z",
     };
@@ -142,14 +147,7 @@ describe("member memory", () => {
   });
 
   it("counts a started member from an older status (no startedObserved) as started when first seen, and an unstarted one as not started", () => {
-    const entry = {
-      id: "7",
-      name: "cp-a",
-      learner: false,
-      healthy: true,
-      leader: false,
-      firstObserved: "2026-11-29T11:00:00Z",
-    };
+    const entry = voterEntry;
     assert.equal(recall([entry], 0).get("7")?.startedObserved, Date.parse("2026-11-29T11:00:00Z"));
     assert.equal(recall([{ ...entry, name: "" }], 0).get("7")?.startedObserved, undefined);
   });
