@@ -2,8 +2,8 @@
 // saw the member (grace periods), when it first saw it started (etcd's 5 s removal window) and, for a learner, its
 // applied index and when that last moved (stall detection). It lives in status.etcd.members only: recall() reads
 // it back, observe() updates it from one observation at one `now`, persisted() says what status keeps. Pure.
-// removalRefused is when etcd last refused removing the member ("unhealthy cluster"): Quorum asks early only once.
 // startedObserved is when Quorum first saw the member answering without a gap since: an outage it saw restarts it.
+// removalRefused is when etcd last refused removing the member ("unhealthy cluster"): Quorum asks early only once.
 // If status is lost, every clock restarts at the next sighting, which only delays a removal, never hastens one.
 import type { EtcdMemberStatus } from "../api/types.ts";
 import type { MemberView } from "./snapshot.ts";

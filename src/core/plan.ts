@@ -34,6 +34,7 @@ import {
   outdatedReasons,
   removalMayBeOpen,
   removalWindow,
+  type RemovalWindow,
   selectLeadershipTarget,
   selectMachineForScaleDown,
   type ScaleDownChoice,
@@ -399,9 +400,10 @@ class Context {
       const verdict = this.check({ kind: "RemoveGhost", memberId: ghost.id });
       if (verdict.allowed) {
         // A ghost that answers again (a stray back from an outage) is checked by etcd like any voter.
-        const window = this.removalWindowWait(ghost, `ghost ${ghost.label} should be removed`, verdict);
-        if (window) {
-          this.waits.push({ action: window.action as WaitAction, ...(window.check ? { check: window.check } : {}) });
+        const timing = this.removalTiming(ghost, `ghost ${ghost.label} should be removed`, verdict);
+        if ("wait" in timing) {
+          const { wait } = timing;
+          this.waits.push({ action: wait.action as WaitAction, ...(wait.check ? { check: wait.check } : {}) });
           continue;
         }
         return {
@@ -905,23 +907,25 @@ class Context {
   }
 
   /**
-   * etcd would refuse removing `member` now ("unhealthy cluster"): wait exactly until its window opens, unless etcd may
-   * have opened it already (removalMayBeOpen: the removal is asked once, and earlyRemoval says why in its reason).
+   * When removing `member` may be asked. While etcd would refuse it ("unhealthy cluster"), a wait until its window
+   * opens; unless etcd may have opened it already (removalMayBeOpen): then the removal is asked once, and `early` says
+   * why, for its reason ("" when Quorum's own count has the window open).
    */
-  removalWindowWait(member: MemberAssessment, why: string, verdict: Verdict): Step | undefined {
+  removalTiming(member: MemberAssessment, why: string, verdict: Verdict): { wait: Step } | { early: string } {
     const window = removalWindow(this.snapshot, member.id);
-    if (!window || removalMayBeOpen(this.snapshot, member.id)) return undefined;
+    if (!window) return { early: "" };
+    if (removalMayBeOpen(this.snapshot, member.id)) return { early: this.earlyRemoval(window) };
     const young = window.waiting.map(({ id, ageMs }) => ({ label: this.member(id)?.label ?? `member ${id}`, ageMs }));
     const reason =
       `${why}: removing ${member.label} waits ${formatSeconds(window.waitMs)}, because etcd refuses a voter removal until ${window.needed} voter${window.needed === 1 ? "" : "s"} ` +
       `besides the leader have been connected to it for ${formatDuration(ETCD_HEALTH_INTERVAL_MS)} (${young.map(({ label, ageMs }) => `${label} started ${formatSeconds(ageMs)} ago`).join(", ")})`;
-    return { action: waitFor(reason, window.waitMs, young.map(({ label }) => label).join(", ")), check: verdict };
+    return {
+      wait: { action: waitFor(reason, window.waitMs, young.map(({ label }) => label).join(", ")), check: verdict },
+    };
   }
 
-  /** For a removal asked before Quorum's own window count opens (removalMayBeOpen): why, for its reason; else "". */
-  earlyRemoval(member: MemberAssessment): string {
-    const window = removalWindow(this.snapshot, member.id);
-    if (!window) return "";
+  /** Why a removal is asked while Quorum's own count of etcd's `window` has it closed (removalMayBeOpen). */
+  earlyRemoval(window: RemovalWindow): string {
     const young = window.waiting.map(({ id, ageMs }) => {
       const listed = this.snapshot.etcd.members.find((candidate) => candidate.id === id)?.firstObserved;
       const since = listed === undefined ? "" : `, listed ${formatSeconds(this.snapshot.now - listed)} ago`;
@@ -955,8 +959,8 @@ class Context {
         };
       }
     }
-    const window = this.removalWindowWait(member, why, verdict);
-    if (window) return window;
+    const timing = this.removalTiming(member, why, verdict);
+    if ("wait" in timing) return timing.wait;
     const of = machine !== undefined ? ` (machine ${machine})` : "";
     return {
       action: {
@@ -964,7 +968,7 @@ class Context {
         memberId: member.id,
         memberName: member.name,
         ...(machine !== undefined ? { machine } : {}),
-        reason: `remove etcd ${member.label}${of}, ${then} (${why}); ${verdict.summary}${this.earlyRemoval(member)}`,
+        reason: `remove etcd ${member.label}${of}, ${then} (${why}); ${verdict.summary}${timing.early}`,
       },
       check: verdict,
     };

@@ -242,7 +242,7 @@ export function removalWindow(snapshot: Snapshot, memberId: string): RemovalWind
  * not refused removing this member since the youngest voter was seen started (removalRefused, from status). A member
  * is connected before it first answers, sometimes by seconds: etcd serves clients only once a new member's name is
  * published through raft, and a joiner that receives the leader's snapshot can lose that proposal and answer only
- * after etcd's 7 s request timeout (etcd-io/etcd#8608; 4 to 6 of 14 joins in step benchmarks on 2026-12-04). A refusal
+ * after etcd's 7 s request timeout (etcd-io/etcd#8608; 4 to 7 of 14 joins in step benchmarks on 2026-12-04). A refusal
  * costs one call and is recorded; then the removal waits out removalWindow.
  */
 export function removalMayBeOpen(snapshot: Snapshot, memberId: string): boolean {
