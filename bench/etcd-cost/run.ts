@@ -28,7 +28,7 @@ import { progress, startResult } from "../lib/results.ts";
 const NAME = "etcd-cost";
 const clusters = Number(process.env.BENCH_ETCD_COST_CLUSTERS ?? 7);
 const membersPerCluster = 3;
-const windowSeconds = Number(process.env.BENCH_ETCD_COST_WINDOW_S ?? 60);
+const windowSeconds = Number(process.env.BENCH_ETCD_COST_WINDOW_S ?? 40);
 /** Rounds per second in the paced windows: far more than 7 clusters would make, to measure a per-round cost. */
 const roundsPerSecond = Number(process.env.BENCH_ETCD_COST_RATE ?? 20);
 /** The controller's default --etcd-poll-interval and --etcd-idle-poll-interval (src/flags.ts). */

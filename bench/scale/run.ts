@@ -55,9 +55,14 @@ const rolloutTimeoutSeconds = Number(process.env.BENCH_SCALE_ROLLOUT_TIMEOUT_SEC
 const ROLLOUT_VERSION = "v1.33.2";
 // Set by bench/run.ts so that `make bench` ends in time; convergence waits shrink to fit (see convergeLimit).
 const deadlineAt = process.env.BENCH_DEADLINE_AT ? Number(process.env.BENCH_DEADLINE_AT) : undefined;
-/** Kept free for a level's settling and for stopping the processes at the end. */
+/** Kept free for a level's settling and for stopping the processes at the end (2 s in the 21:08 UTC run of 2026-12-04). */
 const SETTLE_MAX_SECONDS = 30;
-const TEARDOWN_SECONDS = 45;
+const TEARDOWN_SECONDS = 20;
+/**
+ * What the levels leave for the rollout phase when the run has a deadline: 200 rollouts took 71–84 s in the runs of
+ * 2026-12-03 and 2026-12-04, so 150 s; the phase itself may then use whatever the levels did not (rolloutLimit).
+ */
+const ROLLOUT_RESERVE_SECONDS = 150;
 const pollInterval = process.env.BENCH_SCALE_POLL_INTERVAL ?? "10s";
 /**
  * Settled clusters are polled at this interval: the controller's default (src/flags.ts), so that the idle figures are what a
@@ -210,17 +215,20 @@ interface ScaleResults {
 
 /**
  * How long level `index` may wait for its clusters to converge: the configured cap, shrunk when the run has a
- * deadline so that this level's and the later levels' idle windows (and settling, the rollout phase, and teardown) still fit; the
- * time left is shared evenly among the levels still to converge, the last one taking what remains.
+ * deadline so that this level's and the later levels' idle windows (and settling, the rollout phase, and teardown)
+ * still fit. The time left is shared among the levels still to converge in proportion to the clusters each adds
+ * (they converge at about the same rate per cluster), so 1,000 new clusters get more than 700; a level that
+ * converges early leaves its rest to the later ones.
  */
 function convergeLimit(index: number, now: number): number {
   if (deadlineAt === undefined) return convergeTimeoutSeconds;
   const later = sizes.slice(index).map((_, offset) => idleOf(index + offset) + SETTLE_MAX_SECONDS + 10);
-  const rollout = rolloutCount > 0 ? rolloutTimeoutSeconds + SETTLE_MAX_SECONDS : 0;
+  const rollout = rolloutCount > 0 ? Math.min(rolloutTimeoutSeconds, ROLLOUT_RESERVE_SECONDS) : 0;
   const available =
     (deadlineAt - now) / 1000 - later.reduce((sum, seconds) => sum + seconds, 0) - rollout - TEARDOWN_SECONDS;
-  const levelsLeft = sizes.length - index;
-  return Math.max(30, Math.min(convergeTimeoutSeconds, available / levelsLeft));
+  const added = (level: number) => sizes[level] - (level > 0 ? sizes[level - 1] : 0);
+  const addedLeft = sizes.slice(index).reduce((sum, _, offset) => sum + added(index + offset), 0);
+  return Math.max(30, Math.min(convergeTimeoutSeconds, (available * added(index)) / Math.max(1, addedLeft)));
 }
 
 /** How long the rollout phase may wait: its cap, shrunk to what the run's deadline leaves after teardown. */
