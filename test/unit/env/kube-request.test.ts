@@ -15,7 +15,9 @@ const refusals = new Map<string, number>();
 const seen: string[] = [];
 
 before(async () => {
-  const ca = await createCA("test-ca", validFor(oneDay));
+  // The CA outlives its leaf, as the harness's CAs do (test/env/apiserver.ts): with equal lifetimes, a leaf issued in
+  // the next second would outlive the CA, which issueCertificate refuses (this failed a CI run on 2026-12-04).
+  const ca = await createCA("test-ca", validFor(7 * oneDay));
   const serving = await issueCertificate(ca, {
     commonName: "apiserver",
     ipAddresses: ["127.0.0.1"],
