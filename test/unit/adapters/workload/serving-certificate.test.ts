@@ -17,14 +17,12 @@ describe("the API server serving certificate expiry", () => {
   let server: Server;
   let port: number;
   let notAfter: Date;
-  let handshakes = 0;
 
   before(async () => {
     const issued = await apiServerCertificate(5 * oneDay);
     notAfter = issued.notAfter;
     // An untrusted CA on purpose: only the date is read, nothing is verified.
     server = createServer({ cert: issued.certPem, key: issued.keyPem }, (socket) => socket.end());
-    server.on("secureConnection", () => handshakes++);
     port = await listen(server);
   });
 
@@ -39,16 +37,24 @@ describe("the API server serving certificate expiry", () => {
 
   it("is read once per Machine name and UID, and again for a Machine recreated under the same name", async () => {
     let now = Date.now();
-    const expiries = new ServingCertificateExpiries(() => now);
+    // Counted where the read is made: with TLS 1.3 the server sees a handshake complete a turn of the event loop
+    // after the client does, so a server-side count lags behind a read that has already returned.
+    let reads = 0;
+    const expiries = new ServingCertificateExpiries(
+      () => now,
+      (host, machinePort) => {
+        reads++;
+        return readServingCertificateExpiry(host, machinePort);
+      },
+    );
     const machine = { name: "cp-1", uid: "uid-1", address: "127.0.0.1" };
-    const start = handshakes;
     const first = await expiries.expiries("ns/cluster", [machine], port);
     assert.deepEqual(first, { expiries: { "cp-1": notAfter.getTime() }, errors: [] });
     now += 60 * 60_000;
     await expiries.expiries("ns/cluster", [machine], port);
-    assert.equal(handshakes - start, 1, "an hour later the cached expiry is used");
+    assert.equal(reads, 1, "an hour later the cached expiry is used");
     await expiries.expiries("ns/cluster", [{ ...machine, uid: "uid-2" }], port);
-    assert.equal(handshakes - start, 2, "a new UID is a new Machine");
+    assert.equal(reads, 2, "a new UID is a new Machine");
   });
 
   it("names the Machine and the address when nothing answers the handshake within the deadline, once a minute", async () => {
