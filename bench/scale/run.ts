@@ -70,6 +70,7 @@ const pollInterval = process.env.BENCH_SCALE_POLL_INTERVAL ?? "10s";
  * CPU of earlier runs bounds the cost from above; BENCH_SCALE_IDLE_POLL_INTERVAL=10s measures that again.
  */
 const idlePollInterval = process.env.BENCH_SCALE_IDLE_POLL_INTERVAL ?? `${DEFAULT_ETCD_IDLE_POLL_SECONDS}s`;
+const idlePollSeconds = Number.parseFloat(idlePollInterval);
 const concurrency = process.env.BENCH_SCALE_CONCURRENCY ?? "10";
 /** e.g. ECDSA-P256: every cluster's bootstrap template asks for that key type (the default run leaves it unset). */
 const encryptionAlgorithm = process.env.BENCH_SCALE_ENCRYPTION_ALGORITHM;
@@ -226,9 +227,11 @@ function convergeLimit(index: number, now: number): number {
   const rollout = rolloutCount > 0 ? Math.min(rolloutTimeoutSeconds, ROLLOUT_RESERVE_SECONDS) : 0;
   const available =
     (deadlineAt - now) / 1000 - later.reduce((sum, seconds) => sum + seconds, 0) - rollout - TEARDOWN_SECONDS;
-  const added = (level: number) => sizes[level] - (level > 0 ? sizes[level - 1] : 0);
-  const addedLeft = sizes.slice(index).reduce((sum, _, offset) => sum + added(index + offset), 0);
-  return Math.max(30, Math.min(convergeTimeoutSeconds, (available * added(index)) / Math.max(1, addedLeft)));
+  // Levels are cumulative: this one adds sizes[index] - sizes[index - 1], and it and the later ones together add
+  // the last size less the size before this level.
+  const before = index > 0 ? sizes[index - 1] : 0;
+  const addedLeft = sizes[sizes.length - 1] - before;
+  return Math.max(30, Math.min(convergeTimeoutSeconds, (available * (sizes[index] - before)) / Math.max(1, addedLeft)));
 }
 
 /** How long the rollout phase may wait: its cap, shrunk to what the run's deadline leaves after teardown. */
@@ -598,7 +601,7 @@ class Bench {
       // Only a window of at least one idle poll can say how often each settled cluster was looked at: a shorter one
       // (the smaller levels', kept short for the budget) sees just the polls that happen to fall due in it.
       effectivePollSeconds:
-        clusters > 0 && reconciles.samples.length > 0 && windowSeconds >= Number.parseFloat(idlePollInterval)
+        clusters > 0 && reconciles.samples.length > 0 && windowSeconds >= idlePollSeconds
           ? Math.round((clusters * windowSeconds * 10) / reconciles.samples.length) / 10
           : null,
     };
@@ -775,10 +778,9 @@ async function main(): Promise<void> {
       },
     };
     // Idle windows measure settled clusters, which are polled at the idle interval.
-    const pollSeconds = Number.parseFloat(idlePollInterval);
     for (const level of levels) {
       const effective = level.idle.effectivePollSeconds;
-      if (effective === null || effective <= 1.5 * pollSeconds) continue;
+      if (effective === null || effective <= 1.5 * idlePollSeconds) continue;
       notes.push(
         `At ${level.clusters} clusters the controller did not keep up with its own polling: each settled cluster was looked at every ${effective} s instead of every ${idlePollInterval} (queue depth ${level.idle.queueDepthAtEnd} at the window's end, reconcile p50 ${Math.round(level.idle.reconciles.durationMs.p50)} ms with --concurrency ${concurrency}, ${Math.round((level.idle.reconciles.perMinute / 60) * 10) / 10} reconciles/s, each of about ${Math.round(level.idle.requestsPerMinute.total / Math.max(1, level.idle.reconciles.perMinute))} sequential API requests answered in ${level.idle.requestsPerMinute.meanResponseMs} ms on average). Its CPU there is bounded by that throughput on this machine, so it understates what polling every cluster every ${idlePollInterval} would cost.`,
       );
