@@ -131,10 +131,12 @@ export function quorumController(options: ControllerOptions): Controller {
     // Clusters still being created, oldest first: of many created at once, the first ones come up (and are usable)
     // in seconds while the later ones wait, instead of all taking each step together and coming up at the end.
     // Running clusters (initialized) go before them and share the queue in turn, so that of 200 rolled out at once
-    // none waits behind the others, and a new cluster never delays a running one's remediation.
+    // none waits behind the others, and a new cluster never delays a running one's remediation. A key whose object is
+    // gone ranks with the running ones: its reconcile only forgets, and behind both a burst and a rollout it would
+    // otherwise wait for one of them to end.
     rank(key, caches) {
       const controlPlane = caches.informer<KubeObject & Pick<QuorumControlPlane, "status">>(controlPlanes).get(key);
-      if (!controlPlane) return undefined;
+      if (!controlPlane) return 0;
       if (controlPlane.status?.initialization?.controlPlaneInitialized === true) return 0;
       const at = Date.parse(controlPlane.metadata.creationTimestamp ?? "");
       // creationTimestamp has whole seconds: within one, a fixed order from the uid (under a millisecond), or the

@@ -67,8 +67,8 @@ export interface Controller {
   /** Throw to retry with backoff; return requeueAfterMs to be called again after a wait. */
   reconcile(key: string, ctx: ReconcileContext): Promise<ReconcileResult | void>;
   /**
-   * Of the keys waiting, lower ranks are reconciled first (the longest-waiting key still gets every fifth turn).
-   * Unset, or undefined for a key: the order the keys were queued in.
+   * Of the keys waiting, lower ranks are reconciled first (every fifth turn goes to the next rank up).
+   * Unset: the order the keys were queued in; undefined for a key ranks it after every number.
    */
   rank?(key: string, caches: CacheReader): number | undefined;
   /**

@@ -8,7 +8,8 @@
 //   clusters is a stream of events (every reconcile writes status, every Machine changes), and a cluster waiting on
 //   etcd, which only a poll sees, must not wait for the whole burst to end;
 // - with a rank (the controller's: its object's creation time), waiting keys run lowest rank first, every fifth
-//   take being the longest-waiting key (waiting-keys.ts): clusters created together converge one after another;
+//   take being the first key of the next rank up (waiting-keys.ts): clusters created together converge one after
+//   another;
 // - keys added before `start` wait, so informers can sync before any reconcile runs.
 import { backoffDelay, systemClock, type Clock, type TimerHandle } from "./clock.ts";
 import { errorMessage, silentLogger, type Logger } from "./log.ts";

@@ -1,13 +1,20 @@
 // The keys waiting in a work queue, each at most once, and which one to take next.
 //
 // Without a rank they are taken in the order they were added (FIFO). With a rank (e.g. an object's creation
-// time) the lowest rank goes first, equal ranks in the order they were added, so that of a thousand clusters created at once the first ones
-// go through all their steps and are ready while the last ones wait, instead of every cluster taking step k before
-// any takes step k + 1 and all of them finishing together at the end. A rank alone could starve a high-ranked
-// key behind a stream of low-ranked ones, so every AGED_TAKE_EVERY-th take is the key that has waited longest.
+// time) the lowest rank goes first, equal ranks in the order they were added, so that of a thousand clusters created
+// at once the first ones go through all their steps and are ready while the last ones wait, instead of every cluster
+// taking step k before any takes step k + 1 and all of them finishing together at the end.
+//
+// A rank alone would let an endless stream of keys at one rank (running clusters, all at rank 0 in the controller)
+// starve every key ranked above it, so every FAIR_TAKE_EVERY-th take is the first key of the second-lowest rank
+// waiting. It is not the longest-waiting key: in a burst that is always a cluster nobody has started, and starting
+// one every fifth take spreads the work over all of them again (in a model of 700 clusters of 15 steps each, the
+// median finished a third later). A key behind keys of two or more lower ranks waits until those are taken; the
+// ranks a caller gives must make that finite (the controller's: a cluster being created leaves its rank once it is
+// initialized).
 
-/** One take in this many is the longest-waiting key rather than the lowest-ranked one. */
-export const AGED_TAKE_EVERY = 5;
+/** One take in this many is the first key of the second-lowest rank waiting rather than of the lowest. */
+export const FAIR_TAKE_EVERY = 5;
 
 /** Orders keys: lower first. `undefined` (e.g. the object is not in the cache) ranks after every number. */
 export type KeyRank = (key: string) => number | undefined;
@@ -15,16 +22,38 @@ export type KeyRank = (key: string) => number | undefined;
 interface Entry {
   key: string;
   seq: number;
-  rank: number;
+}
+
+/** The keys added at one rank, in the order they were added (stale entries are skipped when met). */
+class RankQueue {
+  private entries: Entry[] = [];
+  private head = 0;
+
+  push(entry: Entry): void {
+    this.entries.push(entry);
+  }
+
+  /** The first live entry, stale ones before it dropped. */
+  first(live: (entry: Entry) => boolean): Entry | undefined {
+    while (this.head < this.entries.length) {
+      const entry = this.entries[this.head];
+      if (live(entry)) return entry;
+      this.head++;
+      if (this.head > 1024 && this.head * 2 > this.entries.length) {
+        this.entries = this.entries.slice(this.head);
+        this.head = 0;
+      }
+    }
+    return undefined;
+  }
 }
 
 export class WaitingKeys {
   /** The sequence number of each waiting key's add: entries with another one are stale (taken or deleted). */
   private readonly seqOf = new Map<string, number>();
-  private fifo: Entry[] = [];
-  private fifoHead = 0;
-  /** A binary min-heap on (rank, order added); only kept with a rank. */
-  private readonly heap: Entry[] = [];
+  private readonly byRank = new Map<number, RankQueue>();
+  /** A binary min-heap of the ranks in `byRank`. */
+  private readonly ranks: number[] = [];
   private nextSeq = 0;
   private takes = 0;
 
@@ -41,10 +70,17 @@ export class WaitingKeys {
   /** Adds `key` unless it already waits (it keeps its place); returns whether it was added. */
   add(key: string): boolean {
     if (this.seqOf.has(key)) return false;
-    const entry: Entry = { key, seq: this.nextSeq++, rank: this.rank?.(key) ?? Number.POSITIVE_INFINITY };
+    const entry: Entry = { key, seq: this.nextSeq++ };
     this.seqOf.set(key, entry.seq);
-    this.fifo.push(entry);
-    if (this.rank) this.push(entry);
+    const ranked = this.rank ? this.rank(key) : 0;
+    const rank = ranked === undefined || Number.isNaN(ranked) ? Number.POSITIVE_INFINITY : ranked;
+    let queue = this.byRank.get(rank);
+    if (!queue) {
+      queue = new RankQueue();
+      this.byRank.set(rank, queue);
+      this.pushRank(rank);
+    }
+    queue.push(entry);
     return true;
   }
 
@@ -56,79 +92,68 @@ export class WaitingKeys {
 
   clear(): void {
     this.seqOf.clear();
-    this.fifo = [];
-    this.fifoHead = 0;
-    this.heap.length = 0;
+    this.byRank.clear();
+    this.ranks.length = 0;
   }
 
   /** Removes and returns the key to run next, or undefined when none waits. */
   take(): string | undefined {
     if (this.seqOf.size === 0) return undefined;
     this.takes++;
-    const entry = !this.rank || this.takes % AGED_TAKE_EVERY === 0 ? this.oldest() : this.lowest();
-    if (!entry) return undefined;
+    const lowest = this.lowestRank();
+    if (lowest === undefined) return undefined;
+    let rank = lowest;
+    if (this.takes % FAIR_TAKE_EVERY === 0) {
+      // The second-lowest rank: take the lowest out of the heap, look, put it back.
+      this.popRank();
+      rank = this.lowestRank() ?? lowest;
+      this.pushRank(lowest);
+    }
+    const entry = this.byRank.get(rank)?.first(this.live) as Entry;
     this.delete(entry.key);
     return entry.key;
   }
 
-  private live(entry: Entry): boolean {
-    return this.seqOf.get(entry.key) === entry.seq;
-  }
+  private readonly live = (entry: Entry): boolean => this.seqOf.get(entry.key) === entry.seq;
 
-  private oldest(): Entry | undefined {
-    while (this.fifoHead < this.fifo.length) {
-      const entry = this.fifo[this.fifoHead++];
-      if (this.fifoHead > 1024 && this.fifoHead * 2 > this.fifo.length) {
-        this.fifo = this.fifo.slice(this.fifoHead);
-        this.fifoHead = 0;
-      }
-      if (this.live(entry)) return entry;
+  /** The lowest rank with a live key, ranks left with none dropped. */
+  private lowestRank(): number | undefined {
+    while (this.ranks.length > 0) {
+      const rank = this.ranks[0];
+      if (this.byRank.get(rank)?.first(this.live)) return rank;
+      this.byRank.delete(rank);
+      this.popRank();
     }
     return undefined;
   }
 
-  private lowest(): Entry | undefined {
-    while (this.heap.length > 0) {
-      const entry = this.pop();
-      if (this.live(entry)) return entry;
-    }
-    return undefined;
-  }
-
-  private before(a: Entry, b: Entry): boolean {
-    return a.rank !== b.rank ? a.rank < b.rank : a.seq < b.seq;
-  }
-
-  private push(entry: Entry): void {
-    const heap = this.heap;
-    heap.push(entry);
+  private pushRank(rank: number): void {
+    const heap = this.ranks;
+    heap.push(rank);
     let index = heap.length - 1;
     while (index > 0) {
       const parent = (index - 1) >> 1;
-      if (!this.before(heap[index], heap[parent])) break;
+      if (heap[parent] <= heap[index]) break;
       [heap[index], heap[parent]] = [heap[parent], heap[index]];
       index = parent;
     }
   }
 
-  private pop(): Entry {
-    const heap = this.heap;
-    const top = heap[0];
-    const last = heap.pop() as Entry;
-    if (heap.length > 0) {
-      heap[0] = last;
-      let index = 0;
-      for (;;) {
-        const left = 2 * index + 1;
-        const right = left + 1;
-        let smallest = index;
-        if (left < heap.length && this.before(heap[left], heap[smallest])) smallest = left;
-        if (right < heap.length && this.before(heap[right], heap[smallest])) smallest = right;
-        if (smallest === index) break;
-        [heap[index], heap[smallest]] = [heap[smallest], heap[index]];
-        index = smallest;
-      }
+  private popRank(): void {
+    const heap = this.ranks;
+    const last = heap.pop() as number;
+    if (heap.length === 0) return;
+    heap[0] = last;
+    let index = 0;
+    for (;;) {
+      const left = 2 * index + 1;
+      const right = left + 1;
+      let smallest = index;
+      if (left < heap.length && heap[left] < heap[smallest]) smallest = left;
+      if (right < heap.length && heap[right] < heap[smallest]) smallest = right;
+      if (smallest === index) break;
+      [heap[index], heap[smallest]] = [heap[smallest], heap[index]];
+      index = smallest;
     }
-    return top;
   }
 }

@@ -349,7 +349,7 @@ describe("WorkQueue with a rank (older clusters first)", () => {
     // FIFO: every cluster takes step k before any takes step k + 1, so the first one finishes after 2 × 20 + 1 runs.
     assert.equal(fifo[0], 41);
     // Oldest first: the first cluster's steps alternate with the second's (its event comes back while the next key
-    // runs), and every fifth take goes to the longest waiting: done within 2 × 3 + 1 runs.
+    // runs), and every fifth take goes to the next rank up (the second cluster): done within 2 × 3 + 1 runs.
     assert.ok(ranked[0] <= 7, `first cluster done after ${ranked[0]} runs`);
     const median = (values: number[]) => values[Math.floor(values.length / 2)];
     assert.ok(median(ranked) < median(fifo), `median ${median(ranked)} runs (FIFO ${median(fifo)})`);

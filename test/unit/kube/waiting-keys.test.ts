@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { AGED_TAKE_EVERY, WaitingKeys } from "../../../src/adapters/kube/waiting-keys.ts";
+import { FAIR_TAKE_EVERY, WaitingKeys } from "../../../src/adapters/kube/waiting-keys.ts";
 
 function takeAll(keys: WaitingKeys): string[] {
   const taken: string[] = [];
@@ -21,20 +21,49 @@ describe("WaitingKeys", () => {
     const ranks: Record<string, number> = { old: 1, "mid-b": 5, mid: 5, young: 9 };
     const keys = new WaitingKeys((key) => ranks[key]);
     for (const key of ["young", "unknown", "mid-b", "old", "mid"]) keys.add(key);
-    assert.deepEqual(takeAll(keys).slice(0, AGED_TAKE_EVERY - 1), ["old", "mid-b", "mid", "young"]);
+    assert.deepEqual(takeAll(keys).slice(0, FAIR_TAKE_EVERY - 1), ["old", "mid-b", "mid", "young"]);
   });
 
-  it("gives the longest-waiting key every fifth take, so a stream of low ranks cannot starve a high one", () => {
-    const keys = new WaitingKeys((key) => (key === "young" ? 100 : Number(key)));
-    keys.add("young");
+  it("gives every fifth take to the next rank up, so a stream of keys at one rank cannot starve the others", () => {
+    // Running clusters share rank 0 and keep coming back (a rollout's events); a new cluster ranks above them.
+    const keys = new WaitingKeys((key) => (key.startsWith("running") ? 0 : 5));
+    keys.add("new");
+    for (const key of ["running-a", "running-b", "running-c"]) keys.add(key);
     const taken: string[] = [];
-    // Older keys keep arriving: each take is followed by a new, lower-ranked key.
-    for (let n = 0; taken.length < AGED_TAKE_EVERY; n++) {
-      keys.add(String(n));
-      taken.push(keys.take() as string);
+    for (let n = 0; n < 2 * FAIR_TAKE_EVERY; n++) {
+      const key = keys.take() as string;
+      taken.push(key);
+      if (key !== "new") keys.add(key);
     }
-    assert.equal(taken.at(-1), "young");
-    assert.equal(taken.filter((key) => key === "young").length, 1);
+    assert.equal(taken.indexOf("new"), FAIR_TAKE_EVERY - 1);
+    assert.equal(taken.filter((key) => key === "new").length, 1);
+  });
+
+  it("gives the fair take to a started cluster, not to the one nobody has started that waited longest", () => {
+    // A burst: clusters 0 and 1 are under way (each is back as soon as it is taken: its next step's event), 2 to 9
+    // were created with them and wait. Starting one of those every fifth take would spread the work over all ten.
+    const keys = new WaitingKeys(Number);
+    for (let i = 0; i < 10; i++) keys.add(String(i));
+    const taken: string[] = [];
+    for (let n = 0; n < 4 * FAIR_TAKE_EVERY; n++) {
+      const key = keys.take() as string;
+      taken.push(key);
+      if (Number(key) < 2) keys.add(key);
+    }
+    assert.deepEqual([...new Set(taken)].sort(), ["0", "1"]);
+  });
+
+  it("ranks keys without a rank last, and still gives them the fair take behind a single lower rank", () => {
+    const keys = new WaitingKeys((key) => (key === "gone" ? undefined : 0));
+    keys.add("gone");
+    for (const key of ["a", "b"]) keys.add(key);
+    const taken: string[] = [];
+    for (let n = 0; n < FAIR_TAKE_EVERY; n++) {
+      const key = keys.take() as string;
+      taken.push(key);
+      if (key !== "gone") keys.add(key);
+    }
+    assert.equal(taken.at(-1), "gone");
   });
 
   it("forgets a deleted key wherever it waited, and takes a re-added one once", () => {
