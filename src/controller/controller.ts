@@ -132,8 +132,9 @@ export function quorumController(options: ControllerOptions): Controller {
     // in seconds while the later ones wait, instead of all taking each step together and coming up at the end.
     // Running clusters (initialized) go before them and share the queue in turn, so that of 200 rolled out at once
     // none waits behind the others, and a new cluster never delays a running one's remediation. A key whose object is
-    // gone ranks with the running ones: its reconcile only forgets, and behind both a burst and a rollout it would
-    // otherwise wait for one of them to end.
+    // not in the cache ranks with the running ones: gone, its reconcile only forgets (behind both a burst and a rollout
+    // it would wait for one of them to end); not there yet (its Cluster's event came first, as ClusterClass creates
+    // them), its first reconcile runs as it arrives and starts its first Machine early (bench/README.md).
     rank(key, caches) {
       const controlPlane = caches.informer<KubeObject & Pick<QuorumControlPlane, "status">>(controlPlanes).get(key);
       if (!controlPlane) return 0;

@@ -46,7 +46,7 @@ describe("the controller's queue rank", () => {
     assert.ok((rank("running") as number) < (rank("new-a") as number));
   });
 
-  it("ranks a key whose object is gone with the running clusters: its reconcile only forgets what was kept", () => {
+  it("ranks a key whose object is not in the cache (gone, or its Cluster came first) with the running clusters", () => {
     assert.equal(rank("gone"), 0);
   });
 });
