@@ -16,7 +16,7 @@
 /** One take in this many is the first key of the second-lowest rank waiting rather than of the lowest. */
 export const FAIR_TAKE_EVERY = 5;
 
-/** Orders keys: lower first. `undefined` (e.g. the object is not in the cache) ranks after every number. */
+/** Orders keys: lower first. `undefined` ranks after every number. */
 export type KeyRank = (key: string) => number | undefined;
 
 interface Entry {
