@@ -20,25 +20,42 @@ export function isPortFree(host: string, port: number): Promise<boolean> {
   });
 }
 
-/** A port on `host` that is free now and was not handed out before by this process. */
-export async function freePort(host = "127.0.0.1"): Promise<number> {
-  for (let attempt = 0; attempt < 50; attempt++) {
-    const port = await new Promise<number>((resolve, reject) => {
-      const server = createServer();
-      server.once("error", reject);
-      server.listen({ host, port: 0, exclusive: true }, () => {
-        const address = server.address();
-        const chosen = typeof address === "object" && address ? address.port : 0;
-        server.close(() => resolve(chosen));
-      });
-    });
-    const key = `${host}:${port}`;
-    if (!portsHandedOut.has(key)) {
-      portsHandedOut.add(key);
-      return port;
+/** Where freePort looks when the machine's ephemeral range leaves too little room below it. */
+const FALLBACK_PORTS: readonly [number, number] = [20_000, 32_767];
+/** The lowest port freePort hands out: below it sit well-known services (and 10250, 2379, 6443...). */
+const LOWEST_PORT = 10_000;
+
+/**
+ * The ports freePort picks from: those below the kernel's ephemeral range (/proc/sys/net/ipv4/ip_local_port_range),
+ * which it gives to outgoing connections and to binds of port 0. A port from that range is only free until the
+ * next outgoing connection of any process here (the API servers, etcd and controllers the tests run make
+ * thousands, all from 127.0.0.1) takes it; below the range only an explicit bind can.
+ */
+export function portsBelowEphemeralRange(rangeText?: string): readonly [number, number] {
+  let text = rangeText;
+  if (text === undefined) {
+    try {
+      text = readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8");
+    } catch {
+      return FALLBACK_PORTS;
     }
   }
-  throw new Error(`no free port on ${host} after 50 attempts: the machine is short of ephemeral ports`);
+  const low = Number(text.trim().split(/\s+/)[0]);
+  if (!Number.isInteger(low) || low - 1 - LOWEST_PORT < 1_000) return FALLBACK_PORTS;
+  return [LOWEST_PORT, low - 1];
+}
+
+/** A port on `host` that is free now, below the ephemeral range, and was not handed out before by this process. */
+export async function freePort(host = "127.0.0.1"): Promise<number> {
+  const [low, high] = portsBelowEphemeralRange();
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const port = randomInt(low, high + 1);
+    const key = `${host}:${port}`;
+    if (portsHandedOut.has(key) || !(await isPortFree(host, port))) continue;
+    portsHandedOut.add(key);
+    return port;
+  }
+  throw new Error(`no free port on ${host} in ${low}-${high} after 200 attempts: is something binding most of them?`);
 }
 
 /** A /24 of the loopback network reserved for one test object (e.g. one etcd cluster). */

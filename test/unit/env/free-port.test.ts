@@ -1,0 +1,37 @@
+// freePort hands out ports below the kernel's ephemeral range, so that no outgoing connection of the API servers,
+// etcd members and controllers a test runs can take one between the pick and the bind.
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { createServer } from "node:net";
+import { freePort, isPortFree, portsBelowEphemeralRange } from "../../env/net.ts";
+
+describe("freePort", () => {
+  it("picks below the ephemeral range the kernel reports, and falls back when that leaves too little room", () => {
+    assert.deepEqual(portsBelowEphemeralRange("32768\t60999\n"), [10_000, 32_767]);
+    assert.deepEqual(portsBelowEphemeralRange("49152 65535"), [10_000, 49_151]);
+    assert.deepEqual(portsBelowEphemeralRange("10500 60999"), [20_000, 32_767]);
+    assert.deepEqual(portsBelowEphemeralRange("garbage"), [20_000, 32_767]);
+  });
+
+  it("hands out distinct ports that can be bound, none in the ephemeral range", async () => {
+    const [low, high] = portsBelowEphemeralRange();
+    const ports = new Set<number>();
+    for (let i = 0; i < 40; i++) {
+      const port = await freePort();
+      assert.ok(port >= low && port <= high, `${port} outside ${low}-${high}`);
+      assert.ok(!ports.has(port), `${port} handed out twice`);
+      ports.add(port);
+    }
+    const port = [...ports][0] ?? 0;
+    const server = createServer();
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen({ host: "127.0.0.1", port, exclusive: true }, resolve);
+    });
+    try {
+      assert.equal(await isPortFree("127.0.0.1", port), false);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+});
