@@ -20,10 +20,10 @@ export function isPortFree(host: string, port: number): Promise<boolean> {
   });
 }
 
-/** Where freePort looks when the machine's ephemeral range leaves too little room below it. */
+/** Where freePort looks when the machine's ephemeral range leaves too little room below it (Linux's default range). */
 const FALLBACK_PORTS: readonly [number, number] = [20_000, 32_767];
-/** The lowest port freePort hands out: below it sit well-known services (and 10250, 2379, 6443...). */
-const LOWEST_PORT = 10_000;
+/** The lowest port freePort hands out: below it sit the components' default ports (2379, 6443, 10250-10259...). */
+const LOWEST_PORT = 20_000;
 
 /**
  * The ports freePort picks from: those below the kernel's ephemeral range (/proc/sys/net/ipv4/ip_local_port_range),
@@ -41,7 +41,7 @@ export function portsBelowEphemeralRange(rangeText?: string): readonly [number, 
     }
   }
   const low = Number(text.trim().split(/\s+/)[0]);
-  if (!Number.isInteger(low) || low - 1 - LOWEST_PORT < 1_000) return FALLBACK_PORTS;
+  if (!Number.isInteger(low) || low - 1 - LOWEST_PORT < 2_000) return FALLBACK_PORTS;
   return [LOWEST_PORT, low - 1];
 }
 

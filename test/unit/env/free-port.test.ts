@@ -7,9 +7,9 @@ import { freePort, isPortFree, portsBelowEphemeralRange } from "../../env/net.ts
 
 describe("freePort", () => {
   it("picks below the ephemeral range the kernel reports, and falls back when that leaves too little room", () => {
-    assert.deepEqual(portsBelowEphemeralRange("32768\t60999\n"), [10_000, 32_767]);
-    assert.deepEqual(portsBelowEphemeralRange("49152 65535"), [10_000, 49_151]);
-    assert.deepEqual(portsBelowEphemeralRange("10500 60999"), [20_000, 32_767]);
+    assert.deepEqual(portsBelowEphemeralRange("32768\t60999\n"), [20_000, 32_767]);
+    assert.deepEqual(portsBelowEphemeralRange("49152 65535"), [20_000, 49_151]);
+    assert.deepEqual(portsBelowEphemeralRange("21000 60999"), [20_000, 32_767]);
     assert.deepEqual(portsBelowEphemeralRange("garbage"), [20_000, 32_767]);
   });
 
