@@ -20,10 +20,10 @@ export function isPortFree(host: string, port: number): Promise<boolean> {
   });
 }
 
-/** Where freePort looks when the machine's ephemeral range leaves too little room below it (Linux's default range). */
-const FALLBACK_PORTS: readonly [number, number] = [20_000, 32_767];
 /** The lowest port freePort hands out: below it sit the components' default ports (2379, 6443, 10250-10259...). */
 const LOWEST_PORT = 20_000;
+/** Where freePort looks when the machine's ephemeral range leaves too little room below it (Linux's default range). */
+const FALLBACK_PORTS: readonly [number, number] = [LOWEST_PORT, 32_767];
 
 /**
  * The ports freePort picks from: those below the kernel's ephemeral range (/proc/sys/net/ipv4/ip_local_port_range),
