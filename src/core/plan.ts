@@ -716,9 +716,14 @@ class Context {
    * Machine that stays with a voter is seen serving, its Node Ready through the workload API (the replacement's
    * etcd member being healthy proves nothing about its API server). While that API cannot be read, such removals
    * wait and say why. No workload API to ask (no endpoint, and none answered) means no Node to check. Repairs (dead
-   * voters, remediation, Machines a user deleted, ghosts) and the deletion of the control plane are not held back.
+   * voters, remediation, Machines a user deleted, ghosts) and the deletion of the control plane are not held back,
+   * nor is a Machine whose own API server is seen down: its leaving takes no serving API server away, and holding it
+   * while another such Machine stays would wedge a rollout that replaces several of them (a template whose API server
+   * could not start, fixed by a newer one).
    */
   servingGate(leaving: string, why: string): Step | undefined {
+    const leavingView = this.active.find((machine) => machine.name === leaving);
+    if (leavingView && this.parts.notServing(this.snapshot, [leavingView]).machines[0]?.apiServerDown) return undefined;
     const staying = byName(this.active).filter(
       (machine) => machine.name !== leaving && this.info(machine.name)?.class === "joined",
     );

@@ -156,16 +156,30 @@ export function selectMachineForScaleDown(snapshot: Snapshot, verdict: Verdict):
   const goesFirstAsDead = (machine: MachineView) =>
     hasDeadVoter(verdict, machine) && (!rollingOut || !isUpToDate(snapshot, machine));
   const someDeadVoter = candidates.some(goesFirstAsDead);
-  const ranked = candidates.map((machine) => {
+  const facts = candidates.map((machine) => {
     const outdated = outdatedReasons(snapshot, machine);
+    const sick = unhealthy(verdict, machine);
+    return { machine, outdated, sick, down: componentsDown(snapshot, machine) };
+  });
+  // An outdated Machine whose API server is down leaves without waiting on anyone (servingGate), while no other
+  // healthy voter may leave as long as it stays.
+  const apiServerDownOutdated = facts.filter(
+    ({ outdated, sick, down }) => outdated.length > 0 && !sick && down.apiServerDown,
+  );
+  const ranked = facts.map(({ machine, outdated, sick, down: seen }) => {
     const gone = memberAlreadyGone(snapshot, verdict, machine);
     const deadVoter = goesFirstAsDead(machine);
+    // A marked Machine whose healthy voter could only leave once such a Machine is gone waits behind it.
+    const heldByDownMachine =
+      !sick && !seen.apiServerDown && apiServerDownOutdated.some((other) => other.machine !== machine);
     const marked =
-      (machine.markedForDeletion || machine.remediationRequested || machine.failed) && (deadVoter || !someDeadVoter);
-    const sick = unhealthy(verdict, machine);
+      (machine.markedForDeletion || machine.remediationRequested || machine.failed) &&
+      (deadVoter || !someDeadVoter) &&
+      !heldByDownMachine;
     // Outdated and its control plane down (a template whose API server cannot start, fixed by a newer one): it goes
-    // before the outdated Machines that serve, since no voter may leave while it stays (servingGate).
-    const down = outdated.length > 0 && !sick ? componentsDown(snapshot, machine) : [];
+    // before the outdated Machines that serve, since no voter may leave while it stays (servingGate); those whose API
+    // server is down first, since their own removal waits on nobody.
+    const down = outdated.length > 0 && !sick ? seen : { components: [], apiServerDown: false };
     const domainCount = perDomain.get(machine.failureDomain ?? "") ?? 0;
     const key: (number | string)[] = [
       gone ? 0 : 1,
@@ -173,7 +187,7 @@ export function selectMachineForScaleDown(snapshot: Snapshot, verdict: Verdict):
       // A Machine Quorum cannot read goes last: what it runs is unknown.
       machine.malformed !== undefined ? 1 : 0,
       deadVoter ? 0 : 1,
-      (sick || down.length > 0) && outdated.length > 0 ? 0 : 1,
+      outdated.length === 0 ? 2 : sick || down.apiServerDown ? 0 : down.components.length > 0 ? 1 : 2,
       outdated.length > 0 ? 0 : 1,
       -domainCount,
       machine.created,
@@ -186,8 +200,8 @@ export function selectMachineForScaleDown(snapshot: Snapshot, verdict: Verdict):
     else if (marked) why = "its infrastructure failed for good";
     else if (deadVoter) why = "its etcd member is a dead voter: removing it never costs quorum";
     else if (sick && outdated.length > 0) why = `it is unhealthy and outdated (${outdated.join(", ")})`;
-    else if (down.length > 0)
-      why = `its control plane is down (${down.join("; ")}) and it is outdated (${outdated.join(", ")})`;
+    else if (down.components.length > 0)
+      why = `its control plane is down (${down.components.join("; ")}) and it is outdated (${outdated.join(", ")})`;
     else if (outdated.length > 0) why = `it is outdated (${outdated.join(", ")})`;
     else if (domainCount > 1 && snapshot.cluster.failureDomains.length > 0)
       why = `failure domain ${machine.failureDomain ?? "(none)"} has the most Machines (${domainCount}) and it is the oldest there`;

@@ -8,7 +8,15 @@ export interface NotServing {
   node?: string;
   /** One line per component that is down ("kube-apiserver: ..."), when the flavour sees them. */
   components?: string[];
+  /**
+   * Its API server itself is seen down: the dial at its address failed, or its kube-apiserver static pod is missing
+   * or not ready. Such a Machine serves no API, so its leaving takes none away (servingGate).
+   */
+  apiServerDown?: boolean;
 }
+
+/** The component whose pod is the Machine's API server (kubeadm's static pod name prefix). */
+const API_SERVER = "kube-apiserver";
 
 /**
  * What keeps the Machines that stay from being seen serving: the workload API cannot be read, these Machines have no
@@ -30,13 +38,13 @@ export function notServing(
   if (flavour?.error) return { unreadable: flavour.error, machines: [] };
   const machines: NotServing[] = [];
   for (const machine of staying) {
-    const dialled = machine.apiServer?.ready === false ? [`kube-apiserver: ${machine.apiServer.detail}`] : [];
+    const dialled = machine.apiServer?.ready === false ? [`${API_SERVER}: ${machine.apiServer.detail}`] : [];
     const node = nodeOfMachine(machine, snapshot.nodes);
     if (node?.ready !== true) {
       machines.push({
         machine,
         ...(node ? { node: node.name } : {}),
-        ...(dialled.length > 0 ? { components: dialled } : {}),
+        ...(dialled.length > 0 ? { components: dialled, apiServerDown: true } : {}),
       });
       continue;
     }
@@ -44,21 +52,30 @@ export function notServing(
     // and a management cluster that cannot reach Machine addresses (firewalled clouds) must not hold every removal.
     const { components, componentNames } = flavour ?? {};
     const problems: string[] = [];
+    let apiServerDown = false;
     for (const name of components && componentNames ? componentNames : []) {
       const seen = components?.find((candidate) => candidate.node === node.name && candidate.component === name);
       if (!seen) problems.push(`${name} has no pod on Node ${node.name}`);
       else if (!seen.ready) problems.push(`${name}: ${seen.detail}`);
+      else continue;
+      if (name === API_SERVER) apiServerDown = true;
     }
-    if (problems.length > 0) machines.push({ machine, node: node.name, components: problems });
+    if (problems.length > 0)
+      machines.push({ machine, node: node.name, components: problems, ...(apiServerDown ? { apiServerDown } : {}) });
   }
   return { machines };
 }
 
 /**
  * A Machine whose control-plane components the flavour sees down (a crash-looping static pod, an API server that does
- * not answer): the first to leave among outdated Machines, since a removal with it staying would wait on it forever.
- * A Machine merely without a Ready Node is not counted: a booting Machine has none yet.
+ * not answer): the first to leave among outdated Machines, since a removal with it staying would wait on it forever;
+ * one whose API server is down before the others, since its own removal waits on nobody (servingGate). A Machine
+ * merely without a Ready Node is not counted: a booting Machine has none yet.
  */
-export function componentsDown(snapshot: Snapshot, machine: MachineView): string[] {
-  return notServing(snapshot, [machine]).machines[0]?.components ?? [];
+export function componentsDown(
+  snapshot: Snapshot,
+  machine: MachineView,
+): { components: string[]; apiServerDown: boolean } {
+  const found = notServing(snapshot, [machine]).machines[0];
+  return { components: found?.components ?? [], apiServerDown: found?.apiServerDown === true };
 }

@@ -5,6 +5,7 @@ import { UP_TO_DATE_CONDITION } from "../../src/api/capi.ts";
 import { removalWindow } from "../../src/core/selection.ts";
 import type { Snapshot } from "../../src/core/snapshot.ts";
 import type { Call } from "./calls.ts";
+import { apiServerBroken } from "./evolve.ts";
 import { bindingsExpected, bootstrapTemplateRef, compareVersions, configVersion, kubeProxyVersion } from "./kubeadm.ts";
 import {
   certificatesDue,
@@ -150,7 +151,9 @@ function chosenByPlanner(world: World, snapshot: Snapshot, member: SimMember): S
 /**
  * Rule 8: a healthy voter the planner chose to remove leaves only while the workload API can be read and every other
  * Machine holding a started voter has a Ready Node (issue 13: a rollout went on with the workload API unreadable, so
- * nothing proved the new Machines' API servers serve).
+ * nothing proved the new Machines' API servers serve), unless its own Machine's API server cannot start: its leaving
+ * takes no serving API server away, and holding it while another such Machine stays wedged rollouts that replace
+ * several of them (sim seeds 1920616473, 1039215307, 2026-12-05).
  */
 function checkServing(world: World, snapshot: Snapshot, member: SimMember, who: string): Finding | undefined {
   const machine = chosenByPlanner(world, snapshot, member);
@@ -162,6 +165,7 @@ function checkServing(world: World, snapshot: Snapshot, member: SimMember, who: 
       rule,
       message: `removed healthy voter ${who} of machine ${machine.name} while the workload API could not be read`,
     };
+  if (apiServerBroken(world, machine)) return undefined;
   const notServing = liveMachines(world).filter((other) => {
     if (other === machine || other.memberId === undefined) return false;
     const voter = findMember(world, other.memberId);

@@ -282,6 +282,64 @@ describe("a new kubeadm Machine whose API server cannot start", () => {
   });
 });
 
+/** brokenJoiner(true) with m-2 broken the same way: it joined with the bad template too, and every Machine is outdated. */
+function twoBrokenOutdated(): Snapshot {
+  const s = brokenJoiner(true);
+  const broken = s.machines.find((view) => view.name === "n-1")!;
+  return {
+    ...s,
+    machines: s.machines.map((view) =>
+      view.name === "m-2"
+        ? { ...view, apiServer: broken.apiServer, nodeName: undefined, templateHash: "older" }
+        : { ...view, templateHash: "older" },
+    ),
+    nodes: s.nodes.filter((node) => node.name !== "m-2"),
+    workloadSteps: {
+      ...s.workloadSteps!,
+      components: s.workloadSteps!.components!.filter((component) => component.node !== "m-2"),
+    },
+  };
+}
+
+describe("several Machines whose API server cannot start", () => {
+  it("leave one by one once a newer template makes them outdated: neither waits on the other to serve", () => {
+    // sim seeds 1920616473 and 1039215307 (2026-12-05): each such Machine's removal waited on the other forever.
+    const { action } = plan(twoBrokenOutdated());
+    assert.notEqual(action.kind, "Wait", action.reason);
+    assert.match(action.reason, /machine (n-1|m-2) goes because its control plane is down \(kube-apiserver: /);
+  });
+
+  it("go before a Machine marked for deletion, whose healthy voter could not leave while they stay", () => {
+    // sim seed 2611003251: the marked Machine was chosen and waited on the broken one forever.
+    const s = brokenJoiner(true);
+    const { action } = plan({
+      ...s,
+      machines: s.machines.map((view) =>
+        view.name === "n-1"
+          ? view
+          : { ...view, templateHash: "older", ...(view.name === "m-3" ? { markedForDeletion: true } : {}) },
+      ),
+    });
+    assert.notEqual(action.kind, "Wait", action.reason);
+    assert.match(action.reason, /machine n-1 goes because its control plane is down/);
+  });
+
+  it("still hold back a Machine whose API server serves, though another of its components is down", () => {
+    // m-1's kube-scheduler crash-loops, but its API server serves: it leaves only once the new n-1 serves too.
+    const s = brokenJoiner(false);
+    const components = s.workloadSteps!.components!.map((component) =>
+      component.node === "m-1" && component.component === "kube-scheduler"
+        ? { ...component, ready: false, detail: "pod kube-system/kube-scheduler-m-1 is not Ready: CrashLoopBackOff" }
+        : component,
+    );
+    const { action } = plan({ ...s, workloadSteps: { ...s.workloadSteps!, components } });
+    assert.equal(action.kind, "Wait", action.reason);
+    assert.match(action.reason, /machine m-1 goes because its control plane is down \(kube-scheduler: /);
+    assert.match(action.reason, /machine n-1's control plane is not serving \(kube-apiserver: /);
+    assert.equal(action.kind === "Wait" && action.blockedBy, "machine n-1");
+  });
+});
+
 describe("the QuorumControlPlane of a rollout stopped by a Machine whose API server cannot start", () => {
   it("says in its RollingOut condition which Machine and which component it waits on", () => {
     const s = brokenJoiner(false);
