@@ -152,9 +152,15 @@ export function selectMachineForScaleDown(snapshot: Snapshot, verdict: Verdict):
   // voter's Machine goes first then, or the scale-down would wait on the marked one forever.
   // During a rollout an up-to-date Machine whose voter is down is the one the rollout keeps: its member is expected
   // back (e2e member-down: removing the new Machine's briefly killed member stalled the rollout for the join grace).
+  // Only while the Machine is younger than memberJoinGracePeriod: every healthy removal waits on a dead voter, so a
+  // new Machine that died for good (its VM gone, CAPI not calling it failed, no MachineHealthCheck) would hold the
+  // rollout forever (sim seed 2374954399, 2026-12-05).
   const rollingOut = candidates.some((machine) => !isUpToDate(snapshot, machine));
-  const goesFirstAsDead = (machine: MachineView) =>
-    hasDeadVoter(verdict, machine) && (!rollingOut || !isUpToDate(snapshot, machine));
+  const keptByRollout = (machine: MachineView) =>
+    rollingOut &&
+    isUpToDate(snapshot, machine) &&
+    snapshot.now - machine.created < snapshot.controlPlane.etcd.memberJoinGracePeriodMs;
+  const goesFirstAsDead = (machine: MachineView) => hasDeadVoter(verdict, machine) && !keptByRollout(machine);
   const someDeadVoter = candidates.some(goesFirstAsDead);
   const facts = candidates.map((machine) => {
     const outdated = outdatedReasons(snapshot, machine);

@@ -275,11 +275,25 @@ const cases: Case[] = [
     name: "a new Machine's voter that is down during a surge rollout is waited for, not removed: the rollout keeps it and it is expected back",
     snapshot: () => {
       const old = healthyMachines(2, "m", { version: OLD_VERSION });
-      const fresh = healthyMachines(2, "n");
+      const fresh = healthyMachines(2, "n", { created: NOW - 5 * MINUTE });
       const members = [...old.members, member("n-1"), dead("n-2")];
       return snapshot({ machines: [...old.machines, ...fresh.machines], members });
     },
     expect: { kind: "Wait", reason: ["member n-2 is an unhealthy voter"] },
+  },
+  {
+    name: "a new Machine's voter that is still down once the Machine is older than memberJoinGracePeriod leaves first: a Machine that died for good does not hold the rollout forever",
+    snapshot: () => {
+      const old = healthyMachines(2, "m", { version: OLD_VERSION });
+      const fresh = healthyMachines(2, "n", { created: NOW - 11 * MINUTE });
+      const members = [...old.members, member("n-1"), dead("n-2")];
+      return snapshot({ machines: [...old.machines, ...fresh.machines], members });
+    },
+    expect: {
+      kind: "RemoveMember",
+      fields: { memberName: "n-2", machine: "n-2" },
+      reason: ["dead voter", "3 of 3 voters healthy"],
+    },
   },
   {
     name: "a dead voter with remediation requested loses its member before a replacement is added (1 dead of 3 leaves 2 of 2)",
@@ -431,7 +445,7 @@ const cases: Case[] = [
     name: "maxSurge 0 with the new Machine's voter down removes nothing healthy and waits for it (e2e member-down)",
     snapshot: () => {
       const h = healthyMachines(3, "m", { version: OLD_VERSION });
-      const fresh = machine("n-1", { failureDomain: "fd-a" });
+      const fresh = machine("n-1", { failureDomain: "fd-a", created: NOW - 5 * MINUTE });
       // m-2..m-3 outdated and healthy, n-1 up to date but dead: removing an outdated voter would leave 1 of 2.
       return snapshot({
         machines: [h.machines[1], h.machines[2], fresh],

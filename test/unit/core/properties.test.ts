@@ -421,13 +421,17 @@ function someRemovalSafe(s: Snapshot): boolean {
   const voters = s.etcd.members;
   const healthy = voters.filter(healthyByOracle).length;
   if (healthy < Math.floor(voters.length / 2) + 1) return false;
-  // During a rollout the up-to-date Machine's down voter is the one the rollout keeps: it is waited for, not removed.
+  // During a rollout the up-to-date Machine's down voter is the one the rollout keeps: it is waited for, not removed,
+  // while that Machine is younger than memberJoinGracePeriod.
   const rollingOut = s.machines.some((machine) => machine.version !== s.controlPlane.version);
   const kept = (leaving: MemberView) =>
     rollingOut &&
     !healthyByOracle(leaving) &&
     s.machines.some(
-      (machine) => machine.version === s.controlPlane.version && memberOfMachine(s, machine)?.id === leaving.id,
+      (machine) =>
+        machine.version === s.controlPlane.version &&
+        s.now - machine.created < s.controlPlane.etcd.memberJoinGracePeriodMs &&
+        memberOfMachine(s, machine)?.id === leaving.id,
     );
   return voters.some((leaving) => {
     if (kept(leaving)) return false;
