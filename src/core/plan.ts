@@ -311,9 +311,10 @@ class Context {
     }
     if (this.waits.length > 0) {
       // A Machine that cannot leave until its replacement has joined (the last voter of a Machine a user deleted,
-      // or of one to remediate) is unblocked only by scaling up; the create is still judged by assess, whose
-      // strict policy refuses it next to a ghost, an unhealthy voter or an unproven joiner.
-      const grow = this.active.length < this.desired ? this.scaleUp() : undefined;
+      // or of one to remediate) is unblocked only by scaling up, or with no Machine to spare by a surge
+      // (replaceLastVoter); the create is still judged by assess, whose strict policy refuses it next to a ghost, an
+      // unhealthy voter or an unproven joiner.
+      const grow = this.active.length < this.desired ? this.scaleUp() : this.replaceLastVoter();
       if (grow?.action.kind === "CreateMachine" || grow?.action.kind === "PrepareWorkload") return grow;
       // What is blocked above is often blocked by a dead voter (the strict policy refuses every healthy removal while
       // it lives). When fewer Machines are wanted and the dead voter's Machine is the one to go, removing it never
@@ -754,6 +755,22 @@ class Context {
         found.machines.map(({ machine }) => `machine ${machine.name}`).join(", "),
       ),
     };
+  }
+
+  /**
+   * The Machine to remediate holds the only voter: its member cannot leave before another joins, and with no Machine to
+   * spare no scale-up ever comes (one replica), so its replacement is created first, as a surge (judged by assess like
+   * any create). KCP refuses to remediate a single control-plane Machine at all (sim seed 737699280, 2026-12-05: an
+   * API server that could not start on the only Machine, marked by the MachineHealthCheck, waited forever).
+   */
+  replaceLastVoter(): Step | undefined {
+    if (this.spec.deleting || this.active.length > this.desired) return undefined;
+    const voters = this.base.members.filter((member) => !member.learner);
+    const owner = voters.length === 1 && voters[0].machine !== undefined ? this.machine(voters[0].machine) : undefined;
+    if (!owner || owner.deleting !== undefined || !(owner.remediationRequested || owner.failed)) return undefined;
+    return this.create(
+      `machine ${owner.name} needs remediation but holds the only etcd voter, so its replacement joins before it leaves`,
+    );
   }
 
   scaleUp(): Step | undefined {

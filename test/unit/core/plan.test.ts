@@ -310,6 +310,29 @@ const cases: Case[] = [
     },
   },
   {
+    name: "the only member of a one-replica control plane is never removed for remediation: the Machine's replacement joins first (sim seed 737699280: it waited forever)",
+    snapshot: () => {
+      const h = healthyMachines(1);
+      h.machines[0].remediationRequested = true;
+      return snapshot({ ...h, controlPlane: { replicas: 1 } });
+    },
+    expect: { kind: "CreateMachine", reason: ["holds the only etcd voter", "its replacement joins before it leaves"] },
+  },
+  {
+    name: "once the replacement of a single Machine marked for remediation has joined, the marked Machine's member leaves",
+    snapshot: () => {
+      const h = healthyMachines(1);
+      h.machines[0].remediationRequested = true;
+      const fresh = machine("n-1", { failureDomain: "fd-b", created: NOW - 5 * MINUTE });
+      return snapshot({
+        machines: [...h.machines, fresh],
+        members: withLeader([...h.members, member("n-1")], "n-1"),
+        controlPlane: { replicas: 1 },
+      });
+    },
+    expect: { kind: "RemoveMember", fields: { memberId: idOf("m-1"), machine: "m-1" }, reason: ["remediat"] },
+  },
+  {
     name: "after the dead member is removed, the remediated Machine is deleted",
     snapshot: () => {
       const h = healthyMachines(3);
@@ -357,15 +380,6 @@ const cases: Case[] = [
       });
     },
     expect: { kind: "Wait", reason: ["maxRetry 2", "by hand"], blockedBy: ["m-3"] },
-  },
-  {
-    name: "the only member of a one-replica control plane is never removed for remediation",
-    snapshot: () => {
-      const h = healthyMachines(1);
-      h.machines[0].remediationRequested = true;
-      return snapshot({ ...h, controlPlane: { replicas: 1 } });
-    },
-    expect: { kind: "Wait", reason: ["last voter"], blockedBy: ["m-1"] },
   },
   {
     name: "a learner with no raft progress past learnerStallTimeout is evicted",
