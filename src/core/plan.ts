@@ -39,6 +39,7 @@ import {
   selectMachineForScaleDown,
   type ScaleDownChoice,
 } from "./selection.ts";
+import { nodeOfMachine } from "./identity.ts";
 import { notServing } from "./serving.ts";
 import type { MachineView, Snapshot } from "./snapshot.ts";
 
@@ -502,16 +503,38 @@ class Context {
 
   // --- repairs ----------------------------------------------------------------------------------------------------
 
-  /** A learner that stopped catching up, or a member that never started, is evicted: its Machine gets replaced. */
+  /**
+   * A voter that is down on a Machine that never got a Node within memberJoinGracePeriod of its creation: the Machine
+   * never came up (it died while joining, its VM gone), and while its voter lives the strict check refuses every
+   * other step, a scale-up included. A MachineHealthCheck without a node startup timeout never marks it (sim seed
+   * 2259926572, 2026-12-05: waited forever). Only while the workload API is read, so that "no Node" is known.
+   */
+  neverCameUp(member: MemberAssessment): MachineView | undefined {
+    if (member.class !== "unhealthy-voter" || member.machine === undefined) return undefined;
+    const workload = this.snapshot.workload;
+    if (!workload?.expected || !workload.readable) return undefined;
+    const raw = this.snapshot.etcd.members.find((candidate) => candidate.id === member.id);
+    const machine = this.machine(member.machine);
+    if (!machine || raw?.reachable !== false || nodeOfMachine(machine, this.snapshot.nodes)) return undefined;
+    return this.snapshot.now - machine.created > this.spec.etcd.memberJoinGracePeriodMs ? machine : undefined;
+  }
+
+  /**
+   * A learner that stopped catching up, a member that never started, or the down voter of a Machine that never came
+   * up is evicted: its Machine gets replaced.
+   */
   evictStalledJoiners(): Step | undefined {
     for (const member of this.base.members) {
-      if (!member.stalled || member.machine === undefined || member.class === "ghost") continue;
+      const deadJoiner = this.neverCameUp(member);
+      if ((!member.stalled && !deadJoiner) || member.machine === undefined || member.class === "ghost") continue;
       const machine = this.machine(member.machine);
       if (!machine || machine.deleting !== undefined) continue;
       const raw = this.snapshot.etcd.members.find((candidate) => candidate.id === member.id);
       const settings = this.spec.etcd;
       let why: string;
-      if (member.name === "")
+      if (deadJoiner)
+        why = `it is down, and machine ${machine.name} got no Node in the ${formatDuration(this.snapshot.now - machine.created)} since its creation (memberJoinGracePeriod ${formatDuration(settings.memberJoinGracePeriodMs)}): it never came up`;
+      else if (member.name === "")
         why = `it was added ${formatDuration(this.snapshot.now - (raw?.firstObserved ?? this.snapshot.now))} ago and never started (memberJoinGracePeriod ${formatDuration(settings.memberJoinGracePeriodMs)})`;
       else if (raw && this.snapshot.now - raw.lastProgress > settings.learnerStallMs)
         why = `it made no raft progress for ${formatDuration(this.snapshot.now - raw.lastProgress)} (learnerStallTimeout ${formatDuration(settings.learnerStallMs)})`;

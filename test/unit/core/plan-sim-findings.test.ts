@@ -4,7 +4,18 @@ import { describe, it } from "node:test";
 import { isDisruptive } from "../../../src/core/actions.ts";
 import { assess } from "../../../src/core/assess.ts";
 import { plan } from "../../../src/core/plan.ts";
-import { dead, healthyMachines, machine, member, MINUTE, NOW, SECOND, snapshot, withLeader } from "./fixtures.ts";
+import {
+  dead,
+  healthyMachines,
+  machine,
+  member,
+  MINUTE,
+  nodeFor,
+  NOW,
+  SECOND,
+  snapshot,
+  withLeader,
+} from "./fixtures.ts";
 
 describe("planner cases found by the simulator", () => {
   it("creates the first Machine when etcd is observed with an empty member list and no Machines exist", () => {
@@ -123,5 +134,52 @@ describe("planner cases found by the simulator: a Machine's own member that show
     const world = remediatedWithDownMember();
     const decision = plan(snapshot({ ...world, members: world.members.slice(0, 2) }));
     assert.deepEqual(decision.action.kind === "ReleaseHook" && decision.action.machine, "m-3", decision.action.reason);
+  });
+});
+
+/**
+ * Four Machines for five replicas (a maxSurge 0 rollout took one out): n-1, created `ageMinutes` ago, has no Node (or
+ * a NotReady one) and its voter is down. It died while joining, and no MachineHealthCheck node startup timeout marks
+ * it (sim seed 2259926572, 2026-12-05: the scale-up waited on its dead voter forever).
+ */
+function deadJoiner(ageMinutes: number, node: "none" | "not-ready" = "none") {
+  const h = healthyMachines(3);
+  const fresh = machine("n-1", { failureDomain: "fd-b", created: NOW - ageMinutes * MINUTE, nodeName: undefined });
+  const machines = [...h.machines, fresh];
+  const nodes = machines
+    .filter((view) => view.name !== "n-1" || node === "not-ready")
+    .map((view) => ({ ...nodeFor(view), ready: view.name !== "n-1" }));
+  const base = snapshot({
+    machines,
+    members: withLeader([...h.members, dead("n-1")], "m-1"),
+    nodes,
+    controlPlane: { replicas: 5 },
+  });
+  return { ...base, workload: { expected: true, readable: true } };
+}
+
+describe("planner cases found by the simulator: a Machine that never came up", () => {
+  it("evicts the down voter of a Machine that got no Node within memberJoinGracePeriod, so it can be replaced", () => {
+    const decision = plan(deadJoiner(11));
+    assert.equal(decision.action.kind, "RemoveMember", decision.action.reason);
+    assert.equal(decision.action.kind === "RemoveMember" && decision.action.machine, "n-1");
+    assert.match(decision.action.reason, /got no Node in the 11m since its creation .*: it never came up/);
+  });
+
+  it("waits for it while the Machine is younger than memberJoinGracePeriod: its member may be back", () => {
+    const decision = plan(deadJoiner(5));
+    assert.equal(decision.action.kind, "Wait", decision.action.reason);
+    assert.match(decision.action.reason, /unhealthy voter/);
+  });
+
+  it("leaves a Machine whose Node exists (NotReady) to the MachineHealthCheck", () => {
+    const decision = plan(deadJoiner(11, "not-ready"));
+    assert.equal(decision.action.kind, "Wait", decision.action.reason);
+  });
+
+  it("does nothing of the kind while the workload API cannot be read: no Node is not known then", () => {
+    const s = deadJoiner(11);
+    const decision = plan({ ...s, workload: { expected: true, readable: false, error: "connection refused" } });
+    assert.equal(decision.action.kind, "Wait", decision.action.reason);
   });
 });
