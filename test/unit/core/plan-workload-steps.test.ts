@@ -6,7 +6,13 @@ import { describe, it } from "node:test";
 import { computeStatus } from "../../../src/controller/status.ts";
 import { assess } from "../../../src/core/assess.ts";
 import { plan, RECHECK_MS } from "../../../src/core/plan.ts";
-import type { ComponentView, Snapshot, WorkloadStepView, WorkloadStepsView } from "../../../src/core/snapshot.ts";
+import type {
+  ComponentView,
+  MachineView,
+  Snapshot,
+  WorkloadStepView,
+  WorkloadStepsView,
+} from "../../../src/core/snapshot.ts";
 import {
   healthyMachines,
   idOf,
@@ -242,18 +248,25 @@ describe("a kubeadm Machine whose static pods run another version than it claims
  */
 function brokenJoiner(outdatedJoiner: boolean): Snapshot {
   const s = rolloutAtRemoval(allReady);
+  return withBrokenApiServer(
+    { ...s, machines: s.machines.map((view) => ({ ...view, apiServer: { ready: true, detail: "ok" } })) },
+    "n-1",
+    outdatedJoiner ? { templateHash: "older" } : {},
+  );
+}
+
+/** Machine `name` joined with a template whose kube-apiserver cannot start: its dial fails, no Node, no mirror Pods. */
+function withBrokenApiServer(s: Snapshot, name: string, overrides: Partial<MachineView> = {}): Snapshot {
   const apiServer = { ready: false, detail: "https://10.0.0.9:6443/readyz: connect ECONNREFUSED 10.0.0.9:6443" };
   return {
     ...s,
     machines: s.machines.map((view) =>
-      view.name === "n-1"
-        ? { ...view, apiServer, nodeName: undefined, ...(outdatedJoiner ? { templateHash: "older" } : {}) }
-        : { ...view, apiServer: { ready: true, detail: "ok" } },
+      view.name === name ? { ...view, apiServer, nodeName: undefined, ...overrides } : view,
     ),
-    nodes: s.nodes.filter((node) => node.name !== "n-1"),
+    nodes: s.nodes.filter((node) => node.name !== name),
     workloadSteps: {
       ...s.workloadSteps!,
-      components: s.workloadSteps!.components!.filter((component) => component.node !== "n-1"),
+      components: s.workloadSteps!.components!.filter((component) => component.node !== name),
     },
   };
 }
@@ -285,20 +298,7 @@ describe("a new kubeadm Machine whose API server cannot start", () => {
 /** brokenJoiner(true) with m-2 broken the same way: it joined with the bad template too, and every Machine is outdated. */
 function twoBrokenOutdated(): Snapshot {
   const s = brokenJoiner(true);
-  const broken = s.machines.find((view) => view.name === "n-1")!;
-  return {
-    ...s,
-    machines: s.machines.map((view) =>
-      view.name === "m-2"
-        ? { ...view, apiServer: broken.apiServer, nodeName: undefined, templateHash: "older" }
-        : { ...view, templateHash: "older" },
-    ),
-    nodes: s.nodes.filter((node) => node.name !== "m-2"),
-    workloadSteps: {
-      ...s.workloadSteps!,
-      components: s.workloadSteps!.components!.filter((component) => component.node !== "m-2"),
-    },
-  };
+  return withBrokenApiServer({ ...s, machines: s.machines.map((view) => ({ ...view, templateHash: "older" })) }, "m-2");
 }
 
 describe("several Machines whose API server cannot start", () => {
