@@ -19,7 +19,7 @@ deps-test: ## what make test needs: deps without the Kubernetes 1.36 set (only e
 npm: ## npm ci only
 	@bash hack/deps.sh npm
 
-test: deps-test typecheck lint test-unit sim-ci test-integration ## everything CI runs: types, lint, unit, 1,000 sim schedules, integration
+test: deps-test typecheck lint test-unit sim-ci test-integration ## everything CI runs: types, lint, unit, 3,000 sim schedules, integration
 
 typecheck: npm ## tsc --noEmit over src, test, e2e
 	npx tsc --noEmit
@@ -31,7 +31,7 @@ test-unit: npm ## unit and property tests of the pure core
 	bash hack/run-tests.sh test/unit
 
 sim-ci: npm
-	npm run --silent sim -- --schedules 1000 --seed 1
+	npm run --silent sim -- --schedules 3000 --seed 1
 
 sim: npm ## deterministic simulation: make sim SCHEDULES=10000 SEED=1
 	npm run --silent sim -- --schedules $${SCHEDULES:-10000} --seed $${SEED:-1}
