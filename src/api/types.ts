@@ -120,7 +120,11 @@ export interface EtcdSpec {
   learnerPromotionTimeout?: string;
   /** How long a learner may make no raft progress before it counts as stalled. */
   learnerStallTimeout?: string;
-  /** How long a new Machine may take from creation until its member joins. */
+  /**
+   * How long a new Machine may take from creation until its member joins and until it has a Node (a down member on a
+   * Machine with no Node past it is evicted); during a rollout a down member of an up-to-date Machine younger than this
+   * is waited for.
+   */
   memberJoinGracePeriod?: string;
 }
 
