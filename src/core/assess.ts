@@ -357,6 +357,20 @@ export function assess(
   };
 
   /**
+   * What gets a cluster past a voter that stays down on a settled Machine when nothing marks that Machine (no
+   * MachineHealthCheck, or one that does not watch Node readiness): deleting the Machine, which removes the member
+   * first. Said only while quorum holds (without it the removal cannot commit either) and only for a joined Machine
+   * nobody is replacing already.
+   */
+  const downVoterFix = (member: MemberAssessment): string => {
+    if (!hasQuorum || member.machine === undefined) return "";
+    const view = snapshot.machines.find((candidate) => candidate.name === member.machine);
+    const assessed = machines.find((candidate) => candidate.name === member.machine);
+    if (!view || assessed?.class !== "joined" || view.remediationRequested || view.markedForDeletion) return "";
+    return `; if machine ${view.name} is lost, delete it (or let a MachineHealthCheck mark it): Quorum removes its member first, then replaces it`;
+  };
+
+  /**
    * The stricter policy for voluntary disruption; targets are excluded from their own blockers. A removal is also
    * blocked by a member that maps to no Machine yet; when the target is itself a ghost, other ghosts and unmapped
    * members do not block it, since each would otherwise block the other forever.
@@ -377,7 +391,10 @@ export function assess(
             why: `is a ghost: it maps to no Machine (${member.state.replace(/^ghost: /, "")})`,
           });
       } else if (!member.learner && !member.healthy)
-        found.push({ subject: member.label, why: `is an unhealthy voter (${member.error ?? "unhealthy"})` });
+        found.push({
+          subject: member.label,
+          why: `is an unhealthy voter (${member.error ?? "unhealthy"})${downVoterFix(member)}`,
+        });
       // Not yet a ghost, but nothing Quorum manages either: counting on it could hand the cluster (even its
       // leadership) to a member no Machine stands behind once the last managed voter leaves.
       // An unmapped member may be the live member of a Machine Quorum cannot identify yet (issue 12, bug 1): with

@@ -380,6 +380,27 @@ describe("assess: planned operations", () => {
     assert.ok(verdict.blockers.some((blocker) => blocker.subject === "machine n-1"));
   });
 
+  it("names deleting the Machine as the way past its down voter only while quorum holds and nobody replaces it", () => {
+    const fix = /if machine m-3 is lost, delete it/;
+    const down = healthyMachines(3);
+    down.members[2] = dead("m-3");
+    const why = (s: Snapshot) =>
+      assess(s, { kind: "CreateMachine" })
+        .blockers.map((blocker) => blocker.why)
+        .join("; ");
+    assert.match(why(snapshot(down)), fix);
+    const marked = {
+      ...down,
+      machines: down.machines.map((m) => (m.name === "m-3" ? { ...m, remediationRequested: true } : m)),
+    };
+    assert.doesNotMatch(why(snapshot(marked)), fix);
+    const lost = healthyMachines(3);
+    lost.members[1] = dead("m-2");
+    lost.members[2] = dead("m-3");
+    assert.match(why(snapshot(lost)), /only 1 of 3 voters are healthy/);
+    assert.doesNotMatch(why(snapshot(lost)), /delete it/);
+  });
+
   it("refuses to add a member next to a dead voter: 2 healthy of 4 would be below quorum", () => {
     const h = healthyMachines(3);
     h.members[2] = dead("m-3");

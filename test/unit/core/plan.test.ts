@@ -600,6 +600,27 @@ const cases: Case[] = [
       }),
     expect: { kind: "RemoveMember", fields: { memberId: idOf("m-1") }, reason: ["being deleted"] },
   },
+  {
+    name: "a scale-up past a voter down on a settled Machine nothing marks (no MachineHealthCheck) names the way out: deleting that Machine",
+    snapshot: () => {
+      const h = healthyMachines(3, "m");
+      const members = withLeader([h.members[0], dead("m-2"), h.members[2]], "m-1");
+      return snapshot({ machines: h.machines, members, controlPlane: { replicas: 5 } });
+    },
+    expect: {
+      kind: "Wait",
+      reason: ["member m-2 is an unhealthy voter", "if machine m-2 is lost, delete it", "removes its member first"],
+    },
+  },
+  {
+    name: "that Machine deleted by its user: its dead member is removed first, then the Machine is replaced",
+    snapshot: () => {
+      const h = healthyMachines(3, "m");
+      const machines = h.machines.map((m) => (m.name === "m-2" ? { ...m, deleting: NOW - MINUTE } : m));
+      return snapshot({ machines, members: withLeader([h.members[0], dead("m-2"), h.members[2]], "m-1") });
+    },
+    expect: { kind: "RemoveMember", fields: { memberId: idOf("m-2") } },
+  },
 ];
 
 describe("plan: table of situations", () => {
