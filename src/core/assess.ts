@@ -357,20 +357,6 @@ export function assess(
   };
 
   /**
-   * What gets a cluster past a voter that stays down on a settled Machine when nothing marks that Machine (no
-   * MachineHealthCheck, or one that does not watch Node readiness): deleting the Machine, which removes the member
-   * first. Said only while quorum holds (without it the removal cannot commit either) and only for a joined Machine
-   * nobody is replacing already.
-   */
-  const downVoterFix = (member: MemberAssessment): string => {
-    if (!hasQuorum || member.machine === undefined) return "";
-    const view = snapshot.machines.find((candidate) => candidate.name === member.machine);
-    const assessed = machines.find((candidate) => candidate.name === member.machine);
-    if (!view || assessed?.class !== "joined" || view.remediationRequested || view.markedForDeletion) return "";
-    return `; if machine ${view.name} is lost, delete it (or let a MachineHealthCheck mark it): Quorum removes its member first, then replaces it`;
-  };
-
-  /**
    * The stricter policy for voluntary disruption; targets are excluded from their own blockers. A removal is also
    * blocked by a member that maps to no Machine yet; when the target is itself a ghost, other ghosts and unmapped
    * members do not block it, since each would otherwise block the other forever.
@@ -393,7 +379,7 @@ export function assess(
       } else if (!member.learner && !member.healthy)
         found.push({
           subject: member.label,
-          why: `is an unhealthy voter (${member.error ?? "unhealthy"})${downVoterFix(member)}`,
+          why: `is an unhealthy voter (${member.error ?? "unhealthy"})${hasQuorum ? downVoterFix(member, snapshot, machines) : ""}`,
         });
       // Not yet a ghost, but nothing Quorum manages either: counting on it could hand the cluster (even its
       // leadership) to a member no Machine stands behind once the last managed voter leaves.
@@ -693,6 +679,20 @@ function machineList(names: string[], separator: string): string {
 }
 
 /** What a user does about an unmapped member, for blockers and the EtcdMembersMapped condition. */
+/**
+ * What gets a cluster past a voter that stays down on a settled Machine when nothing marks that Machine (no
+ * MachineHealthCheck, or one that does not watch Node readiness): deleting the Machine, which removes the member
+ * first. Callers say it only while quorum holds (without it the removal cannot commit either); it is "" unless the
+ * member's Machine is joined and nobody is replacing it already.
+ */
+export function downVoterFix(member: MemberAssessment, snapshot: Snapshot, machines: MachineAssessment[]): string {
+  if (member.machine === undefined) return "";
+  const view = snapshot.machines.find((candidate) => candidate.name === member.machine);
+  const assessed = machines.find((candidate) => candidate.name === member.machine);
+  if (!view || assessed?.class !== "joined" || view.remediationRequested || view.markedForDeletion) return "";
+  return `; if machine ${view.name} is lost, delete it (or let a MachineHealthCheck mark it): Quorum removes its member first, then replaces it`;
+}
+
 export function unmappedFix(member: MemberAssessment): string {
   const hosts =
     member.candidates && member.candidates.length > 0 ? machineList(member.candidates, " or ") : "its Machine";

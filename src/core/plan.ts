@@ -14,6 +14,7 @@ import type { Action } from "./actions.ts";
 import {
   assess,
   describeBlockers,
+  downVoterFix,
   removalRequested,
   unmappedFix,
   type Blocker,
@@ -857,8 +858,16 @@ class Context {
           )
         : undefined;
     if (after) return after;
+    // A voter down with nothing marking its Machine is not "nothing to do" for the user: say which and the way out.
+    const down = this.base.members
+      .filter((member) => !member.learner && !member.healthy)
+      .map(
+        (member) =>
+          `; ${member.label} is down (${member.error ?? "unhealthy"})${downVoterFix(member, this.snapshot, this.base.machines)}`,
+      )
+      .join("");
     const idle = waitFor(
-      `nothing to do: ${this.active.length} of ${this.desired} Machines up to date; etcd ${healthyVoters} of ${voters} voters healthy (quorum ${quorumSize}, tolerates ${failuresTolerated} failure${failuresTolerated === 1 ? "" : "s"})`,
+      `nothing to do: ${this.active.length} of ${this.desired} Machines up to date; etcd ${healthyVoters} of ${voters} voters healthy (quorum ${quorumSize}, tolerates ${failuresTolerated} failure${failuresTolerated === 1 ? "" : "s"})${down}`,
       RECHECK_MS.idle,
     );
     return { action: this.settled() ? { ...idle, settled: true } : idle };

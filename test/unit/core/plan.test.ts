@@ -613,6 +613,17 @@ const cases: Case[] = [
     },
   },
   {
+    name: "with the spec met, a voter down on a Machine nothing marks is named in the idle reason with the way out, not just counted",
+    snapshot: () => {
+      const h = healthyMachines(3, "m");
+      return snapshot({ machines: h.machines, members: withLeader([h.members[0], dead("m-2"), h.members[2]], "m-1") });
+    },
+    expect: {
+      kind: "Wait",
+      reason: ["nothing to do", "2 of 3 voters healthy", "member m-2 is down", "if machine m-2 is lost, delete it"],
+    },
+  },
+  {
     name: "that Machine deleted by its user: its dead member is removed first, then the Machine is replaced",
     snapshot: () => {
       const h = healthyMachines(3, "m");
