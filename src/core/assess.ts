@@ -683,13 +683,14 @@ function machineList(names: string[], separator: string): string {
  * What gets a cluster past a voter that stays down on a settled Machine when nothing marks that Machine (no
  * MachineHealthCheck, or one that does not watch Node readiness): deleting the Machine, which removes the member
  * first. Callers say it only while quorum holds (without it the removal cannot commit either); it is "" unless the
- * member's Machine is joined and nobody is replacing it already.
+ * member's Machine is joined and no remediation was asked for it (the delete-machine annotation only ranks a Machine
+ * for a scale-down, so it does not count).
  */
 export function downVoterFix(member: MemberAssessment, snapshot: Snapshot, machines: MachineAssessment[]): string {
   if (member.machine === undefined) return "";
   const view = snapshot.machines.find((candidate) => candidate.name === member.machine);
   const assessed = machines.find((candidate) => candidate.name === member.machine);
-  if (!view || assessed?.class !== "joined" || view.remediationRequested || view.markedForDeletion) return "";
+  if (!view || assessed?.class !== "joined" || view.remediationRequested) return "";
   return `; if machine ${view.name} is lost, delete it (or let a MachineHealthCheck mark it): Quorum removes its member first, then replaces it`;
 }
 

@@ -255,9 +255,17 @@ class Context {
     this.desired = this.spec.deleting ? 0 : this.spec.replicas;
     this.outdated = this.active.filter((machine) => !isUpToDate(snapshot, machine));
     this.surge = this.spec.maxSurge === 1 || this.spec.replicas < 3;
+    // A surge is refused next to a dead voter (the strict policy), and the Machine behind it is one the rollout
+    // replaces anyway: it leaves first, as with maxSurge 0, removing it never costing quorum. Waiting instead held
+    // the rollout until a MachineHealthCheck marked the Machine, forever where none watches Node readiness (sim seed
+    // 4261416759).
+    const outdatedDeadVoter = this.outdated.some((machine) => hasDeadVoter(base, machine));
     this.scaleDownWanted =
       this.active.length > this.desired ||
-      (!this.spec.deleting && this.outdated.length > 0 && !this.surge && this.active.length >= this.desired);
+      (!this.spec.deleting &&
+        this.outdated.length > 0 &&
+        (!this.surge || outdatedDeadVoter) &&
+        this.active.length >= this.desired);
   }
 
   get choice(): ScaleDownChoice | undefined {
@@ -703,6 +711,8 @@ class Context {
     }
     if (this.active.length > this.desired)
       return `scale down: ${machines(this.active.length)} for ${this.desired} replica${this.desired === 1 ? "" : "s"}`;
+    if (this.surge)
+      return `rollout: an outdated Machine whose etcd member is down leaves before its replacement is created (no member can join next to a dead voter)`;
     return `rollout with maxSurge 0: an outdated Machine leaves before its replacement is created`;
   }
 

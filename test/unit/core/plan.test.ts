@@ -613,6 +613,30 @@ const cases: Case[] = [
     },
   },
   {
+    name: "a surge rollout next to a dead voter on an outdated Machine takes that Machine out first: no member can join next to it, and the rollout replaces it anyway",
+    snapshot: () => {
+      const h = outdatedThree();
+      return snapshot({ machines: h.machines, members: withLeader([h.members[0], dead("m-2"), h.members[2]], "m-1") });
+    },
+    expect: {
+      kind: "RemoveMember",
+      fields: { memberId: idOf("m-2") },
+      reason: ["whose etcd member is down leaves before its replacement", "dead voter"],
+    },
+  },
+  {
+    name: "a surge rollout next to a dead voter on an up-to-date Machine still waits: that Machine stays",
+    snapshot: () => {
+      const old = healthyMachines(2, "m", { version: OLD_VERSION });
+      const fresh = machine("n-1", { failureDomain: "fd-c", created: NOW - 60 * MINUTE });
+      return snapshot({
+        machines: [...old.machines, fresh],
+        members: withLeader([...old.members, dead("n-1")], "m-1"),
+      });
+    },
+    expect: { kind: "Wait", reason: ["member n-1 is an unhealthy voter", "if machine n-1 is lost, delete it"] },
+  },
+  {
     name: "with the spec met, a voter down on a Machine nothing marks is named in the idle reason with the way out, not just counted",
     snapshot: () => {
       const h = healthyMachines(3, "m");
