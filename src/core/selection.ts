@@ -103,8 +103,11 @@ export interface ScaleDownChoice {
 }
 
 /**
- * A Machine with no member counts as "member already gone" unless it is the new Machine a rollout is waiting
- * for: up to date, still inside its join grace period, and wanted because outdated Machines remain to replace.
+ * A Machine with no member counts as "member already gone" unless it is the new Machine a replacement is waiting
+ * for: up to date, still inside its join grace period, and wanted because outdated Machines remain to replace, or
+ * because another Machine is to be remediated (the surge of a one-replica control plane whose only voter is on it:
+ * taken for gone, the replacement was deleted as soon as it was created, and created again, forever; sim seed
+ * 2754155871).
  */
 export function memberAlreadyGone(snapshot: Snapshot, verdict: Verdict, machine: MachineView): boolean {
   const info = verdict.machines.find((candidate) => candidate.name === machine.name);
@@ -112,8 +115,10 @@ export function memberAlreadyGone(snapshot: Snapshot, verdict: Verdict, machine:
   if (snapshot.controlPlane.deleting || info.class === "member-lost") return true;
   if (machine.markedForDeletion || machine.remediationRequested || machine.failed) return true;
   if (!isUpToDate(snapshot, machine)) return true;
-  const rolloutPending = activeMachines(snapshot).some((other) => !isUpToDate(snapshot, other));
-  return !rolloutPending;
+  const replacementPending = activeMachines(snapshot).some(
+    (other) => other !== machine && (!isUpToDate(snapshot, other) || other.remediationRequested || other.failed),
+  );
+  return !replacementPending;
 }
 
 function unhealthy(verdict: Verdict, machine: MachineView): boolean {

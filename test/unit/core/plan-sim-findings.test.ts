@@ -42,6 +42,25 @@ describe("planner cases found by the simulator: replacements before the last vot
     const decision = plan(snapshot({ ...h, members: withLeader(h.members, "m-1") }));
     assert.equal(decision.action.kind, "Wait", decision.action.reason);
   });
+
+  it("keeps the replacement of a one-replica control plane's only Machine, marked for remediation, while it joins (seed 2754155871)", () => {
+    // Its only voter healthy (the kubelet stopped for good, so the MachineHealthCheck marked it): the surge Machine,
+    // taken for one whose member is gone, was deleted as soon as it was created, and created again, forever.
+    const h = healthyMachines(1);
+    const marked = { ...h.machines[0], remediationRequested: true };
+    const fresh = machine("n-1", {
+      created: NOW - 10 * SECOND,
+      nodeName: undefined,
+      addresses: [],
+      infrastructureReady: false,
+      bootstrapReady: false,
+    });
+    const decision = plan(
+      snapshot({ machines: [marked, fresh], members: withLeader(h.members, "m-1"), controlPlane: { replicas: 1 } }),
+    );
+    assert.equal(decision.action.kind, "Wait", decision.action.reason);
+    assert.match(decision.action.reason, /machine n-1 is joining/);
+  });
 });
 
 describe("planner cases found by the simulator: members that map to no Machine", () => {
