@@ -691,7 +691,12 @@ export function downVoterFix(member: MemberAssessment, snapshot: Snapshot, machi
   const view = snapshot.machines.find((candidate) => candidate.name === member.machine);
   const assessed = machines.find((candidate) => candidate.name === member.machine);
   if (!view || assessed?.class !== "joined" || view.remediationRequested) return "";
-  return `; if machine ${view.name} is lost, delete it (or let a MachineHealthCheck mark it): Quorum removes its member first, then replaces it`;
+  return `; ${lostMachineFix(view.name)}`;
+}
+
+/** The way past a Machine that may be lost for good, which Quorum cannot tell from a long outage. */
+export function lostMachineFix(machine: string): string {
+  return `if machine ${machine} is lost, delete it (or let a MachineHealthCheck mark it): Quorum removes its member first, then replaces it`;
 }
 
 export function unmappedFix(member: MemberAssessment): string {

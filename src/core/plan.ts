@@ -15,6 +15,7 @@ import {
   assess,
   describeBlockers,
   downVoterFix,
+  lostMachineFix,
   removalRequested,
   unmappedFix,
   type Blocker,
@@ -782,9 +783,14 @@ class Context {
             : `machine ${machine.name} has no Node yet`,
       )
       .join("; ");
+    // A Node that stays NotReady (a kubelet that stopped for good) holds every removal until someone replaces it.
+    const fixes = found.machines
+      .filter(({ node, components }) => node !== undefined && components === undefined)
+      .map(({ machine }) => `; ${lostMachineFix(machine.name)}`)
+      .join("");
     return {
       action: waitFor(
-        `${why}, but ${detail}: a voter leaves only once the Machines that stay are seen serving`,
+        `${why}, but ${detail}: a voter leaves only once the Machines that stay are seen serving${fixes}`,
         RECHECK_MS.converging,
         found.machines.map(({ machine }) => `machine ${machine.name}`).join(", "),
       ),

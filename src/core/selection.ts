@@ -144,8 +144,8 @@ export function hasDeadVoter(verdict: Verdict, machine: MachineView): boolean {
 /**
  * The Machine to remove next, preferring to finish work: its member already gone, then marked for deletion or
  * remediation (or failed; unless its voter is healthy and another is dead), then one whose voter is dead, then
- * unhealthy (its member, or its control-plane components: src/core/serving.ts) and outdated, then outdated, then in the failure domain with the most Machines, then the oldest; ties by
- * name. The dead voter goes before any healthy one because
+ * unhealthy (its member, or its control-plane components or Node: src/core/serving.ts) and outdated, then outdated,
+ * then in the failure domain with the most Machines, then the oldest; ties by name. The dead voter goes before any healthy one because
  * removing it never costs quorum, while the strict policy refuses every healthy removal as long as it lives: a
  * scale-down 3 -> 1 that picked a healthy Machine first waited forever (issue 12, bug 3).
  */
@@ -198,7 +198,13 @@ export function selectMachineForScaleDown(snapshot: Snapshot, verdict: Verdict):
       // A Machine Quorum cannot read goes last: what it runs is unknown.
       machine.malformed !== undefined ? 1 : 0,
       deadVoter ? 0 : 1,
-      outdated.length === 0 ? 2 : sick || down.apiServerDown ? 0 : down.components.length > 0 ? 1 : 2,
+      outdated.length === 0
+        ? 2
+        : sick || down.apiServerDown
+          ? 0
+          : down.components.length > 0 || down.nodeNotReady !== undefined
+            ? 1
+            : 2,
       outdated.length > 0 ? 0 : 1,
       -domainCount,
       machine.created,
@@ -213,6 +219,8 @@ export function selectMachineForScaleDown(snapshot: Snapshot, verdict: Verdict):
     else if (sick && outdated.length > 0) why = `it is unhealthy and outdated (${outdated.join(", ")})`;
     else if (down.components.length > 0)
       why = `its control plane is down (${down.components.join("; ")}) and it is outdated (${outdated.join(", ")})`;
+    else if (down.nodeNotReady !== undefined)
+      why = `its Node ${down.nodeNotReady} is not Ready and it is outdated (${outdated.join(", ")})`;
     else if (outdated.length > 0) why = `it is outdated (${outdated.join(", ")})`;
     else if (domainCount > 1 && snapshot.cluster.failureDomains.length > 0)
       why = `failure domain ${machine.failureDomain ?? "(none)"} has the most Machines (${domainCount}) and it is the oldest there`;

@@ -68,14 +68,19 @@ export function notServing(
 
 /**
  * A Machine whose control-plane components the flavour sees down (a crash-looping static pod, an API server that does
- * not answer): the first to leave among outdated Machines, since a removal with it staying would wait on it forever;
- * one whose API server is down before the others, since its own removal waits on nobody (servingGate). A Machine
- * merely without a Ready Node is not counted: a booting Machine has none yet.
+ * not answer), or whose Node is NotReady (a kubelet that stopped): the first to leave among outdated Machines, since
+ * a removal with it staying would wait on it forever; one whose API server is down before the others, since its own
+ * removal waits on nobody (servingGate). A Machine merely without a Node is not counted: a booting Machine has none
+ * yet.
  */
 export function componentsDown(
   snapshot: Snapshot,
   machine: MachineView,
-): { components: string[]; apiServerDown: boolean } {
+): { components: string[]; apiServerDown: boolean; nodeNotReady?: string } {
   const found = notServing(snapshot, [machine]).machines[0];
-  return { components: found?.components ?? [], apiServerDown: found?.apiServerDown === true };
+  return {
+    components: found?.components ?? [],
+    apiServerDown: found?.apiServerDown === true,
+    ...(found?.node !== undefined && found.components === undefined ? { nodeNotReady: found.node } : {}),
+  };
 }

@@ -54,7 +54,17 @@ describe("an old Machine leaves only once the Machines that stay are seen servin
     const { action } = plan(rolloutAtRemoval(READABLE, (name) => name !== "n-1"));
     assert.equal(action.kind, "Wait", action.reason);
     assert.match(action.reason, /machine n-1's Node n-1 is not Ready/);
+    // A kubelet that stopped for good keeps it NotReady: nothing but a MachineHealthCheck or the user gets past it.
+    assert.match(action.reason, /if machine n-1 is lost, delete it/);
     assert.equal(action.kind === "Wait" && action.blockedBy, "machine n-1");
+  });
+
+  it("takes an outdated Machine whose Node is NotReady first: with it staying, no other voter could leave", () => {
+    // m-1 is the oldest and would go first; m-3's kubelet stopped (its member and API server run on).
+    const { action } = plan(rolloutAtRemoval(READABLE, (name) => name !== "m-3"));
+    assert.equal(action.kind, "RemoveMember", action.reason);
+    assert.equal((action as { memberId: string }).memberId, idOf("m-3"));
+    assert.match(action.reason, /its Node m-3 is not Ready and it is outdated/);
   });
 
   it("waits while the replacement has no Node at all", () => {
