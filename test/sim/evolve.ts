@@ -7,6 +7,7 @@ import {
   electLeader,
   findMember,
   newMemberId,
+  nodeReady,
   quorumSize,
   STEP_MS,
   voters,
@@ -247,18 +248,17 @@ function selfPromoteLearners(world: World): void {
 }
 
 /**
- * The MachineHealthCheck: a Machine that failed, whose Node stays not ready, or that never got a Node, is marked
- * for its owner's remediation. It only judges while the workload cluster answers (it reads Nodes from there).
+ * The MachineHealthCheck: a Machine that failed, whose Node stays not ready (unless the world's check does not watch
+ * Node readiness), or that never got a Node (unless it has no node startup timeout), is marked for its owner's
+ * remediation. It only judges while the workload cluster answers (it reads Nodes from there).
  */
 function runMachineHealthCheck(world: World): void {
   if (world.leaderId === undefined) return;
   for (const machine of world.machines) {
     if (machine.deleting !== undefined) continue;
-    const member = machine.memberId === undefined ? undefined : findMember(world, machine.memberId);
-    const nodeReady = machine.phase === "running" && member !== undefined && member.up;
     const unhealthy =
       machine.failed ||
-      (machine.nodeRegistered && !nodeReady) ||
+      (machine.nodeRegistered && !nodeReady(world, machine) && !world.traits.noNodeReadyCheck) ||
       (!machine.nodeRegistered &&
         !world.traits.noStartupTimeout &&
         world.step - machine.createdStep > NODE_STARTUP_STEPS);

@@ -9,6 +9,7 @@ import {
   electLeader,
   healthy,
   healthyVoterCount,
+  kubeletDown,
   liveMachines,
   markDeleting,
   newMemberId,
@@ -269,8 +270,28 @@ export function bootFaultFor(world: World, rng: Prng, profile: FaultProfile): Bo
   return rng.pick(kinds);
 }
 
+/**
+ * A kubelet stops posting status (drawn from a stream of its own, so the other faults keep their draws): its Node
+ * goes NotReady while etcd and the static pods run on. For a while (a crash loop, a cut-off host) or, 30 % of the
+ * time, for good (a broken kubelet config), which only a MachineHealthCheck or the operator gets past.
+ */
+export function kubeletOutage(world: World, rng: Prng): string | undefined {
+  const candidates = liveMachines(world).filter(
+    (machine) => machine.phase === "running" && machine.nodeRegistered && !kubeletDown(world, machine),
+  );
+  if (candidates.length === 0) return undefined;
+  const machine = rng.pick(candidates);
+  if (rng.chance(0.3)) {
+    machine.kubeletLost = true;
+    return `the kubelet of machine ${machine.name} stops for good: its Node is NotReady, its etcd member runs on`;
+  }
+  machine.kubeletDownUntil = world.step + rng.int(1, 10);
+  return `the kubelet of machine ${machine.name} stops until step ${machine.kubeletDownUntil}: its Node is NotReady`;
+}
+
 /** Faults stop: temporary outages end and pauses are lifted; what broke for good stays broken for the controller to fix. */
 export function endFaults(world: World): string {
+  for (const machine of world.machines) machine.kubeletDownUntil = undefined;
   for (const member of world.members) {
     if (member.downUntil !== undefined) {
       member.downUntil = undefined;

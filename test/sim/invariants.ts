@@ -248,7 +248,10 @@ export function machinesAtSpec(world: World): boolean {
       machine.remediationRequested ||
       machine.ownerRemediatedPending === true ||
       machine.phase !== "running" ||
-      !machine.nodeRegistered
+      !machine.nodeRegistered ||
+      // A kubelet lost for good is the MachineHealthCheck's to find (then Quorum's to replace), where it watches Node
+      // readiness; where none does, a NotReady Node is not etcd's business and nothing replaces it.
+      (machine.kubeletLost === true && !world.traits.noNodeReadyCheck)
     )
       return false;
     if (machine.version !== spec.version || machine.templateHash !== spec.templateHash) return false;

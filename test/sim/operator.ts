@@ -5,8 +5,11 @@
 // re-join after a reset: no Machine stands behind it), follows the fix by listing its id in the
 // quorum-remove-etcd-member annotation. A member that does belong to a Machine is left alone: the mapping
 // evidence (address, nodeRef) catches up by itself, and removing it by hand would be the operator's mistake.
+// Likewise, where no MachineHealthCheck watches Node readiness, a voter that stays down has its Machine named in
+// status.nextAction with "if machine <name> is lost, delete it": the operator deletes that Machine when the world
+// knows its VM is gone for good, and leaves one whose member is only out for a while.
 import { CONDITION } from "../../src/api/constants.ts";
-import type { World } from "./world.ts";
+import { markDeleting, type World } from "./world.ts";
 
 /** Lists the stale members the condition names; returns what the operator did, for the trace. */
 export function followUnmappedMemberFix(world: World): string | undefined {
@@ -19,4 +22,17 @@ export function followUnmappedMemberFix(world: World): string | undefined {
   if (stale.length === 0) return undefined;
   world.spec.removeMemberIds.push(...stale.map((member) => member.id));
   return `operator annotates the QuorumControlPlane to remove stale member(s) ${stale.map((member) => `${member.name || "(unstarted)"}:${member.id}`).join(", ")}`;
+}
+
+/** Deletes the Machines status.nextAction says to delete if lost, when they are; returns what the operator did. */
+export function followLostMachineFix(world: World): string | undefined {
+  const message = world.status?.nextAction?.message ?? "";
+  const named = new Set([...message.matchAll(/if machine (\S+) is lost, delete it/g)].map((match) => match[1]));
+  const lost = world.machines.filter(
+    (machine) =>
+      named.has(machine.name) && machine.deleting === undefined && (machine.phase === "broken" || machine.kubeletLost),
+  );
+  for (const machine of lost) markDeleting(world, machine);
+  if (lost.length === 0) return undefined;
+  return `operator deletes lost machine(s) ${lost.map((machine) => machine.name).join(", ")}, as status.nextAction says`;
 }

@@ -139,6 +139,20 @@ const certificatesBlind: PlannerFactory = () => {
   };
 };
 
+/**
+ * A voter that stays down is only counted: the Wait names neither its Machine nor the way out (as before 2026-12-05),
+ * so where no MachineHealthCheck watches Node readiness a lost VM holds the cluster short of its spec forever.
+ */
+const silentDownVoter: PlannerFactory = () => {
+  const real = makePlanner();
+  return (snapshot) => {
+    const decision = real(snapshot);
+    if (decision.action.kind !== "Wait") return decision;
+    const reason = decision.action.reason.replace(/; if machine \S+ is lost, delete it[^;]*/g, "");
+    return { ...decision, action: { ...decision.action, reason } };
+  };
+};
+
 export const PLANNERS = {
   real: () => plan,
   "ghost-blind": ghostBlind,
@@ -152,6 +166,7 @@ export const PLANNERS = {
   "skip-workload-steps": skipWorkloadSteps,
   "proxy-first": proxyFirst,
   "certificates-blind": certificatesBlind,
+  "silent-down-voter": silentDownVoter,
 } satisfies Record<string, PlannerFactory>;
 
 export type PlannerName = keyof typeof PLANNERS;

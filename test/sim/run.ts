@@ -10,8 +10,8 @@ import { reconcile, type ReconcilerDeps } from "../../src/controller/reconcile.t
 import type { Logger } from "../../src/ports/index.ts";
 import { CallGate, SimCrash, SimViolation, type CrashPoint } from "./calls.ts";
 import { evolve } from "./evolve.ts";
-import { bootFaultFor, endFaults, injectFault, racingOutage } from "./faults.ts";
-import { followUnmappedMemberFix } from "./operator.ts";
+import { bootFaultFor, endFaults, injectFault, kubeletOutage, racingOutage } from "./faults.ts";
+import { followLostMachineFix, followUnmappedMemberFix } from "./operator.ts";
 import {
   certificatesDueWithin,
   certificatesShortOfSpec,
@@ -34,6 +34,8 @@ export type Plan = (snapshot: Snapshot) => { action: Action; assessment?: Decisi
 /** Builds a schedule's planner; seed-bug variants that pick at random draw from the schedule's own stream. */
 export type PlannerFactory = (rng: Prng) => Plan;
 
+/** Probability that a step with faults on also stops a kubelet (faults.ts, kubeletOutage). */
+const KUBELET_OUTAGE_RATE = 0.03;
 /** After faults stop, the spec must be reached within this many steps... */
 export const CONVERGENCE_BOUND = 300;
 /** ...and the world must never stand still this long short of it (longer than any timer in SIM_TIMERS). */
@@ -103,9 +105,13 @@ export async function runSchedule(
     if (faulting) {
       const fault = injectFault(world, rngs.faults, profile);
       if (fault) events.push(fault);
+      const kubelet = rngs.kubelet.chance(KUBELET_OUTAGE_RATE) ? kubeletOutage(world, rngs.kubelet) : undefined;
+      if (kubelet) events.push(kubelet);
     }
     const operator = followUnmappedMemberFix(world);
     if (operator) events.push(operator);
+    const deleted = world.traits.noNodeReadyCheck ? followLostMachineFix(world) : undefined;
+    if (deleted) events.push(deleted);
 
     if (world.step < controllerBackAt) {
       if (options.trace)

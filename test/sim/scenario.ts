@@ -34,6 +34,7 @@ export const TRAIT_WEIGHTS = {
   kubeadm: 0.3,
   noStartupTimeout: 0.3,
   certificateExpiry: 0.25,
+  noNodeReadyCheck: 0.3,
 } as const;
 
 /**
@@ -60,7 +61,7 @@ export interface Scenario {
   world: World;
   profile: FaultProfile;
   /** Separate streams (world faults; controller crashes and cache lag; random planner variants), so that drawing more for one concern does not change another's draws. */
-  rngs: { faults: Prng; controller: Prng; planner: Prng; race: Prng };
+  rngs: { faults: Prng; controller: Prng; planner: Prng; race: Prng; kubelet: Prng };
 }
 
 export function createScenario(seed: number): Scenario {
@@ -83,6 +84,7 @@ export function createScenario(seed: number): Scenario {
       kubeadm: false,
       noStartupTimeout: false,
       certificateExpiry: false,
+      noNodeReadyCheck: false,
     },
     spec: {
       replicas,
@@ -138,6 +140,7 @@ export function createScenario(seed: number): Scenario {
     kubeadm: false,
     noStartupTimeout: false,
     certificateExpiry: false,
+    noNodeReadyCheck: false,
   };
   const race = traits.fork();
   // Drawn after the race stream's fork, so that a world without the trait keeps every draw it had before it existed.
@@ -151,9 +154,13 @@ export function createScenario(seed: number): Scenario {
   // Drawn last, from the traits' stream, so that a world without the trait keeps every draw it had before it existed.
   world.traits.certificateExpiry = traits.chance(TRAIT_WEIGHTS.certificateExpiry);
   if (world.traits.certificateExpiry) certificatesExpiring(world, traits);
+  // Drawn after everything else from the traits' stream, for the same reason.
+  world.traits.noNodeReadyCheck = traits.chance(TRAIT_WEIGHTS.noNodeReadyCheck);
+  // The kubelet outages' stream, forked last for the same reason (faults.ts, kubeletOutage).
+  const kubelet = traits.fork();
   if (world.traits.secondOwner) world.copy = { finalizers: [] };
   for (const machine of world.machines) drawLags(world, machine);
-  return { world, profile, rngs: { ...rngs, race } };
+  return { world, profile, rngs: { ...rngs, race, kubelet } };
 }
 
 /** A healthy control plane at the spec: one running Machine, Node and voter per replica. */

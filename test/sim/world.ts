@@ -96,6 +96,13 @@ export interface SimMachine {
   /** What it reports before addressAt: nothing yet, or only an external address etcd does not listen on. */
   addressesBefore?: "none" | "external-only";
   nodeRegistered: boolean;
+  /**
+   * The kubelet stops posting status until this step (a crash loop, its client certificate expired, the Node cut off
+   * from the API server): the Node goes NotReady while etcd and the static pods keep running.
+   */
+  kubeletDownUntil?: number;
+  /** The kubelet never comes back (a broken kubelet config on this host): NotReady for good, etcd still fine. */
+  kubeletLost?: boolean;
   /** First step the MachineHealthCheck saw it unhealthy. */
   unhealthySince?: number;
   /**
@@ -189,6 +196,12 @@ export interface WorldTraits {
    * that fall within it during the run (SimMachine.certificatesExpiry): they must be rolled out.
    */
   certificateExpiry: boolean;
+  /**
+   * The MachineHealthCheck does not watch Node readiness (no MachineHealthCheck for the control plane, or one whose
+   * unhealthyNodeConditions is empty): a Machine whose VM died stays unmarked unless CAPI calls it failed. Quorum
+   * cannot tell a dead VM from a long outage, so the operator gets past it by the fix the status names (operator.ts).
+   */
+  noNodeReadyCheck: boolean;
 }
 
 /**
@@ -420,10 +433,22 @@ export function markDeleting(world: World, machine: SimMachine): void {
   machine.drainedAt = world.step + world.rng.int(0, 2);
 }
 
-/** What the kubelet reports: the Node is Ready while its Machine runs and its etcd member answers. */
+/** What the kubelet reports: the Node is Ready while its Machine runs, its etcd member answers and its kubelet posts. */
 export function nodeReady(world: World, machine: SimMachine): boolean {
   const member = machine.memberId === undefined ? undefined : findMember(world, machine.memberId);
-  return machine.nodeRegistered && machine.phase === "running" && member !== undefined && member.up;
+  return (
+    machine.nodeRegistered &&
+    machine.phase === "running" &&
+    member !== undefined &&
+    member.up &&
+    !kubeletDown(world, machine)
+  );
+}
+
+export function kubeletDown(world: World, machine: SimMachine): boolean {
+  return (
+    machine.kubeletLost === true || (machine.kubeletDownUntil !== undefined && world.step < machine.kubeletDownUntil)
+  );
 }
 
 /** The workload API answers: its etcd has a leader and no fault cuts Quorum off from it. */

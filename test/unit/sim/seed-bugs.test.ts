@@ -101,4 +101,11 @@ describe("seed bugs the simulator must catch", () => {
       /certificates: machine \S+ \(certificates expire [^)]+\).* within certificatesExpiryDays \d+/,
     );
   });
+
+  it("reports stuck when a voter that stays down is only counted, where no MachineHealthCheck watches Node readiness", async () => {
+    // The operator deletes a lost Machine when status.nextAction names it; counted only, the world stands still.
+    const found = await firstWith("silent-down-voter", "stuck");
+    assert.ok(found, `no stuck schedule within ${BUDGET} schedules`);
+    assert.match(found.finding!.message, /member \S+ is an unhealthy voter|is down/);
+  });
 });
