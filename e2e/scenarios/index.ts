@@ -8,6 +8,7 @@ import { kubeadm } from "./kubeadm.ts";
 import { kubeadmUpgrade } from "./kubeadm-upgrade.ts";
 import { leaderElection } from "./leader-election.ts";
 import { lifecycle } from "./lifecycle.ts";
+import { machineLost } from "./machine-lost.ts";
 import { memberDown } from "./member-down.ts";
 import type { ScenarioDefinition } from "./types.ts";
 import { userDelete } from "./user-delete.ts";
@@ -19,6 +20,7 @@ export const scenarios: ScenarioDefinition[] = [
   ghost,
   leaderElection,
   userDelete,
+  machineLost,
   clusterClass,
   clusterctlMove,
   clusterctlUpgrade,
