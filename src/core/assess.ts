@@ -678,7 +678,6 @@ function machineList(names: string[], separator: string): string {
   return names.length > 5 ? `${shown} (and ${names.length - 5} more)` : shown;
 }
 
-/** What a user does about an unmapped member, for blockers and the EtcdMembersMapped condition. */
 /**
  * What gets a cluster past a voter that stays down on a settled Machine when nothing marks that Machine (no
  * MachineHealthCheck, or one that does not watch Node readiness): deleting the Machine, which removes the member
@@ -699,6 +698,7 @@ export function lostMachineFix(machine: string): string {
   return `if machine ${machine} is lost, delete it (or let a MachineHealthCheck mark it): Quorum removes its member first, then replaces it`;
 }
 
+/** What a user does about an unmapped member, for blockers and the EtcdMembersMapped condition. */
 export function unmappedFix(member: MemberAssessment): string {
   const hosts =
     member.candidates && member.candidates.length > 0 ? machineList(member.candidates, " or ") : "its Machine";

@@ -145,9 +145,9 @@ export function hasDeadVoter(verdict: Verdict, machine: MachineView): boolean {
  * The Machine to remove next, preferring to finish work: its member already gone, then marked for deletion or
  * remediation (or failed; unless its voter is healthy and another is dead), then one whose voter is dead, then
  * unhealthy (its member, or its control-plane components or Node: src/core/serving.ts) and outdated, then outdated,
- * then in the failure domain with the most Machines, then the oldest; ties by name. The dead voter goes before any healthy one because
- * removing it never costs quorum, while the strict policy refuses every healthy removal as long as it lives: a
- * scale-down 3 -> 1 that picked a healthy Machine first waited forever (issue 12, bug 3).
+ * then in the failure domain with the most Machines, then the oldest; ties by name. The dead voter goes before any
+ * healthy one because removing it never costs quorum, while the strict policy refuses every healthy removal as long as
+ * it lives: a scale-down 3 -> 1 that picked a healthy Machine first waited forever (issue 12, bug 3).
  */
 export function selectMachineForScaleDown(snapshot: Snapshot, verdict: Verdict): ScaleDownChoice | undefined {
   const candidates = activeMachines(snapshot);
