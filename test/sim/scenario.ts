@@ -60,7 +60,10 @@ const EPOCH = Date.UTC(2026, 0, 1);
 export interface Scenario {
   world: World;
   profile: FaultProfile;
-  /** Separate streams (world faults; controller crashes and cache lag; random planner variants), so that drawing more for one concern does not change another's draws. */
+  /**
+   * Separate streams (world faults; controller crashes and cache lag; random planner variants; the racing outage;
+   * kubelet outages), so that drawing more for one concern does not change another's draws.
+   */
   rngs: { faults: Prng; controller: Prng; planner: Prng; race: Prng; kubelet: Prng };
 }
 
@@ -151,7 +154,8 @@ export function createScenario(seed: number): Scenario {
     world.kubeadm = { bindings: new Set(), brokenTemplates: new Set(), resourceVersion: 1 };
   }
   if (startsConverged) startConverged(world);
-  // Drawn last, from the traits' stream, so that a world without the trait keeps every draw it had before it existed.
+  // Drawn after the traits above, from the traits' stream, so that a world without the trait keeps every draw it had
+  // before it existed.
   world.traits.certificateExpiry = traits.chance(TRAIT_WEIGHTS.certificateExpiry);
   if (world.traits.certificateExpiry) certificatesExpiring(world, traits);
   // Drawn after everything else from the traits' stream, for the same reason.
