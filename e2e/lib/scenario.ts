@@ -2,16 +2,21 @@
 // client, Machine recorder), operations that write 1,000 keys first and check them after, the checks that hold
 // across all scenarios (no lost key, no quorum loss, no member still present when its Machine's processes stop,
 // nothing leaked), and the numbers the summary reports.
+import { execFile } from "node:child_process";
 import { readFileSync, existsSync, readdirSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
+import { promisify } from "node:util";
 import type { Cluster, Machine } from "../../src/api/capi.ts";
 import { CAPI_API_VERSION } from "../../src/api/constants.ts";
 import { kubeRequest } from "../../test/env/kube.ts";
 import type { QuorumControlPlane } from "../../src/api/types.ts";
 import { isProcessAlive } from "../../test/env/processes.ts";
-import { E2EStack, type ClusterSpec, type StackOptions } from "./stack.ts";
+import { kubectlBinary } from "../../test/unit/config/kustomize.ts";
+import { E2EStack, type ClusterSpec, type ProviderEvent, type StackOptions } from "./stack.ts";
 import { waitControlPlaneName } from "./topology.ts";
 import { QuorumMonitor, TrafficClient, WorkloadCluster } from "./workload.ts";
+
+const run = promisify(execFile);
 
 export interface ControllerAction {
   at: number;
@@ -208,6 +213,41 @@ export class Scenario {
 
   async patch(spec: Record<string, unknown>): Promise<void> {
     await this.stack.patchControlPlane(this.namespace, this.controlPlaneName, spec);
+  }
+
+  /**
+   * After a user deleted `machine`: it is gone and a replacement took its place, and the provider stopped its
+   * processes only once its etcd member was out of the membership. Returns the provider's stop event.
+   */
+  async checkReplaced(machine: string): Promise<ProviderEvent | undefined> {
+    const stopping = this.stack
+      .providerEvents()
+      .find((event) => event.machine === machine && event.kind === "stopping");
+    const machines = (await this.machines()).map((candidate) => candidate.metadata.name);
+    this.check(
+      !machines.includes(machine),
+      `Machine ${machine} is gone and a replacement took its place (${machines.join(", ")})`,
+    );
+    this.check(
+      stopping !== undefined && stopping.memberPresent === false,
+      `when the provider stopped ${machine}'s processes its etcd member was no longer in the membership`,
+    );
+    return stopping;
+  }
+
+  /** `kubectl delete machine` in the scenario's namespace, as a user types it (not waiting for it to go). */
+  async kubectlDeleteMachine(machine: string): Promise<void> {
+    const { stdout } = await run(kubectlBinary(), [
+      "--kubeconfig",
+      this.stack.apiServer.kubeconfigPath,
+      "-n",
+      this.namespace,
+      "delete",
+      "machine",
+      machine,
+      "--wait=false",
+    ]);
+    this.log(`kubectl: ${stdout.trim()}`);
   }
 
   /**

@@ -3,14 +3,10 @@
 // outage and replaces nothing on its own (nor does KCP), so its status must name the Machine and the way out; the
 // user follows it (`kubectl delete machine`), and Quorum removes the dead member before the Machine goes, then a
 // replacement joins.
-import { execFile } from "node:child_process";
 import { setTimeout as sleep } from "node:timers/promises";
-import { promisify } from "node:util";
 import { isDisruptive, type Action } from "../../src/core/actions.ts";
-import { kubectlBinary } from "../../test/unit/config/kustomize.ts";
 import { VERSION, type ScenarioDefinition } from "./types.ts";
 
-const run = promisify(execFile);
 /** Long past the scenario: the provider never brings the killed etcd back. */
 const NEVER = "2h";
 /** How long status may take to name the way out before the scenario gives up (a bound, not a target). */
@@ -69,17 +65,7 @@ export const machineLost: ScenarioDefinition = {
       async () => {
         // Taken before kubectl: Quorum may act on the deletion before kubectl has printed its answer.
         deletedAt = Date.now();
-        const { stdout } = await run(kubectlBinary(), [
-          "--kubeconfig",
-          s.stack.apiServer.kubeconfigPath,
-          "-n",
-          s.namespace,
-          "delete",
-          "machine",
-          victim,
-          "--wait=false",
-        ]);
-        s.log(`kubectl: ${stdout.trim()}`);
+        await s.kubectlDeleteMachine(victim);
       },
       { replicas: 3 },
     );
@@ -88,18 +74,7 @@ export const machineLost: ScenarioDefinition = {
       .find(
         (action) => action.kind === "RemoveMember" && action.decidedAt > deletedAt && action.message.includes(victim),
       );
-    const stopping = s.stack
-      .providerEvents()
-      .find((event) => event.machine === victim && event.kind === "stopping" && event.at > deletedAt);
-    const machines = (await s.machines()).map((machine) => machine.metadata.name);
-    s.check(
-      !machines.includes(victim),
-      `Machine ${victim} is gone and a replacement took its place (${machines.join(", ")})`,
-    );
-    s.check(
-      stopping !== undefined && stopping.memberPresent === false,
-      `when the provider stopped ${victim} its etcd member was no longer in the membership`,
-    );
+    const stopping = await s.checkReplaced(victim);
     s.check(
       removal !== undefined && stopping !== undefined && removal.at <= stopping.at,
       `Quorum removed ${victim}'s dead member (${removal ? `${((removal.at - deletedAt) / 1000).toFixed(1)} s after kubectl delete` : "never"}) before the provider stopped the Machine (${stopping ? `${((stopping.at - deletedAt) / 1000).toFixed(1)} s` : "never"})`,
