@@ -42,7 +42,7 @@ import {
   type ScaleDownChoice,
 } from "./selection.ts";
 import { nodeOfMachine } from "./identity.ts";
-import { notServing } from "./serving.ts";
+import { notReadyNodeOnly, notServing } from "./serving.ts";
 import type { MachineView, Snapshot } from "./snapshot.ts";
 
 export interface PlannerParts {
@@ -785,7 +785,7 @@ class Context {
       .join("; ");
     // A Node that stays NotReady (a kubelet that stopped for good) holds every removal until someone replaces it.
     const fixes = found.machines
-      .filter(({ node, components }) => node !== undefined && components === undefined)
+      .filter((entry) => notReadyNodeOnly(entry) !== undefined)
       .map(({ machine }) => `; ${lostMachineFix(machine.name)}`)
       .join("");
     return {

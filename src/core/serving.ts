@@ -67,6 +67,14 @@ export function notServing(
 }
 
 /**
+ * The Node of a Machine seen not serving only because that Node is NotReady (a kubelet that stopped: no component is
+ * known down, its API server may still answer); undefined otherwise.
+ */
+export function notReadyNodeOnly(found: NotServing | undefined): string | undefined {
+  return found?.node !== undefined && found.components === undefined ? found.node : undefined;
+}
+
+/**
  * A Machine whose control-plane components the flavour sees down (a crash-looping static pod, an API server that does
  * not answer), or whose Node is NotReady (a kubelet that stopped): the first to leave among outdated Machines, since
  * a removal with it staying would wait on it forever; one whose API server is down before the others, since its own
@@ -78,9 +86,10 @@ export function componentsDown(
   machine: MachineView,
 ): { components: string[]; apiServerDown: boolean; nodeNotReady?: string } {
   const found = notServing(snapshot, [machine]).machines[0];
+  const nodeNotReady = notReadyNodeOnly(found);
   return {
     components: found?.components ?? [],
     apiServerDown: found?.apiServerDown === true,
-    ...(found?.node !== undefined && found.components === undefined ? { nodeNotReady: found.node } : {}),
+    ...(nodeNotReady !== undefined ? { nodeNotReady } : {}),
   };
 }
