@@ -833,6 +833,8 @@ class Context {
 
   idle(): Step {
     const { voters, healthyVoters, quorumSize, failuresTolerated } = this.base.quorum;
+    const down = this.base.members.filter((member) => !member.learner && !member.healthy);
+    const isDown = (member: MemberAssessment) => `${member.label} is down (${member.error ?? "unhealthy"})`;
     const unmapped = this.base.members.filter((member) => member.class === "unmapped");
     if (unmapped.length > 0) {
       // The spec is met, but a member nobody can place holds back every healthy removal: say so where users look.
@@ -847,10 +849,9 @@ class Context {
     }
     if (!this.base.hasQuorum) {
       // Nothing Quorum may do helps: no membership change can commit. Say what blocks, not "nothing to do".
-      const down = this.base.members.filter((member) => !member.learner && !member.healthy);
       return {
         action: waitFor(
-          `etcd has lost quorum: only ${healthyVoters} of ${voters} voters are healthy (quorum ${quorumSize}); ${down.map((member) => `${member.label} is down (${member.error ?? "unhealthy"})`).join("; ")}; no membership change can commit until enough of them recover: restart them, or restore etcd from a backup if they are lost`,
+          `etcd has lost quorum: only ${healthyVoters} of ${voters} voters are healthy (quorum ${quorumSize}); ${down.map(isDown).join("; ")}; no membership change can commit until enough of them recover: restart them, or restore etcd from a backup if they are lost`,
           RECHECK_MS.blocked,
           down.map((member) => member.label).join(", ") || "etcd quorum",
         ),
@@ -875,15 +876,11 @@ class Context {
         : undefined;
     if (after) return after;
     // A voter down with nothing marking its Machine is not "nothing to do" for the user: say which and the way out.
-    const down = this.base.members
-      .filter((member) => !member.learner && !member.healthy)
-      .map(
-        (member) =>
-          `; ${member.label} is down (${member.error ?? "unhealthy"})${downVoterFix(member, this.snapshot, this.base.machines)}`,
-      )
+    const named = down
+      .map((member) => `; ${isDown(member)}${downVoterFix(member, this.snapshot, this.base.machines)}`)
       .join("");
     const idle = waitFor(
-      `nothing to do: ${this.active.length} of ${this.desired} Machines up to date; etcd ${healthyVoters} of ${voters} voters healthy (quorum ${quorumSize}, tolerates ${failuresTolerated} failure${failuresTolerated === 1 ? "" : "s"})${down}`,
+      `nothing to do: ${this.active.length} of ${this.desired} Machines up to date; etcd ${healthyVoters} of ${voters} voters healthy (quorum ${quorumSize}, tolerates ${failuresTolerated} failure${failuresTolerated === 1 ? "" : "s"})${named}`,
       RECHECK_MS.idle,
     );
     return { action: this.settled() ? { ...idle, settled: true } : idle };
