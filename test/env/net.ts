@@ -45,17 +45,40 @@ export function portsBelowEphemeralRange(rangeText?: string): readonly [number, 
   return [LOWEST_PORT, low - 1];
 }
 
-/** A port on `host` that is free now, below the ephemeral range, and was not handed out before by this process. */
+export const portLockDir = join(tmpdir(), "quorum-port-locks");
+
+/**
+ * A port on `host` that is free now, below the ephemeral range, and handed out to no other live test process
+ * (claimPort): make test runs two test files at a time.
+ */
 export async function freePort(host = "127.0.0.1"): Promise<number> {
   const [low, high] = portsBelowEphemeralRange();
   for (let attempt = 0; attempt < 200; attempt++) {
     const port = randomInt(low, high + 1);
-    const key = `${host}:${port}`;
-    if (portsHandedOut.has(key) || !(await isPortFree(host, port))) continue;
-    portsHandedOut.add(key);
-    return port;
+    if (await claimPort(host, port)) return port;
   }
   throw new Error(`no free port on ${host} in ${low}-${high} after 200 attempts: is something binding most of them?`);
+}
+
+/**
+ * Claims `port` for this process if it can be bound on `host` now and no other live process claimed it: a lock
+ * file holding this process's PID, removed when it exits (a dead PID's lock is stale and taken over), keeps a
+ * test file running beside this one from picking the port before whatever this one starts binds it. Locked by
+ * port alone, since a bind to 0.0.0.0 takes the port on every address.
+ */
+export async function claimPort(host: string, port: number): Promise<boolean> {
+  const key = `${host}:${port}`;
+  if (portsHandedOut.has(key)) return false;
+  mkdirSync(portLockDir, { recursive: true });
+  const lockFile = join(portLockDir, `${port}.lock`);
+  if (!takeLock(lockFile)) return false;
+  if (!(await isPortFree(host, port))) {
+    releaseLock(lockFile);
+    return false;
+  }
+  removeOnExit(lockFile);
+  portsHandedOut.add(key);
+  return true;
 }
 
 /** A /24 of the loopback network reserved for one test object (e.g. one etcd cluster). */
