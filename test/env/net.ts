@@ -9,8 +9,6 @@ import { join } from "node:path";
 import { randomInt } from "node:crypto";
 import { isProcessAlive, removeOnExit } from "./processes.ts";
 
-const portsHandedOut = new Set<string>();
-
 /** Whether `host:port` can be bound right now. */
 export function isPortFree(host: string, port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -64,11 +62,10 @@ export async function freePort(host = "127.0.0.1"): Promise<number> {
  * Claims `port` for this process if it can be bound on `host` now and no other live process claimed it: a lock
  * file holding this process's PID, removed when it exits (a dead PID's lock is stale and taken over), keeps a
  * test file running beside this one from picking the port before whatever this one starts binds it. Locked by
- * port alone, since a bind to 0.0.0.0 takes the port on every address.
+ * port alone, since a bind to 0.0.0.0 takes the port on every address. The lock also keeps this process from handing
+ * out one port twice: a lock holding a live PID, its own included, is never taken.
  */
 export async function claimPort(host: string, port: number): Promise<boolean> {
-  const key = `${host}:${port}`;
-  if (portsHandedOut.has(key)) return false;
   mkdirSync(portLockDir, { recursive: true });
   const lockFile = join(portLockDir, `${port}.lock`);
   if (!takeLock(lockFile)) return false;
@@ -77,7 +74,6 @@ export async function claimPort(host: string, port: number): Promise<boolean> {
     return false;
   }
   removeOnExit(lockFile);
-  portsHandedOut.add(key);
   return true;
 }
 
