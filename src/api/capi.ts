@@ -67,7 +67,8 @@ export interface Node {
   metadata: ObjectMeta;
   spec?: { providerID?: string };
   status?: {
-    conditions?: { type: string; status: string }[];
+    /** lastTransitionTime (RFC 3339) is read from the Ready condition: since when a Node is NotReady. */
+    conditions?: { type: string; status: string; lastTransitionTime?: string }[];
     addresses?: { type: string; address: string }[];
   };
 }

@@ -376,11 +376,14 @@ function drainState(machine: Machine): { finished?: boolean; detail?: string } {
 }
 
 function nodeView(node: Node): NodeView {
+  const condition = node.status?.conditions?.find((candidate) => candidate.type === "Ready");
+  const ready = condition?.status === "True";
+  const since = ready ? Number.NaN : Date.parse(condition?.lastTransitionTime ?? "");
   return {
     name: node.metadata.name,
     ...(node.spec?.providerID ? { providerID: node.spec.providerID } : {}),
-    ready:
-      node.status?.conditions?.some((condition) => condition.type === "Ready" && condition.status === "True") ?? false,
+    ready,
+    ...(Number.isFinite(since) ? { notReadySince: since } : {}),
     addresses: (node.status?.addresses ?? []).map((address) => address.address),
   };
 }

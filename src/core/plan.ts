@@ -25,7 +25,7 @@ import {
   type Verdict,
 } from "./assess.ts";
 import { forcedDeletion, forcedDeletionStep } from "./deletion.ts";
-import { formatDuration, formatSeconds } from "./format.ts";
+import { formatDuration, formatSeconds, formatTime } from "./format.ts";
 import { allowedDespite, ownershipConflict } from "./ownership.ts";
 import {
   activeMachines,
@@ -42,7 +42,7 @@ import {
   type ScaleDownChoice,
 } from "./selection.ts";
 import { nodeOfMachine } from "./identity.ts";
-import { notReadyNodeOnly, notServing } from "./serving.ts";
+import { notReadyLong, notServing } from "./serving.ts";
 import type { MachineView, Snapshot } from "./snapshot.ts";
 
 export interface PlannerParts {
@@ -775,17 +775,18 @@ class Context {
     }
     if (found.machines.length === 0) return undefined;
     const detail = found.machines
-      .map(({ machine, node, components }) =>
+      .map(({ machine, node, components, notReadySince }) =>
         components
           ? `machine ${machine.name}'s control plane is not serving (${components.join("; ")})`
           : node
-            ? `machine ${machine.name}'s Node ${node} is not Ready`
+            ? `machine ${machine.name}'s Node ${node} is not Ready${notReadySince === undefined ? "" : ` since ${formatTime(notReadySince)}`}`
             : `machine ${machine.name} has no Node yet`,
       )
       .join("; ");
-    // A Node that stays NotReady (a kubelet that stopped for good) holds every removal until someone replaces it.
+    // A Node that stays NotReady (a kubelet that stopped for good) holds every removal until someone replaces it; one
+    // NotReady for less than NODE_LOST_AFTER_MS is most likely starting, and is named without the way out.
     const fixes = found.machines
-      .filter((entry) => notReadyNodeOnly(entry) !== undefined)
+      .filter((entry) => notReadyLong(entry, this.snapshot.now))
       .map(({ machine }) => `; ${lostMachineFix(machine.name)}`)
       .join("");
     return {

@@ -6,6 +6,8 @@ import type { MachineView, Snapshot } from "./snapshot.ts";
 export interface NotServing {
   machine: MachineView;
   node?: string;
+  /** Since when its Node has been NotReady (NodeView.notReadySince), when known. */
+  notReadySince?: number;
   /** One line per component that is down ("kube-apiserver: ..."), when the flavour sees them. */
   components?: string[];
   /**
@@ -44,6 +46,7 @@ export function notServing(
       machines.push({
         machine,
         ...(node ? { node: node.name } : {}),
+        ...(node?.notReadySince !== undefined ? { notReadySince: node.notReadySince } : {}),
         ...(dialled.length > 0 ? { components: dialled, apiServerDown: true } : {}),
       });
       continue;
@@ -72,6 +75,22 @@ export function notServing(
  */
 export function notReadyNodeOnly(found: NotServing | undefined): string | undefined {
   return found?.node !== undefined && found.components === undefined ? found.node : undefined;
+}
+
+/**
+ * How long a Node stays NotReady before a Wait on it offers the way past a lost Machine. A Node is NotReady from its
+ * kubelet's registration until its network plugin runs on it (seconds to a minute or two in every rollout), and
+ * through a reboot; offering "if it is lost, delete it" then would invite deleting a Machine that is only starting.
+ */
+export const NODE_LOST_AFTER_MS = 5 * 60_000;
+
+/**
+ * A Machine seen not serving only because its Node is NotReady, and NotReady for NODE_LOST_AFTER_MS at `now` or for
+ * an unknown time (a Node without a time on its Ready condition: the way out is not withheld on a guess).
+ */
+export function notReadyLong(found: NotServing, now: number): boolean {
+  if (notReadyNodeOnly(found) === undefined) return false;
+  return found.notReadySince === undefined || now - found.notReadySince >= NODE_LOST_AFTER_MS;
 }
 
 /**

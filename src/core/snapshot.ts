@@ -225,6 +225,11 @@ export interface NodeView {
   name: string;
   providerID?: string;
   ready: boolean;
+  /**
+   * For a Node that is not Ready, since when (ms since the epoch): its Ready condition's lastTransitionTime, which a
+   * new Node's kubelet sets when it registers. Absent when the Node has no Ready condition or no time on it.
+   */
+  notReadySince?: number;
   addresses: string[];
 }
 

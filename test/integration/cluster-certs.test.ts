@@ -206,10 +206,37 @@ describe("cluster certificates on a real kube-apiserver", () => {
     await workloadCore.createNode({
       body: { metadata: { name: "wl-node-1" }, spec: { providerID: "process://wl-node-1" } },
     });
+    // As a kubelet posts it on registration, before its network plugin runs: NotReady, and since when.
+    const created = await workloadCore.readNode({ name: "wl-node-1" });
+    const registered = new Date("2026-11-29T11:59:00Z");
+    await workloadCore.replaceNodeStatus({
+      name: "wl-node-1",
+      body: {
+        ...created,
+        status: {
+          conditions: [
+            {
+              type: "Ready",
+              status: "False",
+              reason: "KubeletNotReady",
+              message: "container runtime network not ready: NetworkReady=false",
+              lastHeartbeatTime: registered,
+              lastTransitionTime: registered,
+            },
+          ],
+        },
+      },
+    });
     const nodes = await ownAccess.nodes(qcp, workloadCluster);
     assert.deepEqual(
-      nodes.map((node) => [node.metadata.name, node.spec?.providerID]),
-      [["wl-node-1", "process://wl-node-1"]],
+      nodes.map((node) => [node.metadata.name, node.spec?.providerID, node.status?.conditions]),
+      [
+        [
+          "wl-node-1",
+          "process://wl-node-1",
+          [{ type: "Ready", status: "False", lastTransitionTime: "2026-11-29T11:59:00.000Z" }],
+        ],
+      ],
     );
     await ownAccess.closeAll();
     // The kubeconfig Secret, as CAPI reads it (and Quorum without an endpoint), authenticates as an admin too.

@@ -299,6 +299,9 @@ function toNode(node: V1Node): Node {
       conditions: (node.status.conditions ?? []).map((condition) => ({
         type: condition.type,
         status: condition.status,
+        ...(condition.lastTransitionTime
+          ? { lastTransitionTime: new Date(condition.lastTransitionTime).toISOString() }
+          : {}),
       })),
       addresses: (node.status.addresses ?? []).map((address) => ({ type: address.type, address: address.address })),
     };

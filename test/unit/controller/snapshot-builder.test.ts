@@ -36,6 +36,31 @@ describe("buildSnapshot", () => {
     );
   });
 
+  it("reads since when a Node is NotReady from its Ready condition's lastTransitionTime, and nothing for a Ready one", () => {
+    const condition = (status: string, lastTransitionTime?: string) => ({
+      metadata: {},
+      status: { conditions: [{ type: "Ready", status, ...(lastTransitionTime ? { lastTransitionTime } : {}) }] },
+    });
+    const nodes = [
+      { ...condition("False", "2026-11-29T11:59:00Z"), metadata: { name: "joining" } },
+      { ...condition("Unknown", "2026-11-29T11:00:00Z"), metadata: { name: "kubelet-stopped" } },
+      { ...condition("True", "2026-11-29T10:00:00Z"), metadata: { name: "ready" } },
+      { ...condition("False"), metadata: { name: "no-time" } },
+      { metadata: { name: "no-status" } },
+    ];
+    const snapshot = buildSnapshot(observation({ nodes }));
+    assert.deepEqual(
+      snapshot.nodes.map((node) => [node.name, node.ready, node.notReadySince]),
+      [
+        ["joining", false, Date.parse("2026-11-29T11:59:00Z")],
+        ["kubelet-stopped", false, Date.parse("2026-11-29T11:00:00Z")],
+        ["no-status", false, undefined],
+        ["no-time", false, undefined],
+        ["ready", true, undefined],
+      ],
+    );
+  });
+
   it("reads spec.version 1.31.2 as v1.31.2, so Machines at v1.31.2 are up to date and nothing rolls", () => {
     const snapshot = buildSnapshot(observation({ controlPlane: controlPlane({ version: "1.31.2" }) }));
     assert.equal(snapshot.controlPlane.version, "v1.31.2");

@@ -4,6 +4,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { plan } from "../../../src/core/plan.ts";
+import { NODE_LOST_AFTER_MS } from "../../../src/core/serving.ts";
 import type { Snapshot, WorkloadView } from "../../../src/core/snapshot.ts";
 import {
   dead,
@@ -57,6 +58,22 @@ describe("an old Machine leaves only once the Machines that stay are seen servin
     // A kubelet that stopped for good keeps it NotReady: nothing but a MachineHealthCheck or the user gets past it.
     assert.match(action.reason, /if machine n-1 is lost, delete it/);
     assert.equal(action.kind === "Wait" && action.blockedBy, "machine n-1");
+  });
+
+  it("names a replacement whose Node is NotReady only briefly without the way past a lost Machine", () => {
+    // Every join: the kubelet registered the Node a minute ago and the network plugin has not started on it yet.
+    const base = rolloutAtRemoval(READABLE, (name) => name !== "n-1");
+    const starting = NOW - MINUTE;
+    const nodes = base.nodes.map((node) => (node.name === "n-1" ? { ...node, notReadySince: starting } : node));
+    const { action } = plan({ ...base, nodes });
+    assert.equal(action.kind, "Wait", action.reason);
+    assert.match(action.reason, /machine n-1's Node n-1 is not Ready since \S+Z:/);
+    assert.ok(action.reason.includes(new Date(starting).toISOString().replace(".000Z", "Z")), action.reason);
+    assert.doesNotMatch(action.reason, /is lost/);
+    // Five minutes on (NODE_LOST_AFTER_MS), nothing short of a lost kubelet explains it: the way out is offered.
+    const later = plan({ ...base, nodes, now: starting + NODE_LOST_AFTER_MS });
+    assert.equal(later.action.kind, "Wait", later.action.reason);
+    assert.match(later.action.reason, /if machine n-1 is lost, delete it/);
   });
 
   it("takes an outdated Machine whose Node is NotReady first: with it staying, no other voter could leave", () => {
