@@ -8,6 +8,7 @@ import {
   findMember,
   newMemberId,
   nodeReady,
+  NETWORK_START_MAX_STEPS,
   quorumSize,
   STEP_MS,
   voters,
@@ -205,6 +206,7 @@ function runningMachine(world: World, machine: SimMachine): void {
     world.leaderId !== undefined
   ) {
     machine.nodeRegistered = true;
+    machine.networkReadyAt = world.step + world.networkRng.int(1, NETWORK_START_MAX_STEPS);
   }
 }
 

@@ -164,7 +164,7 @@ const FAULTS: Record<FaultKind, (world: World, rng: Prng) => string | undefined>
       member.lostForGood = true;
     }
     if (machine.nodeRegistered && machine.address)
-      world.staleNodes.push({ name: machine.hostName, address: machine.address });
+      world.staleNodes.push({ name: machine.hostName, address: machine.address, notReadySince: world.now });
     return `machine ${machine.name} vanished out of band; its member stays`;
   },
   "user-deletes-machine": (world, rng) => {

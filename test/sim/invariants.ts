@@ -20,6 +20,7 @@ import {
   healthy,
   healthyVoterCount,
   liveMachines,
+  networkStarting,
   nodeReady,
   quorumSize,
   voters,
@@ -42,6 +43,7 @@ export type Rule =
   | "9 remediations paced by retryPeriod"
   | "10 an upgrade upgrades"
   | "10 kube-proxy never ahead of an API server"
+  | "11 a starting Machine is not offered as lost"
   | "planner throws"
   | "reconcile throws";
 
@@ -146,6 +148,26 @@ function chosenByPlanner(world: World, snapshot: Snapshot, member: SimMember): S
   const seen = snapshot.machines.find((candidate) => candidate.name === machine.name);
   if (seen && (seen.deleting !== undefined || seen.remediationRequested || seen.failed)) return undefined;
   return machine;
+}
+
+/**
+ * Rule 11: status.nextAction never offers the way past a lost Machine ("if machine <name> is lost, delete it") for a
+ * Machine that is only starting: its Node registered and NotReady because its network plugin has not started yet,
+ * while the Machine runs, its member is up and its kubelet posts. Every join goes through that, and a user who follows
+ * the fix there deletes a healthy Machine in the middle of a rollout. Judged on the status a reconcile just wrote.
+ */
+export function checkLostMachineOffers(world: World): Finding | undefined {
+  const message = world.status?.nextAction?.message ?? "";
+  for (const [, name] of message.matchAll(/if machine (\S+) is lost, delete it/g)) {
+    const machine = world.machines.find((candidate) => candidate.name === name);
+    if (!machine || !networkStarting(world, machine)) continue;
+    return {
+      kind: "violation",
+      rule: "11 a starting Machine is not offered as lost",
+      message: `status.nextAction offers to delete machine ${name} if lost, but its Node is only starting (network plugin from step ${machine.networkReadyAt}, member up): ${message}`,
+    };
+  }
+  return undefined;
 }
 
 /**

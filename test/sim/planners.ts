@@ -153,6 +153,15 @@ const silentDownVoter: PlannerFactory = () => {
   };
 };
 
+/**
+ * Since when a Node has been NotReady is never seen (as if the adapter dropped the Ready condition's
+ * lastTransitionTime, as before 2026-12-06): a Wait on a Node that is only starting offers the way past a lost Machine.
+ */
+const lostAtOnce: PlannerFactory = () => {
+  const real = makePlanner();
+  return (snapshot) => real({ ...snapshot, nodes: snapshot.nodes.map(({ notReadySince: _ignored, ...node }) => node) });
+};
+
 export const PLANNERS = {
   real: () => plan,
   "ghost-blind": ghostBlind,
@@ -167,6 +176,7 @@ export const PLANNERS = {
   "proxy-first": proxyFirst,
   "certificates-blind": certificatesBlind,
   "silent-down-voter": silentDownVoter,
+  "lost-at-once": lostAtOnce,
 } satisfies Record<string, PlannerFactory>;
 
 export type PlannerName = keyof typeof PLANNERS;

@@ -720,22 +720,31 @@ function addressesOf(world: World, machine: SimMachine, address: string): { type
 
 function nodeObjects(world: World): Node[] {
   const nodes: Node[] = [];
-  const ready = (value: boolean) => ({ conditions: [{ type: "Ready", status: value ? "True" : "False" }] });
+  const ready = (value: boolean, since: number) => ({
+    conditions: [
+      { type: "Ready", status: value ? "True" : "False", lastTransitionTime: new Date(since).toISOString() },
+    ],
+  });
   for (const machine of world.machines) {
     if (!machine.nodeRegistered) continue;
     const up = nodeReady(world, machine);
+    // A Node registered in this very step gets its first condition now (trackNodeReadiness runs before the controller).
+    const since = machine.nodeReadiness?.ready === up ? machine.nodeReadiness.since : world.now;
     const providerID = world.step >= (machine.nodeRefAt ?? 0) ? { providerID: `sim://${machine.name}` } : {};
     nodes.push({
       metadata: { name: machine.hostName },
       spec: providerID,
-      status: { ...ready(up), addresses: machine.address ? [{ type: "InternalIP", address: machine.address }] : [] },
+      status: {
+        ...ready(up, since),
+        addresses: machine.address ? [{ type: "InternalIP", address: machine.address }] : [],
+      },
     });
   }
   for (const stale of world.staleNodes) {
     if (!nodes.some((node) => node.metadata.name === stale.name))
       nodes.push({
         metadata: { name: stale.name },
-        status: { ...ready(false), addresses: [{ type: "InternalIP", address: stale.address }] },
+        status: { ...ready(false, stale.notReadySince), addresses: [{ type: "InternalIP", address: stale.address }] },
       });
   }
   return nodes;

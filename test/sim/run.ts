@@ -15,6 +15,7 @@ import { followLostMachineFix, followUnmappedMemberFix } from "./operator.ts";
 import {
   certificatesDueWithin,
   certificatesShortOfSpec,
+  checkLostMachineOffers,
   checkQuorumKept,
   converged,
   fingerprint,
@@ -27,7 +28,15 @@ import type { Prng } from "./prng.ts";
 import { SimPorts } from "./ports.ts";
 import { createScenario } from "./scenario.ts";
 import { describeAction, describeSetup, describeWorld } from "./trace.ts";
-import { certificatesDue, CONTROL_PLANE, hasQuorum, NAMESPACE, STEP_MS, type World } from "./world.ts";
+import {
+  certificatesDue,
+  CONTROL_PLANE,
+  hasQuorum,
+  NAMESPACE,
+  STEP_MS,
+  trackNodeReadiness,
+  type World,
+} from "./world.ts";
 
 /** What the simulator needs of a planner: the real plan(), or a variant built with makePlanner(parts). */
 export type Plan = (snapshot: Snapshot) => { action: Action; assessment?: Decision["assessment"] };
@@ -112,6 +121,7 @@ export async function runSchedule(
     if (operator) events.push(operator);
     const deleted = world.traits.noNodeReadyCheck ? followLostMachineFix(world) : undefined;
     if (deleted) events.push(deleted);
+    trackNodeReadiness(world);
 
     if (world.step < controllerBackAt) {
       if (options.trace)
@@ -191,6 +201,9 @@ export async function runSchedule(
     }
     const lostQuorum = checkQuorumKept(world, step.hadQuorum, action ? describeAction(action) : "a reconcile");
     if (lostQuorum) return finish("violation", lostQuorum);
+    // Rule 11 reads the status this reconcile wrote; a crashed one may have left an older one.
+    const offered = step.crashed ? undefined : checkLostMachineOffers(world);
+    if (offered) return finish("violation", offered);
 
     if (faulting) continue;
     if (converged(world)) {

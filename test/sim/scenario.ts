@@ -122,6 +122,8 @@ export function createScenario(seed: number): Scenario {
     nextAddress: 0,
     nextStray: 0,
     rng: rng.fork(),
+    // Replaced below by a stream forked after every other one (forking here would shift the streams forked after).
+    networkRng: new Prng(0),
   };
   // Drawn here, the world built after the traits (a kubeadm world starts at another version).
   const startsConverged = setup.chance(0.75);
@@ -162,6 +164,8 @@ export function createScenario(seed: number): Scenario {
   world.traits.noNodeReadyCheck = traits.chance(TRAIT_WEIGHTS.noNodeReadyCheck);
   // The kubelet outages' stream, forked last for the same reason (faults.ts, kubeletOutage).
   const kubelet = traits.fork();
+  // The network plugin's start after each registration, forked after the kubelet's for the same reason.
+  world.networkRng = traits.fork();
   if (world.traits.secondOwner) world.copy = { finalizers: [] };
   for (const machine of world.machines) drawLags(world, machine);
   return { world, profile, rngs: { ...rngs, race, kubelet } };

@@ -97,12 +97,19 @@ export interface SimMachine {
   addressesBefore?: "none" | "external-only";
   nodeRegistered: boolean;
   /**
+   * Until this step its Node is NotReady however healthy the Machine is: the network plugin's pod has not started on it
+   * yet (what every kubeadm join goes through, tens of seconds after the kubelet registers). Drawn at registration.
+   */
+  networkReadyAt?: number;
+  /**
    * The kubelet stops posting status until this step (a crash loop, its client certificate expired, the Node cut off
    * from the API server): the Node goes NotReady while etcd and the static pods keep running.
    */
   kubeletDownUntil?: number;
   /** The kubelet never comes back (a broken kubelet config on this host): NotReady for good, etcd still fine. */
   kubeletLost?: boolean;
+  /** Its Node's Ready condition, and since when (world time): the condition's lastTransitionTime (trackNodeReadiness). */
+  nodeReadiness?: { ready: boolean; since: number };
   /** First step the MachineHealthCheck saw it unhealthy. */
   unhealthySince?: number;
   /**
@@ -149,6 +156,8 @@ export interface SimMember {
 export interface StaleNode {
   name: string;
   address: string;
+  /** World time its Machine vanished: its Node has been NotReady since. */
+  notReadySince: number;
 }
 
 export interface SimSpec {
@@ -273,7 +282,16 @@ export interface World {
   nextAddress: number;
   nextStray: number;
   rng: Prng;
+  /** The network plugin's start after each registration (networkReadyAt): a stream of its own, see scenario.ts. */
+  networkRng: Prng;
 }
+
+/**
+ * A Node's network plugin runs 1 to this many steps (10 s each) after its kubelet registers it: less than the world's
+ * MachineHealthCheck waits on a NotReady Node (UNHEALTHY_STEPS in evolve.ts), as a real one's timeout (minutes) is
+ * set to exceed a network plugin's start.
+ */
+export const NETWORK_START_MAX_STEPS = 2;
 
 export const DAY_MS = 24 * 60 * 60 * 1000;
 /** kubeadm's certificates are valid for a year: what a Machine created in the run gets. */
@@ -441,8 +459,32 @@ export function nodeReady(world: World, machine: SimMachine): boolean {
     machine.phase === "running" &&
     member !== undefined &&
     member.up &&
-    !kubeletDown(world, machine)
+    !kubeletDown(world, machine) &&
+    world.step >= (machine.networkReadyAt ?? 0)
   );
+}
+
+/**
+ * A registered Node that is NotReady only because its network plugin has not started yet: the Machine itself is
+ * running, its member up and its kubelet posting. Nothing is wrong with it.
+ */
+export function networkStarting(world: World, machine: SimMachine): boolean {
+  if (!machine.nodeRegistered || world.step >= (machine.networkReadyAt ?? 0)) return false;
+  const member = machine.memberId === undefined ? undefined : findMember(world, machine.memberId);
+  return machine.phase === "running" && member?.up === true && !kubeletDown(world, machine);
+}
+
+/**
+ * Each registered Node's Ready condition moves with the world, and its lastTransitionTime with it, as a kubelet that
+ * posts (and the node lifecycle controller, for one that stopped) keep it: once a step, after the world changed and
+ * before the controller looks. A Node is NotReady from its registration until it is Ready the first time.
+ */
+export function trackNodeReadiness(world: World): void {
+  for (const machine of world.machines) {
+    if (!machine.nodeRegistered) continue;
+    const ready = nodeReady(world, machine);
+    if (machine.nodeReadiness?.ready !== ready) machine.nodeReadiness = { ready, since: world.now };
+  }
 }
 
 export function kubeletDown(world: World, machine: SimMachine): boolean {

@@ -108,4 +108,11 @@ describe("seed bugs the simulator must catch", () => {
     assert.ok(found, `no stuck schedule within ${BUDGET} schedules`);
     assert.match(found.finding!.message, /member \S+ is an unhealthy voter|is down/);
   });
+
+  it("reports a violation when a Node NotReady since its registration is offered as lost at once", async () => {
+    // Every join leaves its Node NotReady until the network plugin runs; a user who deletes it then loses a Machine.
+    const found = await firstWith("lost-at-once", "violation", /^11 /);
+    assert.ok(found, `no rule 11 violation within ${BUDGET} schedules`);
+    assert.match(found.finding!.message, /offers to delete machine \S+ if lost, but its Node is only starting/);
+  });
 });
