@@ -7,6 +7,7 @@ import type { Snapshot } from "../../src/core/snapshot.ts";
 import type { Call } from "./calls.ts";
 import { apiServerBroken } from "./evolve.ts";
 import { bindingsExpected, bootstrapTemplateRef, compareVersions, configVersion, kubeProxyVersion } from "./kubeadm.ts";
+import { offeredAsLost } from "./operator.ts";
 import {
   certificatesDue,
   certificatesDueAt,
@@ -157,14 +158,13 @@ function chosenByPlanner(world: World, snapshot: Snapshot, member: SimMember): S
  * the fix there deletes a healthy Machine in the middle of a rollout. Judged on the status a reconcile just wrote.
  */
 export function checkLostMachineOffers(world: World): Finding | undefined {
-  const message = world.status?.nextAction?.message ?? "";
-  for (const [, name] of message.matchAll(/if machine (\S+) is lost, delete it/g)) {
+  for (const name of offeredAsLost(world)) {
     const machine = world.machines.find((candidate) => candidate.name === name);
     if (!machine || !networkStarting(world, machine)) continue;
     return {
       kind: "violation",
       rule: "11 a starting Machine is not offered as lost",
-      message: `status.nextAction offers to delete machine ${name} if lost, but its Node is only starting (network plugin from step ${machine.networkReadyAt}, member up): ${message}`,
+      message: `status.nextAction offers to delete machine ${name} if lost, but its Node is only starting (network plugin from step ${machine.networkReadyAt}, member up): ${world.status?.nextAction?.message}`,
     };
   }
   return undefined;

@@ -24,10 +24,15 @@ export function followUnmappedMemberFix(world: World): string | undefined {
   return `operator annotates the QuorumControlPlane to remove stale member(s) ${stale.map((member) => `${member.name || "(unstarted)"}:${member.id}`).join(", ")}`;
 }
 
+/** The Machines status.nextAction says to delete if they are lost ("if machine <name> is lost, delete it"). */
+export function offeredAsLost(world: World): Set<string> {
+  const message = world.status?.nextAction?.message ?? "";
+  return new Set([...message.matchAll(/if machine (\S+) is lost, delete it/g)].map((match) => match[1]));
+}
+
 /** Deletes the Machines status.nextAction says to delete if lost, when they are; returns what the operator did. */
 export function followLostMachineFix(world: World): string | undefined {
-  const message = world.status?.nextAction?.message ?? "";
-  const named = new Set([...message.matchAll(/if machine (\S+) is lost, delete it/g)].map((match) => match[1]));
+  const named = offeredAsLost(world);
   const lost = world.machines.filter(
     (machine) =>
       named.has(machine.name) && machine.deleting === undefined && (machine.phase === "broken" || machine.kubeletLost),
