@@ -451,17 +451,12 @@ export function markDeleting(world: World, machine: SimMachine): void {
   machine.drainedAt = world.step + world.rng.int(0, 2);
 }
 
-/** What the kubelet reports: the Node is Ready while its Machine runs, its etcd member answers and its kubelet posts. */
+/**
+ * What the kubelet reports: the Node is Ready while its Machine runs, its etcd member answers, its kubelet posts and its
+ * network plugin runs.
+ */
 export function nodeReady(world: World, machine: SimMachine): boolean {
-  const member = machine.memberId === undefined ? undefined : findMember(world, machine.memberId);
-  return (
-    machine.nodeRegistered &&
-    machine.phase === "running" &&
-    member !== undefined &&
-    member.up &&
-    !kubeletDown(world, machine) &&
-    world.step >= (machine.networkReadyAt ?? 0)
-  );
+  return kubeletWouldPostReady(world, machine) && world.step >= (machine.networkReadyAt ?? 0);
 }
 
 /**
@@ -469,9 +464,19 @@ export function nodeReady(world: World, machine: SimMachine): boolean {
  * running, its member up and its kubelet posting. Nothing is wrong with it.
  */
 export function networkStarting(world: World, machine: SimMachine): boolean {
-  if (!machine.nodeRegistered || world.step >= (machine.networkReadyAt ?? 0)) return false;
+  return kubeletWouldPostReady(world, machine) && world.step < (machine.networkReadyAt ?? 0);
+}
+
+/** A registered Node whose Machine runs, whose etcd member answers and whose kubelet posts: all but the network. */
+function kubeletWouldPostReady(world: World, machine: SimMachine): boolean {
   const member = machine.memberId === undefined ? undefined : findMember(world, machine.memberId);
-  return machine.phase === "running" && member?.up === true && !kubeletDown(world, machine);
+  return (
+    machine.nodeRegistered &&
+    machine.phase === "running" &&
+    member !== undefined &&
+    member.up &&
+    !kubeletDown(world, machine)
+  );
 }
 
 /**
