@@ -42,6 +42,11 @@ export const SPEC_DURATION_MINIMUMS: Readonly<Record<string, DurationMinimum>> =
     minMs: 60_000,
     why: "a shorter one counts no failed replacement as a retry, which switches maxRetry off",
   },
+  "spec.remediation.machineLostAfter": {
+    min: "10s",
+    minMs: 10_000,
+    why: "a shorter one offers deleting a Machine whose etcd is only restarting",
+  },
   "spec.deletion.etcdMemberRemovalTimeout": {
     min: "30s",
     minMs: 30_000,

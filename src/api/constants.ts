@@ -120,6 +120,7 @@ export const DEFAULTS = {
   remediationMaxRetry: 3,
   remediationRetryPeriodSeconds: 300,
   remediationMinHealthyPeriodSeconds: 3600,
+  remediationMachineLostAfterSeconds: 300,
   deletionEtcdMemberRemovalTimeoutSeconds: 600,
   maxSurge: 1 as 0 | 1,
 } as const;

@@ -105,6 +105,11 @@ export interface RemediationSpec {
   maxRetry?: number;
   retryPeriod?: string;
   minHealthyPeriod?: string;
+  /**
+   * How long a Machine's etcd member stays down, or its Node NotReady, before status offers deleting the Machine as
+   * lost. Quorum never deletes it on its own: a user or a MachineHealthCheck does.
+   */
+  machineLostAfter?: string;
 }
 
 export interface EtcdSpec {
@@ -173,6 +178,8 @@ export interface EtcdMemberStatus {
   startedObserved?: string;
   /** When etcd last refused removing this member with "unhealthy cluster" (RFC 3339): Quorum asks early only once. */
   removalRefused?: string;
+  /** Since when Quorum has seen this member not answering, without an answer between (RFC 3339). */
+  downSince?: string;
   /** Last raft applied index seen, and when it last moved (learner stall detection). */
   raftAppliedIndex?: number;
   lastProgress?: string;

@@ -192,6 +192,11 @@ function controlPlaneView(qcp: QuorumControlPlane): ControlPlaneView {
         spec.remediation?.minHealthyPeriod,
         DEFAULTS.remediationMinHealthyPeriodSeconds * 1000,
       ),
+      machineLostAfterMs: duration(
+        `${key} spec.remediation.machineLostAfter`,
+        spec.remediation?.machineLostAfter,
+        DEFAULTS.remediationMachineLostAfterSeconds * 1000,
+      ),
       ...(last ? { last: { machine: last.machine, time: Date.parse(last.time), retryCount: last.retryCount } } : {}),
     },
     etcd: {

@@ -446,6 +446,7 @@ function withMemory(members: EtcdMemberStatus[], snapshot: Snapshot): EtcdMember
         ? { startedObserved: new Date(memory.startedObserved).toISOString() }
         : {}),
       ...(memory.removalRefused !== undefined ? { removalRefused: new Date(memory.removalRefused).toISOString() } : {}),
+      ...(memory.downObserved !== undefined ? { downSince: new Date(memory.downObserved).toISOString() } : {}),
       ...(memory.learnerProgress
         ? {
             raftAppliedIndex: memory.learnerProgress.raftAppliedIndex,

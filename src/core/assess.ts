@@ -5,7 +5,7 @@
 import { REMOVE_MEMBER_ANNOTATION } from "../api/constants.ts";
 import type { EtcdMemberStatus, EtcdQuorumStatus } from "../api/types.ts";
 import type { MemberView, Snapshot } from "./snapshot.ts";
-import { formatDuration } from "./format.ts";
+import { formatDuration, formatTime } from "./format.ts";
 import { candidateHosts, mapMembersToMachines, namesMemberId, peerHost } from "./identity.ts";
 
 /** The operation the planner is about to take; assess projects the voter set after it. */
@@ -679,18 +679,25 @@ function machineList(names: string[], separator: string): string {
 }
 
 /**
- * What gets a cluster past a voter that stays down on a settled Machine when nothing marks that Machine (no
- * MachineHealthCheck, or one that does not watch Node readiness): deleting the Machine, which removes the member
- * first. Callers say it only while quorum holds (without it the removal cannot commit either); it is "" unless the
- * member's Machine is joined and no remediation was asked for it (the delete-machine annotation only ranks a Machine
- * for a scale-down, so it does not count).
+ * Since when a down voter has not answered (" since <time>", when Quorum saw it go) and what gets a cluster past it
+ * when it stays down on a settled Machine that nothing marks (no MachineHealthCheck, or one that does not watch Node
+ * readiness): deleting the Machine, which removes the member first. Callers say it only while quorum holds (without it
+ * the removal cannot commit either). The way out is offered only for a joined Machine no remediation was asked for
+ * (the delete-machine annotation only ranks a Machine for a scale-down, so it does not count), and for a member that
+ * does not answer only once it has been down for remediation.machineLostAfter: a reboot or an etcd restart takes a
+ * member away for minutes, and deleting such a Machine replaces one that was coming back. One that answers but is
+ * unhealthy (an alarm) is not coming back on its own, nor one down for an unknown time (not withheld on a guess).
  */
 export function downVoterFix(member: MemberAssessment, snapshot: Snapshot, machines: MachineAssessment[]): string {
-  if (member.machine === undefined) return "";
+  const downObserved = snapshot.etcd.members.find((candidate) => candidate.id === member.id)?.downObserved;
+  const since = downObserved === undefined ? "" : ` since ${formatTime(downObserved)}`;
+  if (member.machine === undefined) return since;
   const view = snapshot.machines.find((candidate) => candidate.name === member.machine);
   const assessed = machines.find((candidate) => candidate.name === member.machine);
-  if (!view || assessed?.class !== "joined" || view.remediationRequested) return "";
-  return `; ${lostMachineFix(view.name)}`;
+  if (!view || assessed?.class !== "joined" || view.remediationRequested) return since;
+  const lostAfterMs = snapshot.controlPlane.remediation.machineLostAfterMs;
+  if (downObserved !== undefined && snapshot.now - downObserved < lostAfterMs) return since;
+  return `${since}; ${lostMachineFix(view.name)}`;
 }
 
 /** The way past a Machine that may be lost for good, which Quorum cannot tell from a long outage. */

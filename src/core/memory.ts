@@ -4,6 +4,8 @@
 // it back, observe() updates it from one observation at one `now`, persisted() says what status keeps. Pure.
 // startedObserved is when Quorum first saw the member answering without a gap since: an outage it saw restarts it.
 // removalRefused is when etcd last refused removing the member ("unhealthy cluster"): Quorum asks early only once.
+// downObserved is when Quorum first saw the member not answering, without an answer since: how long a Machine's member
+// has been down before status offers the Machine as lost (machineLostAfter).
 // If status is lost, every clock restarts at the next sighting, which only delays a removal, never hastens one.
 import type { EtcdMemberStatus } from "../api/types.ts";
 import type { MemberView } from "./snapshot.ts";
@@ -12,13 +14,17 @@ export interface MemberMemory {
   firstObserved: number;
   startedObserved?: number;
   removalRefused?: number;
+  downObserved?: number;
   lastProgress: number;
   /** A learner's applied index when lastProgress was set (voters' indices are not kept). */
   raftAppliedIndex?: number;
 }
 
 /** What one observation says of a member, before memory is added. */
-export type ObservedMember = Omit<MemberView, "firstObserved" | "startedObserved" | "removalRefused" | "lastProgress">;
+export type ObservedMember = Omit<
+  MemberView,
+  "firstObserved" | "startedObserved" | "removalRefused" | "downObserved" | "lastProgress"
+>;
 
 /** The memory recorded in status, by member id; unparsable times fall back to `now`. */
 export function recall(entries: readonly EtcdMemberStatus[] | undefined, now: number): Map<string, MemberMemory> {
@@ -30,10 +36,12 @@ export function recall(entries: readonly EtcdMemberStatus[] | undefined, now: nu
     const startedObserved =
       parseTime(entry.startedObserved) ?? (entry.name !== "" && entry.healthy ? firstObserved : undefined);
     const removalRefused = parseTime(entry.removalRefused);
+    const downObserved = parseTime(entry.downSince);
     memory.set(entry.id, {
       firstObserved,
       ...(startedObserved !== undefined ? { startedObserved } : {}),
       ...(removalRefused !== undefined ? { removalRefused } : {}),
+      ...(downObserved !== undefined ? { downObserved } : {}),
       lastProgress: parseTime(entry.lastProgress) ?? now,
       ...(entry.raftAppliedIndex !== undefined ? { raftAppliedIndex: entry.raftAppliedIndex } : {}),
     });
@@ -43,8 +51,9 @@ export function recall(entries: readonly EtcdMemberStatus[] | undefined, now: nu
 
 /**
  * The members of one observation with their memory: firstObserved is kept or set to `now`; startedObserved is kept
- * or set to `now` the first time the member is seen with a name (started); lastProgress moves to `now` whenever the
- * applied index moved (or the member is new).
+ * or set to `now` the first time the member is seen with a name (started); downObserved is kept or set to `now` while
+ * the member does not answer, and dropped when it does; lastProgress moves to `now` whenever the applied index moved
+ * (or the member is new).
  */
 export function observe(
   members: readonly ObservedMember[],
@@ -60,11 +69,13 @@ export function observe(
     const startedObserved = !member.reachable
       ? undefined
       : (before?.startedObserved ?? (member.name !== "" ? now : undefined));
+    const downObserved = member.reachable ? undefined : (before?.downObserved ?? now);
     return {
       ...member,
       firstObserved: before?.firstObserved ?? now,
       ...(startedObserved !== undefined ? { startedObserved } : {}),
       ...(before?.removalRefused !== undefined ? { removalRefused: before.removalRefused } : {}),
+      ...(downObserved !== undefined ? { downObserved } : {}),
       lastProgress: progressed ? now : before.lastProgress,
     };
   });
@@ -75,6 +86,7 @@ export interface PersistedMemory {
   firstObserved: number;
   startedObserved?: number;
   removalRefused?: number;
+  downObserved?: number;
   /** Learners only: voters' indices move all the time, and keeping them would make an idle cluster write. */
   learnerProgress?: { raftAppliedIndex: number; lastProgress: number };
 }
@@ -84,6 +96,7 @@ export function persisted(member: MemberView): PersistedMemory {
     firstObserved: member.firstObserved,
     ...(member.startedObserved !== undefined ? { startedObserved: member.startedObserved } : {}),
     ...(member.removalRefused !== undefined ? { removalRefused: member.removalRefused } : {}),
+    ...(member.downObserved !== undefined ? { downObserved: member.downObserved } : {}),
     ...(member.learner && member.raftAppliedIndex !== undefined
       ? { learnerProgress: { raftAppliedIndex: member.raftAppliedIndex, lastProgress: member.lastProgress } }
       : {}),

@@ -784,9 +784,9 @@ class Context {
       )
       .join("; ");
     // A Node that stays NotReady (a kubelet that stopped for good) holds every removal until someone replaces it; one
-    // NotReady for less than NODE_LOST_AFTER_MS is most likely starting, and is named without the way out.
+    // NotReady for less than machineLostAfter is most likely starting, and is named without the way out.
     const fixes = found.machines
-      .filter((entry) => notReadyLong(entry, this.snapshot.now))
+      .filter((entry) => notReadyLong(entry, this.snapshot.now, this.spec.remediation.machineLostAfterMs))
       .map(({ machine }) => `; ${lostMachineFix(machine.name)}`)
       .join("");
     return {

@@ -78,19 +78,15 @@ export function notReadyNodeOnly(found: NotServing | undefined): string | undefi
 }
 
 /**
- * How long a Node stays NotReady before a Wait on it offers the way past a lost Machine. A Node is NotReady from its
- * kubelet's registration until its network plugin runs on it (seconds to a minute or two in every rollout), and
- * through a reboot; offering "if it is lost, delete it" then would invite deleting a Machine that is only starting.
+ * A Machine seen not serving only because its Node is NotReady, and NotReady for `lostAfterMs` (the spec's
+ * remediation.machineLostAfter) at `now` or for an unknown time (a Node without a time on its Ready condition: the way
+ * out is not withheld on a guess). A Node is NotReady from its kubelet's registration until its network plugin runs
+ * on it (seconds to a minute or two in every rollout), and through a reboot; offering "if it is lost, delete it" then
+ * would invite deleting a Machine that is only starting.
  */
-export const NODE_LOST_AFTER_MS = 5 * 60_000;
-
-/**
- * A Machine seen not serving only because its Node is NotReady, and NotReady for NODE_LOST_AFTER_MS at `now` or for
- * an unknown time (a Node without a time on its Ready condition: the way out is not withheld on a guess).
- */
-export function notReadyLong(found: NotServing, now: number): boolean {
+export function notReadyLong(found: NotServing, now: number, lostAfterMs: number): boolean {
   if (notReadyNodeOnly(found) === undefined) return false;
-  return found.notReadySince === undefined || now - found.notReadySince >= NODE_LOST_AFTER_MS;
+  return found.notReadySince === undefined || now - found.notReadySince >= lostAfterMs;
 }
 
 /**

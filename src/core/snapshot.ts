@@ -101,6 +101,8 @@ export interface ControlPlaneView {
     maxRetry: number;
     retryPeriodMs: number;
     minHealthyPeriodMs: number;
+    /** A member down or a Node NotReady this long gets its Machine offered as lost (deleting it) in status. */
+    machineLostAfterMs: number;
     /** From status.lastRemediation: the last Machine Quorum remediated. */
     last?: { machine: string; time: number; retryCount: number };
   };
@@ -273,6 +275,8 @@ export interface MemberView {
   startedObserved?: number;
   /** When etcd last refused removing this member ("unhealthy cluster"), from status: see removalMayBeOpen. */
   removalRefused?: number;
+  /** Since when Quorum has seen this member not answering, without an answer between (from status downSince). */
+  downObserved?: number;
   /** Last time raftAppliedIndex was seen to move (learner stall detection). */
   lastProgress: number;
 }

@@ -106,6 +106,7 @@ test("a valid QuorumControlPlane is created and read back with the CRD's default
   });
   assert.equal(read.spec.rollout?.strategy?.type, "RollingUpdate");
   assert.equal(read.spec.rollout?.strategy?.rollingUpdate?.maxSurge, 1);
+  assert.equal(read.spec.remediation?.machineLostAfter, "5m");
 });
 
 test("the fields CAPI's topology controller writes under the v1beta2 contract are stored as written, not pruned", async () => {
@@ -168,6 +169,12 @@ const invalidCreates: Array<{ case: string; spec: Partial<QuorumControlPlaneObje
     message: /spec\.remediation\.minHealthyPeriod: Invalid value.*must be at least 1m \(got "0"\)/,
   },
   {
+    case: "remediation machineLostAfter 5s",
+    spec: { remediation: { machineLostAfter: "5s" } },
+    message:
+      /spec\.remediation\.machineLostAfter: Invalid value.*must be at least 10s \(got "5s"\): a shorter one offers deleting a Machine whose etcd is only restarting/,
+  },
+  {
     case: "deletion etcdMemberRemovalTimeout 10s",
     spec: { deletion: { etcdMemberRemovalTimeout: "10s" } },
     message:
@@ -223,7 +230,7 @@ test("every duration at its minimum, in any unit Go accepts, 7 replicas and cert
       learnerPromotionTimeout: "0.5m",
       learnerStallTimeout: "30s",
     },
-    remediation: { retryPeriod: "30000000µs", minHealthyPeriod: "60s" },
+    remediation: { retryPeriod: "30000000µs", minHealthyPeriod: "60s", machineLostAfter: "10s" },
     deletion: { etcdMemberRemovalTimeout: "0.5m" },
   });
   const created = await kubeRequest<QuorumControlPlaneObject>(apiServer.kubeConfig, collection, { body: atMinimum });

@@ -382,6 +382,7 @@ test("duration fields accept exactly what the controller's parseDuration accepts
     "spec.etcd.learnerPromotionTimeout",
     "spec.etcd.learnerStallTimeout",
     "spec.etcd.memberJoinGracePeriod",
+    "spec.remediation.machineLostAfter",
     "spec.remediation.minHealthyPeriod",
     "spec.remediation.retryPeriod",
   ]);
@@ -528,6 +529,7 @@ test("the schema defaults equal DEFAULTS in src/api/constants.ts", () => {
     remediationMaxRetry: ["spec.remediation.maxRetry", (value) => value],
     remediationRetryPeriodSeconds: ["spec.remediation.retryPeriod", seconds],
     remediationMinHealthyPeriodSeconds: ["spec.remediation.minHealthyPeriod", seconds],
+    remediationMachineLostAfterSeconds: ["spec.remediation.machineLostAfter", seconds],
     deletionEtcdMemberRemovalTimeoutSeconds: ["spec.deletion.etcdMemberRemovalTimeout", seconds],
     maxSurge: ["spec.rollout.strategy.rollingUpdate.maxSurge", (value) => value],
   };

@@ -55,7 +55,7 @@ export const completeSpec: DeepRequired<QuorumControlPlaneSpec> = {
     before: { certificatesExpiryDays: 30 },
     strategy: { type: "RollingUpdate", rollingUpdate: { maxSurge: 0, memberRemoval: "AfterDrain" } },
   },
-  remediation: { maxRetry: 5, retryPeriod: "10m", minHealthyPeriod: "2h" },
+  remediation: { maxRetry: 5, retryPeriod: "10m", minHealthyPeriod: "2h", machineLostAfter: "3m" },
   etcd: {
     access: "APIServerProxy",
     clientPort: 2379,
@@ -98,6 +98,7 @@ export const completeStatus: DeepRequired<QuorumControlPlaneStatus> = {
         error: "",
         firstObserved: "2026-03-01T09:00:00Z",
         startedObserved: "2026-03-01T09:00:03Z",
+        downSince: "2026-03-01T10:00:00Z",
         removalRefused: "2026-03-01T09:00:05Z",
         raftAppliedIndex: 41230,
         lastProgress: "2026-03-01T10:00:04Z",

@@ -401,6 +401,27 @@ describe("assess: planned operations", () => {
     assert.doesNotMatch(why(snapshot(lost)), /delete it/);
   });
 
+  it("offers deleting the Machine of a member that stopped answering only once it has been down for machineLostAfter", () => {
+    // A reboot or an etcd restart: the member went away a minute ago and will most likely come back.
+    const rebooting = healthyMachines(3);
+    rebooting.members[2] = dead("m-3", { downObserved: NOW - MINUTE });
+    const why = (s: Snapshot) =>
+      assess(s, { kind: "CreateMachine" })
+        .blockers.map((blocker) => blocker.why)
+        .join("; ");
+    const early = why(snapshot(rebooting));
+    assert.match(early, /is an unhealthy voter \(unreachable; context deadline exceeded\) since \S+Z/);
+    assert.ok(early.includes(new Date(NOW - MINUTE).toISOString().replace(".000Z", "Z")), early);
+    assert.doesNotMatch(early, /is lost/);
+    // Down five minutes (the default machineLostAfter): nothing short of a lost Machine explains it.
+    rebooting.members[2] = dead("m-3", { downObserved: NOW - 5 * MINUTE });
+    assert.match(why(snapshot(rebooting)), /since \S+Z; if machine m-3 is lost, delete it/);
+    // A member that answers with an alarm is not coming back by waiting: the way out stays at once.
+    const alarmed = healthyMachines(3);
+    alarmed.members[2] = member("m-3", { errors: ["etcdserver: mvcc: database space exceeded"] });
+    assert.match(why(snapshot(alarmed)), /if machine m-3 is lost, delete it/);
+  });
+
   it("refuses to add a member next to a dead voter: 2 healthy of 4 would be below quorum", () => {
     const h = healthyMachines(3);
     h.members[2] = dead("m-3");

@@ -30,7 +30,12 @@ export function controlPlane(overrides: Partial<ControlPlaneView> = {}): Control
     memberRemoval: "BeforeDelete",
     deleting: false,
     paused: false,
-    remediation: { maxRetry: 3, retryPeriodMs: 5 * MINUTE, minHealthyPeriodMs: 60 * MINUTE },
+    remediation: {
+      maxRetry: 3,
+      retryPeriodMs: 5 * MINUTE,
+      minHealthyPeriodMs: 60 * MINUTE,
+      machineLostAfterMs: 5 * MINUTE,
+    },
     etcd: {
       ghostGracePeriodMs: 5 * MINUTE,
       learnerPromotionTimeoutMs: 10 * MINUTE,

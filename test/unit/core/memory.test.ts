@@ -107,6 +107,28 @@ describe("member memory", () => {
     );
   });
 
+  it("records since when a member has not answered, keeps it through a restart of Quorum, and drops it once it answers", () => {
+    const up = observe([member("1")], new Map(), 1000);
+    assert.equal(up[0].downObserved, undefined);
+    const down = observe([member("1", { reachable: false })], recall([], 2000), 2000);
+    assert.equal(down[0].downObserved, 2000);
+    // Through status, as a restarted Quorum reads it: the outage is still counted from the first sighting.
+    const entry = {
+      id: "1",
+      name: "cp-1",
+      learner: false,
+      healthy: false,
+      leader: false,
+      firstObserved: new Date(1000).toISOString(),
+      downSince: new Date(persisted(down[0]).downObserved!).toISOString(),
+    };
+    const still = observe([member("1", { reachable: false })], recall([entry], 9000), 9000);
+    assert.equal(still[0].downObserved, 2000);
+    const back = observe([member("1")], recall([entry], 10_000), 10_000);
+    assert.equal(back[0].downObserved, undefined);
+    assert.equal(persisted(back[0]).downObserved, undefined);
+  });
+
   it("recalls first sighting, started sighting and a learner's progress from status", () => {
     const memory = recall(
       [

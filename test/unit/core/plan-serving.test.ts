@@ -4,7 +4,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { plan } from "../../../src/core/plan.ts";
-import { NODE_LOST_AFTER_MS } from "../../../src/core/serving.ts";
 import type { Snapshot, WorkloadView } from "../../../src/core/snapshot.ts";
 import {
   dead,
@@ -70,10 +69,17 @@ describe("an old Machine leaves only once the Machines that stay are seen servin
     assert.match(action.reason, /machine n-1's Node n-1 is not Ready since \S+Z:/);
     assert.ok(action.reason.includes(new Date(starting).toISOString().replace(".000Z", "Z")), action.reason);
     assert.doesNotMatch(action.reason, /is lost/);
-    // Five minutes on (NODE_LOST_AFTER_MS), nothing short of a lost kubelet explains it: the way out is offered.
-    const later = plan({ ...base, nodes, now: starting + NODE_LOST_AFTER_MS });
+    // Five minutes on (remediation.machineLostAfter's default), nothing short of a lost kubelet explains it: the way out
+    // is offered.
+    const lostAfterMs = base.controlPlane.remediation.machineLostAfterMs;
+    assert.equal(lostAfterMs, 5 * MINUTE);
+    const later = plan({ ...base, nodes, now: starting + lostAfterMs });
     assert.equal(later.action.kind, "Wait", later.action.reason);
     assert.match(later.action.reason, /if machine n-1 is lost, delete it/);
+    // A user who set machineLostAfter to 30s gets it after 30 seconds.
+    const remediation = { ...base.controlPlane.remediation, machineLostAfterMs: 30_000 };
+    const sooner = plan({ ...base, nodes, controlPlane: { ...base.controlPlane, remediation } });
+    assert.match(sooner.action.reason, /if machine n-1 is lost, delete it/);
   });
 
   it("takes an outdated Machine whose Node is NotReady first: with it staying, no other voter could leave", () => {

@@ -26,6 +26,8 @@ interface Expectation {
   fields?: Record<string, unknown>;
   /** Words the reason must contain (names of what blocks, the cause). */
   reason?: string[];
+  /** Words the reason must not contain. */
+  notReason?: string[];
   blockedBy?: string[];
   /** A Wait must come back within this many ms. */
   recheckAtMost?: number;
@@ -45,6 +47,8 @@ function check(decision: Decision, expectation: Expectation): void {
   }
   for (const word of expectation.reason ?? [])
     assert.ok(action.reason.includes(word), `reason should mention "${word}": ${action.reason}`);
+  for (const word of expectation.notReason ?? [])
+    assert.ok(!action.reason.includes(word), `reason should not mention "${word}": ${action.reason}`);
   if (action.kind === "Wait") {
     assert.ok(action.recheckAfterMs > 0, "a Wait says when to look again");
     if (expectation.recheckAtMost !== undefined)
@@ -354,6 +358,7 @@ const cases: Case[] = [
             maxRetry: 3,
             retryPeriodMs: 5 * MINUTE,
             minHealthyPeriodMs: 60 * MINUTE,
+            machineLostAfterMs: 5 * MINUTE,
             last: { machine: "m-0", time: NOW - 2 * MINUTE, retryCount: 0 },
           },
         },
@@ -374,6 +379,7 @@ const cases: Case[] = [
             maxRetry: 2,
             retryPeriodMs: 5 * MINUTE,
             minHealthyPeriodMs: 60 * MINUTE,
+            machineLostAfterMs: 5 * MINUTE,
             last: { machine: "m-0", time: NOW - 20 * MINUTE, retryCount: 2 },
           },
         },
@@ -645,6 +651,21 @@ const cases: Case[] = [
     expect: {
       kind: "Wait",
       reason: ["nothing to do", "2 of 3 voters healthy", "member m-2 is down", "if machine m-2 is lost, delete it"],
+    },
+  },
+  {
+    name: "with the spec met, a voter down for two minutes (a reboot) is named with since when, and not yet offered as lost",
+    snapshot: () => {
+      const h = healthyMachines(3, "m");
+      const rebooting = dead("m-2", { downObserved: NOW - 2 * MINUTE });
+      return snapshot({ machines: h.machines, members: withLeader([h.members[0], rebooting, h.members[2]], "m-1") });
+    },
+    expect: {
+      kind: "Wait",
+      reason: [
+        `member m-2 is down (unreachable; context deadline exceeded) since ${new Date(NOW - 2 * MINUTE).toISOString().replace(".000Z", "Z")}`,
+      ],
+      notReason: ["is lost"],
     },
   },
   {
