@@ -73,6 +73,8 @@ export interface ClusterSpec {
   version: string;
   maxSurge?: 0 | 1;
   ghostMemberGracePeriod?: string;
+  /** spec.remediation.machineLostAfter; unset, the default (5m). */
+  machineLostAfter?: string;
   /**
    * kubeadm Machines: the bootstrap template is the KubeadmConfigTemplate of config/samples/cluster-kubeadm.yaml (CABPK
    * writes `kubeadm init`/`join` cloud-init), and the ProcessCluster runs each Machine in namespaces of its own.
@@ -321,6 +323,7 @@ export class E2EStack {
               },
             }
           : {}),
+        ...(spec.machineLostAfter ? { remediation: { machineLostAfter: spec.machineLostAfter } } : {}),
       },
     });
     await create(`/apis/${CAPI_API_VERSION}/namespaces/${namespace}/clusters`, {

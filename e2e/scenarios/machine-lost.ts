@@ -10,6 +10,11 @@ import { VERSION, type ScenarioDefinition } from "./types.ts";
 
 /** Long past the scenario: the provider never brings the killed etcd back. */
 const NEVER = "2h";
+/**
+ * spec.remediation.machineLostAfter, shorter than the 5m default so that the scenario stays short: status offers the
+ * way out only once the member has been down this long (a restart or a reboot comes back sooner).
+ */
+const LOST_AFTER_S = 20;
 /** How long status may take to name the way out before the scenario gives up (a bound, not a target). */
 const NAMED_WITHIN_MS = 60_000;
 /** How long Quorum is watched afterwards for a step it must not take on its own. */
@@ -20,7 +25,7 @@ export const machineLost: ScenarioDefinition = {
   title:
     "a Machine's etcd killed for good, no MachineHealthCheck: status names it and the fix; kubectl delete machine replaces it",
   async run(s) {
-    await s.setup({ replicas: 3, version: VERSION }, { restartDelay: NEVER });
+    await s.setup({ replicas: 3, version: VERSION, machineLostAfter: `${LOST_AFTER_S}s` }, { restartDelay: NEVER });
     const members = (await s.controlPlane()).status?.etcd?.members ?? [];
     // A follower: killing the leader adds an election, which is etcd's time and not what this scenario is about.
     const victim = members.find((member) => !member.leader && member.machine)?.machine;
@@ -44,9 +49,15 @@ export const machineLost: ScenarioDefinition = {
       },
       { timeoutMs: NAMED_WITHIN_MS },
     );
+    const namedAfterMs = Date.now() - killedAt;
     s.check(
       named.includes(fix),
-      `status.nextAction named ${victim} and the way out ("${fix}") ${((Date.now() - killedAt) / 1000).toFixed(1)} s after the kill: ${named}`,
+      `status.nextAction named ${victim} and the way out ("${fix}") ${(namedAfterMs / 1000).toFixed(1)} s after the kill: ${named}`,
+    );
+    // Quorum cannot have seen the member down before the kill, so an earlier offer would not have waited.
+    s.check(
+      namedAfterMs >= LOST_AFTER_S * 1000,
+      `the way out came no sooner than machineLostAfter (${LOST_AFTER_S} s) after the kill (${(namedAfterMs / 1000).toFixed(1)} s)`,
     );
     await sleep(WATCH_MS);
     const onItsOwn = s

@@ -25,6 +25,7 @@ export const memberDown: ScenarioDefinition = {
     let backAt = 0;
     let victim = "";
     let named = "";
+    let offeredAsLost = "";
     let alreadyGone = new Set<string>();
     // Quorum forwards leadership to the newest member, the one killed here. Killing the etcd leader costs an election
     // (seconds without writes) whoever the control-plane provider is; this scenario is about a follower going away.
@@ -91,6 +92,7 @@ export const memberDown: ScenarioDefinition = {
             const qcp = await s.controlPlane();
             const text = statusText(qcp);
             if (!named && text.includes(victim)) named = text.split("\n").find((line) => line.includes(victim)) ?? "";
+            if (!offeredAsLost && text.includes(`if machine ${victim} is lost`)) offeredAsLost = text;
             // Back = the restarted etcd answered /health (the provider's event). The provider probes every 200 ms,
             // and Quorum's own health round may see the member back before the provider's next probe does: the
             // member was certainly down only until the provider's last probe that failed, so that ends the window.
@@ -138,6 +140,11 @@ export const memberDown: ScenarioDefinition = {
       `no disruptive step while the member of ${victim} was down (${offending.map((action) => `${action.kind}: ${action.message}`).join("; ") || "none taken"})`,
     );
     s.check(named !== "", `status named the down member ${victim} while it was down (${named.slice(0, 200)})`);
+    // An etcd restart is over in seconds: offering "if it is lost, delete it" would invite replacing a healthy Machine.
+    s.check(
+      offeredAsLost === "",
+      `status did not offer deleting ${victim} as lost while its etcd restarted (${offeredAsLost.slice(0, 300) || "not offered"})`,
+    );
     return 3;
   },
 };
