@@ -44,7 +44,7 @@ export type Rule =
   | "9 remediations paced by retryPeriod"
   | "10 an upgrade upgrades"
   | "10 kube-proxy never ahead of an API server"
-  | "11 a starting Machine is not offered as lost"
+  | "11 a starting or briefly down Machine is not offered as lost"
   | "planner throws"
   | "reconcile throws";
 
@@ -153,19 +153,33 @@ function chosenByPlanner(world: World, snapshot: Snapshot, member: SimMember): S
 
 /**
  * Rule 11: status.nextAction never offers the way past a lost Machine ("if machine <name> is lost, delete it") for a
- * Machine that is only starting: its Node registered and NotReady because its network plugin has not started yet,
- * while the Machine runs, its member is up and its kubelet posts. Every join goes through that, and a user who follows
- * the fix there deletes a healthy Machine in the middle of a rollout. Judged on the status a reconcile just wrote.
+ * Machine that is only starting or only briefly down. Starting: its Node registered and NotReady because its network
+ * plugin has not started yet, while the Machine runs, its member is up and its kubelet posts; every join goes through
+ * that. Briefly down: its member stopped answering less than machineLostAfter ago (a restart or a reboot) and its Node
+ * has not been NotReady that long either. A user who follows the fix there deletes a Machine that was coming back.
+ * Judged on the status a reconcile just wrote.
  */
 export function checkLostMachineOffers(world: World): Finding | undefined {
+  const rule: Rule = "11 a starting or briefly down Machine is not offered as lost";
   for (const name of offeredAsLost(world)) {
     const machine = world.machines.find((candidate) => candidate.name === name);
-    if (!machine || !networkStarting(world, machine)) continue;
-    return {
-      kind: "violation",
-      rule: "11 a starting Machine is not offered as lost",
-      message: `status.nextAction offers to delete machine ${name} if lost, but its Node is only starting (network plugin from step ${machine.networkReadyAt}, member up): ${world.status?.nextAction?.message}`,
-    };
+    if (!machine) continue;
+    if (networkStarting(world, machine))
+      return {
+        kind: "violation",
+        rule,
+        message: `status.nextAction offers to delete machine ${name} if lost, but its Node is only starting (network plugin from step ${machine.networkReadyAt}, member up): ${world.status?.nextAction?.message}`,
+      };
+    const member = machine.memberId === undefined ? undefined : findMember(world, machine.memberId);
+    const downFor = member?.downSince === undefined ? undefined : world.now - member.downSince;
+    const notReadyFor = machine.nodeReadiness?.ready === false ? world.now - machine.nodeReadiness.since : 0;
+    const lostAfter = SIM_TIMERS.machineLostAfterMs;
+    if (downFor !== undefined && downFor < lostAfter && notReadyFor < lostAfter)
+      return {
+        kind: "violation",
+        rule,
+        message: `status.nextAction offers to delete machine ${name} if lost, but its member went down only ${downFor / 1000}s ago (machineLostAfter ${lostAfter / 1000}s): ${world.status?.nextAction?.message}`,
+      };
   }
   return undefined;
 }

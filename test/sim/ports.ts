@@ -440,6 +440,7 @@ export class SimPorts {
           maxRetry: SIM_TIMERS.remediationMaxRetry,
           retryPeriod: seconds(SIM_TIMERS.remediationRetryPeriodMs),
           minHealthyPeriod: seconds(SIM_TIMERS.remediationMinHealthyPeriodMs),
+          machineLostAfter: seconds(SIM_TIMERS.machineLostAfterMs),
         },
         etcd: {
           ghostMemberGracePeriod: seconds(SIM_TIMERS.ghostGracePeriodMs),

@@ -34,6 +34,7 @@ import {
   hasQuorum,
   NAMESPACE,
   STEP_MS,
+  trackMemberOutages,
   trackNodeReadiness,
   type World,
 } from "./world.ts";
@@ -122,6 +123,7 @@ export async function runSchedule(
     const deleted = world.traits.noNodeReadyCheck ? followLostMachineFix(world) : undefined;
     if (deleted) events.push(deleted);
     trackNodeReadiness(world);
+    trackMemberOutages(world);
 
     if (world.step < controllerBackAt) {
       if (options.trace)

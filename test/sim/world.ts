@@ -24,6 +24,8 @@ export const SIM_TIMERS = {
   remediationRetryPeriodMs: 60_000,
   remediationMinHealthyPeriodMs: 300_000,
   remediationMaxRetry: 1000,
+  /** Inside the 1-8 steps of a member outage (faults.ts): some outages end before it, some after. */
+  machineLostAfterMs: 60_000,
 } as const;
 
 /**
@@ -137,6 +139,8 @@ export interface SimMember {
   up: boolean;
   /** A temporary outage ends at this step. */
   downUntil?: number;
+  /** World time since when a started member has not answered, without an answer between (trackMemberOutages). */
+  downSince?: number;
   /** Will never answer again (its Machine died or vanished): the fault injector counts it as lost for good. */
   lostForGood: boolean;
   appliedIndex: number;
@@ -489,6 +493,14 @@ export function trackNodeReadiness(world: World): void {
     if (!machine.nodeRegistered) continue;
     const ready = nodeReady(world, machine);
     if (machine.nodeReadiness?.ready !== ready) machine.nodeReadiness = { ready, since: world.now };
+  }
+}
+
+/** Each started member's current outage, from the first step it is seen down until it answers again. */
+export function trackMemberOutages(world: World): void {
+  for (const member of world.members) {
+    if (member.started && !member.up) member.downSince ??= world.now;
+    else member.downSince = undefined;
   }
 }
 

@@ -115,4 +115,10 @@ describe("seed bugs the simulator must catch", () => {
     assert.ok(found, `no rule 11 violation within ${BUDGET} schedules`);
     assert.match(found.finding!.message, /offers to delete machine \S+ if lost, but its Node is only starting/);
   });
+
+  it("reports a violation when a voter down for a moment (an etcd restart) is offered as lost at once", async () => {
+    const found = await firstWith("down-at-once", "violation", /^11 /);
+    assert.ok(found, `no rule 11 violation within ${BUDGET} schedules`);
+    assert.match(found.finding!.message, /offers to delete machine \S+ if lost, but its member went down only/);
+  });
 });
