@@ -496,11 +496,17 @@ export class SimPorts {
     return String(this.world.spec.generation);
   }
 
-  /** A down member whose connection age the written status no longer trusts (or that status lost): the controller saw this outage. */
+  /**
+   * A down member whose connection age the written status no longer trusts (or that status lost): the controller saw
+   * this outage. An answering member the written status keeps no downSince for: the controller saw it back.
+   */
   private noteSeenOutages(): void {
     const kept = new Map((this.world.status?.etcd?.members ?? []).map((entry) => [entry.id, entry]));
-    for (const member of this.world.members)
-      if (!member.up && kept.get(member.id)?.startedObserved === undefined) member.outageSeen = true;
+    for (const member of this.world.members) {
+      const entry = kept.get(member.id);
+      if (!member.up && entry?.startedObserved === undefined) member.outageSeen = true;
+      if (member.up && entry !== undefined && entry.downSince === undefined) member.backSeen = true;
+    }
   }
 
   /** CAPI accepted a new Machine: the world starts provisioning it. */

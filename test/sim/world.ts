@@ -139,8 +139,16 @@ export interface SimMember {
   up: boolean;
   /** A temporary outage ends at this step. */
   downUntil?: number;
-  /** World time since when a started member has not answered, without an answer between (trackMemberOutages). */
+  /**
+   * World time since when a member has not answered (down or not started), without an answer between that a status write saw
+   * (trackMemberOutages): a controller cannot count from a later moment than the outage it saw, if it never saw the
+   * member back.
+   */
   downSince?: number;
+  /** Since its last outage ended, a status write recorded it answering (SimPorts.noteSeenOutages). */
+  backSeen?: boolean;
+  /** When its last outage began, kept until a status write sees it back (trackMemberOutages). */
+  lastOutage?: number;
   /** Will never answer again (its Machine died or vanished): the fault injector counts it as lost for good. */
   lostForGood: boolean;
   appliedIndex: number;
@@ -496,11 +504,20 @@ export function trackNodeReadiness(world: World): void {
   }
 }
 
-/** Each started member's current outage, from the first step it is seen down until it answers again. */
+/**
+ * Each member's current time without answering (down, or not started yet: it has no client URL), from the first step
+ * it does not answer until it does; one that follows another whose end no status write saw counts from that earlier
+ * one (the controller saw no answer between).
+ */
 export function trackMemberOutages(world: World): void {
   for (const member of world.members) {
-    if (member.started && !member.up) member.downSince ??= world.now;
-    else member.downSince = undefined;
+    if (!member.started || !member.up) {
+      member.downSince ??= (member.backSeen === false ? member.lastOutage : undefined) ?? world.now;
+    } else if (member.downSince !== undefined) {
+      member.lastOutage = member.downSince;
+      member.backSeen = false;
+      member.downSince = undefined;
+    }
   }
 }
 
