@@ -160,26 +160,28 @@ function chosenByPlanner(world: World, snapshot: Snapshot, member: SimMember): S
  * Judged on the status a reconcile just wrote.
  */
 export function checkLostMachineOffers(world: World): Finding | undefined {
-  const rule: Rule = "11 a starting or briefly down Machine is not offered as lost";
+  const violation = (name: string, but: string): Finding => ({
+    kind: "violation",
+    rule: "11 a starting or briefly down Machine is not offered as lost",
+    message: `status.nextAction offers to delete machine ${name} if lost, but ${but}: ${world.status?.nextAction?.message}`,
+  });
   for (const name of offeredAsLost(world)) {
-    const machine = world.machines.find((candidate) => candidate.name === name);
+    const machine = findMachine(world, name);
     if (!machine) continue;
     if (networkStarting(world, machine))
-      return {
-        kind: "violation",
-        rule,
-        message: `status.nextAction offers to delete machine ${name} if lost, but its Node is only starting (network plugin from step ${machine.networkReadyAt}, member up): ${world.status?.nextAction?.message}`,
-      };
+      return violation(
+        name,
+        `its Node is only starting (network plugin from step ${machine.networkReadyAt}, member up)`,
+      );
     const member = machine.memberId === undefined ? undefined : findMember(world, machine.memberId);
     const downFor = member?.downSince === undefined ? undefined : world.now - member.downSince;
     const notReadyFor = machine.nodeReadiness?.ready === false ? world.now - machine.nodeReadiness.since : 0;
     const lostAfter = SIM_TIMERS.machineLostAfterMs;
     if (downFor !== undefined && downFor < lostAfter && notReadyFor < lostAfter)
-      return {
-        kind: "violation",
-        rule,
-        message: `status.nextAction offers to delete machine ${name} if lost, but its member went down only ${downFor / 1000}s ago (machineLostAfter ${lostAfter / 1000}s): ${world.status?.nextAction?.message}`,
-      };
+      return violation(
+        name,
+        `its member went down only ${downFor / 1000}s ago (machineLostAfter ${lostAfter / 1000}s)`,
+      );
   }
   return undefined;
 }

@@ -140,9 +140,9 @@ export interface SimMember {
   /** A temporary outage ends at this step. */
   downUntil?: number;
   /**
-   * World time since when a member has not answered (down or not started), without an answer between that a status write saw
-   * (trackMemberOutages): a controller cannot count from a later moment than the outage it saw, if it never saw the
-   * member back.
+   * World time since when a member has not answered (down or not started), without an answer between that a status
+   * write saw (trackMemberOutages): a controller cannot count from a later moment than the outage it saw, if it never
+   * saw the member back.
    */
   downSince?: number;
   /** Since its last outage ended, a status write recorded it answering (SimPorts.noteSeenOutages). */
