@@ -371,6 +371,18 @@ export class E2EStack {
     ).items;
   }
 
+  /** Stops or starts a kubeadm Machine's "VM" (ProcessMachine spec.powerState), as a cloud's stop and start do. */
+  async setPowerState(namespace: string, name: string, powerState: "On" | "Off"): Promise<void> {
+    await kubeRequestOk(
+      this.kubeConfig,
+      `/apis/${INFRA_API_VERSION}/namespaces/${namespace}/${RESOURCE.ProcessMachine}/${name}`,
+      {
+        method: "PATCH",
+        body: { spec: { powerState } },
+      },
+    );
+  }
+
   providerEvents(): ProviderEvent[] {
     if (!existsSync(this.eventsFile)) return [];
     return readFileSync(this.eventsFile, "utf8")

@@ -60,13 +60,21 @@ const processMachineSpec = object({
   providerID: string,
   /** Extra kube-apiserver flags for this Machine, e.g. ["--v=2"]. */
   apiServerExtraArgs: { type: "array", items: string },
+  /**
+   * kubeadm Machines: Off stops the "VM" as a reboot's first half (its kubelet stops with every static pod; its disk
+   * and address stay), On (the default) boots it again. Like a cloud's stop and start, it never touches the Machine.
+   */
+  powerState: string,
 });
 
 const processMachineStatus = object({
   initialization: object({ provisioned: boolean }),
   ready: boolean,
   addresses: { type: "array", items: object({ type: string, address: string }) },
-  /** Where the Machine is in its bootstrap: Provisioned, JoiningEtcd, Learner, StartingAPIServer, Running, Stopped. */
+  /**
+   * Where the Machine is in its bootstrap: Provisioned, JoiningEtcd, Learner, StartingAPIServer, Running, Stopped;
+   * PoweredOff while spec.powerState is Off.
+   */
   phase: string,
   etcdMemberName: string,
   processes: object({

@@ -20,6 +20,7 @@ export type MachinePhase =
   | "StartingAPIServer"
   | "RegisteringNode"
   | "Running"
+  | "PoweredOff"
   | "Stopping"
   | "Stopped"
   | "Failed";

@@ -65,7 +65,7 @@ interface Obj<Spec = Record<string, unknown>, Status = Record<string, unknown>> 
 }
 
 type ProcessCluster = Obj<{ controlPlaneEndpoint?: { host?: string; port?: number }; machineNetwork?: MachineNetwork }>;
-type ProcessMachine = Obj<{ providerID?: string; apiServerExtraArgs?: string[] }>;
+type ProcessMachine = Obj<{ providerID?: string; apiServerExtraArgs?: string[]; powerState?: "On" | "Off" }>;
 type ProcessBootstrapConfig = Obj<{ note?: string }>;
 type Machine = Obj<{ version?: string; bootstrap?: { dataSecretName?: string } }>;
 type Cluster = Obj<{ paused?: boolean }, { initialization?: { infrastructureProvisioned?: boolean } }>;
@@ -370,6 +370,7 @@ export class ProcessProvider {
       await kubeRequestOk(this.options.kubeConfig, path, { method: "PATCH", body: { spec: { providerID } } });
       runtime.start();
     }
+    if (runtime instanceof KubeadmMachineRuntime) this.applyPowerState(runtime, processMachine.spec?.powerState);
     const status = {
       initialization: { provisioned: true },
       ready: true,
@@ -390,6 +391,12 @@ export class ProcessProvider {
         : null,
     };
     await this.patchStatusIfChanged(path, processMachine.status, status);
+  }
+
+  /** spec.powerState of a kubeadm Machine: Off powers a Running one off (in the background), On boots it again. */
+  private applyPowerState(runtime: KubeadmMachineRuntime, powerState: "On" | "Off" | undefined): void {
+    if (powerState === "Off" && runtime.phase === "Running") void runtime.powerOff();
+    else if (powerState !== "Off" && runtime.phase === "PoweredOff") runtime.powerOn();
   }
 
   /** A new Machine's runtime, registered in the cloud; undefined until the cluster's Secrets exist. */

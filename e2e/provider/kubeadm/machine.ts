@@ -4,7 +4,8 @@
 // Machine's Kubernetes minor. Only kubeadm's preflight phase is skipped (it looks for a container runtime and pulls
 // images). The Machine is Running once cloud-init wrote CABPK's bootstrap-success sentinel; its API server then joins
 // the load balancer. Stopping it stops the kubelet (which stops its static pods) and ends the namespaces; like a VM
-// going away, it never touches etcd membership.
+// going away, it never touches etcd membership. Powering it off (a reboot's first half) stops only the kubelet and its
+// static pods; powering it on starts the kubelet again, which starts them from the manifests and data on its disk.
 import { appendFileSync, existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { startProcess, type ManagedProcess } from "../../../test/env/processes.ts";
@@ -40,6 +41,8 @@ export class KubeadmMachineRuntime extends MachineRuntimeBase {
   readonly apiServer: ManagedProcess | undefined = undefined;
   kubelet: ManagedProcess | undefined;
   private command: ManagedProcess | undefined;
+  /** Set while the kubelet is stopped on purpose (powered off), so its exit is not reported as a crash. */
+  private poweringOff = false;
   private readonly namespaces: MachineNamespaces;
   readonly hostName: string;
 
@@ -145,10 +148,33 @@ export class KubeadmMachineRuntime extends MachineRuntimeBase {
     this.kubelet = proc;
     this.options.emit({ kind: "process-started", detail: { role: "kubelet", pid: proc.pid } });
     void proc.exited.then((exit) => {
-      if (this.stopping) return;
+      if (this.stopping || this.poweringOff) return;
       this.options.emit({ kind: "kubelet-exited", detail: { code: exit.code, signal: exit.signal } });
       this.options.cluster.markBackendDown(this.options.name);
     });
+  }
+
+  /**
+   * Powers a Running Machine off, as a reboot (kured, a kernel update) begins: the load balancer stops sending to it,
+   * the kubelet stops every static pod (SIGTERM, as on shutdown), and nothing else changes: namespaces, address, files.
+   */
+  async powerOff(): Promise<void> {
+    if (this.phase !== "Running" || this.stopping) return;
+    this.poweringOff = true;
+    this.setPhase("PoweredOff");
+    this.options.cluster.markBackendDown(this.options.name);
+    this.options.emit({ kind: "powering-off", detail: { kubeletPid: this.kubelet?.pid } });
+    const exit = await this.kubelet?.stop(15_000);
+    this.options.emit({ kind: "powered-off", detail: { code: exit?.code, signal: exit?.signal } });
+  }
+
+  /** Boots a powered-off Machine: its kubelet starts again and brings up the static pods kubeadm wrote. */
+  powerOn(): void {
+    if (this.phase !== "PoweredOff" || this.stopping || this.kubelet?.isRunning()) return;
+    this.poweringOff = false;
+    this.startKubelet();
+    this.setPhase("Running");
+    this.options.emit({ kind: "powered-on", detail: { kubeletPid: this.kubelet?.pid } });
   }
 
   /** One cloud-init command, in the Machine's namespaces, with the kubeadm shim first on PATH. */
