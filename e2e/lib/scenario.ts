@@ -594,6 +594,12 @@ function processesUnder(dir: string): number[] {
   return pids;
 }
 
+/** Every place in status a human reads to learn what blocks Quorum: conditions and the next action, one per line. */
+export function statusText(qcp: QuorumControlPlane): string {
+  const conditions = (qcp.status?.conditions ?? []).map((condition) => `${condition.type}: ${condition.message ?? ""}`);
+  return [...conditions, qcp.status?.nextAction?.message ?? "", qcp.status?.nextAction?.blockedBy ?? ""].join("\n");
+}
+
 export function percentile(values: number[], p: number): number {
   if (values.length === 0) return 0;
   const sorted = [...values].sort((a, b) => a - b);

@@ -6,7 +6,8 @@
 // (`ip-10-200-1-3`), never after the Machine, as on clouds. Each Machine's firewall closes etcd's client port to the
 // management side (as a cloud's security group does), so Quorum reads etcd through the workload API server's
 // pods/portforward (spec.etcd.access APIServerProxy, kubeadm's default). Create 1 → scale 3 → 5 → 3; then Direct is
-// tried (Quorum must name the unreachable members and the fix, and touch nothing) and undone.
+// tried (Quorum must name the unreachable members and the fix, and touch nothing) and undone. Last, one host reboots
+// (e2e/lib/kubeadm-reboot.ts): Quorum waits it out, names the down member, and replaces nothing.
 import { pinnedVersions } from "../../test/env/tools.ts";
 import {
   checkBootstrap,
@@ -18,13 +19,14 @@ import {
 } from "../lib/kubeadm-nodes.ts";
 import { checkEtcdPortForward } from "../lib/kubeadm-portforward.ts";
 import { checkDirectAccessBlocked } from "../lib/etcd-access.ts";
+import { checkReboot } from "../lib/kubeadm-reboot.ts";
 import type { ScenarioDefinition } from "./types.ts";
 
 const VERSION = pinnedVersions().previousKubernetes;
 
 export const kubeadm: ScenarioDefinition = {
   name: "kubeadm",
-  title: `kubeadm Machines (CABPK cloud-init, real kubeadm ${VERSION}, process kubelet): create 1 → 3 → 5 → 3`,
+  title: `kubeadm Machines (CABPK cloud-init, real kubeadm ${VERSION}, process kubelet): create 1 → 3 → 5 → 3, a host reboots`,
   async run(s) {
     const bootstrap = new Map<string, Bootstrap>();
     await s.setup({ replicas: 1, version: VERSION, kubeadm: true }, { kubeadmBootstrap: true });
@@ -58,6 +60,7 @@ export const kubeadm: ScenarioDefinition = {
     // Issue 18: every Machine's etcd is reachable through the workload API server's pods/portforward.
     await checkEtcdPortForward(s);
     await checkDirectAccessBlocked(s);
+    await checkReboot(s);
     return 3;
   },
 };

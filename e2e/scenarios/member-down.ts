@@ -4,16 +4,10 @@
 // before the kill), and its status must name the member.
 import { setTimeout as sleep } from "node:timers/promises";
 import { isDisruptive, type Action } from "../../src/core/actions.ts";
-import type { QuorumControlPlane } from "../../src/api/types.ts";
+import { statusText } from "../lib/scenario.ts";
 import { NEXT_VERSION, VERSION, type ScenarioDefinition } from "./types.ts";
 
 const RESTART_DELAY_S = 25;
-
-/** Every place in status a human reads to learn what blocks Quorum. */
-function statusText(qcp: QuorumControlPlane): string {
-  const conditions = (qcp.status?.conditions ?? []).map((condition) => `${condition.type}: ${condition.message ?? ""}`);
-  return [...conditions, qcp.status?.nextAction?.message ?? "", qcp.status?.nextAction?.blockedBy ?? ""].join("\n");
-}
 
 export const memberDown: ScenarioDefinition = {
   name: "member-down",
