@@ -42,12 +42,14 @@ export async function checkReboot(s: Scenario): Promise<void> {
   let notReadyAt = 0;
   let named = "";
   let offeredAsLost = "";
+  let downSince: string | undefined;
   let stillRunning: number[] | undefined;
   await s.operation(
     `reboot ${machine} (host ${victim.name}): power off until its Node is NotReady, then on`,
     async () => {
-      await s.stack.setPowerState(s.namespace, machine, "Off");
+      // Taken before the request: the provider may act on it before the answer arrives.
       offAt = Date.now();
+      await s.stack.setPowerState(s.namespace, machine, "Off");
       s.userEvents.push({ at: offAt, kind: "host-powered-off", subject: machine });
     },
     {
@@ -55,14 +57,16 @@ export async function checkReboot(s: Scenario): Promise<void> {
       rollout: false,
       during: async () => {
         for (;;) {
-          const text = statusText(await s.controlPlane());
+          const qcp = await s.controlPlane();
+          const text = statusText(qcp);
+          downSince ??= qcp.status?.etcd?.members?.find((member) => member.id === victim.id)?.downSince;
           if (!named)
             named =
               text.split("\n").find((line) => line.includes(`member ${victim.name}`) && line.includes(" since ")) ?? "";
           if (!offeredAsLost && text.includes(`if machine ${machine} is lost`)) offeredAsLost = text;
           const poweredOff = s.stack
             .providerEvents()
-            .some((event) => event.machine === machine && event.kind === "powered-off" && event.at >= offAt - 1_000);
+            .some((event) => event.machine === machine && event.kind === "powered-off" && event.at >= offAt);
           // Read once the kubelet has stopped: every process the host ran before must be gone by then.
           if (poweredOff && stillRunning === undefined)
             stillRunning = before.map((seen) => seen.pid).filter((pid) => isProcessAlive(pid));
@@ -105,6 +109,11 @@ export async function checkReboot(s: Scenario): Promise<void> {
     `the Node ${nodeName} went NotReady ${((notReadyAt - offAt) / 1000).toFixed(1)} s into the reboot`,
   );
   s.check(named !== "", `status named the down member while the host was off: ${named.slice(0, 300)}`);
+  const downSinceMs = downSince === undefined ? Number.NaN : Date.parse(downSince);
+  s.check(
+    downSinceMs >= offAt && downSinceMs <= notReadyAt,
+    `status.etcd.members[].downSince of ${victim.name} was set during the reboot, no earlier than the power-off (${downSince ?? "never set"}; powered off ${new Date(offAt).toISOString()})`,
+  );
   s.check(
     offeredAsLost === "",
     `status did not offer deleting ${machine} as lost during a reboot shorter than machineLostAfter (${offeredAsLost.slice(0, 300) || "not offered"})`,
