@@ -1,6 +1,6 @@
 // `make e2e`: every scenario on its own fresh stack, one after the other, then the summary (stdout and
-// e2e/results/summary.json) and the rolling upgrade's SVG timeline. Exit code 1 when any scenario failed. The run
-// moves into a network namespace of its own first (lib/netns.ts).
+// e2e/results/summary.json, or summary.<names>.json for some scenarios) and the rolling upgrade's SVG timeline. Exit
+// code 1 when any scenario failed. The run moves into a network namespace of its own first (lib/netns.ts).
 //   node --import tsx e2e/run.ts [scenario ...]      (default: all; E2E_SCENARIOS="a,b" works too)
 import { copyFileSync, cpSync, existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -143,10 +143,12 @@ async function main(): Promise<void> {
   for (const definition of selected) results.push(await runOne(definition));
   const header = `Quorum end-to-end: ${results.filter((result) => result.passed).length}/${results.length} scenarios passed in ${((Date.now() - started) / 60_000).toFixed(1)} min (Quorum --etcd-poll-interval 1s, --etcd-idle-poll-interval 1s; latency = last observable change → controller decision)`;
   process.stdout.write(`\n${summaryTable(results, header)}\n`);
-  const file = writeResults(resultsDir, results, {
-    startedAt: new Date(started).toISOString(),
-    wallMs: Date.now() - started,
-  });
+  const file = writeResults(
+    resultsDir,
+    results,
+    { startedAt: new Date(started).toISOString(), wallMs: Date.now() - started },
+    selected.length < scenarios.length ? selected.map((definition) => definition.name) : undefined,
+  );
   process.stdout.write(`\nresults: ${file}\n`);
   // Stray handles (etcd3 channels, timers) must not keep the suite alive; the harness kills what is left on exit.
   process.exit(results.every((result) => result.passed) ? 0 : 1);

@@ -54,9 +54,18 @@ export function summaryTable(results: ScenarioResult[], header: string): string 
   return out.join("\n");
 }
 
-export function writeResults(dir: string, results: ScenarioResult[], meta: Record<string, unknown>): string {
+/**
+ * Writes summary.json for a run of every scenario (the file the repository keeps), and summary.<names>.json (ignored
+ * by git) for a run of some, so that trying one scenario never replaces the record of a whole run.
+ */
+export function writeResults(
+  dir: string,
+  results: ScenarioResult[],
+  meta: Record<string, unknown>,
+  subset?: string[],
+): string {
   mkdirSync(dir, { recursive: true });
-  const file = join(dir, "summary.json");
+  const file = join(dir, subset ? `summary.${subset.join("+")}.json` : "summary.json");
   writeFileSync(file, `${JSON.stringify({ ...meta, scenarios: results }, null, 2)}\n`);
   return file;
 }
