@@ -61,9 +61,19 @@ export async function enterOwnNetworkNamespace(log: (line: string) => void): Pro
   process.exit(code);
 }
 
-function setUpBridge(): void {
+/**
+ * The bridge's own link-layer address, set once: a Linux bridge whose address nobody set takes the lowest address among
+ * its ports, so a Machine joining or leaving (its veth's address is random) could change it under every other Machine's
+ * ARP entry for the load balancer and the gateway, whose packets then went nowhere until that entry expired (up to a
+ * minute; kubeadm join's API calls give up after one). A cloud's gateway keeps its address; so does this one.
+ */
+export const BRIDGE_MAC = "02:00:0a:c8:00:01";
+
+/** Creates the bridge in the run's own network namespace (exported for the test that holds it to BRIDGE_MAC). */
+export function setUpBridge(): void {
   ip("link", "set", "lo", "up");
   ip("link", "add", BRIDGE, "type", "bridge");
+  ip("link", "set", BRIDGE, "address", BRIDGE_MAC);
   ip("addr", "add", `${BRIDGE_GATEWAY}/${BRIDGE_PREFIX_LENGTH}`, "dev", BRIDGE);
   ip("link", "set", BRIDGE, "up");
 }
