@@ -3,7 +3,9 @@
 // goes NotReady once the node lifecycle controller's grace period passes, and the host boots again with its disk.
 // Quorum must take no step meanwhile, name the down member in status with since when, and not offer to delete the
 // Machine as lost (spec.remediation.machineLostAfter, 5m by default, is longer than a reboot); after the boot the same
-// member (its ID unchanged: etcd restarted from its data directory) serves again and no Machine was replaced.
+// member (its ID unchanged: etcd restarted from its data directory) serves again and no Machine was replaced. kured
+// reboots every host in turn, so the `kubeadm` scenario reboots a follower's host and `kubeadm-upgrade` the leader's:
+// there the other two elect a leader while it is off, and status must follow the election.
 import { setTimeout as sleep } from "node:timers/promises";
 import { isDisruptive, type Action } from "../../src/core/actions.ts";
 import { isProcessAlive } from "../../test/env/processes.ts";
@@ -26,12 +28,15 @@ async function nodeReady(s: Scenario, node: string): Promise<string> {
   return conditions?.find((condition) => condition.type === "Ready")?.status ?? "no Ready condition";
 }
 
-/** Reboots the host of a follower member (powered off until its Node is NotReady, then on) and checks the above. */
-export async function checkReboot(s: Scenario): Promise<void> {
+/**
+ * Reboots the host of the etcd leader or of a follower (powered off until its Node is NotReady, then on) and checks
+ * the above.
+ */
+export async function checkReboot(s: Scenario, role: "leader" | "follower"): Promise<void> {
   const members = (await s.controlPlane()).status?.etcd?.members ?? [];
-  const victim = members.find((member) => !member.leader && member.healthy && member.machine);
+  const victim = members.find((member) => member.leader === (role === "leader") && member.healthy && member.machine);
   if (!victim?.machine)
-    throw new ScenarioFailure(`no healthy follower with a Machine in status (${JSON.stringify(members)})`);
+    throw new ScenarioFailure(`no healthy ${role} with a Machine in status (${JSON.stringify(members)})`);
   const machine = victim.machine;
   const nodeName = victim.node ?? victim.name;
   const node = (await kubeadmNodes(s)).find((candidate) => candidate.machine === machine);
@@ -44,6 +49,8 @@ export async function checkReboot(s: Scenario): Promise<void> {
   let named = "";
   let offeredAsLost = "";
   let downSince: string | undefined;
+  /** Another member status named the leader while the host was off. */
+  let otherLeader: string | undefined;
   let stillRunning: number[] | undefined;
   await s.operation(
     `reboot ${machine} (host ${victim.name}): power off until its Node is NotReady, then on`,
@@ -61,6 +68,7 @@ export async function checkReboot(s: Scenario): Promise<void> {
           const qcp = await s.controlPlane();
           const text = statusText(qcp);
           downSince ??= qcp.status?.etcd?.members?.find((member) => member.id === victim.id)?.downSince;
+          otherLeader ??= qcp.status?.etcd?.members?.find((member) => member.leader && member.id !== victim.id)?.name;
           if (!named)
             named =
               text.split("\n").find((line) => line.includes(`member ${victim.name}`) && line.includes(" since ")) ?? "";
@@ -78,7 +86,8 @@ export async function checkReboot(s: Scenario): Promise<void> {
               `Node ${nodeName} is Ready=${ready} ${((notReadyAt - offAt) / 1000).toFixed(1)} s after the power-off`,
             );
           }
-          if (notReadyAt && named && stillRunning !== undefined) break;
+          const elected = role === "follower" || otherLeader !== undefined;
+          if (notReadyAt && named && stillRunning !== undefined && elected) break;
           if (Date.now() - offAt > NOT_READY_WITHIN_MS)
             throw new ScenarioFailure(
               `within ${NOT_READY_WITHIN_MS / 1000} s of powering ${machine} off: ` +
@@ -88,6 +97,7 @@ export async function checkReboot(s: Scenario): Promise<void> {
                   named
                     ? ""
                     : `status did not name member ${victim.name} as down since a time (${text.replaceAll("\n", " | ")})`,
+                  elected ? "" : `status named no other member the etcd leader`,
                 ]
                   .filter(Boolean)
                   .join("; "),
@@ -110,6 +120,11 @@ export async function checkReboot(s: Scenario): Promise<void> {
     `the Node ${nodeName} went NotReady ${((notReadyAt - offAt) / 1000).toFixed(1)} s into the reboot`,
   );
   s.check(named !== "", `status named the down member while the host was off: ${named.slice(0, 300)}`);
+  if (role === "leader")
+    s.check(
+      otherLeader !== undefined,
+      `while the leader's host was off the other members elected ${otherLeader ?? "no one"} and status named it the leader`,
+    );
   const downSinceMs = downSince === undefined ? Number.NaN : Date.parse(downSince);
   s.check(
     downSinceMs >= offAt && downSinceMs <= notReadyAt,
