@@ -78,6 +78,22 @@ export function setUpBridge(): void {
   ip("link", "set", BRIDGE, "up");
 }
 
+/**
+ * Joins the network namespace of process `pid` to the bridge, as a Machine's NIC: a veth pair whose end `eth0` inside
+ * has `address` and a default route to the gateway, and whose end `vethName` (at most 15 characters) is a bridge port,
+ * with link-layer address `mac` when given (the kernel picks a random one otherwise).
+ */
+export function joinBridge(pid: number, vethName: string, address: string, mac?: string): void {
+  const port = mac ? [vethName, "address", mac] : [vethName];
+  ip("link", "add", ...port, "type", "veth", "peer", "name", "eth0", "netns", String(pid));
+  ip("link", "set", vethName, "master", BRIDGE, "up");
+  const inside = (...args: string[]) => run("nsenter", ["-t", String(pid), "--net", "ip", ...args]);
+  inside("link", "set", "lo", "up");
+  inside("addr", "add", `${address}/${BRIDGE_PREFIX_LENGTH}`, "dev", "eth0");
+  inside("link", "set", "eth0", "up");
+  inside("route", "add", "default", "via", BRIDGE_GATEWAY);
+}
+
 /** A cluster's share of the bridge: Machines get `<prefix>.1` to `.250`, its load balancer `<prefix>.254`. */
 export interface BridgeSubnet {
   /** "10.200.3" */

@@ -16,7 +16,7 @@ import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { startProcess, type ManagedProcess } from "../../../test/env/processes.ts";
-import { BRIDGE, BRIDGE_GATEWAY, BRIDGE_PREFIX_LENGTH, insideOwnNetworkNamespace, ip, run } from "../../lib/netns.ts";
+import { insideOwnNetworkNamespace, joinBridge, run } from "../../lib/netns.ts";
 import { etcdFirewall } from "./firewall.ts";
 
 /** The node paths bound to the Machine's own directories (as a VM's disk holds them). */
@@ -110,19 +110,10 @@ export class MachineNamespaces {
   /** A veth pair: eth0 with the Machine's address inside, the other end on the bridge. */
   private connect(): void {
     const { vethName, address } = this.options;
-    ip("link", "add", vethName, "type", "veth", "peer", "name", "eth0", "netns", String(this.pid));
-    ip("link", "set", vethName, "master", BRIDGE, "up");
-    this.ipInside("link", "set", "lo", "up");
-    this.ipInside("addr", "add", `${address}/${BRIDGE_PREFIX_LENGTH}`, "dev", "eth0");
-    this.ipInside("link", "set", "eth0", "up");
-    this.ipInside("route", "add", "default", "via", BRIDGE_GATEWAY);
+    joinBridge(this.pid, vethName, address);
     const rules = join(this.options.dir, "firewall.nft");
     writeFileSync(rules, etcdFirewall({ interfaceName: "eth0", address }));
     run("nsenter", ["-t", String(this.pid), "--net", "nft", "-f", rules]);
-  }
-
-  private ipInside(...args: string[]): void {
-    run("nsenter", ["-t", String(this.pid), "--net", "ip", ...args]);
   }
 
   /** Kills the holder; the namespaces end once the Machine's processes are gone too. */
