@@ -61,6 +61,12 @@ export const REMOVE_MEMBER_ANNOTATION = "controlplane.cluster.x-k8s.io/quorum-re
  * `clusterctl move` recreates objects without their status (KCP keeps its remediation data in annotations too).
  */
 export const LAST_REMEDIATION_ANNOTATION = "controlplane.cluster.x-k8s.io/quorum-last-remediation";
+/**
+ * On a Machine Quorum created to replace a remediated one: that remediation, JSON {"machine","time","retryCount"}
+ * (KCP's remediation-for). The retry limits (spec.remediation.retryPeriod, maxRetry) apply only to a Machine that
+ * carries it, within minHealthyPeriod of that remediation: a Machine that fails on its own is remediated at once.
+ */
+export const REMEDIATION_FOR_ANNOTATION = "controlplane.cluster.x-k8s.io/quorum-remediation-for";
 
 export const FINALIZER = "controlplane.cluster.x-k8s.io/quorum";
 

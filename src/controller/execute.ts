@@ -55,7 +55,7 @@ export async function execute(action: Action, context: ExecutionContext): Promis
     case "Wait":
       return { message: action.reason };
     case "CreateMachine":
-      return { message: await createMachine(action.failureDomain, context) };
+      return { message: await createMachine(action, context) };
     case "PromoteLearner": {
       const result = await (await context.etcd()).promoteLearner(action.memberId);
       return result.promoted
@@ -92,33 +92,20 @@ export async function execute(action: Action, context: ExecutionContext): Promis
       await context.management.deleteMachine(namespace, action.machine);
       return { message: `deleted Machine ${action.machine}` };
     case "Remediate": {
-      // The remediation is recorded before the Machine is deleted, never after: a crash in between must not
-      // lose the retry count (maxRetry would then never stop a remediation loop).
-      const last = context.snapshot.controlPlane.remediation.last;
-      const withinHealthyPeriod =
-        last !== undefined &&
-        context.snapshot.now - last.time < context.snapshot.controlPlane.remediation.minHealthyPeriodMs;
-      const retryCount = !last
-        ? 0
-        : last.machine === action.machine
-          ? last.retryCount
-          : withinHealthyPeriod
-            ? last.retryCount + 1
-            : 0;
+      // The remediation is recorded before the Machine is deleted, never after: a crash in between must not lose it
+      // (the planner then finds it recorded for this very Machine and lets it through again, with the same record).
+      const { remediation } = action;
       const lastRemediation = {
-        machine: action.machine,
-        time:
-          last?.machine === action.machine
-            ? new Date(last.time).toISOString()
-            : new Date(context.snapshot.now).toISOString(),
-        retryCount,
+        machine: remediation.machine,
+        time: new Date(remediation.time).toISOString(),
+        retryCount: remediation.retryCount,
       };
       await context.management.patchAnnotations(API_VERSION, KIND, namespace, context.controlPlane.metadata.name, {
         [LAST_REMEDIATION_ANNOTATION]: JSON.stringify(lastRemediation),
       });
       await context.management.deleteMachine(namespace, action.machine);
       return {
-        message: `deleted unhealthy Machine ${action.machine} to replace it (remediation retry ${retryCount})`,
+        message: `deleted unhealthy Machine ${action.machine} to replace it (remediation retry ${remediation.retryCount})`,
         statusUpdate: { lastRemediation },
       };
     }
@@ -151,7 +138,10 @@ export class UnsupportedTemplateError extends Error {
   readonly reason = "UnsupportedTemplate";
 }
 
-async function createMachine(failureDomain: string | undefined, context: ExecutionContext): Promise<string> {
+async function createMachine(
+  { failureDomain, remediationFor }: Extract<Action, { kind: "CreateMachine" }>,
+  context: ExecutionContext,
+): Promise<string> {
   const { controlPlane, management, snapshot } = context;
   const namespace = controlPlane.metadata.namespace ?? "default";
   const key = `QuorumControlPlane ${namespace}/${controlPlane.metadata.name}`;
@@ -188,6 +178,7 @@ async function createMachine(failureDomain: string | undefined, context: Executi
     machineName,
     ...(failureDomain ? { failureDomain } : {}),
     templateHash: snapshot.controlPlane.templateHash,
+    ...(remediationFor ? { remediationFor } : {}),
     infrastructureTemplate,
     bootstrapConfigTemplate,
   });
@@ -196,5 +187,5 @@ async function createMachine(failureDomain: string | undefined, context: Executi
   await management.createIfAbsent(objects.infrastructure);
   await management.createIfAbsent(objects.bootstrap);
   await management.createIfAbsent(objects.machine);
-  return `created Machine ${machineName}${failureDomain ? ` in failure domain ${failureDomain}` : ""} at ${objects.machine.spec.version}`;
+  return `created Machine ${machineName}${failureDomain ? ` in failure domain ${failureDomain}` : ""} at ${objects.machine.spec.version}${remediationFor ? ` to replace Machine ${remediationFor.machine}` : ""}`;
 }

@@ -12,6 +12,7 @@ import {
   LABEL_CONTROL_PLANE_NAME,
   LABEL_WATCH_FILTER,
   PRE_TERMINATE_HOOK,
+  REMEDIATION_FOR_ANNOTATION,
   TEMPLATE_HASH_ANNOTATION,
   TEMPLATE_METADATA_ANNOTATION,
 } from "../api/constants.ts";
@@ -20,6 +21,7 @@ import { formatLabelValue } from "../api/label-value.ts";
 import { groupOf, type Unstructured } from "../api/objects.ts";
 import type { OwnerReference, QuorumControlPlane } from "../api/types.ts";
 import { templateKeysRecord, templateMetadata, type DeletionSeconds } from "../core/in-place.ts";
+import type { RemediationRecord } from "../core/snapshot.ts";
 
 export type { Unstructured };
 
@@ -35,6 +37,8 @@ export interface MachineInputs {
   machineName: string;
   failureDomain?: string;
   templateHash: string;
+  /** The remediation this Machine replaces: recorded on it (REMEDIATION_FOR_ANNOTATION). */
+  remediationFor?: RemediationRecord;
   infrastructureTemplate: Unstructured;
   bootstrapConfigTemplate: Unstructured;
 }
@@ -90,6 +94,7 @@ export function buildMachineObjects(inputs: MachineInputs): NewMachineObjects {
         [PRE_TERMINATE_HOOK]: "",
         [TEMPLATE_HASH_ANNOTATION]: inputs.templateHash,
         [TEMPLATE_METADATA_ANNOTATION]: templateKeysRecord(fromTemplate),
+        ...(inputs.remediationFor ? { [REMEDIATION_FOR_ANNOTATION]: remediationForText(inputs.remediationFor) } : {}),
       },
       ownerReferences: [owner],
     },
@@ -171,4 +176,9 @@ function ownerReference(controlPlane: QuorumControlPlane): OwnerReference {
 /** The deletion timeouts spec.machineTemplate sets, as the Machine has them (new Machines, and in place). */
 export function deletionTimeouts(controlPlane: QuorumControlPlane): DeletionSeconds {
   return { ...(controlPlane.spec.machineTemplate.spec.deletion ?? {}) };
+}
+
+/** The remediation-for annotation's value: the format of the QuorumControlPlane's last-remediation annotation. */
+function remediationForText({ machine, time, retryCount }: RemediationRecord): string {
+  return JSON.stringify({ machine, time: new Date(time).toISOString(), retryCount });
 }

@@ -8,6 +8,7 @@ import {
   DEFAULTS,
   DELETE_MACHINE_ANNOTATION,
   LAST_REMEDIATION_ANNOTATION,
+  REMEDIATION_FOR_ANNOTATION,
   MEMBER_NAME_ANNOTATION,
   MIN_CERTIFICATES_EXPIRY_DAYS,
   PAUSED_ANNOTATION,
@@ -28,6 +29,7 @@ import type {
   ForeignMachineView,
   MachineView,
   NodeView,
+  RemediationRecord,
   Snapshot,
   WorkloadStepsView,
   WorkloadView,
@@ -114,31 +116,39 @@ function hashOf(material: object): string {
 }
 
 /**
+ * A remediation record as Quorum writes it (quorum-last-remediation, quorum-remediation-for), with its time in epoch
+ * ms; undefined when absent or unreadable (a hand edit).
+ */
+function remediationRecord(text: string | undefined): RemediationRecord | undefined {
+  if (text === undefined) return undefined;
+  try {
+    const value: unknown = JSON.parse(text);
+    if (typeof value !== "object" || value === null) return undefined;
+    const { machine, time, retryCount } = value as Record<string, unknown>;
+    const at = typeof time === "string" ? Date.parse(time) : Number.NaN;
+    if (
+      typeof machine === "string" &&
+      !Number.isNaN(at) &&
+      typeof retryCount === "number" &&
+      Number.isInteger(retryCount) &&
+      retryCount >= 0
+    )
+      return { machine, time: at, retryCount };
+  } catch {
+    // Not JSON.
+  }
+  return undefined;
+}
+
+/**
  * The last remediation, from the annotation (which `clusterctl move` carries) or, when it is absent or unreadable
  * (a hand edit), from status.lastRemediation, where releases before the annotation kept it.
  */
-function lastRemediation(qcp: QuorumControlPlane): { machine: string; time: string; retryCount: number } | undefined {
-  const text = qcp.metadata.annotations?.[LAST_REMEDIATION_ANNOTATION];
-  if (text !== undefined) {
-    try {
-      const value: unknown = JSON.parse(text);
-      if (typeof value === "object" && value !== null) {
-        const { machine, time, retryCount } = value as Record<string, unknown>;
-        if (
-          typeof machine === "string" &&
-          typeof time === "string" &&
-          !Number.isNaN(Date.parse(time)) &&
-          typeof retryCount === "number" &&
-          Number.isInteger(retryCount) &&
-          retryCount >= 0
-        )
-          return { machine, time, retryCount };
-      }
-    } catch {
-      // Not JSON: fall back to status below.
-    }
-  }
-  return qcp.status?.lastRemediation;
+function lastRemediation(qcp: QuorumControlPlane): RemediationRecord | undefined {
+  const recorded = remediationRecord(qcp.metadata.annotations?.[LAST_REMEDIATION_ANNOTATION]);
+  if (recorded) return recorded;
+  const kept = qcp.status?.lastRemediation;
+  return kept ? remediationRecord(JSON.stringify(kept)) : undefined;
 }
 
 function controlPlaneView(qcp: QuorumControlPlane): ControlPlaneView {
@@ -197,7 +207,7 @@ function controlPlaneView(qcp: QuorumControlPlane): ControlPlaneView {
         spec.remediation?.machineLostAfter,
         DEFAULTS.remediationMachineLostAfterSeconds * 1000,
       ),
-      ...(last ? { last: { machine: last.machine, time: Date.parse(last.time), retryCount: last.retryCount } } : {}),
+      ...(last ? { last } : {}),
     },
     etcd: {
       ghostGracePeriodMs: duration(
@@ -319,12 +329,14 @@ function machineView(machine: Machine): MachineView {
   const failure = status.deprecated?.v1beta1;
   const { finished: drainFinished, detail: drainDetail } = drainState(machine);
   const certificatesExpiry = Date.parse(annotations[CERTIFICATES_EXPIRY_ANNOTATION] ?? "");
+  const remediationFor = remediationRecord(annotations[REMEDIATION_FOR_ANNOTATION]);
   const conditionTrue = (type: string) =>
     status.conditions?.some((condition) => condition.type === type && condition.status === "True") === true;
   return {
     name: machine.metadata.name,
     created: Date.parse(machine.metadata.creationTimestamp ?? "") || 0,
     ...(machine.metadata.deletionTimestamp ? { deleting: Date.parse(machine.metadata.deletionTimestamp) } : {}),
+    ...(remediationFor ? { remediationFor } : {}),
     version: typeof machine.spec.version === "string" ? machine.spec.version : "",
     ...(annotations[TEMPLATE_HASH_ANNOTATION] ? { templateHash: annotations[TEMPLATE_HASH_ANNOTATION] } : {}),
     ...(machine.spec.failureDomain || status.failureDomain

@@ -1,7 +1,9 @@
 // The single next step the planner chose, as data. Executors in src/controller carry each out idempotently.
+import type { RemediationRecord } from "./snapshot.ts";
 
 export type Action =
-  | { kind: "CreateMachine"; failureDomain?: string; reason: string }
+  /** `remediationFor`: the remediation this Machine replaces, recorded on it (REMEDIATION_FOR_ANNOTATION). */
+  | { kind: "CreateMachine"; failureDomain?: string; remediationFor?: RemediationRecord; reason: string }
   | { kind: "PromoteLearner"; memberId: string; memberName: string; reason: string }
   | { kind: "ForwardLeadership"; fromMemberId: string; toMemberId: string; toMemberName: string; reason: string }
   /** Remove the member of a Machine that is leaving (scale-down, rollout, remediation, deleted by a user). */
@@ -19,7 +21,11 @@ export type Action =
   /** Remove a member that maps to no Machine, once its grace period passed and removing it is safe. */
   | { kind: "RemoveGhost"; memberId: string; memberName: string; reason: string }
   /** Delete a Machine a MachineHealthCheck asked to remediate (its member already removed). */
-  | { kind: "Remediate"; machine: string; reason: string }
+  /**
+   * `remediation`: what is recorded before the delete (the last remediation, which the replacement will carry); its
+   * retryCount is 0 for a first try, else one more than the remediation the Machine replaces (KCP's count).
+   */
+  | { kind: "Remediate"; machine: string; remediation: RemediationRecord; reason: string }
   /**
    * Bring the workload cluster to what the bootstrap flavour needs (snapshot.workloadSteps: kubeadm's RBAC, its
    * kubeadm-config ClusterConfiguration before a Machine joins, kube-proxy's image after a rollout).

@@ -43,7 +43,7 @@ import {
 } from "./selection.ts";
 import { nodeOfMachine } from "./identity.ts";
 import { notReadyLong, notServing } from "./serving.ts";
-import type { MachineView, Snapshot } from "./snapshot.ts";
+import type { MachineView, RemediationRecord, Snapshot } from "./snapshot.ts";
 
 export interface PlannerParts {
   assess: typeof assess;
@@ -104,6 +104,12 @@ function subjects(blockers: Blocker[]): string {
 
 function byName<T extends { name: string }>(items: T[]): T[] {
   return [...items].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
+/** The Machine was created to replace this remediation (it may carry the remediated Machine's name). */
+function replaces(machine: MachineView, remediation: RemediationRecord): boolean {
+  const lineage = machine.remediationFor;
+  return lineage !== undefined && lineage.machine === remediation.machine && lineage.time === remediation.time;
 }
 
 /**
@@ -595,7 +601,7 @@ class Context {
         ? "its infrastructure failed for good"
         : `it ${this.info(machine.name)?.detail ?? "has no etcd member"}`;
 
-    const gate = this.remediationGate(machine.name);
+    const gate = this.remediationGate(machine);
     if (gate) {
       this.waits.push({ action: gate });
       return undefined;
@@ -614,11 +620,14 @@ class Context {
     const verdict = this.check({ kind: "DeleteMachine", machine: machine.name });
     if (verdict.allowed) {
       const then = member ? `; ${member.label} is removed after the drain (memberRemoval AfterDrain)` : "";
+      const remediation = this.remediationRecord(machine);
+      const retry = remediation.retryCount > 0 ? ` (retry ${remediation.retryCount})` : "";
       return {
         action: {
           kind: "Remediate",
           machine: machine.name,
-          reason: `remediate machine ${machine.name}: ${why}; delete it and create a replacement${then}`,
+          remediation,
+          reason: `remediate machine ${machine.name}${retry}: ${why}; delete it and create a replacement${then}`,
         },
         check: verdict,
       };
@@ -627,26 +636,84 @@ class Context {
     return undefined;
   }
 
-  /** KCP's limits: one remediation per retryPeriod, and at most maxRetry in a row within minHealthyPeriod. */
-  remediationGate(machine: string): WaitAction | undefined {
-    const { last, retryPeriodMs, minHealthyPeriodMs, maxRetry } = this.spec.remediation;
-    if (!last || last.machine === machine) return undefined;
-    const since = this.snapshot.now - last.time;
-    if (since < retryPeriodMs) {
-      return waitFor(
-        `machine ${machine} needs remediation, but machine ${last.machine} was remediated ${formatDuration(since)} ago (retryPeriod ${formatDuration(retryPeriodMs)})`,
-        retryPeriodMs - since,
-        `machine ${machine}`,
-      );
+  /**
+   * KCP's limits (its checkRetryLimits), which apply only to a Machine created to replace a remediated one, within
+   * minHealthyPeriod of that remediation: it waits out retryPeriod after it, and after maxRetry failed replacements in a
+   * row it waits for the user. A Machine that fails on its own is remediated at once, whatever happened to others.
+   * While the replacement of the last remediation can be created and is not yet, another remediation waits for it, so
+   * the replacement records the remediation it replaces (and KCP too remediates one Machine at a time).
+   */
+  remediationGate(machine: MachineView): WaitAction | undefined {
+    const { retryPeriodMs, minHealthyPeriodMs, maxRetry } = this.spec.remediation;
+    if (this.recordedRemediation(machine)) return undefined;
+    const retry = this.retryOf(machine);
+    if (retry) {
+      const since = this.snapshot.now - retry.time;
+      const replaces = `machine ${machine.name} needs remediation, but it replaces machine ${retry.machine}, remediated ${formatDuration(since)} ago`;
+      if (since < retryPeriodMs)
+        return waitFor(
+          `${replaces}: a failing replacement waits out retryPeriod ${formatDuration(retryPeriodMs)}`,
+          retryPeriodMs - since,
+          `machine ${machine.name}`,
+        );
+      if (maxRetry >= 0 && retry.retryCount >= maxRetry) {
+        const failed = retry.retryCount + 1;
+        return waitFor(
+          `${replaces}, and ${failed} replacement${failed === 1 ? "" : "s"} in a row failed within minHealthyPeriod ${formatDuration(minHealthyPeriodMs)} (maxRetry ${maxRetry}): find why replacements fail, then delete machine ${machine.name} by hand or wait ${formatDuration(minHealthyPeriodMs - since)}`,
+          Math.min(RECHECK_MS.idle, minHealthyPeriodMs - since),
+          `machine ${machine.name}`,
+        );
+      }
     }
-    if (maxRetry >= 0 && since < minHealthyPeriodMs && last.retryCount >= maxRetry) {
+    const pending = this.pendingReplacement();
+    if (pending && this.active.length < this.desired && this.check({ kind: "CreateMachine" }).allowed) {
       return waitFor(
-        `machine ${machine} needs remediation, but ${last.retryCount} remediations in a row failed within minHealthyPeriod ${formatDuration(minHealthyPeriodMs)} (maxRetry ${maxRetry}): find why replacements fail, then delete machine ${machine} by hand or wait ${formatDuration(minHealthyPeriodMs - since)}`,
-        Math.min(RECHECK_MS.idle, minHealthyPeriodMs - since),
-        `machine ${machine}`,
+        `machine ${machine.name} needs remediation, but the replacement of machine ${pending.machine} (remediated ${formatDuration(this.snapshot.now - pending.time)} ago) is created first: one remediation at a time, so each replacement records the one it replaces`,
+        RECHECK_MS.converging,
+        `machine ${machine.name}`,
       );
     }
     return undefined;
+  }
+
+  /**
+   * The Machine is the one the last remediation recorded, not its replacement (which may reuse its name): a crash
+   * between the record and the delete, or a stale cache. The remediation is let through again, as it was recorded.
+   */
+  recordedRemediation(machine: MachineView): boolean {
+    const last = this.spec.remediation.last;
+    return last !== undefined && last.machine === machine.name && !replaces(machine, last);
+  }
+
+  /** The remediation this Machine replaces, when that was less than minHealthyPeriod ago: remediating it is a retry. */
+  retryOf(machine: MachineView): RemediationRecord | undefined {
+    const lineage = machine.remediationFor;
+    return lineage && this.snapshot.now - lineage.time < this.spec.remediation.minHealthyPeriodMs ? lineage : undefined;
+  }
+
+  /** What a remediation of this Machine records (the annotation written before it is deleted). */
+  remediationRecord(machine: MachineView): RemediationRecord {
+    const last = this.spec.remediation.last;
+    if (last && this.recordedRemediation(machine)) return last;
+    // The only voter's Machine got its replacement before it leaves (replaceLastVoter): that one already records it.
+    const surge = this.active.find(
+      (other) => other.remediationFor?.machine === machine.name && other.remediationFor.time >= machine.created,
+    )?.remediationFor;
+    if (surge) return surge;
+    const retry = this.retryOf(machine);
+    return { machine: machine.name, time: this.snapshot.now, retryCount: retry ? retry.retryCount + 1 : 0 };
+  }
+
+  /**
+   * The remediation the next Machine created replaces: the last one, once its Machine is deleting or gone, while no
+   * Machine records it yet and less than minHealthyPeriod ago (an older one counts no retry).
+   */
+  pendingReplacement(): RemediationRecord | undefined {
+    const last = this.spec.remediation.last;
+    if (!last || this.snapshot.now - last.time >= this.spec.remediation.minHealthyPeriodMs) return undefined;
+    if (this.snapshot.machines.some((machine) => replaces(machine, last))) return undefined;
+    if (this.active.some((machine) => machine.name === last.machine)) return undefined;
+    return last;
   }
 
   promoteLearners(): Step | undefined {
@@ -809,8 +876,11 @@ class Context {
     const voters = this.base.members.filter((member) => !member.learner);
     const owner = voters.length === 1 && voters[0].machine !== undefined ? this.machine(voters[0].machine) : undefined;
     if (!owner || owner.deleting !== undefined || !(owner.remediationRequested || owner.failed)) return undefined;
+    // The surge is the remediation's first step: the retry limits hold it back too (remediateOne says why).
+    if (this.remediationGate(owner)) return undefined;
     return this.create(
       `machine ${owner.name} needs remediation but holds the only etcd voter, so its replacement joins before it leaves`,
+      this.remediationRecord(owner),
     );
   }
 
@@ -901,7 +971,8 @@ class Context {
 
   // --- shared steps -------------------------------------------------------------------------------------------
 
-  create(context: string): Step {
+  /** `remediationFor`: the remediation the new Machine replaces; by default the last one, while none records it. */
+  create(context: string, remediationFor: RemediationRecord | undefined = this.pendingReplacement()): Step {
     const cluster = this.snapshot.cluster;
     if (!cluster.infrastructureReady) {
       return {
@@ -931,7 +1002,8 @@ class Context {
       action: {
         kind: "CreateMachine",
         ...(failureDomain !== undefined ? { failureDomain } : {}),
-        reason: `${context}: create a Machine${failureDomain !== undefined ? ` in failure domain ${failureDomain}` : ""}; ${verdict.summary}`,
+        ...(remediationFor ? { remediationFor } : {}),
+        reason: `${context}: create a Machine${failureDomain !== undefined ? ` in failure domain ${failureDomain}` : ""}${remediationFor ? ` to replace machine ${remediationFor.machine}` : ""}; ${verdict.summary}`,
       },
       check: verdict,
     };

@@ -103,8 +103,11 @@ export interface ControlPlaneView {
     minHealthyPeriodMs: number;
     /** A member down or a Node NotReady this long gets its Machine offered as lost (deleting it) in status. */
     machineLostAfterMs: number;
-    /** From status.lastRemediation: the last Machine Quorum remediated. */
-    last?: { machine: string; time: number; retryCount: number };
+    /**
+     * The last Machine Quorum remediated (its quorum-last-remediation annotation, else status.lastRemediation): the
+     * Machine created next carries it as the remediation it replaces (MachineView.remediationFor).
+     */
+    last?: RemediationRecord;
   };
   etcd: {
     ghostGracePeriodMs: number;
@@ -154,12 +157,24 @@ export interface ForeignMachineView {
   why: string;
 }
 
+/** One remediation: the Machine deleted, when, and how many replacements in a row had failed before it. */
+export interface RemediationRecord {
+  machine: string;
+  time: number;
+  retryCount: number;
+}
+
 export interface MachineView {
   name: string;
   /** Machine creation time. */
   created: number;
   /** Set when the Machine is being deleted (by Quorum, a user or a MachineHealthCheck). */
   deleting?: number;
+  /**
+   * The remediation this Machine was created to replace (its quorum-remediation-for annotation); unset for any other
+   * Machine, and when the annotation is unreadable (a hand edit: its remediation then counts as a first try, as KCP's).
+   */
+  remediationFor?: RemediationRecord;
   version: string;
   templateHash?: string;
   failureDomain?: string;

@@ -16,6 +16,8 @@ import {
   SIM_TIMERS,
   STEP_MS,
   findMachine,
+  remediatedMachine,
+  sameRemediation,
   youngConnections,
   findMember,
   healthy,
@@ -41,7 +43,7 @@ export type Rule =
   | "6 no removal refused that the controller counted open"
   | "7 one owner"
   | "8 replacement serves before the old voter leaves"
-  | "9 remediations paced by retryPeriod"
+  | "9 failing replacements paced by retryPeriod"
   | "10 an upgrade upgrades"
   | "10 kube-proxy never ahead of an API server"
   | "11 a starting or briefly down Machine is not offered as lost"
@@ -74,18 +76,29 @@ export function checkCall(world: World, snapshot: Snapshot, call: Call): Finding
 }
 
 /**
- * Rule 9: KCP's limit, one remediation per spec.remediation.retryPeriod (a second try of the same Machine, after a
- * crash, is not a new one). Its memory must survive what drops status: a crash before the write, clusterctl move.
+ * Rule 9: KCP's limits. A Machine created to replace a remediated one and remediated itself within minHealthyPeriod is
+ * a retry: it comes no sooner than retryPeriod after the remediation it replaces, and not after maxRetry retries in a
+ * row. Another try of the same Machine (after a crash) is the same remediation, and a Machine that fails on its own is
+ * remediated at once. The memory must survive what drops status: a crash before the write, clusterctl move.
  */
-function checkRemediationPace(world: World, machine: string): Finding | undefined {
-  const previous = world.remediations?.at(-1);
-  if (!previous || previous.machine === machine) return undefined;
-  const since = world.now - previous.at;
-  if (since >= SIM_TIMERS.remediationRetryPeriodMs) return undefined;
+function checkRemediationPace(world: World, name: string): Finding | undefined {
+  const machine = remediatedMachine(world, name);
+  if (!machine || sameRemediation(world, machine)) return undefined;
+  const replaced = machine.replaces;
+  if (!replaced) return undefined;
+  const since = world.now - replaced.at;
+  if (since >= SIM_TIMERS.remediationMinHealthyPeriodMs) return undefined;
+  const message =
+    since < SIM_TIMERS.remediationRetryPeriodMs
+      ? `within retryPeriod ${SIM_TIMERS.remediationRetryPeriodMs / 1000}s`
+      : replaced.retry >= SIM_TIMERS.remediationMaxRetry
+        ? `after ${replaced.retry} retries (maxRetry ${SIM_TIMERS.remediationMaxRetry})`
+        : undefined;
+  if (message === undefined) return undefined;
   return {
     kind: "violation",
-    rule: "9 remediations paced by retryPeriod",
-    message: `remediates machine ${machine} ${since / 1000}s after machine ${previous.machine}, within retryPeriod ${SIM_TIMERS.remediationRetryPeriodMs / 1000}s`,
+    rule: "9 failing replacements paced by retryPeriod",
+    message: `remediates machine ${name}, the replacement of machine ${replaced.machine} remediated ${since / 1000}s ago, ${message}`,
   };
 }
 

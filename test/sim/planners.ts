@@ -175,6 +175,16 @@ const downAtOnce: PlannerFactory = () => {
     });
 };
 
+/**
+ * A Machine's remediation-for record is never read (as before 2026-12-06, when the limits counted from the last
+ * remediation of any Machine by name): a replacement that fails too is remediated again at once, retryPeriod ignored.
+ */
+const lineageBlind: PlannerFactory = () => {
+  const real = makePlanner();
+  return (snapshot) =>
+    real({ ...snapshot, machines: snapshot.machines.map(({ remediationFor: _ignored, ...machine }) => machine) });
+};
+
 export const PLANNERS = {
   real: () => plan,
   "ghost-blind": ghostBlind,
@@ -191,6 +201,7 @@ export const PLANNERS = {
   "silent-down-voter": silentDownVoter,
   "lost-at-once": lostAtOnce,
   "down-at-once": downAtOnce,
+  "lineage-blind": lineageBlind,
 } satisfies Record<string, PlannerFactory>;
 
 export type PlannerName = keyof typeof PLANNERS;

@@ -58,10 +58,13 @@ import {
   newAddress,
   SIM_TIMERS,
   nodeReady,
+  remediatedMachine,
+  sameRemediation,
   workloadReadable,
   type BootFault,
   type SimMachine,
   type SimMember,
+  type SimRemediation,
   type World,
 } from "./world.ts";
 
@@ -480,7 +483,7 @@ export class SimPorts {
   /** The QuorumControlPlane's annotations the controller writes: only its remediation memory. */
   private annotateControlPlane(name: string, annotations: Record<string, string | null>): string | undefined {
     const value = annotations[LAST_REMEDIATION_ANNOTATION];
-    const machine = remediatedMachine(value);
+    const machine = recordedMachineName(value);
     this.gate.call(
       `patch annotations of ${KIND} ${name}`,
       machine ? { kind: "record-remediation", machine } : { kind: "none" },
@@ -489,8 +492,8 @@ export class SimPorts {
     if (value !== undefined && !this.copy) {
       this.world.lastRemediationAnnotation = value ?? undefined;
       // Another try of the same Machine (after a crash, on a stale cache) is the same remediation: it counts from the first.
-      const remediations = (this.world.remediations ??= []);
-      if (machine && remediations.at(-1)?.machine !== machine) remediations.push({ machine, at: this.world.now });
+      const remediated = machine ? remediatedMachine(this.world, machine) : undefined;
+      if (remediated && !sameRemediation(this.world, remediated)) this.recordRemediation(remediated);
     }
     this.gate.done("ok");
     return String(this.world.spec.generation);
@@ -509,9 +512,42 @@ export class SimPorts {
     }
   }
 
+  /**
+   * World truth for rule 9: the remediation's retry count by KCP's rules, and whether its replacement already exists
+   * (more Machines than replicas: the only voter's replacement joins before it leaves).
+   */
+  private recordRemediation(machine: SimMachine): void {
+    const world = this.world;
+    const replaced = machine.replaces;
+    const retry =
+      replaced && world.now - replaced.at < SIM_TIMERS.remediationMinHealthyPeriodMs ? replaced.retry + 1 : 0;
+    const active = world.machines.filter((candidate) => candidate.deleting === undefined).length;
+    (world.remediations ??= []).push({
+      machine: machine.name,
+      created: machine.created,
+      at: world.now,
+      retry,
+      ...(active > world.spec.replicas ? { replacedBy: "surge" } : {}),
+    });
+  }
+
+  /** The first Machine created after the last remediation's Machine began deleting replaces it (world truth). */
+  private replacedRemediation(name: string): SimRemediation | undefined {
+    const last = this.world.remediations?.at(-1);
+    if (!last || last.replacedBy !== undefined) return undefined;
+    if (this.world.now - last.at >= SIM_TIMERS.remediationMinHealthyPeriodMs) return undefined;
+    const remediated = this.world.machines.find(
+      (candidate) => candidate.name === last.machine && candidate.created === last.created,
+    );
+    if (remediated && remediated.deleting === undefined) return undefined;
+    last.replacedBy = name;
+    return last;
+  }
+
   /** CAPI accepted a new Machine: the world starts provisioning it. */
   private createMachine(object: Machine): void {
     const world = this.world;
+    const replaces = this.replacedRemediation(object.metadata.name);
     const bootFault = this.options.bootFault();
     const name = object.metadata.name;
     const realHash = object.metadata.annotations?.[TEMPLATE_HASH_ANNOTATION] ?? "";
@@ -530,6 +566,7 @@ export class SimPorts {
       infrastructureReady: false,
       bootstrapReady: false,
       hook: object.metadata.annotations?.[PRE_TERMINATE_HOOK] !== undefined,
+      ...(replaces ? { replaces } : {}),
       remediationRequested: false,
       failed: false,
       markedForDeletion: false,
@@ -591,7 +628,7 @@ function resourceVersionOf(world: World, machine: SimMachine): string {
 const OWNED_MACHINE_CONDITIONS = new Set<string>([UP_TO_DATE_CONDITION, OWNER_REMEDIATED_CONDITION]);
 
 /** The Machine a remediation memory annotation names ("" for none or garbage). */
-function remediatedMachine(value: string | null | undefined): string {
+function recordedMachineName(value: string | null | undefined): string {
   try {
     return value ? String((JSON.parse(value) as { machine?: unknown }).machine ?? "") : "";
   } catch {

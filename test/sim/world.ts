@@ -114,6 +114,8 @@ export interface SimMachine {
   nodeReadiness?: { ready: boolean; since: number };
   /** First step the MachineHealthCheck saw it unhealthy. */
   unhealthySince?: number;
+  /** The remediation this Machine was created to replace (world truth, SimRemediation.replacedBy). */
+  replaces?: SimRemediation;
   /**
    * kubeadm worlds: the version its static pods (API server, controller-manager, scheduler, etcd) run. kubeadm init
    * renders them at the Machine's version; kubeadm join renders them from kubeadm-config's kubernetesVersion at the
@@ -269,8 +271,8 @@ export interface World {
   status?: QuorumControlPlaneStatus;
   /** The QuorumControlPlane's remediation memory annotation, as the controller last wrote it. */
   lastRemediationAnnotation?: string;
-  /** Every remediation the controller recorded, in order: rule 9 paces them. */
-  remediations?: { machine: string; at: number }[];
+  /** Every remediation the controller recorded, in order: rule 9 judges the retries among them. */
+  remediations?: SimRemediation[];
   /** The QuorumControlPlane's metadata.finalizers. */
   finalizers: string[];
   /**
@@ -359,8 +361,35 @@ export function hasQuorum(world: World): boolean {
   return count > 0 && healthyVoterCount(world) >= quorumSize(count);
 }
 
+/**
+ * A remediation the controller recorded, as the world saw it: which Machine (its name and creation: a replacement may
+ * reuse the name), when, the retry count KCP's rules give it, and the Machine created to replace it (world truth: the
+ * first one created after its Machine began deleting; "surge" when one was created before, as for the only voter).
+ */
+export interface SimRemediation {
+  machine: string;
+  created: number;
+  at: number;
+  retry: number;
+  replacedBy?: string;
+}
+
 export function findMachine(world: World, name: string): SimMachine | undefined {
   return world.machines.find((machine) => machine.name === name);
+}
+
+/** The Machine a remediation record names: the one not deleting yet, where a replacement reuses a deleting one's name. */
+export function remediatedMachine(world: World, name: string): SimMachine | undefined {
+  return (
+    world.machines.find((machine) => machine.name === name && machine.deleting === undefined) ??
+    findMachine(world, name)
+  );
+}
+
+/** The controller records the remediation of this very Machine again (a crash between the record and the delete). */
+export function sameRemediation(world: World, machine: SimMachine): boolean {
+  const last = world.remediations?.at(-1);
+  return last !== undefined && last.machine === machine.name && last.created === machine.created;
 }
 
 export function findMember(world: World, id: string): SimMember | undefined {

@@ -37,9 +37,8 @@ function recordingManagement(calls: string[]): ManagementApi {
   };
 }
 
-function context(calls: string[], last?: { machine: string; time: string; retryCount: number }): ExecutionContext {
+function context(calls: string[]): ExecutionContext {
   const qcp = controlPlane();
-  if (last) qcp.status = { lastRemediation: last };
   const machines = [machine("cp-a")];
   const snapshot = buildSnapshot({
     now: Date.parse("2026-11-29T12:00:00Z"),
@@ -176,32 +175,16 @@ describe("executor", () => {
     );
   });
 
-  it("records a remediation in an annotation before deleting the Machine, so neither a crash in between nor clusterctl move (which drops status) loses the retry count", async () => {
+  it("records the planned remediation in an annotation before deleting the Machine, so neither a crash in between nor clusterctl move (which drops status) loses the retry count", async () => {
     const calls: string[] = [];
-    await execute({ kind: "Remediate", machine: "cp-a", reason: "test" }, context(calls));
-    assert.equal(calls.length, 2);
-    assert.match(
-      calls[0],
-      /^patchAnnotations QuorumControlPlane ns\/cp \{"controlplane\.cluster\.x-k8s\.io\/quorum-last-remediation":"\{\\"machine\\":\\"cp-a\\".*\\"retryCount\\":0\}"\}$/,
-    );
-    assert.equal(calls[1], "deleteMachine ns/cp-a");
-  });
-
-  it("keeps the retry count when it remediates the same Machine again after a crash", async () => {
-    const calls: string[] = [];
-    await execute(
-      { kind: "Remediate", machine: "cp-a", reason: "test" },
-      context(calls, { machine: "cp-a", time: "2026-11-29T11:59:00Z", retryCount: 2 }),
-    );
-    assert.match(calls[0], /\\"machine\\":\\"cp-a\\",\\"time\\":\\"2026-11-29T11:59:00.000Z\\",\\"retryCount\\":2/);
-  });
-
-  it("counts a new retry when another Machine is remediated within the healthy period", async () => {
-    const calls: string[] = [];
-    await execute(
-      { kind: "Remediate", machine: "cp-a", reason: "test" },
-      context(calls, { machine: "cp-old", time: "2026-11-29T11:50:00Z", retryCount: 1 }),
-    );
-    assert.match(calls[0], /\\"retryCount\\":2/);
+    const remediation = { machine: "cp-a", time: Date.parse("2026-11-29T11:59:00Z"), retryCount: 2 };
+    const result = await execute({ kind: "Remediate", machine: "cp-a", remediation, reason: "test" }, context(calls));
+    assert.deepEqual(calls, [
+      `patchAnnotations QuorumControlPlane ns/cp {"controlplane.cluster.x-k8s.io/quorum-last-remediation":"{\\"machine\\":\\"cp-a\\",\\"time\\":\\"2026-11-29T11:59:00.000Z\\",\\"retryCount\\":2}"}`,
+      "deleteMachine ns/cp-a",
+    ]);
+    assert.deepEqual(result.statusUpdate, {
+      lastRemediation: { machine: "cp-a", time: "2026-11-29T11:59:00.000Z", retryCount: 2 },
+    });
   });
 });

@@ -5,6 +5,7 @@ import {
   LABEL_CONTROL_PLANE_NAME,
   LABEL_WATCH_FILTER,
   PRE_TERMINATE_HOOK,
+  REMEDIATION_FOR_ANNOTATION,
 } from "../../../src/api/constants.ts";
 import { claimMachines, concernsControlPlane, controllingControlPlaneName } from "../../../src/api/ownership.ts";
 import {
@@ -15,7 +16,8 @@ import {
   type Unstructured,
 } from "../../../src/controller/machine-factory.ts";
 import { inPlaceUpdates } from "../../../src/core/in-place.ts";
-import { controlPlane } from "./fixtures.ts";
+import { buildSnapshot } from "../../../src/controller/snapshot-builder.ts";
+import { cluster, controlPlane } from "./fixtures.ts";
 
 const infraTemplate: Unstructured = {
   apiVersion: "infrastructure.cluster.x-k8s.io/v1beta1",
@@ -124,6 +126,32 @@ describe("machine factory", () => {
       [],
       "a new Machine needs no in-place update",
     );
+  });
+
+  it("records on a replacement the remediation it replaces, which in-place updates leave alone and the snapshot reads back", () => {
+    const remediationFor = { machine: "cp-x-0", time: Date.parse("2026-11-29T11:59:00Z"), retryCount: 1 };
+    const { machine } = build({ remediationFor });
+    assert.equal(
+      machine.metadata.annotations?.[REMEDIATION_FOR_ANNOTATION],
+      '{"machine":"cp-x-0","time":"2026-11-29T11:59:00.000Z","retryCount":1}',
+    );
+    assert.equal(
+      build().machine.metadata.annotations?.[REMEDIATION_FOR_ANNOTATION],
+      undefined,
+      "only on a replacement",
+    );
+    const template = { labels: {}, annotations: {}, deletion: { nodeDrainTimeoutSeconds: 120 }, templateHash: "h1" };
+    assert.deepEqual(inPlaceUpdates([machine], { ...template, legacyTemplateHash: "h0" }), []);
+    machine.metadata.creationTimestamp = "2026-11-29T12:00:00Z";
+    const snapshot = buildSnapshot({
+      now: Date.parse("2026-11-29T12:01:00Z"),
+      controlPlane: controlPlane(),
+      cluster: cluster(),
+      machines: [machine],
+      nodes: [],
+      etcd: { observed: true, members: [], alarms: [] },
+    });
+    assert.deepEqual(snapshot.machines[0].remediationFor, remediationFor);
   });
 
   it("creates a Machine the shell's ownership rule claims as this QuorumControlPlane's, and nobody else's", () => {

@@ -152,6 +152,21 @@ describe("buildSnapshot", () => {
     }
   });
 
+  it("reads a replacement's remediation-for annotation, and one that is not what Quorum writes as none (a first try)", () => {
+    const read = (text: string) => {
+      const replacement = machine("cp-b");
+      replacement.metadata.annotations = { "controlplane.cluster.x-k8s.io/quorum-remediation-for": text };
+      return buildSnapshot(observation({ machines: [replacement] })).machines[0].remediationFor;
+    };
+    assert.deepEqual(read('{"machine":"cp-a","time":"2026-11-29T11:00:00Z","retryCount":0}'), {
+      machine: "cp-a",
+      time: Date.parse("2026-11-29T11:00:00Z"),
+      retryCount: 0,
+    });
+    for (const garbage of ["{not json", '{"machine":"cp-a","time":"now","retryCount":0}', '{"retryCount":-1}', "null"])
+      assert.equal(read(garbage), undefined, garbage);
+  });
+
   it("names the object and the field when a duration in the spec is invalid", () => {
     assert.throws(
       () =>

@@ -232,6 +232,7 @@ export function applyIdeal(current: Snapshot, action: Action): Snapshot {
         failureDomain: action.failureDomain,
         version: next.controlPlane.version,
         templateHash: next.controlPlane.templateHash,
+        ...(action.remediationFor ? { remediationFor: action.remediationFor } : {}),
       });
       next.machines.push(made);
       next.nodes.push(nodeFor(made));
@@ -263,8 +264,7 @@ export function applyIdeal(current: Snapshot, action: Action): Snapshot {
         if (target.hasPreTerminateHook) target.deleting = next.now;
         else next.machines = next.machines.filter((candidate) => candidate !== target);
       }
-      if (action.kind === "Remediate")
-        next.controlPlane.remediation.last = { machine: action.machine, time: next.now, retryCount: 0 };
+      if (action.kind === "Remediate") next.controlPlane.remediation.last = action.remediation;
       break;
     }
     case "ReleaseHook": {

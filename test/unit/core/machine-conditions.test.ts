@@ -42,9 +42,12 @@ describe("the conditions Quorum owns on its Machines", () => {
     assert.equal(waiting?.type, "OwnerRemediated");
     assert.equal(waiting?.status, "False");
     assert.equal(waiting?.reason, "RemediationDeferred");
-    const acting = ownedMachineConditions(sick, { kind: "Remediate", machine: "cp-a", reason: "unhealthy" }).get(
-      "cp-a",
-    );
+    const acting = ownedMachineConditions(sick, {
+      kind: "Remediate",
+      machine: "cp-a",
+      remediation: { machine: "cp-a", time: 0, retryCount: 0 },
+      reason: "unhealthy",
+    }).get("cp-a");
     assert.deepEqual(acting?.set[1], {
       type: "OwnerRemediated",
       status: "False",

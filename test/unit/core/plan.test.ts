@@ -33,6 +33,11 @@ interface Expectation {
   recheckAtMost?: number;
 }
 
+/** The fixture's remediation settings (maxRetry 3, retryPeriod 5m, minHealthyPeriod 1h, machineLostAfter 5m). */
+function remediation(): Snapshot["controlPlane"]["remediation"] {
+  return snapshot().controlPlane.remediation;
+}
+
 interface Case {
   name: string;
   snapshot: () => Snapshot;
@@ -320,7 +325,39 @@ const cases: Case[] = [
       h.machines[0].remediationRequested = true;
       return snapshot({ ...h, controlPlane: { replicas: 1 } });
     },
-    expect: { kind: "CreateMachine", reason: ["holds the only etcd voter", "its replacement joins before it leaves"] },
+    expect: {
+      kind: "CreateMachine",
+      fields: { remediationFor: { machine: "m-1", time: NOW, retryCount: 0 } },
+      reason: ["holds the only etcd voter", "its replacement joins before it leaves"],
+    },
+  },
+  {
+    name: "the only voter's Machine, itself a failing replacement, waits out retryPeriod before its replacement is even created",
+    snapshot: () => {
+      const h = healthyMachines(1);
+      h.machines[0].remediationRequested = true;
+      h.machines[0].remediationFor = { machine: "old-1", time: NOW - MINUTE, retryCount: 0 };
+      return snapshot({ ...h, controlPlane: { replicas: 1 } });
+    },
+    expect: { kind: "Wait", reason: ["replaces machine old-1", "retryPeriod"], blockedBy: ["m-1"] },
+  },
+  {
+    name: "the only voter's Machine is remediated with the record its early replacement carries (memberRemoval AfterDrain)",
+    snapshot: () => {
+      const h = healthyMachines(1);
+      h.machines[0].remediationRequested = true;
+      const surge = { machine: "m-1", time: NOW - 3 * MINUTE, retryCount: 0 };
+      const fresh = machine("n-1", { failureDomain: "fd-b", created: NOW - 3 * MINUTE, remediationFor: surge });
+      return snapshot({
+        machines: [...h.machines, fresh],
+        members: [...h.members, member("n-1")],
+        controlPlane: { replicas: 1, memberRemoval: "AfterDrain" },
+      });
+    },
+    expect: {
+      kind: "Remediate",
+      fields: { machine: "m-1", remediation: { machine: "m-1", time: NOW - 3 * MINUTE, retryCount: 0 } },
+    },
   },
   {
     name: "once the replacement of a single Machine marked for remediation has joined, the marked Machine's member leaves",
@@ -346,46 +383,120 @@ const cases: Case[] = [
     expect: { kind: "Remediate", fields: { machine: "m-3" } },
   },
   {
-    name: "remediation waits out the retry period after the last one",
+    name: "a Machine that fails on its own is remediated at once after another's remediation: KCP's limits apply only to replacements (two independent failures on 5 replicas)",
     snapshot: () => {
-      const h = healthyMachines(3);
+      const h = healthyMachines(5);
+      const old = { machine: "old-1", time: NOW - 2 * MINUTE, retryCount: 0 };
+      h.machines[0].remediationFor = old;
       h.members[2] = dead("m-3");
       h.machines[2].remediationRequested = true;
-      return snapshot({
-        ...h,
-        controlPlane: {
-          remediation: {
-            maxRetry: 3,
-            retryPeriodMs: 5 * MINUTE,
-            minHealthyPeriodMs: 60 * MINUTE,
-            machineLostAfterMs: 5 * MINUTE,
-            last: { machine: "m-0", time: NOW - 2 * MINUTE, retryCount: 0 },
-          },
-        },
-      });
+      return snapshot({ ...h, controlPlane: { replicas: 5, remediation: { ...remediation(), last: old } } });
     },
-    expect: { kind: "Wait", reason: ["m-3", "retryPeriod"], blockedBy: ["m-3"], recheckAtMost: 3 * MINUTE },
+    expect: { kind: "RemoveMember", fields: { memberId: idOf("m-3"), machine: "m-3" }, reason: ["remediat"] },
   },
   {
-    name: "remediation stops after maxRetry failed replacements and tells the user what to do",
+    name: "a replacement that fails within minHealthyPeriod waits out retryPeriod after the remediation it replaces",
+    snapshot: () => {
+      const h = healthyMachines(3);
+      const old = { machine: "old-3", time: NOW - 2 * MINUTE, retryCount: 0 };
+      h.members[2] = dead("m-3");
+      h.machines[2].remediationRequested = true;
+      h.machines[2].remediationFor = old;
+      return snapshot({ ...h, controlPlane: { remediation: { ...remediation(), last: old } } });
+    },
+    expect: {
+      kind: "Wait",
+      reason: ["m-3", "replaces machine old-3", "retryPeriod"],
+      blockedBy: ["m-3"],
+      recheckAtMost: 3 * MINUTE,
+    },
+  },
+  {
+    name: "a replacement that reuses the remediated Machine's name is not taken for it: its remediation waits out retryPeriod",
+    snapshot: () => {
+      const h = healthyMachines(3);
+      const old = { machine: "m-3", time: NOW - 2 * MINUTE, retryCount: 0 };
+      h.members[2] = dead("m-3");
+      h.machines[2].remediationRequested = true;
+      h.machines[2].remediationFor = old;
+      return snapshot({ ...h, controlPlane: { remediation: { ...remediation(), last: old } } });
+    },
+    expect: { kind: "Wait", reason: ["replaces machine m-3", "retryPeriod"], blockedBy: ["m-3"] },
+  },
+  {
+    name: "remediation stops after maxRetry failed replacements in a row and tells the user what to do",
     snapshot: () => {
       const h = healthyMachines(3);
       h.members[2] = dead("m-3");
       h.machines[2].remediationRequested = true;
+      h.machines[2].remediationFor = { machine: "old-3", time: NOW - 20 * MINUTE, retryCount: 2 };
+      return snapshot({ ...h, controlPlane: { remediation: { ...remediation(), maxRetry: 2 } } });
+    },
+    expect: { kind: "Wait", reason: ["3 replacements in a row failed", "maxRetry 2", "by hand"], blockedBy: ["m-3"] },
+  },
+  {
+    name: "the retry count grows along a line of failing replacements, and is recorded with the remediation",
+    snapshot: () => {
+      const h = healthyMachines(3);
+      h.machines[2].remediationRequested = true;
+      h.machines[2].remediationFor = { machine: "old-3", time: NOW - 20 * MINUTE, retryCount: 1 };
+      return snapshot({ machines: h.machines, members: h.members.slice(0, 2) });
+    },
+    expect: {
+      kind: "Remediate",
+      fields: { machine: "m-3", remediation: { machine: "m-3", time: NOW, retryCount: 2 } },
+      reason: ["retry 2"],
+    },
+  },
+  {
+    name: "a replacement that fails after minHealthyPeriod is a first try again",
+    snapshot: () => {
+      const h = healthyMachines(3);
+      h.machines[2].remediationRequested = true;
+      h.machines[2].remediationFor = { machine: "old-3", time: NOW - 2 * 60 * MINUTE, retryCount: 3 };
+      return snapshot({ machines: h.machines, members: h.members.slice(0, 2) });
+    },
+    expect: { kind: "Remediate", fields: { remediation: { machine: "m-3", time: NOW, retryCount: 0 } } },
+  },
+  {
+    name: "after a crash between the record and the delete, the recorded remediation goes ahead again with its record",
+    snapshot: () => {
+      const h = healthyMachines(3);
+      const recorded = { machine: "m-3", time: NOW - 5 * SECOND, retryCount: 1 };
+      h.machines[2].remediationRequested = true;
+      h.machines[2].remediationFor = { machine: "old-3", time: NOW - MINUTE, retryCount: 0 };
       return snapshot({
-        ...h,
-        controlPlane: {
-          remediation: {
-            maxRetry: 2,
-            retryPeriodMs: 5 * MINUTE,
-            minHealthyPeriodMs: 60 * MINUTE,
-            machineLostAfterMs: 5 * MINUTE,
-            last: { machine: "m-0", time: NOW - 20 * MINUTE, retryCount: 2 },
-          },
-        },
+        machines: h.machines,
+        members: h.members.slice(0, 2),
+        controlPlane: { remediation: { ...remediation(), last: recorded } },
       });
     },
-    expect: { kind: "Wait", reason: ["maxRetry 2", "by hand"], blockedBy: ["m-3"] },
+    expect: { kind: "Remediate", fields: { remediation: { machine: "m-3", time: NOW - 5 * SECOND, retryCount: 1 } } },
+  },
+  {
+    name: "while the last remediation's replacement can be created, it is created first and records what it replaces; another remediation waits for it",
+    snapshot: () => {
+      const h = healthyMachines(4);
+      h.machines[2].remediationRequested = true;
+      const last = { machine: "m-9", time: NOW - 10 * SECOND, retryCount: 0 };
+      return snapshot({ ...h, controlPlane: { replicas: 5, remediation: { ...remediation(), last } } });
+    },
+    expect: {
+      kind: "CreateMachine",
+      fields: { remediationFor: { machine: "m-9", time: NOW - 10 * SECOND, retryCount: 0 } },
+      reason: ["to replace machine m-9"],
+    },
+  },
+  {
+    name: "a dead voter's remediation never waits on the last one's replacement while the strict policy refuses that create",
+    snapshot: () => {
+      const h = healthyMachines(4);
+      h.members[2] = dead("m-3");
+      h.machines[2].remediationRequested = true;
+      const last = { machine: "m-9", time: NOW - 10 * SECOND, retryCount: 0 };
+      return snapshot({ ...h, controlPlane: { replicas: 5, remediation: { ...remediation(), last } } });
+    },
+    expect: { kind: "RemoveMember", fields: { machine: "m-3" }, reason: ["remediat", "3 of 3 voters healthy"] },
   },
   {
     name: "a learner with no raft progress past learnerStallTimeout is evicted",

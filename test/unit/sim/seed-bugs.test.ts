@@ -64,6 +64,11 @@ describe("seed bugs the simulator must catch", () => {
     assert.ok(found, `no removal violation within ${BUDGET} schedules`);
   });
 
+  it("reports a violation when a failing replacement is remediated again within retryPeriod (its lineage unread, a reused name taken for a crash retry)", async () => {
+    const found = await firstWith("lineage-blind", "violation", /^9 /);
+    assert.ok(found, `no rule 9 violation within ${BUDGET} schedules`);
+  });
+
   it("finds neither violations nor stuck schedules with the real planner over 200 schedules", async () => {
     const failures: string[] = [];
     for (let index = 0; index < 200; index++) {
