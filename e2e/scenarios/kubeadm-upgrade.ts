@@ -9,7 +9,10 @@
 // (e2e/lib/kubeadm-reboot.ts; the kubeadm scenario reboots a follower's), and the versions are read again.
 // Two faults users meet are played on the way: the upgrade starts with a template whose kube-apiserver cannot start (the
 // rollout must stop after that one Machine, naming it and the component, until the template is fixed), and at the end a
-// MachineHealthCheck finds a Machine whose kube-apiserver was killed for good, and Quorum replaces it.
+// MachineHealthCheck finds a Machine whose kube-apiserver was killed for good, and Quorum replaces it; then a second
+// Machine's, which Quorum replaces at once (only a failing replacement waits out remediation.retryPeriod).
+import type { Machine } from "../../src/api/capi.ts";
+import { REMEDIATION_FOR_ANNOTATION } from "../../src/api/constants.ts";
 import { pinnedVersions } from "../../test/env/tools.ts";
 import type { Verdict } from "../lib/kubeadm-checks.ts";
 import {
@@ -102,11 +105,12 @@ export const kubeadmUpgrade: ScenarioDefinition = {
       await checkReboot(s, "leader");
       // The kubelet started the static pods again from the manifests the upgrade left: still the new version.
       judge(`after the leader's host rebooted at ${TO}`, await observeVersion(s, expected));
-      await remediateKilledApiServer(s);
+      const first = await remediateKilledApiServer(s);
+      await remediateIndependentFailure(s, first);
       await recordBootstrap(s, bootstrap);
       checkBootstrap(s, bootstrap);
-      // 3 joins in the upgrade and 1 in the remediation, besides those of the creation the monitor may have missed.
-      checkLearners(s, 4);
+      // 3 joins in the upgrade and 2 in the remediations, besides those of the creation the monitor may have missed.
+      checkLearners(s, 5);
     } catch (error) {
       throw withEarlier(error, failures);
     }
@@ -120,7 +124,7 @@ export const kubeadmUpgrade: ScenarioDefinition = {
  * kubelet (pointed at its local API server by kubeadm) stops reporting, the Node goes Unknown, the MachineHealthCheck
  * marks the Machine, and Quorum replaces it.
  */
-async function remediateKilledApiServer(s: Scenario): Promise<void> {
+async function remediateKilledApiServer(s: Scenario): Promise<string> {
   const health = await createControlPlaneHealthCheck(s, 30);
   const victim = (await kubeadmNodes(s))[0];
   await s.operation(
@@ -136,6 +140,37 @@ async function remediateKilledApiServer(s: Scenario): Promise<void> {
   s.check(
     qcp.status?.lastRemediation?.machine === victim.machine,
     `Quorum recorded the remediation of ${victim.machine} (lastRemediation: ${JSON.stringify(qcp.status?.lastRemediation)})`,
+  );
+  return victim.machine;
+}
+
+/**
+ * A second host failing on its own right after the first (failures come together in a rack or a zone): Quorum
+ * remediates it at once, as KCP does, since the limits pace only a replacement that fails too. retryPeriod is raised
+ * to 30m first: counted from the first remediation, as Quorum did before 2026-12-06, this would time out.
+ */
+async function remediateIndependentFailure(s: Scenario, first: string): Promise<void> {
+  await s.patch({ remediation: { retryPeriod: "30m" } });
+  const lineage = (machine: Machine) => machine.metadata.annotations?.[REMEDIATION_FOR_ANNOTATION] ?? "";
+  const replacement = (await s.machines()).find((machine) => lineage(machine).includes(`"machine":"${first}"`));
+  s.check(
+    replacement !== undefined,
+    `the replacement of ${first} records the remediation it replaces (${REMEDIATION_FOR_ANNOTATION}: ${replacement ? lineage(replacement) : "on no Machine"})`,
+  );
+  const victim = (await kubeadmNodes(s)).find((node) => node.machine !== replacement?.metadata.name);
+  if (!victim) throw new ScenarioFailure(`no Machine besides ${first}'s replacement to fail`);
+  await s.operation(
+    `${victim.machine}'s kube-apiserver is killed too, right after: remediated without waiting out retryPeriod 30m`,
+    async () => {
+      const pids = killApiServer(victim);
+      s.check(pids.length > 0, `${victim.machine}'s kube-apiserver was running (killed pid ${pids.join(", ")})`);
+    },
+    { replicas: 3, rollout: false, timeoutMs: 600_000, during: () => waitMachineGone(s, victim.machine, 480_000) },
+  );
+  const last = (await s.controlPlane()).status?.lastRemediation;
+  s.check(
+    last?.machine === victim.machine && last.retryCount === 0,
+    `Quorum remediated ${victim.machine} as a first try (lastRemediation: ${JSON.stringify(last)})`,
   );
 }
 
