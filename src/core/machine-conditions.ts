@@ -4,6 +4,8 @@
 // asked the owner to remediate. Pure; the shell writes what differs (src/controller/machine-conditions.ts).
 import { OWNER_REMEDIATED_CONDITION, UP_TO_DATE_CONDITION } from "../api/capi.ts";
 import type { Action } from "./actions.ts";
+import { formatDuration, formatTime } from "./format.ts";
+import { retriesExhausted } from "./remediation-limits.ts";
 import { outdatedReasons } from "./selection.ts";
 import type { MachineView, Snapshot } from "./snapshot.ts";
 
@@ -29,7 +31,10 @@ export function ownedMachineConditions(snapshot: Snapshot, action: Action): Map<
   for (const machine of snapshot.machines) {
     if (machine.malformed !== undefined) continue;
     conditions.set(machine.name, {
-      set: [upToDate(snapshot, machine), ...(machine.remediationRequested ? [ownerRemediated(machine, action)] : [])],
+      set: [
+        upToDate(snapshot, machine),
+        ...(machine.remediationRequested ? [ownerRemediated(snapshot, machine, action)] : []),
+      ],
       remove: machine.remediationWithdrawn && machine.deleting === undefined ? [OWNER_REMEDIATED_CONDITION] : [],
     });
   }
@@ -49,18 +54,35 @@ function upToDate(snapshot: Snapshot, machine: MachineView): MachineCondition {
 }
 
 /**
- * The owner's answer to a MachineHealthCheck: the Machine is being replaced, or the replacement waits. The message
- * stays the same while it waits (the reason changes with every poll); status.nextAction says what it waits for.
+ * The owner's answer to a MachineHealthCheck: the Machine is being replaced, the replacement waits, or (KCP's
+ * CannotBeRemediated) maxRetry replacements in a row failed and nothing replaces it before minHealthyPeriod has passed.
+ * The message stays the same while it waits (the reason changes with every poll); status.nextAction says what it
+ * waits for.
  */
-function ownerRemediated(machine: MachineView, action: Action): MachineCondition {
+function ownerRemediated(snapshot: Snapshot, machine: MachineView, action: Action): MachineCondition {
   const deleting = machine.deleting !== undefined || (action.kind === "Remediate" && action.machine === machine.name);
-  return deleting
-    ? { type: OWNER_REMEDIATED_CONDITION, status: "False", reason: "MachineDeleting", message: "Machine is deleting" }
-    : {
-        type: OWNER_REMEDIATED_CONDITION,
-        status: "False",
-        reason: "RemediationDeferred",
-        message:
-          "Quorum replaces this Machine once that keeps etcd quorum and the remediation limits allow it; the QuorumControlPlane's status.nextAction says what it waits for",
-      };
+  if (deleting)
+    return {
+      type: OWNER_REMEDIATED_CONDITION,
+      status: "False",
+      reason: "MachineDeleting",
+      message: "Machine is deleting",
+    };
+  const exhausted = retriesExhausted(snapshot, machine);
+  if (exhausted) {
+    const { maxRetry, minHealthyPeriodMs } = snapshot.controlPlane.remediation;
+    return {
+      type: OWNER_REMEDIATED_CONDITION,
+      status: "False",
+      reason: "CannotBeRemediated",
+      message: `${exhausted.retryCount + 1} replacements in a row failed within minHealthyPeriod ${formatDuration(minHealthyPeriodMs)} (maxRetry ${maxRetry}; this Machine replaces ${exhausted.machine}): Quorum does not replace it before ${formatTime(exhausted.time + minHealthyPeriodMs)}; find why replacements fail, then delete it by hand`,
+    };
+  }
+  return {
+    type: OWNER_REMEDIATED_CONDITION,
+    status: "False",
+    reason: "RemediationDeferred",
+    message:
+      "Quorum replaces this Machine once that keeps etcd quorum and the remediation limits allow it; the QuorumControlPlane's status.nextAction says what it waits for",
+  };
 }

@@ -42,6 +42,7 @@ import {
   type ScaleDownChoice,
 } from "./selection.ts";
 import { nodeOfMachine } from "./identity.ts";
+import { recordedRemediation, replaces, retriesExhausted, retryOf } from "./remediation-limits.ts";
 import { notReadyLong, notServing } from "./serving.ts";
 import type { MachineView, RemediationRecord, Snapshot } from "./snapshot.ts";
 
@@ -104,12 +105,6 @@ function subjects(blockers: Blocker[]): string {
 
 function byName<T extends { name: string }>(items: T[]): T[] {
   return [...items].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-}
-
-/** The Machine was created to replace this remediation (it may carry the remediated Machine's name). */
-function replaces(machine: MachineView, remediation: RemediationRecord): boolean {
-  const lineage = machine.remediationFor;
-  return lineage !== undefined && lineage.machine === remediation.machine && lineage.time === remediation.time;
 }
 
 /**
@@ -637,29 +632,27 @@ class Context {
   }
 
   /**
-   * KCP's limits (its checkRetryLimits), which apply only to a Machine created to replace a remediated one, within
-   * minHealthyPeriod of that remediation: it waits out retryPeriod after it, and after maxRetry failed replacements in a
-   * row it waits for the user. A Machine that fails on its own is remediated at once, whatever happened to others.
-   * While the replacement of the last remediation can be created and is not yet, another remediation waits for it, so
-   * the replacement records the remediation it replaces (and KCP too remediates one Machine at a time).
+   * KCP's limits (src/core/remediation-limits.ts). While the replacement of the last remediation can be created and is
+   * not yet, another remediation waits for it, so the replacement records the remediation it replaces (and KCP too
+   * remediates one Machine at a time).
    */
   remediationGate(machine: MachineView): WaitAction | undefined {
     const { retryPeriodMs, minHealthyPeriodMs, maxRetry } = this.spec.remediation;
-    if (this.recordedRemediation(machine)) return undefined;
-    const retry = this.retryOf(machine);
+    if (recordedRemediation(this.snapshot, machine)) return undefined;
+    const retry = retryOf(this.snapshot, machine);
     if (retry) {
       const since = this.snapshot.now - retry.time;
-      const replaces = `machine ${machine.name} needs remediation, but it replaces machine ${retry.machine}, remediated ${formatDuration(since)} ago`;
+      const replacing = `machine ${machine.name} needs remediation, but it replaces machine ${retry.machine}, remediated ${formatDuration(since)} ago`;
       if (since < retryPeriodMs)
         return waitFor(
-          `${replaces}: a failing replacement waits out retryPeriod ${formatDuration(retryPeriodMs)}`,
+          `${replacing}: a failing replacement waits out retryPeriod ${formatDuration(retryPeriodMs)}`,
           retryPeriodMs - since,
           `machine ${machine.name}`,
         );
-      if (maxRetry >= 0 && retry.retryCount >= maxRetry) {
+      if (retriesExhausted(this.snapshot, machine)) {
         const failed = retry.retryCount + 1;
         return waitFor(
-          `${replaces}, and ${failed} replacement${failed === 1 ? "" : "s"} in a row failed within minHealthyPeriod ${formatDuration(minHealthyPeriodMs)} (maxRetry ${maxRetry}): find why replacements fail, then delete machine ${machine.name} by hand or wait ${formatDuration(minHealthyPeriodMs - since)}`,
+          `${replacing}, and ${failed} replacement${failed === 1 ? "" : "s"} in a row failed within minHealthyPeriod ${formatDuration(minHealthyPeriodMs)} (maxRetry ${maxRetry}): find why replacements fail, then delete machine ${machine.name} by hand or wait ${formatDuration(minHealthyPeriodMs - since)}`,
           Math.min(RECHECK_MS.idle, minHealthyPeriodMs - since),
           `machine ${machine.name}`,
         );
@@ -676,31 +669,21 @@ class Context {
     return undefined;
   }
 
-  /**
-   * The Machine is the one the last remediation recorded, not its replacement (which may reuse its name): a crash
-   * between the record and the delete, or a stale cache. The remediation is let through again, as it was recorded.
-   */
-  recordedRemediation(machine: MachineView): boolean {
-    const last = this.spec.remediation.last;
-    return last !== undefined && last.machine === machine.name && !replaces(machine, last);
-  }
-
-  /** The remediation this Machine replaces, when that was less than minHealthyPeriod ago: remediating it is a retry. */
-  retryOf(machine: MachineView): RemediationRecord | undefined {
-    const lineage = machine.remediationFor;
-    return lineage && this.snapshot.now - lineage.time < this.spec.remediation.minHealthyPeriodMs ? lineage : undefined;
-  }
-
   /** What a remediation of this Machine records (the annotation written before it is deleted). */
   remediationRecord(machine: MachineView): RemediationRecord {
     const last = this.spec.remediation.last;
-    if (last && this.recordedRemediation(machine)) return last;
+    if (last && recordedRemediation(this.snapshot, machine)) return last;
     // The only voter's Machine got its replacement before it leaves (replaceLastVoter): that one already records it.
+    // Never the Machine itself, though it may carry its own name as the one it replaced, created (whole seconds) in the
+    // second of that remediation.
     const surge = this.active.find(
-      (other) => other.remediationFor?.machine === machine.name && other.remediationFor.time >= machine.created,
+      (other) =>
+        other.name !== machine.name &&
+        other.remediationFor?.machine === machine.name &&
+        other.remediationFor.time >= machine.created,
     )?.remediationFor;
     if (surge) return surge;
-    const retry = this.retryOf(machine);
+    const retry = retryOf(this.snapshot, machine);
     return { machine: machine.name, time: this.snapshot.now, retryCount: retry ? retry.retryCount + 1 : 0 };
   }
 

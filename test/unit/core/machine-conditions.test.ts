@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { ownedMachineConditions } from "../../../src/core/machine-conditions.ts";
+import { formatTime } from "../../../src/core/format.ts";
 import type { Action } from "../../../src/core/actions.ts";
 import { machine, MINUTE, NOW, OLD_VERSION, snapshot, VERSION } from "./fixtures.ts";
 
@@ -66,6 +67,27 @@ describe("the conditions Quorum owns on its Machines", () => {
     const first = ownedMachineConditions(sick, { kind: "Wait", reason: "remediated 3s ago", recheckAfterMs: 1 });
     const second = ownedMachineConditions(sick, { kind: "Wait", reason: "remediated 4s ago", recheckAfterMs: 1 });
     assert.deepEqual(first.get("cp-a"), second.get("cp-a"));
+  });
+
+  it("says CannotBeRemediated, and until when, on a replacement whose line of failed replacements reached maxRetry", () => {
+    const line = { machine: "cp-old", time: NOW - 20 * MINUTE, retryCount: 3 };
+    const failing = (retryCount: number, now = NOW) =>
+      ownedMachineConditions(
+        snapshot({
+          now,
+          machines: [machine("cp-a", { remediationRequested: true, remediationFor: { ...line, retryCount } })],
+        }),
+        WAIT,
+      ).get("cp-a")?.set[1];
+    assert.deepEqual(failing(3), {
+      type: "OwnerRemediated",
+      status: "False",
+      reason: "CannotBeRemediated",
+      message: `4 replacements in a row failed within minHealthyPeriod 1h (maxRetry 3; this Machine replaces cp-old): Quorum does not replace it before ${formatTime(line.time + 60 * MINUTE)}; find why replacements fail, then delete it by hand`,
+    });
+    assert.deepEqual(failing(3, NOW + MINUTE), failing(3), "the message does not change while it waits");
+    assert.equal(failing(2)?.reason, "RemediationDeferred", "a retry maxRetry still allows");
+    assert.equal(failing(3, NOW + 41 * MINUTE)?.reason, "RemediationDeferred", "past minHealthyPeriod, a first try");
   });
 
   it("takes a stale OwnerRemediated off a Machine that recovered before Quorum acted, but not off one being deleted", () => {

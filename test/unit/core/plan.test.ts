@@ -449,6 +449,22 @@ const cases: Case[] = [
     },
   },
   {
+    name: "a replacement with its predecessor's name, created in the second of that remediation, counts one retry more (its own record is not a surge's)",
+    snapshot: () => {
+      const h = healthyMachines(3);
+      const old = { machine: "m-3", time: NOW - 10 * MINUTE + 700, retryCount: 1 };
+      h.machines[2].created = NOW - 10 * MINUTE;
+      h.machines[2].remediationRequested = true;
+      h.machines[2].remediationFor = old;
+      return snapshot({
+        machines: h.machines,
+        members: h.members.slice(0, 2),
+        controlPlane: { remediation: { ...remediation(), last: old } },
+      });
+    },
+    expect: { kind: "Remediate", fields: { remediation: { machine: "m-3", time: NOW, retryCount: 2 } } },
+  },
+  {
     name: "a replacement that fails after minHealthyPeriod is a first try again",
     snapshot: () => {
       const h = healthyMachines(3);
