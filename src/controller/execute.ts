@@ -14,6 +14,7 @@ import type { Action } from "../core/actions.ts";
 import type { Snapshot } from "../core/snapshot.ts";
 import { unsupportedBootstrapTemplate } from "../core/template-support.ts";
 import { buildMachineObjects, nextMachineName } from "./machine-factory.ts";
+import { writtenRemediation } from "./remediation-record.ts";
 import type { EtcdClusterClient, ManagementApi } from "../ports/index.ts";
 import { confirmVotersStillHealthy } from "./preflight.ts";
 
@@ -95,11 +96,7 @@ export async function execute(action: Action, context: ExecutionContext): Promis
       // The remediation is recorded before the Machine is deleted, never after: a crash in between must not lose it
       // (the planner then finds it recorded for this very Machine and lets it through again, with the same record).
       const { remediation } = action;
-      const lastRemediation = {
-        machine: remediation.machine,
-        time: new Date(remediation.time).toISOString(),
-        retryCount: remediation.retryCount,
-      };
+      const lastRemediation = writtenRemediation(remediation);
       await context.management.patchAnnotations(API_VERSION, KIND, namespace, context.controlPlane.metadata.name, {
         [LAST_REMEDIATION_ANNOTATION]: JSON.stringify(lastRemediation),
       });

@@ -22,6 +22,7 @@ import { groupOf, type Unstructured } from "../api/objects.ts";
 import type { OwnerReference, QuorumControlPlane } from "../api/types.ts";
 import { templateKeysRecord, templateMetadata, type DeletionSeconds } from "../core/in-place.ts";
 import type { RemediationRecord } from "../core/snapshot.ts";
+import { remediationText } from "./remediation-record.ts";
 
 export type { Unstructured };
 
@@ -94,7 +95,7 @@ export function buildMachineObjects(inputs: MachineInputs): NewMachineObjects {
         [PRE_TERMINATE_HOOK]: "",
         [TEMPLATE_HASH_ANNOTATION]: inputs.templateHash,
         [TEMPLATE_METADATA_ANNOTATION]: templateKeysRecord(fromTemplate),
-        ...(inputs.remediationFor ? { [REMEDIATION_FOR_ANNOTATION]: remediationForText(inputs.remediationFor) } : {}),
+        ...(inputs.remediationFor ? { [REMEDIATION_FOR_ANNOTATION]: remediationText(inputs.remediationFor) } : {}),
       },
       ownerReferences: [owner],
     },
@@ -176,9 +177,4 @@ function ownerReference(controlPlane: QuorumControlPlane): OwnerReference {
 /** The deletion timeouts spec.machineTemplate sets, as the Machine has them (new Machines, and in place). */
 export function deletionTimeouts(controlPlane: QuorumControlPlane): DeletionSeconds {
   return { ...(controlPlane.spec.machineTemplate.spec.deletion ?? {}) };
-}
-
-/** The remediation-for annotation's value: the format of the QuorumControlPlane's last-remediation annotation. */
-function remediationForText({ machine, time, retryCount }: RemediationRecord): string {
-  return JSON.stringify({ machine, time: new Date(time).toISOString(), retryCount });
 }

@@ -19,6 +19,7 @@ import {
 import { durationOr } from "../api/duration.ts";
 import { defaultMemberRemoval } from "../api/flavour.ts";
 import { canonicalVersion } from "../api/version.ts";
+import { readRemediation } from "./remediation-record.ts";
 import type { ForeignMachine } from "../api/ownership.ts";
 import type { QuorumControlPlane } from "../api/types.ts";
 import type { ApiServerReadiness } from "../ports/index.ts";
@@ -116,39 +117,14 @@ function hashOf(material: object): string {
 }
 
 /**
- * A remediation record as Quorum writes it (quorum-last-remediation, quorum-remediation-for), with its time in epoch
- * ms; undefined when absent or unreadable (a hand edit).
- */
-function remediationRecord(text: string | undefined): RemediationRecord | undefined {
-  if (text === undefined) return undefined;
-  try {
-    const value: unknown = JSON.parse(text);
-    if (typeof value !== "object" || value === null) return undefined;
-    const { machine, time, retryCount } = value as Record<string, unknown>;
-    const at = typeof time === "string" ? Date.parse(time) : Number.NaN;
-    if (
-      typeof machine === "string" &&
-      !Number.isNaN(at) &&
-      typeof retryCount === "number" &&
-      Number.isInteger(retryCount) &&
-      retryCount >= 0
-    )
-      return { machine, time: at, retryCount };
-  } catch {
-    // Not JSON.
-  }
-  return undefined;
-}
-
-/**
  * The last remediation, from the annotation (which `clusterctl move` carries) or, when it is absent or unreadable
  * (a hand edit), from status.lastRemediation, where releases before the annotation kept it.
  */
 function lastRemediation(qcp: QuorumControlPlane): RemediationRecord | undefined {
-  const recorded = remediationRecord(qcp.metadata.annotations?.[LAST_REMEDIATION_ANNOTATION]);
+  const recorded = readRemediation(qcp.metadata.annotations?.[LAST_REMEDIATION_ANNOTATION]);
   if (recorded) return recorded;
   const kept = qcp.status?.lastRemediation;
-  return kept ? remediationRecord(JSON.stringify(kept)) : undefined;
+  return kept ? readRemediation(JSON.stringify(kept)) : undefined;
 }
 
 function controlPlaneView(qcp: QuorumControlPlane): ControlPlaneView {
@@ -329,7 +305,7 @@ function machineView(machine: Machine): MachineView {
   const failure = status.deprecated?.v1beta1;
   const { finished: drainFinished, detail: drainDetail } = drainState(machine);
   const certificatesExpiry = Date.parse(annotations[CERTIFICATES_EXPIRY_ANNOTATION] ?? "");
-  const remediationFor = remediationRecord(annotations[REMEDIATION_FOR_ANNOTATION]);
+  const remediationFor = readRemediation(annotations[REMEDIATION_FOR_ANNOTATION]);
   const conditionTrue = (type: string) =>
     status.conditions?.some((condition) => condition.type === type && condition.status === "True") === true;
   return {

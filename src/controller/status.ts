@@ -14,6 +14,7 @@ import { ownershipConflict } from "../core/ownership.ts";
 import { isUpToDate } from "../core/selection.ts";
 import type { Snapshot } from "../core/snapshot.ts";
 import { setConditions, type ConditionInput } from "./conditions.ts";
+import { writtenRemediation } from "./remediation-record.ts";
 
 export interface StatusInputs {
   controlPlane: QuorumControlPlane;
@@ -120,9 +121,7 @@ export function computeStatus(inputs: StatusInputs): QuorumControlPlaneStatus {
 
 function remembered(snapshot: Snapshot): QuorumControlPlaneStatus["lastRemediation"] | undefined {
   const last = snapshot.controlPlane.remediation.last;
-  return last
-    ? { machine: last.machine, time: new Date(last.time).toISOString(), retryCount: last.retryCount }
-    : undefined;
+  return last ? writtenRemediation(last) : undefined;
 }
 
 /** What kept a reconcile from finishing its step: the Reconciled condition (and `condition`, when given) says so. */

@@ -4,8 +4,8 @@
 // asked the owner to remediate. Pure; the shell writes what differs (src/controller/machine-conditions.ts).
 import { OWNER_REMEDIATED_CONDITION, UP_TO_DATE_CONDITION } from "../api/capi.ts";
 import type { Action } from "./actions.ts";
-import { formatDuration, formatTime } from "./format.ts";
-import { retriesExhausted } from "./remediation-limits.ts";
+import { formatTime } from "./format.ts";
+import { failedInARow, retriesExhausted } from "./remediation-limits.ts";
 import { outdatedReasons } from "./selection.ts";
 import type { MachineView, Snapshot } from "./snapshot.ts";
 
@@ -70,12 +70,12 @@ function ownerRemediated(snapshot: Snapshot, machine: MachineView, action: Actio
     };
   const exhausted = retriesExhausted(snapshot, machine);
   if (exhausted) {
-    const { maxRetry, minHealthyPeriodMs } = snapshot.controlPlane.remediation;
+    const { minHealthyPeriodMs } = snapshot.controlPlane.remediation;
     return {
       type: OWNER_REMEDIATED_CONDITION,
       status: "False",
       reason: "CannotBeRemediated",
-      message: `${exhausted.retryCount + 1} replacements in a row failed within minHealthyPeriod ${formatDuration(minHealthyPeriodMs)} (maxRetry ${maxRetry}; this Machine replaces ${exhausted.machine}): Quorum does not replace it before ${formatTime(exhausted.time + minHealthyPeriodMs)}; find why replacements fail, then delete it by hand`,
+      message: `${failedInARow(snapshot, exhausted)}; this Machine replaces ${exhausted.machine}, and Quorum does not replace it before ${formatTime(exhausted.time + minHealthyPeriodMs)}; find why replacements fail, then delete it by hand`,
     };
   }
   return {

@@ -42,7 +42,7 @@ import {
   type ScaleDownChoice,
 } from "./selection.ts";
 import { nodeOfMachine } from "./identity.ts";
-import { recordedRemediation, replaces, retriesExhausted, retryOf } from "./remediation-limits.ts";
+import { failedInARow, pastMaxRetry, recordedRemediation, replaces, retryOf } from "./remediation-limits.ts";
 import { notReadyLong, notServing } from "./serving.ts";
 import type { MachineView, RemediationRecord, Snapshot } from "./snapshot.ts";
 
@@ -637,7 +637,7 @@ class Context {
    * remediates one Machine at a time).
    */
   remediationGate(machine: MachineView): WaitAction | undefined {
-    const { retryPeriodMs, minHealthyPeriodMs, maxRetry } = this.spec.remediation;
+    const { retryPeriodMs, minHealthyPeriodMs } = this.spec.remediation;
     if (recordedRemediation(this.snapshot, machine)) return undefined;
     const retry = retryOf(this.snapshot, machine);
     if (retry) {
@@ -649,10 +649,9 @@ class Context {
           retryPeriodMs - since,
           `machine ${machine.name}`,
         );
-      if (retriesExhausted(this.snapshot, machine)) {
-        const failed = retry.retryCount + 1;
+      if (pastMaxRetry(this.snapshot, retry)) {
         return waitFor(
-          `${replacing}, and ${failed} replacement${failed === 1 ? "" : "s"} in a row failed within minHealthyPeriod ${formatDuration(minHealthyPeriodMs)} (maxRetry ${maxRetry}): find why replacements fail, then delete machine ${machine.name} by hand or wait ${formatDuration(minHealthyPeriodMs - since)}`,
+          `${replacing}, and ${failedInARow(this.snapshot, retry)}: find why replacements fail, then delete machine ${machine.name} by hand or wait ${formatDuration(minHealthyPeriodMs - since)}`,
           Math.min(RECHECK_MS.idle, minHealthyPeriodMs - since),
           `machine ${machine.name}`,
         );

@@ -2,6 +2,7 @@
 // They apply only to a Machine created to replace a remediated one (MachineView.remediationFor), within
 // minHealthyPeriod of that remediation: it waits out retryPeriod after it, and after maxRetry such retries in a row
 // nothing replaces it until the user does. A Machine that fails on its own is a first try, whatever happened to others.
+import { formatDuration } from "./format.ts";
 import type { MachineView, RemediationRecord, Snapshot } from "./snapshot.ts";
 
 /** The Machine was created to replace this remediation (it may carry the remediated Machine's name). */
@@ -26,10 +27,22 @@ export function retryOf(snapshot: Snapshot, machine: MachineView): RemediationRe
   return lineage && snapshot.now - lineage.time < minHealthyPeriodMs ? lineage : undefined;
 }
 
+/** The retry a remediation would be is past maxRetry (a negative maxRetry means no limit). */
+export function pastMaxRetry(snapshot: Snapshot, retry: RemediationRecord): boolean {
+  const { maxRetry } = snapshot.controlPlane.remediation;
+  return maxRetry >= 0 && retry.retryCount >= maxRetry;
+}
+
 /** maxRetry replacements in a row failed: this Machine is not replaced before minHealthyPeriod has passed. */
 export function retriesExhausted(snapshot: Snapshot, machine: MachineView): RemediationRecord | undefined {
   if (recordedRemediation(snapshot, machine)) return undefined;
   const retry = retryOf(snapshot, machine);
-  const { maxRetry } = snapshot.controlPlane.remediation;
-  return retry && maxRetry >= 0 && retry.retryCount >= maxRetry ? retry : undefined;
+  return retry && pastMaxRetry(snapshot, retry) ? retry : undefined;
+}
+
+/** "N replacement(s) in a row failed within minHealthyPeriod …": what a Machine past maxRetry is told. */
+export function failedInARow(snapshot: Snapshot, retry: RemediationRecord): string {
+  const { maxRetry, minHealthyPeriodMs } = snapshot.controlPlane.remediation;
+  const failed = retry.retryCount + 1;
+  return `${failed} replacement${failed === 1 ? "" : "s"} in a row failed within minHealthyPeriod ${formatDuration(minHealthyPeriodMs)} (maxRetry ${maxRetry})`;
 }

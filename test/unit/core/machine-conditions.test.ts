@@ -83,11 +83,25 @@ describe("the conditions Quorum owns on its Machines", () => {
       type: "OwnerRemediated",
       status: "False",
       reason: "CannotBeRemediated",
-      message: `4 replacements in a row failed within minHealthyPeriod 1h (maxRetry 3; this Machine replaces cp-old): Quorum does not replace it before ${formatTime(line.time + 60 * MINUTE)}; find why replacements fail, then delete it by hand`,
+      message: `4 replacements in a row failed within minHealthyPeriod 1h (maxRetry 3); this Machine replaces cp-old, and Quorum does not replace it before ${formatTime(line.time + 60 * MINUTE)}; find why replacements fail, then delete it by hand`,
     });
     assert.deepEqual(failing(3, NOW + MINUTE), failing(3), "the message does not change while it waits");
     assert.equal(failing(2)?.reason, "RemediationDeferred", "a retry maxRetry still allows");
     assert.equal(failing(3, NOW + 41 * MINUTE)?.reason, "RemediationDeferred", "past minHealthyPeriod, a first try");
+  });
+
+  it("counts one failed replacement in the singular when maxRetry is 0", () => {
+    const once = { machine: "cp-old", time: NOW - 20 * MINUTE, retryCount: 0 };
+    const base = snapshot().controlPlane;
+    const owned = ownedMachineConditions(
+      snapshot({
+        controlPlane: { remediation: { ...base.remediation, maxRetry: 0 } },
+        machines: [machine("cp-a", { remediationRequested: true, remediationFor: once })],
+      }),
+      WAIT,
+    ).get("cp-a")?.set[1];
+    assert.equal(owned?.reason, "CannotBeRemediated");
+    assert.match(owned?.message ?? "", /^1 replacement in a row failed within minHealthyPeriod 1h \(maxRetry 0\); /);
   });
 
   it("takes a stale OwnerRemediated off a Machine that recovered before Quorum acted, but not off one being deleted", () => {
