@@ -6,6 +6,7 @@ import { execFileSync } from "node:child_process";
 import { readFileSync, readdirSync, readlinkSync, realpathSync } from "node:fs";
 import { basename, join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { KubeConfig } from "@kubernetes/client-node";
 import { parse } from "yaml";
 import { binaryForImage } from "../provider/kubeadm/static-pods.ts";
 import { builtBinary, httpGet, kubeRequest, repoRoot } from "../../test/env/index.ts";
@@ -177,6 +178,20 @@ export function expectedControlPlane(version: string): ExpectedControlPlane {
     }),
   ) as ExpectedControlPlane["binaries"];
   return { version, images, binaries };
+}
+
+/** The workload API through the load balancer, with the cluster's admin credentials, as a client-node KubeConfig. */
+export async function workloadKubeConfig(s: Scenario): Promise<KubeConfig> {
+  const config = await s.workload.kubeconfig();
+  const b64 = (pem: string) => Buffer.from(pem).toString("base64");
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromOptions({
+    clusters: [{ name: "workload", server: config.server, caData: b64(config.caPem) }],
+    users: [{ name: "admin", certData: b64(config.certPem), keyData: b64(config.keyPem) }],
+    contexts: [{ name: "workload", cluster: "workload", user: "admin" }],
+    currentContext: "workload",
+  });
+  return kubeConfig;
 }
 
 /** GET `path` of the workload API through the load balancer, with the cluster's admin credentials. */

@@ -6,21 +6,14 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { connect } from "node:tls";
-import { KubeConfig } from "@kubernetes/client-node";
+import type { KubeConfig } from "@kubernetes/client-node";
 import { portForwardDuplex } from "../../test/env/portforward-client.ts";
 import { ETCD_CLIENT_PORT } from "../provider/machine-base.ts";
-import { kubeadmNodes } from "./kubeadm-nodes.ts";
+import { kubeadmNodes, workloadKubeConfig } from "./kubeadm-nodes.ts";
 import type { Scenario } from "./scenario.ts";
 
 export async function checkEtcdPortForward(s: Scenario): Promise<void> {
-  const config = await s.workload.kubeconfig();
-  const kubeConfig = new KubeConfig();
-  kubeConfig.loadFromOptions({
-    clusters: [{ name: "workload", server: config.server, caData: b64(config.caPem) }],
-    users: [{ name: "admin", certData: b64(config.certPem), keyData: b64(config.keyPem) }],
-    contexts: [{ name: "workload", cluster: "workload", user: "admin" }],
-    currentContext: "workload",
-  });
+  const kubeConfig = await workloadKubeConfig(s);
   for (const node of await kubeadmNodes(s)) {
     const pod = `etcd-${node.host}`;
     let answer: string;
@@ -66,8 +59,4 @@ async function etcdHealthThroughForward(kubeConfig: KubeConfig, pod: string, pki
     tls.destroy();
     stream.destroy();
   }
-}
-
-function b64(text: string): string {
-  return Buffer.from(text).toString("base64");
 }

@@ -6,8 +6,10 @@
 // (`ip-10-200-1-3`), never after the Machine, as on clouds. Each Machine's firewall closes etcd's client port to the
 // management side (as a cloud's security group does), so Quorum reads etcd through the workload API server's
 // pods/portforward (spec.etcd.access APIServerProxy, kubeadm's default). Create 1 → scale 3 → 5 → 3; then Direct is
-// tried (Quorum must name the unreachable members and the fix, and touch nothing) and undone. Last, a follower's host
-// reboots (e2e/lib/kubeadm-reboot.ts): Quorum waits it out, names the down member, and replaces nothing.
+// tried (Quorum must name the unreachable members and the fix, and touch nothing) and undone. Then one Node loses
+// kubeadm's control-plane label, as a join that stopped before mark-control-plane leaves it (e2e/lib/kubeadm-node-label.ts):
+// Quorum must say so on its Machine and in nextAction, and replace nothing. Last, a follower's host reboots
+// (e2e/lib/kubeadm-reboot.ts): Quorum waits it out, names the down member, and replaces nothing.
 import { pinnedVersions } from "../../test/env/tools.ts";
 import {
   checkBootstrap,
@@ -19,6 +21,7 @@ import {
 } from "../lib/kubeadm-nodes.ts";
 import { checkEtcdPortForward } from "../lib/kubeadm-portforward.ts";
 import { checkDirectAccessBlocked } from "../lib/etcd-access.ts";
+import { checkNodeLabel } from "../lib/kubeadm-node-label.ts";
 import { checkReboot } from "../lib/kubeadm-reboot.ts";
 import type { ScenarioDefinition } from "./types.ts";
 
@@ -60,6 +63,7 @@ export const kubeadm: ScenarioDefinition = {
     // Issue 18: every Machine's etcd is reachable through the workload API server's pods/portforward.
     await checkEtcdPortForward(s);
     await checkDirectAccessBlocked(s);
+    await checkNodeLabel(s);
     await checkReboot(s, "follower");
     return 3;
   },

@@ -78,3 +78,10 @@ export const OWNER_REMEDIATED_CONDITION = "OwnerRemediated";
 export const HEALTH_CHECK_SUCCEEDED_CONDITION = "HealthCheckSucceeded";
 /** Set on each Machine by its owner (CAPI's Machine controller does not for control-plane Machines). */
 export const UP_TO_DATE_CONDITION = "UpToDate";
+/**
+ * Set by Quorum on each kubeadm Machine whose Node exists: True once the Node carries CONTROL_PLANE_NODE_LABEL, which
+ * kubeadm join's mark-control-plane phase sets (KCP's NodeKubeadmLabelsAndTaintsSet, the label part).
+ */
+export const NODE_KUBEADM_LABEL_CONDITION = "NodeKubeadmLabelSet";
+/** The label kubeadm puts on every control-plane Node (init and join, phase mark-control-plane). */
+export const CONTROL_PLANE_NODE_LABEL = "node-role.kubernetes.io/control-plane";

@@ -1,6 +1,7 @@
-// Writes the conditions Quorum owns on its Machines (UpToDate, OwnerRemediated; src/core/machine-conditions.ts
-// decides them) where they differ from what the Machine carries. Only a changed type, status, reason or message is
-// a write, so an idle control plane writes nothing; lastTransitionTime moves only when the status flips.
+// Writes the conditions Quorum owns on its Machines (UpToDate, OwnerRemediated, NodeKubeadmLabelSet;
+// src/core/machine-conditions.ts decides them) where they differ from what the Machine carries. Only a changed type,
+// status, reason or message is a write, so an idle control plane writes nothing; lastTransitionTime moves only when the
+// status flips.
 import type { Machine, MetaV1Condition } from "../api/capi.ts";
 import type { Action } from "../core/actions.ts";
 import { ownedMachineConditions, type MachineCondition } from "../core/machine-conditions.ts";

@@ -2,7 +2,7 @@
 // the plain Snapshot the planner decides on. Pure: every input is passed in, including the clock.
 import { createHash } from "node:crypto";
 import type { Cluster, Machine, Node } from "../api/capi.ts";
-import { HEALTH_CHECK_SUCCEEDED_CONDITION, OWNER_REMEDIATED_CONDITION } from "../api/capi.ts";
+import { CONTROL_PLANE_NODE_LABEL, HEALTH_CHECK_SUCCEEDED_CONDITION, OWNER_REMEDIATED_CONDITION } from "../api/capi.ts";
 import {
   CERTIFICATES_EXPIRY_ANNOTATION,
   DEFAULTS,
@@ -378,6 +378,7 @@ function nodeView(node: Node): NodeView {
     ready,
     ...(Number.isFinite(since) ? { notReadySince: since } : {}),
     addresses: (node.status?.addresses ?? []).map((address) => address.address),
+    controlPlaneLabel: node.metadata.labels?.[CONTROL_PLANE_NODE_LABEL] !== undefined,
   };
 }
 

@@ -1,17 +1,24 @@
 // The conditions a control-plane provider owns on its Machines under the CAPI v1beta2 contract: `UpToDate` on every
 // Machine (CAPI's Machine controller leaves it to the owner; the QuorumControlPlane's upToDateReplicas, the Cluster's
 // RollingOut condition and the topology controller read it), and `OwnerRemediated` on a Machine a MachineHealthCheck
-// asked the owner to remediate. Pure; the shell writes what differs (src/controller/machine-conditions.ts).
-import { OWNER_REMEDIATED_CONDITION, UP_TO_DATE_CONDITION } from "../api/capi.ts";
+// asked the owner to remediate, and on kubeadm Machines `NodeKubeadmLabelSet` (src/core/node-label.ts). Pure; the shell
+// writes what differs (src/controller/machine-conditions.ts).
+import {
+  CONTROL_PLANE_NODE_LABEL,
+  NODE_KUBEADM_LABEL_CONDITION,
+  OWNER_REMEDIATED_CONDITION,
+  UP_TO_DATE_CONDITION,
+} from "../api/capi.ts";
 import type { Action } from "./actions.ts";
 import { formatTime } from "./format.ts";
+import { judgedNode, judgesNodeLabel, unlabelledMessage } from "./node-label.ts";
 import { failedInARow, retriesExhausted } from "./remediation-limits.ts";
 import { outdatedReasons } from "./selection.ts";
 import type { MachineView, Snapshot } from "./snapshot.ts";
 
 export interface MachineCondition {
-  type: typeof UP_TO_DATE_CONDITION | typeof OWNER_REMEDIATED_CONDITION;
-  status: "True" | "False";
+  type: typeof UP_TO_DATE_CONDITION | typeof OWNER_REMEDIATED_CONDITION | typeof NODE_KUBEADM_LABEL_CONDITION;
+  status: "True" | "False" | "Unknown";
   reason: string;
   message: string;
 }
@@ -34,6 +41,7 @@ export function ownedMachineConditions(snapshot: Snapshot, action: Action): Map<
       set: [
         upToDate(snapshot, machine),
         ...(machine.remediationRequested ? [ownerRemediated(snapshot, machine, action)] : []),
+        ...nodeLabelled(snapshot, machine),
       ],
       remove: machine.remediationWithdrawn && machine.deleting === undefined ? [OWNER_REMEDIATED_CONDITION] : [],
     });
@@ -85,4 +93,32 @@ function ownerRemediated(snapshot: Snapshot, machine: MachineView, action: Actio
     message:
       "Quorum replaces this Machine once that keeps etcd quorum and the remediation limits allow it; the QuorumControlPlane's status.nextAction says what it waits for",
   };
+}
+
+/**
+ * On a kubeadm Machine, whether its Node carries the control-plane label kubeadm join sets last (src/core/node-label.ts).
+ * Nothing before the Machine has a Node, while it is deleting, or while the Nodes cannot be read (the last word stays).
+ */
+function nodeLabelled(snapshot: Snapshot, machine: MachineView): MachineCondition[] {
+  const node = judgedNode(snapshot, machine);
+  if (node)
+    return [
+      node.controlPlaneLabel
+        ? { type: NODE_KUBEADM_LABEL_CONDITION, status: "True", reason: "NodeKubeadmLabelSet", message: "" }
+        : {
+            type: NODE_KUBEADM_LABEL_CONDITION,
+            status: "False",
+            reason: "NodeKubeadmLabelNotSet",
+            message: unlabelledMessage({ machine: machine.name, node: node.name }),
+          },
+    ];
+  if (machine.nodeName === undefined || !judgesNodeLabel(snapshot) || machine.deleting !== undefined) return [];
+  return [
+    {
+      type: NODE_KUBEADM_LABEL_CONDITION,
+      status: "Unknown",
+      reason: "NodeNotFound",
+      message: `Node ${machine.nodeName} (Machine status.nodeRef) does not exist: whether it carries ${CONTROL_PLANE_NODE_LABEL} is unknown`,
+    },
+  ];
 }

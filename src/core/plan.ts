@@ -42,6 +42,7 @@ import {
   type ScaleDownChoice,
 } from "./selection.ts";
 import { nodeOfMachine } from "./identity.ts";
+import { unlabelledMessage, unlabelledNodes } from "./node-label.ts";
 import { failedInARow, pastMaxRetry, recordedRemediation, replaces, retryOf } from "./remediation-limits.ts";
 import { notReadyLong, notServing } from "./serving.ts";
 import type { MachineView, RemediationRecord, Snapshot } from "./snapshot.ts";
@@ -932,11 +933,13 @@ class Context {
     const named = down
       .map((member) => `; ${isDown(member)}${downVoterFix(member, this.snapshot, this.base.machines)}`)
       .join("");
+    // A kubeadm join that has not labelled its Node (src/core/node-label.ts) is said too, and keeps the short poll.
+    const unlabelled = unlabelledNodes(this.snapshot);
     const idle = waitFor(
-      `nothing to do: ${this.active.length} of ${this.desired} Machines up to date; etcd ${healthyVoters} of ${voters} voters healthy (quorum ${quorumSize}, tolerates ${failuresTolerated} failure${failuresTolerated === 1 ? "" : "s"})${named}`,
+      `nothing to do: ${this.active.length} of ${this.desired} Machines up to date; etcd ${healthyVoters} of ${voters} voters healthy (quorum ${quorumSize}, tolerates ${failuresTolerated} failure${failuresTolerated === 1 ? "" : "s"})${named}${unlabelled.map((node) => `; ${unlabelledMessage(node)}`).join("")}`,
       RECHECK_MS.idle,
     );
-    return { action: this.settled() ? { ...idle, settled: true } : idle };
+    return { action: this.settled() && unlabelled.length === 0 ? { ...idle, settled: true } : idle };
   }
 
   /** Every Machine joined and every member a healthy voter of one of them: only etcd itself could change that. */

@@ -248,6 +248,8 @@ export interface NodeView {
    */
   notReadySince?: number;
   addresses: string[];
+  /** It carries node-role.kubernetes.io/control-plane (kubeadm sets it as a control-plane join's last step). */
+  controlPlaneLabel: boolean;
 }
 
 export interface EtcdView {

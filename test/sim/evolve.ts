@@ -9,6 +9,7 @@ import {
   newMemberId,
   nodeReady,
   NETWORK_START_MAX_STEPS,
+  HALF_JOIN_RATE,
   quorumSize,
   STEP_MS,
   voters,
@@ -207,6 +208,12 @@ function runningMachine(world: World, machine: SimMachine): void {
   ) {
     machine.nodeRegistered = true;
     machine.networkReadyAt = world.step + world.networkRng.int(1, NETWORK_START_MAX_STEPS);
+    // kubeadm join labels the Node last (mark-control-plane); in a halfJoins world, while faults last, some stop first.
+    if (world.traits.kubeadm) {
+      if (world.traits.halfJoins && world.step < world.faultsUntil && world.joinRng.chance(HALF_JOIN_RATE))
+        machine.joinStopped = true;
+      else machine.labelledAt = world.step + world.joinRng.int(0, 2);
+    }
   }
 }
 

@@ -1,7 +1,7 @@
 // The properties every schedule must keep, judged against the world's truth (not the controller's view of it).
 // Safety rules are checked before each API call the controller makes and after its action; the liveness rules
 // (converges, never stuck) are judged by run.ts over the steps after faults stop.
-import { UP_TO_DATE_CONDITION } from "../../src/api/capi.ts";
+import { NODE_KUBEADM_LABEL_CONDITION, UP_TO_DATE_CONDITION } from "../../src/api/capi.ts";
 import { removalWindow } from "../../src/core/selection.ts";
 import type { Snapshot } from "../../src/core/snapshot.ts";
 import type { Call } from "./calls.ts";
@@ -24,6 +24,7 @@ import {
   healthyVoterCount,
   liveMachines,
   networkStarting,
+  nodeLabelled,
   nodeReady,
   quorumSize,
   voters,
@@ -314,6 +315,17 @@ export function machinesAtSpec(world: World): boolean {
     if (
       !machine.ownedConditions?.some(
         (condition) => condition.type === UP_TO_DATE_CONDITION && condition.status === "True",
+      )
+    )
+      return false;
+    // kubeadm worlds: every join labelled its Node, and the Machine says so (NodeKubeadmLabelSet True).
+    if (
+      world.traits.kubeadm &&
+      !(
+        nodeLabelled(world, machine) &&
+        machine.ownedConditions?.some(
+          (condition) => condition.type === NODE_KUBEADM_LABEL_CONDITION && condition.status === "True",
+        )
       )
     )
       return false;

@@ -7,7 +7,10 @@
 // evidence (address, nodeRef) catches up by itself, and removing it by hand would be the operator's mistake.
 // Likewise, where no MachineHealthCheck watches Node readiness, a voter that stays down has its Machine named in
 // status.nextAction with "if machine <name> is lost, delete it": the operator deletes that Machine when the world
-// knows its VM is gone for good, and leaves one whose member is only out for a while.
+// knows its VM is gone for good, and leaves one whose member is only out for a while. A kubeadm Machine whose
+// NodeKubeadmLabelSet condition is False is deleted when the world knows its join stopped (halfJoins), never one whose
+// Node is only about to be labelled.
+import { NODE_KUBEADM_LABEL_CONDITION } from "../../src/api/capi.ts";
 import { CONDITION } from "../../src/api/constants.ts";
 import { markDeleting, type World } from "./world.ts";
 
@@ -40,4 +43,19 @@ export function followLostMachineFix(world: World): string | undefined {
   for (const machine of lost) markDeleting(world, machine);
   if (lost.length === 0) return undefined;
   return `operator deletes lost machine(s) ${lost.map((machine) => machine.name).join(", ")}, as status.nextAction says`;
+}
+
+/** Deletes the Machines whose NodeKubeadmLabelSet says their join did not label the Node, when it stopped for good. */
+export function followUnlabelledNodeFix(world: World): string | undefined {
+  const stopped = world.machines.filter(
+    (machine) =>
+      machine.joinStopped === true &&
+      machine.deleting === undefined &&
+      machine.ownedConditions?.some(
+        (condition) => condition.type === NODE_KUBEADM_LABEL_CONDITION && condition.status === "False",
+      ),
+  );
+  for (const machine of stopped) markDeleting(world, machine);
+  if (stopped.length === 0) return undefined;
+  return `operator deletes half-joined machine(s) ${stopped.map((machine) => machine.name).join(", ")}, as their NodeKubeadmLabelSet condition says`;
 }

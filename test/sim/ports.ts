@@ -4,7 +4,9 @@
 // which judges it against the invariants before it takes effect and crashes the controller after call N.
 import type { Cluster, Machine, MetaV1Condition, Node } from "../../src/api/capi.ts";
 import {
+  CONTROL_PLANE_NODE_LABEL,
   HEALTH_CHECK_SUCCEEDED_CONDITION,
+  NODE_KUBEADM_LABEL_CONDITION,
   OWNER_REMEDIATED_CONDITION,
   UP_TO_DATE_CONDITION,
 } from "../../src/api/capi.ts";
@@ -57,6 +59,7 @@ import {
   NAMESPACE,
   newAddress,
   SIM_TIMERS,
+  nodeLabelled,
   nodeReady,
   remediatedMachine,
   sameRemediation,
@@ -625,7 +628,11 @@ function resourceVersionOf(world: World, machine: SimMachine): string {
 }
 
 /** A Machine as CAPI v1beta2 shows it. */
-const OWNED_MACHINE_CONDITIONS = new Set<string>([UP_TO_DATE_CONDITION, OWNER_REMEDIATED_CONDITION]);
+const OWNED_MACHINE_CONDITIONS = new Set<string>([
+  UP_TO_DATE_CONDITION,
+  OWNER_REMEDIATED_CONDITION,
+  NODE_KUBEADM_LABEL_CONDITION,
+]);
 
 /** The Machine a remediation memory annotation names ("" for none or garbage). */
 function recordedMachineName(value: string | null | undefined): string {
@@ -776,7 +783,10 @@ function nodeObjects(world: World): Node[] {
     const since = machine.nodeReadiness?.ready === up ? machine.nodeReadiness.since : world.now;
     const providerID = world.step >= (machine.nodeRefAt ?? 0) ? { providerID: `sim://${machine.name}` } : {};
     nodes.push({
-      metadata: { name: machine.hostName },
+      metadata: {
+        name: machine.hostName,
+        ...(nodeLabelled(world, machine) ? { labels: { [CONTROL_PLANE_NODE_LABEL]: "" } } : {}),
+      },
       spec: providerID,
       status: {
         ...ready(up, since),

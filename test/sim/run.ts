@@ -11,7 +11,7 @@ import type { Logger } from "../../src/ports/index.ts";
 import { CallGate, SimCrash, SimViolation, type CrashPoint } from "./calls.ts";
 import { evolve } from "./evolve.ts";
 import { bootFaultFor, endFaults, injectFault, kubeletOutage, racingOutage } from "./faults.ts";
-import { followLostMachineFix, followUnmappedMemberFix } from "./operator.ts";
+import { followLostMachineFix, followUnlabelledNodeFix, followUnmappedMemberFix } from "./operator.ts";
 import {
   certificatesDueWithin,
   certificatesShortOfSpec,
@@ -122,6 +122,8 @@ export async function runSchedule(
     if (operator) events.push(operator);
     const deleted = world.traits.noNodeReadyCheck ? followLostMachineFix(world) : undefined;
     if (deleted) events.push(deleted);
+    const halfJoined = followUnlabelledNodeFix(world);
+    if (halfJoined) events.push(halfJoined);
     trackNodeReadiness(world);
     trackMemberOutages(world);
 

@@ -35,6 +35,7 @@ export const TRAIT_WEIGHTS = {
   noStartupTimeout: 0.3,
   certificateExpiry: 0.25,
   noNodeReadyCheck: 0.3,
+  halfJoins: 0.5,
 } as const;
 
 /**
@@ -88,6 +89,7 @@ export function createScenario(seed: number): Scenario {
       noStartupTimeout: false,
       certificateExpiry: false,
       noNodeReadyCheck: false,
+      halfJoins: false,
     },
     spec: {
       replicas,
@@ -124,6 +126,7 @@ export function createScenario(seed: number): Scenario {
     rng: rng.fork(),
     // Replaced below by a stream forked after every other one (forking here would shift the streams forked after).
     networkRng: new Prng(0),
+    joinRng: new Prng(0),
   };
   // Drawn here, the world built after the traits (a kubeadm world starts at another version).
   const startsConverged = setup.chance(0.75);
@@ -146,6 +149,7 @@ export function createScenario(seed: number): Scenario {
     noStartupTimeout: false,
     certificateExpiry: false,
     noNodeReadyCheck: false,
+    halfJoins: false,
   };
   const race = traits.fork();
   // Drawn after the race stream's fork, so that a world without the trait keeps every draw it had before it existed.
@@ -166,6 +170,9 @@ export function createScenario(seed: number): Scenario {
   const kubelet = traits.fork();
   // The network plugin's start after each registration, forked after the kubelet's for the same reason.
   world.networkRng = traits.fork();
+  // kubeadm's mark-control-plane after each registration, and the trait of joins stopping before it: last, likewise.
+  world.joinRng = traits.fork();
+  world.traits.halfJoins = world.traits.kubeadm && traits.chance(TRAIT_WEIGHTS.halfJoins);
   if (world.traits.secondOwner) world.copy = { finalizers: [] };
   for (const machine of world.machines) drawLags(world, machine);
   return { world, profile, rngs: { ...rngs, race, kubelet } };
@@ -208,7 +215,7 @@ function startConverged(world: World): void {
       markedForDeletion: false,
       memberId: id,
       nodeRegistered: true,
-      ...(world.kubeadm ? { staticPodVersion: world.spec.version } : {}),
+      ...(world.kubeadm ? { staticPodVersion: world.spec.version, labelledAt: 0 } : {}),
     });
     world.members.push({
       id,

@@ -59,6 +59,7 @@ function describeMachine(world: World, machine: SimMachine): string {
     machine.version !== world.spec.version || machine.templateHash !== world.spec.templateHash ? "outdated" : "",
     machine.nodeRegistered ? "node" : "",
     machine.nodeRegistered && world.step < (machine.nodeRefAt ?? 0) ? "no-nodeRef" : "",
+    machine.joinStopped ? "half-joined" : "",
     world.step < (machine.addressAt ?? 0)
       ? machine.addressesBefore === "none"
         ? "no-address"

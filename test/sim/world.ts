@@ -99,6 +99,13 @@ export interface SimMachine {
   addressesBefore?: "none" | "external-only";
   nodeRegistered: boolean;
   /**
+   * kubeadm worlds: from this step its Node carries node-role.kubernetes.io/control-plane (kubeadm join's last phase,
+   * mark-control-plane, a step or two after the kubelet registered it). Drawn at registration; never with joinStopped.
+   */
+  labelledAt?: number;
+  /** kubeadm worlds: its join stopped before mark-control-plane (World.traits.halfJoins); its Node is never labelled. */
+  joinStopped?: boolean;
+  /**
    * Until this step its Node is NotReady however healthy the Machine is: the network plugin's pod has not started on it
    * yet (what every kubeadm join goes through, tens of seconds after the kubelet registers). Drawn at registration.
    */
@@ -225,6 +232,12 @@ export interface WorldTraits {
    * cannot tell a dead VM from a long outage, so the operator gets past it by the fix the status names (operator.ts).
    */
   noNodeReadyCheck: boolean;
+  /**
+   * kubeadm worlds: some joins stop after their etcd phase and before mark-control-plane (an upload-config or
+   * update-status that failed): the member is a healthy voter, the Node registered, but never labelled. Quorum must say
+   * so on the Machine (NodeKubeadmLabelSet False); the operator then deletes it (operator.ts), Quorum replaces it.
+   */
+  halfJoins: boolean;
 }
 
 /**
@@ -298,6 +311,8 @@ export interface World {
   rng: Prng;
   /** The network plugin's start after each registration (networkReadyAt): a stream of its own, see scenario.ts. */
   networkRng: Prng;
+  /** kubeadm's mark-control-plane after each registration, and joins that stop before it (halfJoins). */
+  joinRng: Prng;
 }
 
 /**
@@ -306,6 +321,9 @@ export interface World {
  * set to exceed a network plugin's start.
  */
 export const NETWORK_START_MAX_STEPS = 2;
+
+/** In a halfJoins world, while faults last, the share of kubeadm joins that stop before mark-control-plane. */
+export const HALF_JOIN_RATE = 0.5;
 
 export const DAY_MS = 24 * 60 * 60 * 1000;
 /** kubeadm's certificates are valid for a year: what a Machine created in the run gets. */
@@ -433,6 +451,11 @@ export function drawLags(world: World, machine: SimMachine): void {
     machine.addressAt = until(Math.max(world.step, machine.createdStep));
     machine.addressesBefore = world.rng.chance(0.5) ? "none" : "external-only";
   }
+}
+
+/** The Node carries kubeadm's control-plane label (generic worlds: no flavour sets it, so never judged). */
+export function nodeLabelled(world: World, machine: SimMachine): boolean {
+  return machine.nodeRegistered && machine.labelledAt !== undefined && world.step >= machine.labelledAt;
 }
 
 export function hostNameFor(world: World, machineName: string, address: string): string {

@@ -6,6 +6,7 @@ import {
   machineTemplateHash,
   type Observation,
 } from "../../../src/controller/snapshot-builder.ts";
+import type { Node } from "../../../src/api/capi.ts";
 import { claimMachines } from "../../../src/api/ownership.ts";
 import { isUpToDate } from "../../../src/core/selection.ts";
 import { cluster, controlPlane, machine, ownedBy } from "./fixtures.ts";
@@ -57,6 +58,23 @@ describe("buildSnapshot", () => {
         ["no-status", false, undefined],
         ["no-time", false, undefined],
         ["ready", true, undefined],
+      ],
+    );
+  });
+
+  it("reads whether each Node carries kubeadm's control-plane label, whatever its value", () => {
+    const nodes: Node[] = [
+      { metadata: { name: "labelled", labels: { "node-role.kubernetes.io/control-plane": "" } } },
+      { metadata: { name: "half-joined", labels: { "kubernetes.io/hostname": "half-joined" } } },
+      { metadata: { name: "no-labels" } },
+    ];
+    const snapshot = buildSnapshot(observation({ nodes }));
+    assert.deepEqual(
+      snapshot.nodes.map((node) => [node.name, node.controlPlaneLabel]),
+      [
+        ["half-joined", false],
+        ["labelled", true],
+        ["no-labels", false],
       ],
     );
   });

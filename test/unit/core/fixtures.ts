@@ -142,6 +142,7 @@ export function nodeFor(machineView: MachineView): NodeView {
     name: machineView.nodeName ?? machineView.name,
     providerID: machineView.providerID ?? "",
     ready: true,
+    controlPlaneLabel: true,
     addresses: machineView.addresses,
   };
 }

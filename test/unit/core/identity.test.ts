@@ -28,7 +28,7 @@ describe("identity: which Machine a member belongs to", () => {
         snapshot({
           machines: [machine("cp-0", { nodeName: "ip-10-0-0-9", addresses: [] })],
           members: [member("etcd-x", { id: "12", ...peer("10.0.0.9") })],
-          nodes: [{ name: "ip-10-0-0-9", ready: true, addresses: ["10.0.0.9"] }],
+          nodes: [{ name: "ip-10-0-0-9", ready: true, controlPlaneLabel: true, addresses: ["10.0.0.9"] }],
         }),
       member: "12",
       machine: "cp-0",
@@ -42,7 +42,13 @@ describe("identity: which Machine a member belongs to", () => {
           ],
           members: [member("ip-10-0-0-9", { id: "13", ...peer("10.0.0.9") })],
           nodes: [
-            { name: "ip-10-0-0-9", providerID: "aws:///us-east-1a/i-0abc", ready: true, addresses: ["10.0.0.9"] },
+            {
+              name: "ip-10-0-0-9",
+              providerID: "aws:///us-east-1a/i-0abc",
+              ready: true,
+              controlPlaneLabel: true,
+              addresses: ["10.0.0.9"],
+            },
           ],
         }),
       member: "13",
@@ -56,7 +62,9 @@ describe("identity: which Machine a member belongs to", () => {
             machine("cp-0", { nodeName: undefined, providerID: undefined, addresses: ["ip-10-0-0-9.ec2.internal"] }),
           ],
           members: [member("ip-10-0-0-9", { id: "14", ...peer("10.0.0.9") })],
-          nodes: [{ name: "ip-10-0-0-9", ready: true, addresses: ["ip-10-0-0-9.ec2.internal"] }],
+          nodes: [
+            { name: "ip-10-0-0-9", ready: true, controlPlaneLabel: true, addresses: ["ip-10-0-0-9.ec2.internal"] },
+          ],
         }),
       member: "14",
       machine: "cp-0",
@@ -69,7 +77,7 @@ describe("identity: which Machine a member belongs to", () => {
             machine("cp-0", { nodeName: undefined, providerID: "aws:///us-east-1a/i-0abc", addresses: ["54.1.2.3"] }),
           ],
           members: [member("ip-10-0-0-9", { id: "15", ...peer("10.0.0.9") })],
-          nodes: [{ name: "ip-10-0-0-9", ready: true, addresses: ["10.0.0.9"] }],
+          nodes: [{ name: "ip-10-0-0-9", ready: true, controlPlaneLabel: true, addresses: ["10.0.0.9"] }],
         }),
       member: "15",
       machine: undefined,

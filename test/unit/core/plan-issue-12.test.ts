@@ -49,7 +49,7 @@ function hostMember(
       startedObserved: NOW - 25 * MINUTE,
       ...overrides,
     }),
-    node: { name: host, ready: true, addresses: [ip, `${host}.ec2.internal`] },
+    node: { name: host, ready: true, controlPlaneLabel: true, addresses: [ip, `${host}.ec2.internal`] },
   };
 }
 

@@ -146,7 +146,12 @@ const snapshotArb = fc
       machines,
       nodes: machines
         .filter((candidate) => candidate.nodeName)
-        .map((candidate) => ({ name: candidate.name, ready: true, addresses: candidate.addresses })),
+        .map((candidate) => ({
+          name: candidate.name,
+          ready: true,
+          controlPlaneLabel: true,
+          addresses: candidate.addresses,
+        })),
       etcd: world.observed
         ? {
             observed: true,
@@ -395,6 +400,7 @@ const shrinkingArb = fc
       nodes: machines.map((candidate) => ({
         name: candidate.nodeName ?? candidate.name,
         ready: true,
+        controlPlaneLabel: true,
         addresses: candidate.addresses,
       })),
       etcd: { observed: true, members, alarms: [] },
