@@ -1,6 +1,7 @@
 // Reads every source of truth for one QuorumControlPlane — its Cluster, its Machines, the workload Nodes and the
 // etcd member list with per-member status — and returns them as an Observation. Never decides anything.
-import type { Cluster, Machine, Node } from "../api/capi.ts";
+import { CONTROL_PLANE_NODE_LABEL, type Cluster, type Machine, type Node } from "../api/capi.ts";
+import { flavourOf } from "../api/flavour.ts";
 import { DEFAULTS } from "../api/constants.ts";
 import type { QuorumControlPlane } from "../api/types.ts";
 import { etcdEndpoints } from "../api/endpoints.ts";
@@ -8,6 +9,7 @@ import type {
   ApiServerReadiness,
   CertificatesExpiries,
   EtcdClusterClient,
+  NodeQuery,
   TemplateReader,
   WorkloadAccess,
 } from "../ports/index.ts";
@@ -45,7 +47,7 @@ export async function observe(
   );
   const [etcdResult, nodesResult, workloadSteps, certificates, apiServers] = await Promise.all([
     observeEtcdOf(controlPlane, cluster, machines, endpoints, workload),
-    listNodes(controlPlane, cluster, workload),
+    listNodes(controlPlane, cluster, machines, workload),
     stepsOf(controlPlane, cluster, machines, workload, template),
     certificatesOf(controlPlane, cluster, machines, workload, template),
     apiServersOf(controlPlane, cluster, machines, workload, template),
@@ -180,9 +182,22 @@ function controlPlaneInitialized(controlPlane: QuorumControlPlane, cluster: Clus
   );
 }
 
+/**
+ * The Nodes a reconcile reads. A kubeadm control plane's are those kubeadm labelled control-plane (the label selector
+ * KCP lists with: a workload cluster's workers, hundreds of Nodes, are never read), plus each Node a Machine's nodeRef
+ * names that the list left out: a join that stopped before labelling its Node (src/core/node-label.ts). Another
+ * flavour may not label its Nodes: every Node.
+ */
+export function nodeQuery(controlPlane: QuorumControlPlane, machines: readonly Machine[]): NodeQuery {
+  if (flavourOf(controlPlane) !== "kubeadm") return { names: [] };
+  const names = machines.flatMap((machine) => (machine.status?.nodeRef?.name ? [machine.status.nodeRef.name] : []));
+  return { labelSelector: CONTROL_PLANE_NODE_LABEL, names };
+}
+
 async function listNodes(
   controlPlane: QuorumControlPlane,
   cluster: Cluster,
+  machines: readonly Machine[],
   workload: WorkloadAccess,
 ): Promise<{ nodes: Node[]; workload: WorkloadView; error?: string; reason?: string }> {
   const initialized = controlPlaneInitialized(controlPlane, cluster);
@@ -191,7 +206,10 @@ async function listNodes(
   const endpoint = Boolean(cluster.spec?.controlPlaneEndpoint?.host);
   if (!initialized) return { nodes: [], workload: { expected: false, readable: false } };
   try {
-    return { nodes: await workload.nodes(controlPlane, cluster), workload: { expected: true, readable: true } };
+    return {
+      nodes: await workload.nodes(controlPlane, cluster, nodeQuery(controlPlane, machines)),
+      workload: { expected: true, readable: true },
+    };
   } catch (error) {
     // The adapters' typed errors carry a reason (src/adapters/errors.ts); the controller reads it, never imports them.
     const reason = (error as { reason?: unknown } | undefined)?.reason;

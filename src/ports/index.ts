@@ -19,6 +19,7 @@ export type {
   ApiServerReadiness,
   CertificatesExpiries,
   ControlPlaneComponent,
+  NodeQuery,
   ServingMachine,
   TemplateReader,
   WorkloadAccess,

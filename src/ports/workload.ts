@@ -95,8 +95,11 @@ export interface WorkloadAccess {
   ): Promise<void>;
   /** An etcd client for the cluster, reaching members through the given endpoints (https URLs); close() releases it. */
   etcd(controlPlane: QuorumControlPlane, cluster: Cluster, endpoints: string[]): Promise<EtcdClusterClient>;
-  /** The workload cluster's Nodes, or an error when its API is not reachable (yet). */
-  nodes(controlPlane: QuorumControlPlane, cluster: Cluster): Promise<Node[]>;
+  /**
+   * The workload cluster's Nodes the query asks for (all without a label selector), or an error when its API is not
+   * reachable (yet).
+   */
+  nodes(controlPlane: QuorumControlPlane, cluster: Cluster, query?: NodeQuery): Promise<Node[]>;
   /**
    * The bootstrap flavour's workload steps for the control plane's spec (version, template). Never throws: an
    * unreadable workload API is `error`.
@@ -134,4 +137,14 @@ export interface WorkloadAccess {
   ): Promise<Record<string, ApiServerReadiness>>;
   /** Drops cached clients of a QuorumControlPlane that is gone. */
   forget(namespace: string, clusterName: string): Promise<void>;
+}
+
+/**
+ * Which Nodes a reconcile reads: those carrying the label `labelSelector` names (every Node when absent), and each
+ * Node in `names` the list did not return (read by name; one that does not exist is left out).
+ */
+export interface NodeQuery {
+  /** A label key the Nodes must carry (a Kubernetes label selector of one existence requirement). */
+  labelSelector?: string;
+  names: readonly string[];
 }

@@ -9,7 +9,8 @@ import { parse } from "yaml";
 import { ClusterWorkloadAccess } from "../../src/adapters/workload/access.ts";
 import { buildKubeconfig } from "../../src/adapters/certs/kubeconfig.ts";
 import { issueCertificate, oneDay, validFor } from "../../src/adapters/certs/pki.ts";
-import type { Cluster } from "../../src/api/capi.ts";
+import type { Cluster, Machine } from "../../src/api/capi.ts";
+import { nodeQuery } from "../../src/controller/observe.ts";
 import type { QuorumControlPlane } from "../../src/api/types.ts";
 import type { WorkloadStep } from "../../src/ports/index.ts";
 import { startApiServer, type ApiServer } from "../env/apiserver.ts";
@@ -440,6 +441,32 @@ describe("the kubeadm flavour in a workload cluster kubeadm 1.36 initialised", {
       observed.components?.find((component) => component.component === "kube-apiserver")?.detail,
       "pod kube-system/kube-apiserver-ip-10-200-1-3 is not Ready: CrashLoopBackOff, back-off 40s restarting failed container, last exit 1 (Error), 4 restarts",
     );
+  });
+
+  it("reads the Nodes kubeadm labelled control-plane and those a Machine's nodeRef names, never the workers", async () => {
+    const node = (name: string, labels: Record<string, string>) =>
+      kubeRequestOk(api.kubeConfig, "/api/v1/nodes", { body: { metadata: { name, labels } } });
+    // kubeadm labels a control-plane Node in its join's last phase; a join that stopped before it leaves it unlabelled.
+    await node("ip-10-200-1-2", { "node-role.kubernetes.io/control-plane": "", "kubernetes.io/os": "linux" });
+    await node("ip-10-200-1-3", { "kubernetes.io/os": "linux" });
+    for (const worker of ["worker-a", "worker-b", "worker-c"]) await node(worker, { "kubernetes.io/os": "linux" });
+    const machine = (name: string, nodeRef?: string) =>
+      ({
+        metadata: { name, namespace: NS },
+        spec: {},
+        status: nodeRef ? { nodeRef: { name: nodeRef } } : {},
+      }) as Machine;
+    const machines = [
+      machine("qcp-a", "ip-10-200-1-2"),
+      machine("qcp-b", "ip-10-200-1-3"),
+      machine("qcp-c", "ip-10-200-1-9"),
+      machine("qcp-d"),
+    ];
+    const query = nodeQuery(controlPlane("v1.36.3"), machines);
+    const names = (await access.nodes(controlPlane("v1.36.3"), cluster(), query)).map((read) => read.metadata.name);
+    assert.deepEqual(names, ["ip-10-200-1-2", "ip-10-200-1-3"], "a nodeRef to a Node that is gone reads nothing");
+    const every = await access.nodes(controlPlane("v1.36.3"), cluster());
+    assert.equal(every.length, 5, "without a query (another flavour), every Node");
   });
 
   it("reports an unreachable workload API as the steps' error, naming the server", async () => {

@@ -13,6 +13,7 @@ import {
   liveMachines,
   markDeleting,
   newMemberId,
+  nodeLabelled,
   quorumSize,
   voters,
   type BootFault,
@@ -164,7 +165,12 @@ const FAULTS: Record<FaultKind, (world: World, rng: Prng) => string | undefined>
       member.lostForGood = true;
     }
     if (machine.nodeRegistered && machine.address)
-      world.staleNodes.push({ name: machine.hostName, address: machine.address, notReadySince: world.now });
+      world.staleNodes.push({
+        name: machine.hostName,
+        address: machine.address,
+        notReadySince: world.now,
+        labelled: nodeLabelled(world, machine),
+      });
     return `machine ${machine.name} vanished out of band; its member stays`;
   },
   "user-deletes-machine": (world, rng) => {

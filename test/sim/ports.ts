@@ -33,6 +33,7 @@ import type {
   EtcdMember,
   EtcdMemberStatus,
   ManagementApi,
+  NodeQuery,
   PromoteResult,
   WorkloadAccess,
 } from "../../src/ports/index.ts";
@@ -335,7 +336,7 @@ export class SimPorts {
       this.flavours.workloadSteps(controlPlane, cluster, () => this.workloadCaller, template),
     prepareWorkload: (controlPlane, cluster, step, template) =>
       this.flavours.prepare(controlPlane, cluster, step, () => this.workloadCaller, template),
-    nodes: async () => {
+    nodes: async (_controlPlane, _cluster, query) => {
       this.gate.call("list Nodes", { kind: "none" });
       // The workload apiserver answers only while its etcd has a leader.
       if (this.world.leaderId === undefined)
@@ -344,7 +345,7 @@ export class SimPorts {
         throw this.gate.fail(
           new Error("workload API server https://sim.example:6443: x509: certificate signed by unknown authority"),
         );
-      return nodeObjects(this.world);
+      return answerNodeQuery(nodeObjects(this.world), query);
     },
     // Simulated: what dialling each Machine's /readyz answers (src/adapters/workload/api-server-readiness.ts dials for
     // real). A Machine's API server answers while the Machine runs, its etcd member is up and etcd has a leader, unless
@@ -769,6 +770,20 @@ function addressesOf(world: World, machine: SimMachine, address: string): { type
   return [{ type: "InternalIP", address }];
 }
 
+/**
+ * What the workload API server answers a NodeQuery with: the list by label key (every Node without one), then each
+ * named Node the list left out, read by name.
+ */
+function answerNodeQuery(nodes: Node[], query: NodeQuery = { names: [] }): Node[] {
+  const { labelSelector } = query;
+  const listed = labelSelector ? nodes.filter((node) => node.metadata.labels?.[labelSelector] !== undefined) : nodes;
+  const read = nodes.filter(
+    (node) =>
+      query.names.includes(node.metadata.name) && !listed.some((other) => other.metadata.name === node.metadata.name),
+  );
+  return [...listed, ...read];
+}
+
 function nodeObjects(world: World): Node[] {
   const nodes: Node[] = [];
   const ready = (value: boolean, since: number) => ({
@@ -797,7 +812,7 @@ function nodeObjects(world: World): Node[] {
   for (const stale of world.staleNodes) {
     if (!nodes.some((node) => node.metadata.name === stale.name))
       nodes.push({
-        metadata: { name: stale.name },
+        metadata: { name: stale.name, ...(stale.labelled ? { labels: { [CONTROL_PLANE_NODE_LABEL]: "" } } : {}) },
         status: { ...ready(false, stale.notReadySince), addresses: [{ type: "InternalIP", address: stale.address }] },
       });
   }

@@ -179,6 +179,8 @@ export interface StaleNode {
   address: string;
   /** World time its Machine vanished: its Node has been NotReady since. */
   notReadySince: number;
+  /** It kept kubeadm's control-plane label (its join had labelled it). */
+  labelled: boolean;
 }
 
 export interface SimSpec {

@@ -9,6 +9,7 @@ import type { QuorumControlPlane } from "../../api/types.ts";
 import type {
   ApiServerReadiness,
   CertificatesExpiries,
+  NodeQuery,
   ServingMachine,
   TemplateReader,
   WorkloadAccess,
@@ -248,12 +249,13 @@ export class ClusterWorkloadAccess implements WorkloadAccess {
     };
   }
 
-  async nodes(controlPlane: QuorumControlPlane, cluster: Cluster): Promise<Node[]> {
+  async nodes(controlPlane: QuorumControlPlane, cluster: Cluster, query?: NodeQuery): Promise<Node[]> {
     return this.workloadClients.listNodes(
       namespaceOf(controlPlane),
       cluster.metadata.name,
       cluster.spec?.controlPlaneEndpoint,
       this.clock(),
+      query,
     );
   }
 

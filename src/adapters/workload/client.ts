@@ -16,6 +16,7 @@ import {
   type V1Node,
 } from "@kubernetes/client-node";
 import type { Node } from "../../api/capi.ts";
+import type { NodeQuery } from "../../ports/index.ts";
 import { secretName } from "../../api/constants.ts";
 import { TLS_KEY } from "../certs/ca-secret.ts";
 import { ClientCertificates } from "../certs/client-certificates.ts";
@@ -108,14 +109,19 @@ export class WorkloadClients {
     cluster: string,
     endpoint?: { host?: string; port?: number },
     now: Date = new Date(),
+    query: NodeQuery = { names: [] },
   ): Promise<Node[]> {
-    const list = await this.caller(
-      namespace,
-      cluster,
-      endpoint,
-      now,
-    )("list Nodes", (apis, options) => apis.core.listNode({}, options));
-    return list.items.map(toNode);
+    const call = this.caller(namespace, cluster, endpoint, now);
+    const { labelSelector } = query;
+    const list = await call(labelSelector ? `list Nodes labelled ${labelSelector}` : "list Nodes", (apis, options) =>
+      apis.core.listNode(labelSelector ? { labelSelector } : {}, options),
+    );
+    const listed = new Set(list.items.map((node) => node.metadata?.name));
+    const missing = [...new Set(query.names)].filter((name) => !listed.has(name));
+    const read = await Promise.all(
+      missing.map((name) => call(`read Node ${name}`, (apis, options) => apis.core.readNode({ name }, options), true)),
+    );
+    return [...list.items, ...read.filter((node) => node !== undefined)].map(toNode);
   }
 
   /**
