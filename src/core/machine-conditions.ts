@@ -11,7 +11,8 @@ import {
 } from "../api/capi.ts";
 import type { Action } from "./actions.ts";
 import { formatTime } from "./format.ts";
-import { judgedNode, judgesNodeLabel, unlabelledMessage } from "./node-label.ts";
+import { judgesMachine, unlabelledMessage } from "./node-label.ts";
+import { nodeOfMachine } from "./identity.ts";
 import { failedInARow, retriesExhausted } from "./remediation-limits.ts";
 import { outdatedReasons } from "./selection.ts";
 import type { MachineView, Snapshot } from "./snapshot.ts";
@@ -100,7 +101,8 @@ function ownerRemediated(snapshot: Snapshot, machine: MachineView, action: Actio
  * Nothing before the Machine has a Node, while it is deleting, or while the Nodes cannot be read (the last word stays).
  */
 function nodeLabelled(snapshot: Snapshot, machine: MachineView): MachineCondition[] {
-  const node = judgedNode(snapshot, machine);
+  if (!judgesMachine(snapshot, machine)) return [];
+  const node = nodeOfMachine(machine, snapshot.nodes);
   if (node)
     return [
       node.controlPlaneLabel
@@ -112,7 +114,7 @@ function nodeLabelled(snapshot: Snapshot, machine: MachineView): MachineConditio
             message: unlabelledMessage({ machine: machine.name, node: node.name }),
           },
     ];
-  if (machine.nodeName === undefined || !judgesNodeLabel(snapshot) || machine.deleting !== undefined) return [];
+  if (machine.nodeName === undefined) return [];
   return [
     {
       type: NODE_KUBEADM_LABEL_CONDITION,

@@ -6,7 +6,7 @@
 // keeps looking at the short poll interval until the label is there. Pure.
 import { CONTROL_PLANE_NODE_LABEL } from "../api/capi.ts";
 import { nodeOfMachine } from "./identity.ts";
-import type { MachineView, NodeView, Snapshot } from "./snapshot.ts";
+import type { MachineView, Snapshot } from "./snapshot.ts";
 
 export interface UnlabelledNode {
   machine: string;
@@ -18,17 +18,16 @@ export function judgesNodeLabel(snapshot: Snapshot): boolean {
   return snapshot.workloadSteps?.flavour === "kubeadm" && snapshot.workload?.readable === true;
 }
 
-/** The Node of a Machine (not deleting) of a judged control plane, when it has one. */
-export function judgedNode(snapshot: Snapshot, machine: MachineView): NodeView | undefined {
-  if (!judgesNodeLabel(snapshot) || machine.deleting !== undefined || machine.malformed !== undefined) return undefined;
-  return nodeOfMachine(machine, snapshot.nodes);
+/** Whether a Machine's Node is judged: a well-formed Machine, not deleting, of a judged control plane. */
+export function judgesMachine(snapshot: Snapshot, machine: MachineView): boolean {
+  return judgesNodeLabel(snapshot) && machine.deleting === undefined && machine.malformed === undefined;
 }
 
 /** The Machines whose kubeadm join has not labelled their Node (yet, or ever). */
 export function unlabelledNodes(snapshot: Snapshot): UnlabelledNode[] {
   const unlabelled: UnlabelledNode[] = [];
   for (const machine of snapshot.machines) {
-    const node = judgedNode(snapshot, machine);
+    const node = judgesMachine(snapshot, machine) ? nodeOfMachine(machine, snapshot.nodes) : undefined;
     if (node && !node.controlPlaneLabel) unlabelled.push({ machine: machine.name, node: node.name });
   }
   return unlabelled;

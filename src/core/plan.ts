@@ -939,13 +939,17 @@ class Context {
       `nothing to do: ${this.active.length} of ${this.desired} Machines up to date; etcd ${healthyVoters} of ${voters} voters healthy (quorum ${quorumSize}, tolerates ${failuresTolerated} failure${failuresTolerated === 1 ? "" : "s"})${named}${unlabelled.map((node) => `; ${unlabelledMessage(node)}`).join("")}`,
       RECHECK_MS.idle,
     );
-    return { action: this.settled() && unlabelled.length === 0 ? { ...idle, settled: true } : idle };
+    return { action: this.settled() ? { ...idle, settled: true } : idle };
   }
 
-  /** Every Machine joined and every member a healthy voter of one of them: only etcd itself could change that. */
+  /**
+   * Every Machine joined, every kubeadm Node labelled and every member a healthy voter of one of them: only etcd itself
+   * could change that.
+   */
   private settled(): boolean {
     const { members, machines } = this.base;
     return (
+      unlabelledNodes(this.snapshot).length === 0 &&
       this.active.length === this.desired &&
       machines.length === this.active.length &&
       machines.every((machine) => machine.class === "joined") &&
