@@ -2,7 +2,8 @@
 // Node that kubeadm never labelled node-role.kubernetes.io/control-plane (nor tainted): workloads may be scheduled on
 // it. On real kubeadm Nodes, every Machine's NodeKubeadmLabelSet condition must be True; with the label taken off one
 // Node (the state such a join leaves), Quorum must say so on that Machine and in status.nextAction, replace nothing,
-// and turn the condition True again once the label is back.
+// and turn the condition True again once the label is back. Scaling down, it must remove such a Machine first.
+import type { KubeConfig } from "@kubernetes/client-node";
 import type { Machine } from "../../src/api/capi.ts";
 import { eventually, kubeRequestOk } from "../../test/env/index.ts";
 import { kubeadmNodes, workloadKubeConfig } from "./kubeadm-nodes.ts";
@@ -13,6 +14,38 @@ const CONDITION = "NodeKubeadmLabelSet";
 
 function labelCondition(machine: Machine | undefined) {
   return machine?.status?.conditions?.find((condition) => condition.type === CONDITION);
+}
+
+function patchLabel(kubeConfig: KubeConfig, host: string, value: string | null): Promise<void> {
+  return kubeRequestOk(kubeConfig, `/api/v1/nodes/${host}`, {
+    method: "PATCH",
+    body: { metadata: { labels: { [LABEL]: value } } },
+  });
+}
+
+/**
+ * Before a scale-down: the label comes off the Node of the newest Machine, the one the plain ordering (oldest first)
+ * would keep. Quorum must remove that half-joined Machine, as a user would pick it. Returns the check to run once the
+ * scale-down converged.
+ */
+export async function unlabelNewest(s: Scenario): Promise<() => Promise<void>> {
+  const machines = (await s.machines()).filter((machine) => !machine.metadata.deletionTimestamp);
+  const newest = machines.reduce((best, machine) =>
+    Date.parse(machine.metadata.creationTimestamp ?? "") > Date.parse(best.metadata.creationTimestamp ?? "")
+      ? machine
+      : best,
+  );
+  const target = (await kubeadmNodes(s)).find((node) => node.machine === newest.metadata.name);
+  if (!target) throw new Error(`no kubeadm Node runs Machine ${newest.metadata.name}`);
+  await patchLabel(await workloadKubeConfig(s), target.host, null);
+  s.log(`took ${LABEL} off Node ${target.host} of ${target.machine}, the newest Machine, before scaling down`);
+  return async () => {
+    const kept = (await s.machines()).map((machine) => machine.metadata.name).sort();
+    s.check(
+      !kept.includes(target.machine),
+      `scaling down removes ${target.machine}, the newest Machine, whose Node lacks ${LABEL}, rather than an older one (kept ${kept.join(", ")})`,
+    );
+  };
 }
 
 export async function checkNodeLabel(s: Scenario): Promise<void> {
@@ -28,11 +61,7 @@ export async function checkNodeLabel(s: Scenario): Promise<void> {
   );
   const target = nodes[nodes.length - 1];
   const kubeConfig = await workloadKubeConfig(s);
-  const label = (value: string | null) =>
-    kubeRequestOk(kubeConfig, `/api/v1/nodes/${target.host}`, {
-      method: "PATCH",
-      body: { metadata: { labels: { [LABEL]: value } } },
-    });
+  const label = (value: string | null) => patchLabel(kubeConfig, target.host, value);
   const before = machines.map((machine) => machine.metadata.name).sort();
   let removed = Date.now();
   await label(null);

@@ -5,7 +5,8 @@
 // adds each joining etcd member as a learner and promotes it. The member and the Node are named after the host
 // (`ip-10-200-1-3`), never after the Machine, as on clouds. Each Machine's firewall closes etcd's client port to the
 // management side (as a cloud's security group does), so Quorum reads etcd through the workload API server's
-// pods/portforward (spec.etcd.access APIServerProxy, kubeadm's default). Create 1 → scale 3 → 5 → 3; then Direct is
+// pods/portforward (spec.etcd.access APIServerProxy, kubeadm's default). Create 1 → scale 3 → 5 → 3 (before the last,
+// the newest Machine's Node loses kubeadm's control-plane label: that half-joined Machine must go); then Direct is
 // tried (Quorum must name the unreachable members and the fix, and touch nothing) and undone. Then one Node loses
 // kubeadm's control-plane label, as a join that stopped before mark-control-plane leaves it (e2e/lib/kubeadm-node-label.ts):
 // Quorum must say so on its Machine and in nextAction, and replace nothing. Last, a follower's host reboots
@@ -21,7 +22,7 @@ import {
 } from "../lib/kubeadm-nodes.ts";
 import { checkEtcdPortForward } from "../lib/kubeadm-portforward.ts";
 import { checkDirectAccessBlocked } from "../lib/etcd-access.ts";
-import { checkNodeLabel } from "../lib/kubeadm-node-label.ts";
+import { checkNodeLabel, unlabelNewest } from "../lib/kubeadm-node-label.ts";
 import { checkReboot } from "../lib/kubeadm-reboot.ts";
 import type { ScenarioDefinition } from "./types.ts";
 
@@ -39,7 +40,10 @@ export const kubeadm: ScenarioDefinition = {
       [3, 5],
       [5, 3],
     ] as const) {
+      // Scaling down, one Node lacks kubeadm's control-plane label: its Machine must be the one removed.
+      const checkRemoved = to < from ? await unlabelNewest(s) : undefined;
       await s.operation(`scale ${from}→${to}`, () => s.patch({ replicas: to }), { replicas: to });
+      await checkRemoved?.();
       await recordBootstrap(s, bootstrap);
     }
 

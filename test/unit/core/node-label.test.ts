@@ -4,10 +4,12 @@
 // (NodeKubeadmLabelSet) and in its nextAction, and keeps the short poll until the label is there.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { assess } from "../../../src/core/assess.ts";
 import { ownedMachineConditions } from "../../../src/core/machine-conditions.ts";
 import { plan } from "../../../src/core/plan.ts";
-import type { NodeView, Snapshot } from "../../../src/core/snapshot.ts";
-import { healthyMachines, machine, MINUTE, NOW, nodeFor, snapshot } from "./fixtures.ts";
+import { selectMachineForScaleDown } from "../../../src/core/selection.ts";
+import type { MachineView, NodeView, Snapshot } from "../../../src/core/snapshot.ts";
+import { healthyMachines, machine, MINUTE, NOW, nodeFor, OLD_VERSION, snapshot, VERSION } from "./fixtures.ts";
 
 const WAIT = { kind: "Wait", reason: "etcd is healthy", recheckAfterMs: 10_000 } as const;
 
@@ -90,5 +92,42 @@ describe("a kubeadm join that did not label its Node", () => {
     );
     assert.equal(labelCondition(kubeadm({ flavour: "generic" }), "m-2"), undefined, "not a kubeadm control plane");
     assert.doesNotMatch(plan(kubeadm({ flavour: "generic" })).action.reason, /label/);
+  });
+});
+
+describe("scaling down a kubeadm control plane with a half-joined Machine", () => {
+  /** Five kubeadm Machines (m-1 oldest, two each in fd-a and fd-b), scaled to three; `unlabelled` lacks the label. */
+  function five(unlabelled: string, overrides: Record<string, Partial<MachineView>> = {}): Snapshot {
+    const { machines, members } = healthyMachines(5);
+    const shaped = machines.map((candidate) => ({ ...candidate, ...overrides[candidate.name] }));
+    return {
+      ...snapshot({ machines: shaped, members, controlPlane: { replicas: 3 } }),
+      nodes: shaped.map((candidate) => ({ ...nodeFor(candidate), controlPlaneLabel: candidate.name !== unlabelled })),
+      workload: { expected: true, readable: true },
+      workloadSteps: { flavour: "kubeadm", steps: [] },
+    };
+  }
+  const pick = (start: Snapshot) => selectMachineForScaleDown(start, assess(start, { kind: "Observe" }));
+
+  it("removes the Machine whose Node kubeadm never labelled first, before the oldest and before failure-domain balance", () => {
+    assert.equal(
+      pick({ ...five("m-5"), nodes: five("m-5").nodes.map((n) => ({ ...n, controlPlaneLabel: true })) })?.machine,
+      "m-1",
+    );
+    assert.deepEqual(pick(five("m-5")), {
+      machine: "m-5",
+      why: "its kubeadm join did not label Node m-5 control-plane",
+    });
+    assert.equal(pick(five("m-3"))?.machine, "m-3", "alone in fd-c, still the one a user would remove");
+    const action = plan(five("m-5")).action;
+    assert.match(action.reason, /m-5.*its kubeadm join did not label Node m-5 control-plane/);
+  });
+
+  it("still removes outdated Machines before it, and says so when it is outdated too", () => {
+    assert.equal(pick(five("m-5", { "m-4": { version: OLD_VERSION } }))?.machine, "m-4");
+    assert.deepEqual(pick(five("m-5", { "m-4": { version: OLD_VERSION }, "m-5": { version: OLD_VERSION } })), {
+      machine: "m-5",
+      why: `its kubeadm join did not label Node m-5 control-plane and it is outdated (version ${OLD_VERSION} → ${VERSION})`,
+    });
   });
 });
