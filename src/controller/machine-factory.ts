@@ -45,8 +45,21 @@ export interface MachineInputs {
 }
 
 /**
+ * The longest Machine name Quorum makes. Infrastructure providers name the host after the Machine (CAPD, CAPV, CAPO,
+ * Metal3), and the kubelet refuses to register a Node whose hostname is longer than a label value, 63 characters;
+ * ClusterClass names a control plane `<cluster>-<random>`, up to 63 characters itself. KCP trims to the same.
+ */
+export const MAX_MACHINE_NAME_LENGTH = 63;
+
+function shortHash(text: string): string {
+  return createHash("sha256").update(text).digest("hex").slice(0, 5);
+}
+
+/**
  * The name of the next Machine: stable for a given version, template and index, so a retry after a crash
- * picks the same name and finds its half-created objects (AlreadyExists counts as success).
+ * picks the same name and finds its half-created objects (AlreadyExists counts as success). At most
+ * MAX_MACHINE_NAME_LENGTH characters: a longer control-plane name is cut, and its hash then covers the whole name, so
+ * two control planes whose names share the kept prefix still name their Machines apart.
  */
 export function nextMachineName(
   controlPlaneName: string,
@@ -54,9 +67,16 @@ export function nextMachineName(
   templateHash: string,
   takenNames: ReadonlySet<string>,
 ): string {
-  const flavour = createHash("sha256").update(`${version}/${templateHash}`).digest("hex").slice(0, 5);
+  const flavour = shortHash(`${version}/${templateHash}`);
+  const cutFlavour = shortHash(`${controlPlaneName}/${version}/${templateHash}`);
   for (let index = 0; ; index++) {
-    const candidate = `${controlPlaneName}-${flavour}-${index}`;
+    let candidate = `${controlPlaneName}-${flavour}-${index}`;
+    if (candidate.length > MAX_MACHINE_NAME_LENGTH) {
+      const suffix = `-${cutFlavour}-${index}`;
+      // Cut where a DNS name may end: never on a "-" or "." (the suffix starts with "-").
+      const kept = controlPlaneName.slice(0, MAX_MACHINE_NAME_LENGTH - suffix.length).replace(/[-.]+$/, "");
+      candidate = `${kept}${suffix}`;
+    }
     if (!takenNames.has(candidate)) return candidate;
   }
 }

@@ -10,6 +10,7 @@ import {
   nodeReady,
   NETWORK_START_MAX_STEPS,
   HALF_JOIN_RATE,
+  MAX_HOST_NAME_LENGTH,
   quorumSize,
   STEP_MS,
   voters,
@@ -198,10 +199,12 @@ function runningMachine(world: World, machine: SimMachine): void {
     return;
   }
   // The kubelet registers through the workload apiserver, which needs etcd quorum; kubeadm points a control-plane
-  // node's kubelet at its own API server, which a broken template keeps from starting.
+  // node's kubelet at its own API server, which a broken template keeps from starting. A host name longer than a label
+  // value (kubernetes.io/hostname) is refused for good.
   if (
     !machine.nodeRegistered &&
     !apiServerBroken(world, machine) &&
+    machine.hostName.length <= MAX_HOST_NAME_LENGTH &&
     machine.nodeAt !== undefined &&
     world.step >= machine.nodeAt &&
     world.leaderId !== undefined

@@ -24,6 +24,7 @@ import {
   PRE_TERMINATE_HOOK,
   TEMPLATE_HASH_ANNOTATION,
 } from "../../src/api/constants.ts";
+import { formatLabelValue } from "../../src/api/label-value.ts";
 import type { Unstructured } from "../../src/api/objects.ts";
 import type { ObjectRef, QuorumControlPlane } from "../../src/api/types.ts";
 import { machineTemplateHash } from "../../src/controller/snapshot-builder.ts";
@@ -149,7 +150,7 @@ export class SimPorts {
 
   /** The name of the QuorumControlPlane these ports serve. */
   get name(): string {
-    return this.options.asCopy ? COPY_CONTROL_PLANE : CONTROL_PLANE;
+    return this.options.asCopy ? COPY_CONTROL_PLANE : this.world.controlPlaneName;
   }
 
   private get copy(): NonNullable<World["copy"]> | undefined {
@@ -475,7 +476,7 @@ export class SimPorts {
       spec: {
         paused: this.world.spec.clusterPaused,
         controlPlaneEndpoint: { host: "sim.example", port: 6443 },
-        controlPlaneRef: { apiGroup: "controlplane.cluster.x-k8s.io", kind: KIND, name: CONTROL_PLANE },
+        controlPlaneRef: { apiGroup: "controlplane.cluster.x-k8s.io", kind: KIND, name: this.world.controlPlaneName },
       },
       status: {
         initialization: { infrastructureProvisioned: true, controlPlaneInitialized: this.world.initialized },
@@ -702,14 +703,14 @@ export function machineObject(world: World, machine: SimMachine): Machine {
         ...machine.labels,
         [LABEL_CLUSTER_NAME]: CLUSTER,
         [LABEL_CONTROL_PLANE]: "",
-        [LABEL_CONTROL_PLANE_NAME]: CONTROL_PLANE,
+        [LABEL_CONTROL_PLANE_NAME]: formatLabelValue(world.controlPlaneName),
       },
       annotations,
       ownerReferences: [
         {
           apiVersion: API_VERSION,
           kind: KIND,
-          name: CONTROL_PLANE,
+          name: world.controlPlaneName,
           uid: QCP_UID,
           controller: true,
           blockOwnerDeletion: true,

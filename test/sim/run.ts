@@ -30,7 +30,6 @@ import { createScenario } from "./scenario.ts";
 import { describeAction, describeSetup, describeWorld } from "./trace.ts";
 import {
   certificatesDue,
-  CONTROL_PLANE,
   hasQuorum,
   NAMESPACE,
   STEP_MS,
@@ -282,7 +281,7 @@ async function reconcileOnce(
   const gate = new CallGate(
     world,
     crash,
-    ports.name === CONTROL_PLANE ? undefined : `QuorumControlPlane ${NAMESPACE}/${ports.name}`,
+    ports.name === world.controlPlaneName ? undefined : `QuorumControlPlane ${NAMESPACE}/${ports.name}`,
   );
   ports.gate = gate;
   const result: ReconcileStep = { calls: gate.log, crashed: false, hadQuorum: hasQuorum(world) };

@@ -14,6 +14,7 @@ import { KUBEADM_START_VERSION, uploadKubeadmObjects } from "./kubeadm.ts";
 import { Prng } from "./prng.ts";
 import {
   CONTROL_PLANE,
+  LONG_CONTROL_PLANE,
   DAY_MS,
   drawLags,
   hostNameFor,
@@ -36,7 +37,11 @@ export const TRAIT_WEIGHTS = {
   certificateExpiry: 0.25,
   noNodeReadyCheck: 0.3,
   halfJoins: 0.5,
+  longName: 0.3,
 } as const;
+
+/** Mixed into the schedule's seed for the longName trait's own stream. */
+const LONG_NAME_STREAM = 0x6c6f6e67;
 
 /**
  * spec.rollout.before.certificatesExpiryDays in a certificateExpiry world, by weight: from CAPI's minimum
@@ -90,6 +95,7 @@ export function createScenario(seed: number): Scenario {
       certificateExpiry: false,
       noNodeReadyCheck: false,
       halfJoins: false,
+      longName: false,
     },
     spec: {
       replicas,
@@ -110,6 +116,7 @@ export function createScenario(seed: number): Scenario {
     ] as const) as JoinMode,
     // kubeadm names the member after the node name, which on most clouds is the host name (ip-10-0-0-9).
     nodeNaming: (setup.chance(0.3) ? "machine" : "hostname") as NodeNaming,
+    controlPlaneName: CONTROL_PLANE,
     failureDomains: setup.chance(0.3) ? [] : ["fd-a", "fd-b", "fd-c"],
     machines: [],
     members: [],
@@ -150,7 +157,11 @@ export function createScenario(seed: number): Scenario {
     certificateExpiry: false,
     noNodeReadyCheck: false,
     halfJoins: false,
+    longName: false,
   };
+  // From a stream of its own, seeded from the schedule's, so that every other draw of the schedule stays as it was.
+  world.traits.longName = new Prng(seed ^ LONG_NAME_STREAM).chance(TRAIT_WEIGHTS.longName);
+  if (world.traits.longName) world.controlPlaneName = LONG_CONTROL_PLANE;
   const race = traits.fork();
   // Drawn after the race stream's fork, so that a world without the trait keeps every draw it had before it existed.
   world.traits.kubeadm = traits.chance(TRAIT_WEIGHTS.kubeadm);
@@ -183,7 +194,7 @@ function startConverged(world: World): void {
   const taken = new Set<string>();
   const remembered: EtcdMemberStatus[] = [];
   for (let index = 0; index < world.spec.replicas; index++) {
-    const name = nextMachineName(CONTROL_PLANE, world.spec.version, world.spec.templateHash, taken);
+    const name = nextMachineName(world.controlPlaneName, world.spec.version, world.spec.templateHash, taken);
     taken.add(name);
     const address = newAddress(world);
     const id = newMemberId(world);

@@ -10,6 +10,11 @@ import type { Prng } from "./prng.ts";
 /** One reconcile per step; grace periods in the simulated spec are set in steps of this size. */
 export const STEP_MS = 10_000;
 export const CONTROL_PLANE = "qcp";
+/**
+ * The control plane's name in a longName world: ClusterClass names it `<cluster>-<random>`, cut to 63 characters, so
+ * the Machines cannot be named `<control plane>-<suffix>` whole.
+ */
+export const LONG_CONTROL_PLANE = "payments-platform-production-eu-west-1-primary-cluster-26-x7k2p";
 /** The second QuorumControlPlane of a secondOwner world: labelled for the same Cluster, not named by it. */
 export const COPY_CONTROL_PLANE = "qcp-copy";
 export const NAMESPACE = "default";
@@ -240,6 +245,11 @@ export interface WorldTraits {
    * so on the Machine (NodeKubeadmLabelSet False); the operator then deletes it (operator.ts), Quorum replaces it.
    */
   halfJoins: boolean;
+  /**
+   * The control plane is named LONG_CONTROL_PLANE, 63 characters, as ClusterClass names one for a long cluster name.
+   * Where hosts are named after their Machines, a Machine name over 63 characters would never get a Node.
+   */
+  longName: boolean;
 }
 
 /**
@@ -273,6 +283,8 @@ export interface World {
   spec: SimSpec;
   joinMode: JoinMode;
   nodeNaming: NodeNaming;
+  /** The QuorumControlPlane's name: CONTROL_PLANE, or LONG_CONTROL_PLANE in a longName world. */
+  controlPlaneName: string;
   failureDomains: string[];
   machines: SimMachine[];
   members: SimMember[];
@@ -459,6 +471,12 @@ export function drawLags(world: World, machine: SimMachine): void {
 export function nodeLabelled(world: World, machine: SimMachine): boolean {
   return machine.nodeRegistered && machine.labelledAt !== undefined && world.step >= machine.labelledAt;
 }
+
+/**
+ * The kubelet registers its Node with the kubernetes.io/hostname label, whose value may have at most 63 characters: a
+ * longer host name (a Machine's, where the host is named after it) never registers.
+ */
+export const MAX_HOST_NAME_LENGTH = 63;
 
 export function hostNameFor(world: World, machineName: string, address: string): string {
   return world.nodeNaming === "machine" ? machineName : `ip-${address.replaceAll(".", "-")}`;

@@ -54,6 +54,28 @@ describe("machine factory", () => {
     assert.notEqual(nextMachineName("cp", "v1.32.0", "abc", new Set()), first, "a new version gets new names");
   });
 
+  it("keeps Machine names within 63 characters for a ClusterClass control plane named <cluster>-<random> at 63", () => {
+    // The names ClusterClass gives two clusters of one long prefix: CAPI cuts <cluster>-<random> to 63 characters.
+    const prefix = "platform-team-production-eu-west-1-payments-cluster-2026";
+    const [one, two] = [`${prefix}-x7k2p`, `${prefix}-q9mzt`];
+    assert.equal(one.length, 62);
+    const taken = new Set<string>();
+    for (const name of [one, one, two, two]) {
+      const made = nextMachineName(name, "v1.36.3", "abc", taken);
+      assert.ok(made.length <= 63, `${made}: ${made.length} characters`);
+      assert.match(made, /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, `${made} is a DNS name`);
+      assert.ok(made.startsWith(prefix.slice(0, 50)), `${made} still says which control plane it belongs to`);
+      assert.equal(nextMachineName(name, "v1.36.3", "abc", taken), made, "the same name again after a crash");
+      assert.ok(!taken.has(made), `${made} is new`);
+      taken.add(made);
+    }
+    assert.equal(taken.size, 4, "two long names that share their kept prefix name their Machines apart");
+    // A cut that would end on "-" or "." drops those: a host name may not end there.
+    const dashed = nextMachineName(`${"a".repeat(53)}-.${"b".repeat(20)}`, "v1.36.3", "abc", new Set());
+    assert.match(dashed, /^a{53}-[0-9a-f]{5}-0$/);
+    assert.equal(nextMachineName("cp", "v1.31.2", "abc", new Set()).length, 10, "short names are not changed");
+  });
+
   it("clones both templates and points the Machine at the clones, with the hook, labels and owner", () => {
     const objects = build({ failureDomain: "fd-a" });
     assert.equal(objects.infrastructure.kind, "ProcessMachine");
