@@ -68,10 +68,11 @@ export function nextMachineName(
   takenNames: ReadonlySet<string>,
 ): string {
   const flavour = shortHash(`${version}/${templateHash}`);
-  const cutFlavour = shortHash(`${controlPlaneName}/${version}/${templateHash}`);
+  let cutFlavour: string | undefined;
   for (let index = 0; ; index++) {
     let candidate = `${controlPlaneName}-${flavour}-${index}`;
     if (candidate.length > MAX_MACHINE_NAME_LENGTH) {
+      cutFlavour ??= shortHash(`${controlPlaneName}/${version}/${templateHash}`);
       const suffix = `-${cutFlavour}-${index}`;
       // Cut where a DNS name may end: never on a "-" or "." (the suffix starts with "-").
       const kept = controlPlaneName.slice(0, MAX_MACHINE_NAME_LENGTH - suffix.length).replace(/[-.]+$/, "");

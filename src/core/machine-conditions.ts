@@ -11,8 +11,8 @@ import {
 } from "../api/capi.ts";
 import type { Action } from "./actions.ts";
 import { formatTime } from "./format.ts";
-import { judgesMachine, unlabelledMessage } from "./node-label.ts";
 import { nodeOfMachine } from "./identity.ts";
+import { judgesMachine, unlabelledMessage } from "./node-label.ts";
 import { failedInARow, retriesExhausted } from "./remediation-limits.ts";
 import { outdatedReasons } from "./selection.ts";
 import type { MachineView, Snapshot } from "./snapshot.ts";

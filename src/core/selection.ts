@@ -147,9 +147,9 @@ export function hasDeadVoter(verdict: Verdict, machine: MachineView): boolean {
  * remediation (or failed; unless its voter is healthy and another is dead), then one whose voter is dead, then
  * unhealthy (its member, or its control-plane components or Node: src/core/serving.ts) and outdated, then outdated,
  * then one whose kubeadm join did not label its Node, then in the failure domain with the most Machines, then the
- * oldest; ties by name. The dead voter goes before any
- * healthy one because removing it never costs quorum, while the strict policy refuses every healthy removal as long as
- * it lives: a scale-down 3 -> 1 that picked a healthy Machine first waited forever (issue 12, bug 3).
+ * oldest; ties by name. The dead voter goes before any healthy one because removing it never costs quorum, while the
+ * strict policy refuses every healthy removal as long as it lives: a scale-down 3 -> 1 that picked a healthy Machine
+ * first waited forever (issue 12, bug 3).
  */
 export function selectMachineForScaleDown(snapshot: Snapshot, verdict: Verdict): ScaleDownChoice | undefined {
   const candidates = activeMachines(snapshot);
@@ -174,11 +174,11 @@ export function selectMachineForScaleDown(snapshot: Snapshot, verdict: Verdict):
     const sick = unhealthy(verdict, machine);
     return { machine, outdated, sick, down: componentsDown(snapshot, machine) };
   });
-  // An outdated Machine whose API server is down leaves without waiting on anyone (servingGate), while no other
-  // healthy voter may leave as long as it stays.
   // A kubeadm join that stopped before mark-control-plane (src/core/node-label.ts) left a Node workloads may run on:
   // of Machines otherwise alike, that one goes first, as a user would pick it.
   const unlabelled = new Map(unlabelledNodes(snapshot).map(({ machine, node }) => [machine, node]));
+  // An outdated Machine whose API server is down leaves without waiting on anyone (servingGate), while no other
+  // healthy voter may leave as long as it stays.
   const apiServerDownOutdated = facts.filter(
     ({ outdated, sick, down }) => outdated.length > 0 && !sick && down.apiServerDown,
   );
