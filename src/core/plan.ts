@@ -43,6 +43,7 @@ import {
 } from "./selection.ts";
 import { nodeOfMachine } from "./identity.ts";
 import { unlabelledMessage, unlabelledNodes } from "./node-label.ts";
+import { nodelessMachines, nodelessMessage } from "./nodeless.ts";
 import { failedInARow, pastMaxRetry, recordedRemediation, replaces, retryOf } from "./remediation-limits.ts";
 import { notReadyLong, notServing } from "./serving.ts";
 import type { MachineView, RemediationRecord, Snapshot } from "./snapshot.ts";
@@ -824,13 +825,22 @@ class Context {
       };
     }
     if (found.machines.length === 0) return undefined;
+    // A Machine that got no Node within memberJoinGracePeriod of its creation (src/core/nodeless.ts) is named with the
+    // way out; a younger one is most likely booting.
+    const nodeless = new Map(
+      nodelessMachines(this.snapshot, this.base.members).map((entry) => [entry.machine, entry] as const),
+    );
+    const nodelessDetail = (name: string) => {
+      const entry = nodeless.get(name);
+      return entry ? nodelessMessage(entry, this.spec.etcd.memberJoinGracePeriodMs) : `machine ${name} has no Node yet`;
+    };
     const detail = found.machines
       .map(({ machine, node, components, notReadySince }) =>
         components
           ? `machine ${machine.name}'s control plane is not serving (${components.join("; ")})`
           : node
             ? `machine ${machine.name}'s Node ${node} is not Ready${notReadySince === undefined ? "" : ` since ${formatTime(notReadySince)}`}`
-            : `machine ${machine.name} has no Node yet`,
+            : nodelessDetail(machine.name),
       )
       .join("; ");
     // A Node that stays NotReady (a kubelet that stopped for good) holds every removal until someone replaces it; one
@@ -933,23 +943,29 @@ class Context {
     const named = down
       .map((member) => `; ${isDown(member)}${downVoterFix(member, this.snapshot, this.base.machines)}`)
       .join("");
-    // A kubeadm join that has not labelled its Node (src/core/node-label.ts) is said too, and keeps the short poll.
-    const unlabelled = unlabelledNodes(this.snapshot);
+    // A kubeadm join that has not labelled its Node (src/core/node-label.ts) and a Machine that never got a Node
+    // (src/core/nodeless.ts) are said too, and keep the short poll.
+    const unlabelled = unlabelledNodes(this.snapshot).map((node) => `; ${unlabelledMessage(node)}`);
+    const grace = this.spec.etcd.memberJoinGracePeriodMs;
+    const nodeless = nodelessMachines(this.snapshot, this.base.members).map(
+      (found) => `; ${nodelessMessage(found, grace)}`,
+    );
     const idle = waitFor(
-      `nothing to do: ${this.active.length} of ${this.desired} Machines up to date; etcd ${healthyVoters} of ${voters} voters healthy (quorum ${quorumSize}, tolerates ${failuresTolerated} failure${failuresTolerated === 1 ? "" : "s"})${named}${unlabelled.map((node) => `; ${unlabelledMessage(node)}`).join("")}`,
+      `nothing to do: ${this.active.length} of ${this.desired} Machines up to date; etcd ${healthyVoters} of ${voters} voters healthy (quorum ${quorumSize}, tolerates ${failuresTolerated} failure${failuresTolerated === 1 ? "" : "s"})${named}${unlabelled.join("")}${nodeless.join("")}`,
       RECHECK_MS.idle,
     );
     return { action: this.settled() ? { ...idle, settled: true } : idle };
   }
 
   /**
-   * Every Machine joined, every kubeadm Node labelled and every member a healthy voter of one of them: only etcd itself
-   * could change that.
+   * Every Machine joined, with a Node (every kubeadm Node labelled), and every member a healthy voter of one of them:
+   * only etcd itself could change that.
    */
   private settled(): boolean {
     const { members, machines } = this.base;
     return (
       unlabelledNodes(this.snapshot).length === 0 &&
+      nodelessMachines(this.snapshot, members).length === 0 &&
       this.active.length === this.desired &&
       machines.length === this.active.length &&
       machines.every((machine) => machine.class === "joined") &&

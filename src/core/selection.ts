@@ -5,6 +5,7 @@ import type { MemberAssessment, Verdict } from "./assess.ts";
 import { formatDuration, formatTime } from "./format.ts";
 import { nodeOfMachine } from "./identity.ts";
 import { unlabelledNodes } from "./node-label.ts";
+import { nodelessMachines, nodelessWhy } from "./nodeless.ts";
 import { componentsDown } from "./serving.ts";
 
 /** Why a Machine no longer matches the spec; empty when it is up to date. */
@@ -146,10 +147,10 @@ export function hasDeadVoter(verdict: Verdict, machine: MachineView): boolean {
  * The Machine to remove next, preferring to finish work: its member already gone, then marked for deletion or
  * remediation (or failed; unless its voter is healthy and another is dead), then one whose voter is dead, then
  * unhealthy (its member, or its control-plane components or Node: src/core/serving.ts) and outdated, then outdated,
- * then one whose kubeadm join did not label its Node, then in the failure domain with the most Machines, then the
- * oldest; ties by name. The dead voter goes before any healthy one because removing it never costs quorum, while the
- * strict policy refuses every healthy removal as long as it lives: a scale-down 3 -> 1 that picked a healthy Machine
- * first waited forever (issue 12, bug 3).
+ * then one whose kubeadm join did not label its Node or that never got a Node, then in the failure domain with the
+ * most Machines, then the oldest; ties by name. The dead voter goes before any healthy one because removing it never
+ * costs quorum, while the strict policy refuses every healthy removal as long as it lives: a scale-down 3 -> 1 that
+ * picked a healthy Machine first waited forever (issue 12, bug 3).
  */
 export function selectMachineForScaleDown(snapshot: Snapshot, verdict: Verdict): ScaleDownChoice | undefined {
   const candidates = activeMachines(snapshot);
@@ -174,9 +175,16 @@ export function selectMachineForScaleDown(snapshot: Snapshot, verdict: Verdict):
     const sick = unhealthy(verdict, machine);
     return { machine, outdated, sick, down: componentsDown(snapshot, machine) };
   });
-  // A kubeadm join that stopped before mark-control-plane (src/core/node-label.ts) left a Node workloads may run on:
-  // of Machines otherwise alike, that one goes first, as a user would pick it.
-  const unlabelled = new Map(unlabelledNodes(snapshot).map(({ machine, node }) => [machine, node]));
+  // A kubeadm join that stopped before mark-control-plane (src/core/node-label.ts) left a Node workloads may run on,
+  // and a Machine that never got a Node (src/core/nodeless.ts) holds every other voter's removal while it stays: of
+  // Machines otherwise alike, such a one goes first, as a user would pick it.
+  const halfJoins = new Map(
+    unlabelledNodes(snapshot).map(({ machine, node }) => [
+      machine,
+      `its kubeadm join did not label Node ${node} control-plane`,
+    ]),
+  );
+  for (const found of nodelessMachines(snapshot, verdict.members)) halfJoins.set(found.machine, nodelessWhy(found));
   // An outdated Machine whose API server is down leaves without waiting on anyone (servingGate), while no other
   // healthy voter may leave as long as it stays.
   const apiServerDownOutdated = facts.filter(
@@ -197,7 +205,7 @@ export function selectMachineForScaleDown(snapshot: Snapshot, verdict: Verdict):
     // server is down first, since their own removal waits on nobody.
     const down = outdated.length > 0 && !sick ? seen : { components: [], apiServerDown: false };
     const domainCount = perDomain.get(machine.failureDomain ?? "") ?? 0;
-    const halfJoined = unlabelled.get(machine.name);
+    const halfJoined = halfJoins.get(machine.name);
     const key: (number | string)[] = [
       gone ? 0 : 1,
       marked ? 0 : 1,
@@ -229,7 +237,7 @@ export function selectMachineForScaleDown(snapshot: Snapshot, verdict: Verdict):
     else if (down.nodeNotReady !== undefined)
       why = `its Node ${down.nodeNotReady} is not Ready and it is outdated (${outdated.join(", ")})`;
     else if (halfJoined !== undefined)
-      why = `its kubeadm join did not label Node ${halfJoined} control-plane${outdated.length > 0 ? ` and it is outdated (${outdated.join(", ")})` : ""}`;
+      why = `${halfJoined}${outdated.length > 0 ? ` and it is outdated (${outdated.join(", ")})` : ""}`;
     else if (outdated.length > 0) why = `it is outdated (${outdated.join(", ")})`;
     else if (domainCount > 1 && snapshot.cluster.failureDomains.length > 0)
       why = `failure domain ${machine.failureDomain ?? "(none)"} has the most Machines (${domainCount}) and it is the oldest there`;

@@ -10,6 +10,7 @@ import {
   nodeReady,
   NETWORK_START_MAX_STEPS,
   HALF_JOIN_RATE,
+  REFUSED_NODE_RATE,
   MAX_HOST_NAME_LENGTH,
   quorumSize,
   STEP_MS,
@@ -200,15 +201,21 @@ function runningMachine(world: World, machine: SimMachine): void {
   }
   // The kubelet registers through the workload apiserver, which needs etcd quorum; kubeadm points a control-plane
   // node's kubelet at its own API server, which a broken template keeps from starting. A host name longer than a label
-  // value (kubernetes.io/hostname) is refused for good.
+  // value (kubernetes.io/hostname) is refused for good, and so, in a refusedNodes world while faults last, is a share
+  // of the registrations (an admission policy, credentials the API server does not take).
   if (
     !machine.nodeRegistered &&
+    machine.nodeRefused !== true &&
     !apiServerBroken(world, machine) &&
     machine.hostName.length <= MAX_HOST_NAME_LENGTH &&
     machine.nodeAt !== undefined &&
     world.step >= machine.nodeAt &&
     world.leaderId !== undefined
   ) {
+    if (world.traits.refusedNodes && world.step < world.faultsUntil && world.registerRng.chance(REFUSED_NODE_RATE)) {
+      machine.nodeRefused = true;
+      return;
+    }
     machine.nodeRegistered = true;
     machine.networkReadyAt = world.step + world.networkRng.int(1, NETWORK_START_MAX_STEPS);
     // kubeadm join labels the Node last (mark-control-plane); in a halfJoins world, while faults last, some stop first.

@@ -9,7 +9,9 @@
 // status.nextAction with "if machine <name> is lost, delete it": the operator deletes that Machine when the world
 // knows its VM is gone for good, and leaves one whose member is only out for a while. A kubeadm Machine whose
 // NodeKubeadmLabelSet condition is False is deleted when the world knows its join stopped (halfJoins), never one whose
-// Node is only about to be labelled.
+// Node is only about to be labelled. A Machine status.nextAction names with "if it never registers a Node, delete
+// machine <name>" is deleted when the world knows its kubelet's registration was refused (refusedNodes), never one
+// whose Node only came late or whose nodeRef lags.
 import { NODE_KUBEADM_LABEL_CONDITION } from "../../src/api/capi.ts";
 import { CONDITION } from "../../src/api/constants.ts";
 import { markDeleting, type World } from "./world.ts";
@@ -43,6 +45,25 @@ export function followLostMachineFix(world: World): string | undefined {
   for (const machine of lost) markDeleting(world, machine);
   if (lost.length === 0) return undefined;
   return `operator deletes lost machine(s) ${lost.map((machine) => machine.name).join(", ")}, as status.nextAction says`;
+}
+
+/** The Machines status.nextAction says to delete if they never register a Node (src/core/nodeless.ts). */
+export function offeredAsNodeless(world: World): Set<string> {
+  const message = world.status?.nextAction?.message ?? "";
+  return new Set(
+    [...message.matchAll(/if it never registers a Node, delete machine (\S+) to replace it/g)].map((match) => match[1]),
+  );
+}
+
+/** Deletes the Machines status.nextAction names as never getting a Node, when their registration was refused. */
+export function followNodelessMachineFix(world: World): string | undefined {
+  const named = offeredAsNodeless(world);
+  const refused = world.machines.filter(
+    (machine) => named.has(machine.name) && machine.deleting === undefined && machine.nodeRefused === true,
+  );
+  for (const machine of refused) markDeleting(world, machine);
+  if (refused.length === 0) return undefined;
+  return `operator deletes machine(s) ${refused.map((machine) => machine.name).join(", ")} whose kubelet cannot register, as status.nextAction says`;
 }
 
 /** Deletes the Machines whose NodeKubeadmLabelSet says their join did not label the Node, when it stopped for good. */

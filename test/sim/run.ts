@@ -11,7 +11,12 @@ import type { Logger } from "../../src/ports/index.ts";
 import { CallGate, SimCrash, SimViolation, type CrashPoint } from "./calls.ts";
 import { evolve } from "./evolve.ts";
 import { bootFaultFor, endFaults, injectFault, kubeletOutage, racingOutage } from "./faults.ts";
-import { followLostMachineFix, followUnlabelledNodeFix, followUnmappedMemberFix } from "./operator.ts";
+import {
+  followLostMachineFix,
+  followNodelessMachineFix,
+  followUnlabelledNodeFix,
+  followUnmappedMemberFix,
+} from "./operator.ts";
 import {
   certificatesDueWithin,
   certificatesShortOfSpec,
@@ -123,6 +128,8 @@ export async function runSchedule(
     if (deleted) events.push(deleted);
     const halfJoined = followUnlabelledNodeFix(world);
     if (halfJoined) events.push(halfJoined);
+    const nodeless = followNodelessMachineFix(world);
+    if (nodeless) events.push(nodeless);
     trackNodeReadiness(world);
     trackMemberOutages(world);
 

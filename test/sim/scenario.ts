@@ -38,6 +38,7 @@ export const TRAIT_WEIGHTS = {
   noNodeReadyCheck: 0.3,
   halfJoins: 0.5,
   longName: 0.3,
+  refusedNodes: 0.3,
 } as const;
 
 /** Mixed into the schedule's seed for the longName trait's own stream. */
@@ -96,6 +97,7 @@ export function createScenario(seed: number): Scenario {
       noNodeReadyCheck: false,
       halfJoins: false,
       longName: false,
+      refusedNodes: false,
     },
     spec: {
       replicas,
@@ -134,6 +136,7 @@ export function createScenario(seed: number): Scenario {
     // Replaced below by a stream forked after every other one (forking here would shift the streams forked after).
     networkRng: new Prng(0),
     joinRng: new Prng(0),
+    registerRng: new Prng(0),
   };
   // Drawn here, the world built after the traits (a kubeadm world starts at another version).
   const startsConverged = setup.chance(0.75);
@@ -158,6 +161,7 @@ export function createScenario(seed: number): Scenario {
     noNodeReadyCheck: false,
     halfJoins: false,
     longName: false,
+    refusedNodes: false,
   };
   // From a stream of its own, seeded from the schedule's, so that every other draw of the schedule stays as it was.
   world.traits.longName = new Prng(seed ^ LONG_NAME_STREAM).chance(TRAIT_WEIGHTS.longName);
@@ -184,6 +188,9 @@ export function createScenario(seed: number): Scenario {
   // kubeadm's mark-control-plane after each registration, and the trait of joins stopping before it: last, likewise.
   world.joinRng = traits.fork();
   world.traits.halfJoins = world.traits.kubeadm && traits.chance(TRAIT_WEIGHTS.halfJoins);
+  // Refused registrations: after everything else from the traits' stream, for the same reason.
+  world.registerRng = traits.fork();
+  world.traits.refusedNodes = traits.chance(TRAIT_WEIGHTS.refusedNodes);
   if (world.traits.secondOwner) world.copy = { finalizers: [] };
   for (const machine of world.machines) drawLags(world, machine);
   return { world, profile, rngs: { ...rngs, race, kubelet } };

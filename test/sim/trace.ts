@@ -8,7 +8,7 @@ export function describeSetup(seed: number, world: World): string {
   const spec = world.spec;
   return [
     `schedule seed ${seed}: replicas ${spec.replicas}, ${spec.version}, maxSurge ${spec.maxSurge}, memberRemoval ${spec.memberRemoval}`,
-    `join ${world.joinMode}, node names ${world.nodeNaming}, failure domains [${world.failureDomains.join(",")}], faults until step ${world.faultsUntil}${world.traits.nodeRefLag ? ", nodeRefs lag" : ""}${world.traits.addressLag ? ", addresses lag" : ""}${world.traits.racingOutage ? ", voters go down between plan and removal" : ""}${world.traits.kubeadm ? ", kubeadm" : ""}${world.traits.longName ? `, control plane ${world.controlPlaneName}` : ""}${spec.certificatesExpiryDays !== undefined ? `, certificatesExpiryDays ${spec.certificatesExpiryDays}` : ""}`,
+    `join ${world.joinMode}, node names ${world.nodeNaming}, failure domains [${world.failureDomains.join(",")}], faults until step ${world.faultsUntil}${world.traits.nodeRefLag ? ", nodeRefs lag" : ""}${world.traits.addressLag ? ", addresses lag" : ""}${world.traits.racingOutage ? ", voters go down between plan and removal" : ""}${world.traits.kubeadm ? ", kubeadm" : ""}${world.traits.longName ? `, control plane ${world.controlPlaneName}` : ""}${world.traits.refusedNodes ? ", kubelet registrations refused" : ""}${world.traits.noStartupTimeout ? ", no node startup timeout" : ""}${spec.certificatesExpiryDays !== undefined ? `, certificatesExpiryDays ${spec.certificatesExpiryDays}` : ""}`,
     `start: ${describeWorld(world)}`,
   ].join("\n");
 }
@@ -60,6 +60,7 @@ function describeMachine(world: World, machine: SimMachine): string {
     machine.nodeRegistered ? "node" : "",
     machine.nodeRegistered && world.step < (machine.nodeRefAt ?? 0) ? "no-nodeRef" : "",
     machine.joinStopped ? "half-joined" : "",
+    machine.nodeRefused ? "node-refused" : "",
     world.step < (machine.addressAt ?? 0)
       ? machine.addressesBefore === "none"
         ? "no-address"

@@ -111,6 +111,11 @@ export interface SimMachine {
   /** kubeadm worlds: its join stopped before mark-control-plane (World.traits.halfJoins); its Node is never labelled. */
   joinStopped?: boolean;
   /**
+   * Its kubelet's registration is refused for good (World.traits.refusedNodes): no Node ever, while its etcd member and
+   * static pods run.
+   */
+  nodeRefused?: boolean;
+  /**
    * Until this step its Node is NotReady however healthy the Machine is: the network plugin's pod has not started on it
    * yet (what every kubeadm join goes through, tens of seconds after the kubelet registers). Drawn at registration.
    */
@@ -250,6 +255,13 @@ export interface WorldTraits {
    * Where hosts are named after their Machines, a Machine name over 63 characters would never get a Node.
    */
   longName: boolean;
+  /**
+   * While faults last, some kubelets' registrations are refused for good (an admission policy that rejects the Node, a
+   * kubelet whose credentials the API server does not take): the Machine's etcd member joins and is a healthy voter,
+   * its static pods run, and it never gets a Node. A MachineHealthCheck with a node startup timeout marks it; where there
+   * is none (noStartupTimeout) status.nextAction must name it, and the operator deletes it (operator.ts).
+   */
+  refusedNodes: boolean;
 }
 
 /**
@@ -327,6 +339,8 @@ export interface World {
   networkRng: Prng;
   /** kubeadm's mark-control-plane after each registration, and joins that stop before it (halfJoins). */
   joinRng: Prng;
+  /** Which registrations are refused (refusedNodes): a stream of its own, see scenario.ts. */
+  registerRng: Prng;
 }
 
 /**
@@ -338,6 +352,9 @@ export const NETWORK_START_MAX_STEPS = 2;
 
 /** In a halfJoins world, while faults last, the share of kubeadm joins that stop before mark-control-plane. */
 export const HALF_JOIN_RATE = 0.5;
+
+/** In a refusedNodes world, while faults last, the share of kubelet registrations refused for good. */
+export const REFUSED_NODE_RATE = 0.3;
 
 export const DAY_MS = 24 * 60 * 60 * 1000;
 /** kubeadm's certificates are valid for a year: what a Machine created in the run gets. */
