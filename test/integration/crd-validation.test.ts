@@ -261,6 +261,56 @@ test("an update that skips a minor version is rejected with the CRD's own messag
   assert.equal(step.body.spec.version, "v1.34.1");
 });
 
+test("a second minor bump during a rollout is refused while status.version, the oldest Machine's, is two minors behind", async () => {
+  // v1.36 -> v1.37 is a one-minor step; a second step to v1.38 while the oldest Machine still runs v1.36 would put two
+  // minors between the oldest and the newest kube-apiserver. The spec rule alone compares with v1.37 and lets it by.
+  await kubeRequestOk(apiServer.kubeConfig, collection, {
+    body: quorumControlPlane("rolling", { version: "v1.36.3" }),
+  });
+  const status = (version: string) =>
+    kubeRequest(apiServer.kubeConfig, `${collection}/rolling/status`, {
+      method: "PATCH",
+      body: { status: { version } },
+    });
+  const recorded = await status("v1.36.3");
+  assert.equal(recorded.status, 200, statusMessage(recorded));
+  const first = await kubeRequest(apiServer.kubeConfig, `${collection}/rolling`, {
+    method: "PATCH",
+    body: { spec: { version: "v1.37.2" } },
+  });
+  assert.equal(first.status, 200, `one minor above status.version: ${statusMessage(first)}`);
+  const second = await kubeRequest(apiServer.kubeConfig, `${collection}/rolling`, {
+    method: "PATCH",
+    body: { spec: { version: "v1.38.0" } },
+  });
+  assert.equal(second.status, 422, second.text);
+  assert.match(
+    statusMessage(second),
+    /spec\.version may not be more than one minor version above status\.version \(v1\.37\.2 to v1\.38\.0 while the oldest control-plane Machine runs v1\.36\.3\).*wait until the rollout to v1\.37\.2 has replaced every Machine at v1\.36\.3/,
+  );
+  // Other updates still go through while the rollout runs: the rule judges a changed spec.version only, so labels,
+  // replicas and status writes (Quorum's own) are never held by it.
+  const replicas = await kubeRequest(apiServer.kubeConfig, `${collection}/rolling`, {
+    method: "PATCH",
+    body: { metadata: { labels: { team: "a" } }, spec: { replicas: 5 } },
+  });
+  assert.equal(replicas.status, 200, statusMessage(replicas));
+  const patch = await kubeRequest(apiServer.kubeConfig, `${collection}/rolling`, {
+    method: "PATCH",
+    body: { spec: { version: "v1.37.3" } },
+  });
+  assert.equal(patch.status, 200, `a patch release of the same minor: ${statusMessage(patch)}`);
+  // Once the rollout is done (status.version v1.37.x), the next minor is accepted.
+  const done = await status("v1.37.3");
+  assert.equal(done.status, 200, statusMessage(done));
+  const next = await kubeRequest<QuorumControlPlaneObject>(apiServer.kubeConfig, `${collection}/rolling`, {
+    method: "PATCH",
+    body: { spec: { version: "v1.38.0" } },
+  });
+  assert.equal(next.status, 200, statusMessage(next));
+  assert.equal(next.body.spec.version, "v1.38.0");
+});
+
 test("a version without the leading v is accepted, and an update may drop or add the v within the version rules", async () => {
   const created = await kubeRequest<QuorumControlPlaneObject>(apiServer.kubeConfig, collection, {
     body: quorumControlPlane("no-v", { version: "1.33.2" }),

@@ -2,6 +2,7 @@
 // ghost members, users deleting Machines, spec changes mid-flight, pauses, boot failures. Faults that are for
 // good (a dead Machine, a dead ghost) are only injected while the cluster could still regain quorum once the
 // temporary ones end, so a world whose faults stopped can always be finished by a correct controller.
+import { minorOf } from "../../src/api/version.ts";
 import { survivesLosing } from "./evolve.ts";
 import type { Prng } from "./prng.ts";
 import {
@@ -198,9 +199,14 @@ const FAULTS: Record<FaultKind, (world: World, rng: Prng) => string | undefined>
     // kubeadm worlds also take patch releases: kubeadm-config and kube-proxy follow those too (no RBAC changes).
     // Drawn only there, so that a generic world's fault stream stays as it was.
     const patch = world.kubeadm !== undefined && rng.chance(0.5);
-    world.spec.version = patch
-      ? `v${match[1]}.${match[2]}.${Number(match[3]) + 1}`
-      : `v${match[1]}.${Number(match[2]) + 1}.0`;
+    const next = patch ? `v${match[1]}.${match[2]}.${Number(match[3]) + 1}` : `v${match[1]}.${Number(match[2]) + 1}.0`;
+    // The CRD refuses a minor more than one above status.version, the oldest Machine's (a second bump mid-rollout),
+    // as the real API server does; a status lost to clusterctl move leaves nothing to compare with.
+    const oldest = world.status?.version === undefined ? undefined : minorOf(world.status.version);
+    const nextMinor = minorOf(next);
+    if (oldest !== undefined && nextMinor !== undefined && nextMinor > oldest + 1)
+      return `spec.version -> ${next} refused by the API server: status.version is ${world.status?.version}`;
+    world.spec.version = next;
     world.spec.generation++;
     return `spec.version -> ${world.spec.version}`;
   },
