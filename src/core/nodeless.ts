@@ -1,10 +1,10 @@
 // A Machine whose etcd member is a healthy voter but that has no Node, long after its creation: its kubelet could not
 // register (an admission webhook or a policy refused the Node, a host name the API server rejects, credentials that do
-// not work), or the Node registered and CAPI cannot match it (no cloud controller manager set its spec.providerID, so
-// no nodeRef comes). etcd is whole and nothing marks the Machine unless a MachineHealthCheck has a node startup timeout;
-// yet Quorum cannot see it serve (every removal of another voter waits on it: servingGate) and CAPI never calls it
-// Ready. Quorum names it and the way out, removes it first when scaling down, and keeps looking at the short poll
-// interval. Pure.
+// not work), the Node registered and CAPI cannot match it (no cloud controller manager set its spec.providerID, so no
+// nodeRef comes), or the Node was deleted (a running kubelet does not register it again). etcd is whole and nothing
+// marks the Machine unless a MachineHealthCheck has a node startup timeout; yet Quorum cannot see it serve (every
+// removal of another voter waits on it: servingGate) and CAPI never calls it Ready. Quorum names it and the way out,
+// removes it first when scaling down, and keeps looking at the short poll interval. Pure.
 import type { MemberAssessment } from "./assess.ts";
 import { formatDuration } from "./format.ts";
 import { nodeOfMachine } from "./identity.ts";
@@ -65,7 +65,8 @@ export function nodelessWhy({ nodeRef }: NodelessMachine): string {
 export function nodelessMessage({ machine, age, nodeRef }: NodelessMachine, graceMs: number): string {
   const why =
     nodeRef !== undefined
-      ? `its Node ${nodeRef} (status.nodeRef) does not exist: it was deleted, and its kubelet has not registered it again`
+      ? `its Node ${nodeRef} (status.nodeRef) does not exist: it was deleted, and a kubelet registers its Node only ` +
+        "when it starts (restart the kubelet on its host)"
       : "its kubelet has not registered, or no cloud controller manager has set the Node's spec.providerID, by which " +
         "CAPI finds it (status.nodeRef)";
   return (

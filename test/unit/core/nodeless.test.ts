@@ -51,7 +51,10 @@ describe("a Machine whose healthy voter never got a Node", () => {
 
   it("says so when the Node its nodeRef names was deleted", () => {
     const { action } = plan(threeWithoutNode({ nodeName: "ip-10-0-0-2" }));
-    assert.match(action.reason, /its Node ip-10-0-0-2 \(status\.nodeRef\) does not exist: it was deleted/);
+    assert.match(
+      action.reason,
+      /its Node ip-10-0-0-2 \(status\.nodeRef\) does not exist: it was deleted, .*\(restart the kubelet on its host\)/,
+    );
     assert.match(action.reason, FIX);
   });
 
