@@ -48,7 +48,7 @@ export function followLostMachineFix(world: World): string | undefined {
 }
 
 /** The Machines status.nextAction says to delete if they never register a Node (src/core/nodeless.ts). */
-export function offeredAsNodeless(world: World): Set<string> {
+function offeredAsNodeless(world: World): Set<string> {
   const message = world.status?.nextAction?.message ?? "";
   return new Set(
     [...message.matchAll(/if it never registers a Node, delete machine (\S+) to replace it/g)].map((match) => match[1]),
