@@ -27,22 +27,30 @@ export function nodelessMachines(
   snapshot: Snapshot,
   members: readonly Pick<MemberAssessment, "machine" | "class">[],
 ): NodelessMachine[] {
-  const workload = snapshot.workload;
-  if (!workload?.expected || !workload.readable) return [];
-  const grace = snapshot.controlPlane.etcd.memberJoinGracePeriodMs;
   const found: NodelessMachine[] = [];
   for (const machine of snapshot.machines) {
-    const age = snapshot.now - machine.created;
-    if (age <= grace || !judged(machine)) continue;
+    if (!judged(machine) || !noNodePastGrace(snapshot, machine)) continue;
     const voter = members.some((member) => member.machine === machine.name && member.class === "healthy-voter");
-    if (!voter || nodeOfMachine(machine, snapshot.nodes)) continue;
+    if (!voter) continue;
     found.push({
       machine: machine.name,
-      age,
+      age: snapshot.now - machine.created,
       ...(machine.nodeName !== undefined ? { nodeRef: machine.nodeName } : {}),
     });
   }
   return found;
+}
+
+/**
+ * The Machine has no Node (by nodeRef or providerID) longer than memberJoinGracePeriod after its creation, and the
+ * workload API's Nodes were read, so that "no Node" is known. With a healthy voter it is named (above); with a voter
+ * that is down it never came up and is evicted (`neverCameUp` in plan.ts).
+ */
+export function noNodePastGrace(snapshot: Snapshot, machine: MachineView): boolean {
+  const workload = snapshot.workload;
+  if (!workload?.expected || !workload.readable) return false;
+  if (snapshot.now - machine.created <= snapshot.controlPlane.etcd.memberJoinGracePeriodMs) return false;
+  return nodeOfMachine(machine, snapshot.nodes) === undefined;
 }
 
 function judged(machine: MachineView): boolean {

@@ -41,9 +41,8 @@ import {
   selectMachineForScaleDown,
   type ScaleDownChoice,
 } from "./selection.ts";
-import { nodeOfMachine } from "./identity.ts";
 import { unlabelledMessage, unlabelledNodes } from "./node-label.ts";
-import { nodelessMachines, nodelessMessage } from "./nodeless.ts";
+import { nodelessMachines, nodelessMessage, noNodePastGrace } from "./nodeless.ts";
 import { failedInARow, pastMaxRetry, recordedRemediation, replaces, retryOf } from "./remediation-limits.ts";
 import { notReadyLong, notServing } from "./serving.ts";
 import type { MachineView, RemediationRecord, Snapshot } from "./snapshot.ts";
@@ -524,12 +523,10 @@ class Context {
    */
   neverCameUp(member: MemberAssessment): MachineView | undefined {
     if (member.class !== "unhealthy-voter" || member.machine === undefined) return undefined;
-    const workload = this.snapshot.workload;
-    if (!workload?.expected || !workload.readable) return undefined;
     const raw = this.snapshot.etcd.members.find((candidate) => candidate.id === member.id);
     const machine = this.machine(member.machine);
-    if (!machine || raw?.reachable !== false || nodeOfMachine(machine, this.snapshot.nodes)) return undefined;
-    return this.snapshot.now - machine.created > this.spec.etcd.memberJoinGracePeriodMs ? machine : undefined;
+    if (!machine || raw?.reachable !== false) return undefined;
+    return noNodePastGrace(this.snapshot, machine) ? machine : undefined;
   }
 
   /**
@@ -945,27 +942,27 @@ class Context {
       .join("");
     // A kubeadm join that has not labelled its Node (src/core/node-label.ts) and a Machine that never got a Node
     // (src/core/nodeless.ts) are said too, and keep the short poll.
-    const unlabelled = unlabelledNodes(this.snapshot).map((node) => `; ${unlabelledMessage(node)}`);
+    const unlabelled = unlabelledNodes(this.snapshot);
+    const nodeless = nodelessMachines(this.snapshot, this.base.members);
     const grace = this.spec.etcd.memberJoinGracePeriodMs;
-    const nodeless = nodelessMachines(this.snapshot, this.base.members).map(
-      (found) => `; ${nodelessMessage(found, grace)}`,
-    );
+    const said = [
+      ...unlabelled.map((node) => `; ${unlabelledMessage(node)}`),
+      ...nodeless.map((found) => `; ${nodelessMessage(found, grace)}`),
+    ];
     const idle = waitFor(
-      `nothing to do: ${this.active.length} of ${this.desired} Machines up to date; etcd ${healthyVoters} of ${voters} voters healthy (quorum ${quorumSize}, tolerates ${failuresTolerated} failure${failuresTolerated === 1 ? "" : "s"})${named}${unlabelled.join("")}${nodeless.join("")}`,
+      `nothing to do: ${this.active.length} of ${this.desired} Machines up to date; etcd ${healthyVoters} of ${voters} voters healthy (quorum ${quorumSize}, tolerates ${failuresTolerated} failure${failuresTolerated === 1 ? "" : "s"})${named}${said.join("")}`,
       RECHECK_MS.idle,
     );
-    return { action: this.settled() ? { ...idle, settled: true } : idle };
+    return { action: said.length === 0 && this.settled() ? { ...idle, settled: true } : idle };
   }
 
   /**
-   * Every Machine joined, with a Node (every kubeadm Node labelled), and every member a healthy voter of one of them:
-   * only etcd itself could change that.
+   * Every Machine joined and every member a healthy voter of one of them: with every kubeadm Node labelled and every
+   * Machine's Node found (checked by the caller), only etcd itself could change that.
    */
   private settled(): boolean {
     const { members, machines } = this.base;
     return (
-      unlabelledNodes(this.snapshot).length === 0 &&
-      nodelessMachines(this.snapshot, members).length === 0 &&
       this.active.length === this.desired &&
       machines.length === this.active.length &&
       machines.every((machine) => machine.class === "joined") &&
