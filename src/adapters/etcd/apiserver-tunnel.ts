@@ -3,9 +3,11 @@
 // 2379. Per member client URL `https://<host>:<port>` there is one loopback listener (127.0.0.1:0); every TCP
 // connection the etcd client makes to it gets its own port-forward (port-forward.ts), so a dead forward is replaced by
 // the client's ordinary reconnect. The client still verifies the member's serving certificate for <host> (client.ts
-// sets grpc.ssl_target_name_override). The Node is found by address from a cached Node list, re-listed on a miss at
-// most every relistIntervalMs; why a forward failed (no Node, pod not found, 403, kubelet unreachable) is kept per
-// member and becomes that member's error.
+// sets grpc.ssl_target_name_override). The Node is found by address from a cached list of the control-plane Nodes
+// (kubeadm's label), re-listed on a miss at most every relistIntervalMs; only when the address is not among them (a
+// Node that lost the label, a flavour that does not set it) are all Nodes listed, and of those only the Nodes with a
+// member's address are kept: a workload cluster's thousands of workers are not fetched for three members. Why a forward
+// failed (no Node, pod not found, 403, kubelet unreachable) is kept per member and becomes that member's error.
 import { createServer, type Server, type Socket } from "node:net";
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { Node } from "../../api/capi.ts";
@@ -22,7 +24,8 @@ export interface ApiServerTunnelOptions {
   server: string;
   /** The workload cluster's KubeConfig, asked for each port-forward (its client certificate is renewed under it). */
   kubeConfig: () => Promise<KubeConfig>;
-  listNodes: () => Promise<Node[]>;
+  /** "control-plane": the Nodes with kubeadm's control-plane label; "all": every Node, asked only on a miss. */
+  listNodes: (scope: NodeScope) => Promise<Node[]>;
   /** Whether a pod exists (undefined when that cannot be read): tells "pod not found" from other 404s. */
   podExists: (pod: PodRef) => Promise<boolean | undefined>;
   /** How long a port-forward may take to open (the etcd call deadline: a slower one is useless). */
@@ -31,6 +34,8 @@ export interface ApiServerTunnelOptions {
   /** Milliseconds; replaced by tests. */
   now?: () => number;
 }
+
+export type NodeScope = "control-plane" | "all";
 
 interface Failure {
   at: number;
@@ -46,7 +51,11 @@ export class ApiServerTunnel implements EtcdTunnel {
   /** Per member host:port: why its last port-forward failed, and the pod it went to. */
   private readonly failures = new Map<string, Failure>();
   private readonly pods = new Map<string, PodRef>();
+  /** The control-plane Nodes, and of every Node those with a member's address that are not among them. */
   private nodes: Node[] = [];
+  private strays: Node[] = [];
+  /** How many Nodes the last lists returned, for messages. */
+  private listedCount = 0;
   private listedAt = Number.NEGATIVE_INFINITY;
   private listing: Promise<Node[]> | undefined;
   private listError: string | undefined;
@@ -174,24 +183,39 @@ export class ApiServerTunnel implements EtcdTunnel {
 
   /** The name of the Node with address `host`, from the cached list, re-listed on a miss at most every interval. */
   private async nodeFor(host: string): Promise<string> {
-    const cached = nodeWithAddress(this.nodes, host);
+    const cached = this.cachedNode(host);
     if (cached && !this.stale) return cached;
-    if (this.now() - this.listedAt >= this.relistIntervalMs) await this.relist();
-    const name = nodeWithAddress(this.nodes, host);
+    if (this.now() - this.listedAt >= this.relistIntervalMs) await this.relist(host);
+    const name = this.cachedNode(host);
     if (name) return name;
     if (this.listError)
       throw new Error(`the workload cluster's Nodes could not be listed to find the member's pod: ${this.listError}`);
     throw new Error(
-      `no Node of the workload cluster has the address ${host} (${this.nodes.length} Nodes listed), so the member's ` +
+      `no Node of the workload cluster has the address ${host} (${this.listedCount} Nodes listed), so the member's ` +
         "pod kube-system/etcd-<node> cannot be named: wait for the Machine's Node to register with that address, or " +
         "set spec.etcd.access: Direct if the management cluster can reach the members",
     );
   }
 
-  private async relist(): Promise<void> {
+  private cachedNode(host: string): string | undefined {
+    return nodeWithAddress(this.nodes, host) ?? nodeWithAddress(this.strays, host);
+  }
+
+  /** Lists the control-plane Nodes; every Node only when `host` is not among them. */
+  private async relist(host: string): Promise<void> {
     this.listing ??= (async () => {
       try {
-        this.nodes = await this.options.listNodes();
+        this.nodes = await this.options.listNodes("control-plane");
+        this.listedCount = this.nodes.length;
+        if (!nodeWithAddress(this.nodes, host)) {
+          const all = await this.options.listNodes("all");
+          const listed = new Set(this.nodes.map((node) => node.metadata.name));
+          const hosts = new Set([host, ...[...this.listeners.keys()].map((key) => hostOf(key))]);
+          this.strays = all.filter(
+            (node) => !listed.has(node.metadata.name) && [...hosts].some((one) => nodeWithAddress([node], one)),
+          );
+          this.listedCount = all.length;
+        }
         this.listError = undefined;
         this.stale = false;
       } catch (error) {
@@ -209,4 +233,9 @@ export class ApiServerTunnel implements EtcdTunnel {
 
 function keyOf(target: TunnelTarget): string {
   return `${target.host}:${target.port}`;
+}
+
+/** The host of a keyOf key (an IPv6 host has colons of its own; the port never does). */
+function hostOf(key: string): string {
+  return key.slice(0, key.lastIndexOf(":"));
 }

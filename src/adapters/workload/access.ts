@@ -3,7 +3,7 @@
 // per cluster kept between reconciles (pool.ts; what etcd() returns is a lease the caller closes after each reconcile).
 // Private keys are dropped with their cluster (forget) and all of them by closeAll() (shutdown, lost leadership).
 import { createHash } from "node:crypto";
-import type { Cluster, Node } from "../../api/capi.ts";
+import { CONTROL_PLANE_NODE_LABEL, type Cluster, type Node } from "../../api/capi.ts";
 import { etcdAccessOf } from "../../api/flavour.ts";
 import type { QuorumControlPlane } from "../../api/types.ts";
 import type {
@@ -234,7 +234,11 @@ export class ClusterWorkloadAccess implements WorkloadAccess {
         new ApiServerTunnel({
           server: endpoint?.host ? `https://${server}` : `of cluster ${namespace}/${name}`,
           kubeConfig: () => this.workloadClients.kubeConfig(namespace, name, endpoint, this.clock()),
-          listNodes: () => this.workloadClients.listNodes(namespace, name, endpoint, this.clock()),
+          listNodes: (scope) =>
+            this.workloadClients.listNodes(namespace, name, endpoint, this.clock(), {
+              ...(scope === "control-plane" ? { labelSelector: CONTROL_PLANE_NODE_LABEL } : {}),
+              names: [],
+            }),
           podExists: async (pod) => {
             const call = this.workloadClients.caller(namespace, name, endpoint, this.clock());
             const found = await call(

@@ -58,8 +58,8 @@ describe("APIServerProxy tunnel", () => {
     const tunnel = new ApiServerTunnel({
       server: "https://api.example:6443",
       kubeConfig: () => assert.fail("no port-forward is opened without a Node"),
-      listNodes: async () => {
-        lists++;
+      listNodes: async (scope) => {
+        if (scope === "control-plane") lists++; // each re-list starts with it
         return [node("cp-a", ["10.0.0.1"])];
       },
       podExists: async () => true,
@@ -83,6 +83,51 @@ describe("APIServerProxy tunnel", () => {
       await connectionThrough(url);
       assert.equal(lists, 2);
       assert.equal((await tunnel.dial(endpoint)).url, url, "one listener per member");
+    } finally {
+      await tunnel.close();
+    }
+  });
+
+  it("lists only the control-plane Nodes, and every Node only for an address none of them has, then keeps its Node", async () => {
+    // A workload cluster of many workers: one member's Node lost kubeadm's control-plane label (a join that stopped
+    // before mark-control-plane, a label taken off by hand), the other's has it.
+    let now = 1_000;
+    const scopes: string[] = [];
+    const labelled = [node("cp-a", ["10.0.0.1"])];
+    const workers = Array.from({ length: 50 }, (_, index) => node(`worker-${index}`, [`10.1.0.${index}`]));
+    const all = [...labelled, node("cp-b", ["10.0.0.2"]), ...workers];
+    const tunnel = new ApiServerTunnel({
+      server: "https://api.example:6443",
+      kubeConfig: async () => {
+        throw new Error("no port-forward in this test");
+      },
+      listNodes: async (scope) => {
+        scopes.push(scope);
+        return scope === "all" ? all : labelled;
+      },
+      podExists: async () => true,
+      openTimeoutMs: 1_000,
+      now: () => now,
+    });
+    /** The pod the tunnel tried to forward to for a member's client URL, as its error names it. */
+    const podFor = async (endpoint: string) => {
+      await connectionThrough((await tunnel.dial(endpoint)).url);
+      return tunnel.explain(endpoint, 0, "connection closed");
+    };
+    try {
+      assert.match(await podFor("https://10.0.0.1:2379"), /pod kube-system\/etcd-cp-a \(node cp-a\)/);
+      assert.deepEqual(scopes, ["control-plane"], "a labelled Node is found without listing the workers");
+      now += 5_000;
+      assert.match(await podFor("https://10.0.0.2:2379"), /pod kube-system\/etcd-cp-b \(node cp-b\)/);
+      assert.deepEqual(scopes, ["control-plane", "control-plane", "all"]);
+      now += 5_000;
+      assert.match(await podFor("https://10.0.0.2:2379"), /pod kube-system\/etcd-cp-b \(node cp-b\)/);
+      assert.equal(scopes.length, 3, "the unlabelled Node found in the full list is kept");
+      assert.match(
+        await podFor("https://10.0.0.9:2379"),
+        /no Node of the workload cluster has the address 10\.0\.0\.9 \(52 Nodes listed\)/,
+      );
+      assert.deepEqual(scopes.slice(3), ["control-plane", "all"]);
     } finally {
       await tunnel.close();
     }
