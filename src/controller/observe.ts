@@ -130,7 +130,7 @@ async function observeEtcdOf(
   }
   let client: EtcdClusterClient;
   try {
-    client = await workload.etcd(controlPlane, cluster, endpoints);
+    client = await workload.etcd(controlPlane, cluster, endpoints, machineNodes(machines));
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     // The adapters' errors say whether only a user can fix them (src/adapters/errors.ts, read structurally: the
@@ -221,6 +221,23 @@ async function listNodes(
       ...(typeof reason === "string" ? { reason } : {}),
     };
   }
+}
+
+/**
+ * Each address of a Machine with a nodeRef (lower case) to the name of that Node. A deleting Machine's member is still
+ * asked; where its address was given to a new Machine, the new one's Node wins.
+ */
+export function machineNodes(machines: readonly Machine[]): Map<string, string> {
+  const found = new Map<string, string>();
+  const deletingFirst = [...machines].sort(
+    (a, b) => Number(!a.metadata.deletionTimestamp) - Number(!b.metadata.deletionTimestamp),
+  );
+  for (const machine of deletingFirst) {
+    const node = machine.status?.nodeRef?.name;
+    if (!node) continue;
+    for (const address of internalAddresses(machine)) found.set(address.toLowerCase(), node);
+  }
+  return found;
 }
 
 /** Internal IPs first: etcd listens on the Machine's private address; other address kinds are a fallback. */

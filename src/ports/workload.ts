@@ -93,8 +93,17 @@ export interface WorkloadAccess {
     cluster: Cluster,
     bootstrapTemplate?: TemplateReader,
   ): Promise<void>;
-  /** An etcd client for the cluster, reaching members through the given endpoints (https URLs); close() releases it. */
-  etcd(controlPlane: QuorumControlPlane, cluster: Cluster, endpoints: string[]): Promise<EtcdClusterClient>;
+  /**
+   * An etcd client for the cluster, reaching members through the given endpoints (https URLs); close() releases it.
+   * `machineNodes`: each control-plane Machine's addresses to its Node's name (status.nodeRef), for reaching a member
+   * through the API server when no Node lists the member's address (a kubelet that reports another NIC's address).
+   */
+  etcd(
+    controlPlane: QuorumControlPlane,
+    cluster: Cluster,
+    endpoints: string[],
+    machineNodes?: ReadonlyMap<string, string>,
+  ): Promise<EtcdClusterClient>;
   /**
    * The workload cluster's Nodes the query asks for (all without a label selector), or an error when its API is not
    * reachable (yet).

@@ -60,8 +60,11 @@ describe("etcd through the workload API server (spec.etcd.access APIServerProxy)
   }
 
   /** One reconcile's use of etcd: lease the pooled client, use it, hand it back. */
-  async function round<T>(use: (client: EtcdClusterClient) => Promise<T>): Promise<T> {
-    const client = await access.etcd(qcp, cluster, [endpoint]);
+  async function round<T>(
+    use: (client: EtcdClusterClient) => Promise<T>,
+    machineNodes?: ReadonlyMap<string, string>,
+  ): Promise<T> {
+    const client = await access.etcd(qcp, cluster, [endpoint], machineNodes);
     try {
       return await use(client);
     } finally {
@@ -253,6 +256,33 @@ describe("etcd through the workload API server (spec.etcd.access APIServerProxy)
       }
     } finally {
       await tenantAccess.closeAll();
+    }
+  });
+
+  it("reaches a member whose Node reports another address (a second NIC) through its Machine's nodeRef", async () => {
+    // kubeadm advertises etcd on the host's second NIC (localAPIEndpoint.advertiseAddress) while the kubelet reports
+    // the first NIC's address as the Node's InternalIP: n1's kubelet now serves on 127.0.0.1, and no Node lists the
+    // member's address. The Machine with that address names n1 in its status.nodeRef.
+    const other = await startKubeletPortForward({
+      host: "127.0.0.1",
+      targetHost: memberAddress,
+      clientCaFile: kubeletCaFile,
+    });
+    try {
+      await pointNodeAtKubelet(api.kubeConfig, NODE, "127.0.0.1", other.port);
+      await access.forget(NS, CLUSTER); // a new kept client: nothing from the Node lists before
+      const member = { id: "1", name: "m1", peerURLs: [], clientURLs: [endpoint], learner: false };
+      const unmapped = await round((client) => client.memberStatuses([member]));
+      assert.equal(unmapped[0].reachable, false, "by the Nodes' addresses alone the member cannot be found");
+      assert.match(unmapped[0].errors.join("; "), /no Node of the workload cluster has the address/);
+      await access.forget(NS, CLUSTER);
+      const statuses = await round((client) => client.memberStatuses(), new Map([[memberAddress, NODE]]));
+      assert.deepEqual(statuses[0].errors, []);
+      assert.equal(statuses[0].reachable, true);
+      assert.match(readFileSync(other.process.logFile, "utf8"), new RegExp(`portForward kube-system/etcd-${NODE}: `));
+    } finally {
+      await other.stop();
+      if (kubelet) await pointNodeAtKubelet(api.kubeConfig, NODE, memberAddress, kubelet.port);
     }
   });
 });

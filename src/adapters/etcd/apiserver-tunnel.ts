@@ -6,7 +6,8 @@
 // sets grpc.ssl_target_name_override). The Node is found by address from a cached list of the control-plane Nodes
 // (kubeadm's label), re-listed on a miss at most every relistIntervalMs; only when the address is not among them (a
 // Node that lost the label, a flavour that does not set it) are all Nodes listed, and of those only the Nodes with a
-// member's address are kept: a workload cluster's thousands of workers are not fetched for three members. Why a forward
+// member's address are kept: a workload cluster's thousands of workers are not fetched for three members. A member no
+// Node lists the address of is found by its Machine's nodeRef (machineNode), as KCP finds members. Why a forward
 // failed (no Node, pod not found, 403, kubelet unreachable) is kept per member and becomes that member's error.
 import { createServer, type Server, type Socket } from "node:net";
 import type { KubeConfig } from "@kubernetes/client-node";
@@ -26,6 +27,12 @@ export interface ApiServerTunnelOptions {
   kubeConfig: () => Promise<KubeConfig>;
   /** "control-plane": the Nodes with kubeadm's control-plane label; "all": every Node, asked only on a miss. */
   listNodes: (scope: NodeScope) => Promise<Node[]>;
+  /**
+   * The Node (its name) of the Machine that has address `host`, by the Machine's status.nodeRef: a member is found
+   * through it when no Node lists the member's address (kubeadm advertises etcd on one NIC, the kubelet reports
+   * another's as the Node's InternalIP), as KCP finds members by their Machines' Nodes.
+   */
+  machineNode?: (host: string) => string | undefined;
   /** Whether a pod exists (undefined when that cannot be read): tells "pod not found" from other 404s. */
   podExists: (pod: PodRef) => Promise<boolean | undefined>;
   /** How long a port-forward may take to open (the etcd call deadline: a slower one is useless). */
@@ -36,6 +43,12 @@ export interface ApiServerTunnelOptions {
 }
 
 export type NodeScope = "control-plane" | "all";
+
+/** A member's Node, and how it was found: one of its addresses is the member's host, or its Machine's is. */
+interface FoundNode {
+  name: string;
+  via: "address" | "machine";
+}
 
 interface Failure {
   at: number;
@@ -130,19 +143,19 @@ export class ApiServerTunnel implements EtcdTunnel {
     socket.on("error", () => socket.destroy());
     if (this.closed) return void socket.destroy();
     let pod: PodRef | undefined;
-    let nodeName: string | undefined;
+    let node: FoundNode | undefined;
     try {
-      nodeName = await this.nodeFor(target.host);
-      pod = etcdPodOf(nodeName);
+      node = await this.nodeFor(target.host);
+      pod = etcdPodOf(node.name);
       this.pods.set(key, pod);
-      const forwardTo = `port-forward to pod ${podKey(pod)} (node ${nodeName}) port ${target.port}`;
+      const forwardTo = `port-forward to pod ${podKey(pod)} (node ${node.name}) port ${target.port}`;
       await forwardConnection(await this.options.kubeConfig(), pod, target.port, socket, {
         openTimeoutMs: this.options.openTimeoutMs,
         onBroken: (why) => this.fail(key, `${forwardTo}: ${why}`),
       });
     } catch (error) {
       // Recorded before the socket goes, so the call that fails on it finds the reason.
-      this.fail(key, await this.refusal(error, target, nodeName, pod));
+      this.fail(key, await this.refusal(error, target, node, pod));
       socket.destroy();
     }
   }
@@ -152,9 +165,14 @@ export class ApiServerTunnel implements EtcdTunnel {
   }
 
   /** Why a port-forward could not be opened, naming the pod and what the API server answered. */
-  private async refusal(error: unknown, target: TunnelTarget, node?: string, pod?: PodRef): Promise<string> {
+  private async refusal(error: unknown, target: TunnelTarget, found?: FoundNode, pod?: PodRef): Promise<string> {
     const message = errorMessage(error);
-    if (!pod || !node) return message;
+    if (!pod || !found) return message;
+    const node = found.name;
+    const whose =
+      found.via === "address"
+        ? `Node ${node} has the member's address ${target.host}`
+        : `Node ${node} is the nodeRef of the Machine with the member's address ${target.host}`;
     const forwardTo = `the port-forward to pod ${podKey(pod)} (node ${node}) port ${target.port}`;
     const status = refusedStatus(message);
     if (status === 404) {
@@ -162,8 +180,8 @@ export class ApiServerTunnel implements EtcdTunnel {
       this.stale = true;
       if ((await this.options.podExists(pod).catch(() => undefined)) === false)
         return (
-          `${forwardTo} failed: pod ${podKey(pod)} not found (HTTP 404): Node ${node} has the member's address ` +
-          `${target.host}, and kubeadm runs etcd there as the static pod etcd-${node}; check that it is a kubeadm ` +
+          `${forwardTo} failed: pod ${podKey(pod)} not found (HTTP 404): ${whose}, and kubeadm runs etcd there as ` +
+          `the static pod etcd-${node}; check that it is a kubeadm ` +
           "control-plane node whose kubelet runs etcd, or set spec.etcd.access: Direct"
         );
     }
@@ -182,23 +200,28 @@ export class ApiServerTunnel implements EtcdTunnel {
   }
 
   /** The name of the Node with address `host`, from the cached list, re-listed on a miss at most every interval. */
-  private async nodeFor(host: string): Promise<string> {
+  private async nodeFor(host: string): Promise<FoundNode> {
     const cached = this.cachedNode(host);
     if (cached && !this.stale) return cached;
     if (this.now() - this.listedAt >= this.relistIntervalMs) await this.relist(host);
-    const name = this.cachedNode(host);
-    if (name) return name;
+    const found = this.cachedNode(host);
+    if (found) return found;
     if (this.listError)
       throw new Error(`the workload cluster's Nodes could not be listed to find the member's pod: ${this.listError}`);
     throw new Error(
-      `no Node of the workload cluster has the address ${host} (${this.listedCount} Nodes listed), so the member's ` +
-        "pod kube-system/etcd-<node> cannot be named: wait for the Machine's Node to register with that address, or " +
-        "set spec.etcd.access: Direct if the management cluster can reach the members",
+      `no Node of the workload cluster has the address ${host} (${this.listedCount} Nodes listed) and no Machine with ` +
+        "that address has a Node (status.nodeRef), so the member's pod kube-system/etcd-<node> cannot be named: wait " +
+        "for the Machine's Node to register, or set spec.etcd.access: Direct if the management cluster can reach the " +
+        "members",
     );
   }
 
-  private cachedNode(host: string): string | undefined {
-    return nodeWithAddress(this.nodes, host) ?? nodeWithAddress(this.strays, host);
+  /** By the Nodes' addresses first; else by the nodeRef of the Machine with that address. */
+  private cachedNode(host: string): FoundNode | undefined {
+    const byAddress = nodeWithAddress(this.nodes, host) ?? nodeWithAddress(this.strays, host);
+    if (byAddress) return { name: byAddress, via: "address" };
+    const ofMachine = this.options.machineNode?.(host);
+    return ofMachine ? { name: ofMachine, via: "machine" } : undefined;
   }
 
   /** Lists the control-plane Nodes; every Node only when `host` is not among them. */

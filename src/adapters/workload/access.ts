@@ -84,6 +84,8 @@ export class ClusterWorkloadAccess implements WorkloadAccess {
   private readonly etcdClientFactory: EtcdClusterClientFactory;
   private readonly etcdClients: EtcdClientPool;
   /** Per namespace/cluster: when its certificate Secrets last passed the check, and their versions then. */
+  /** Per cluster: each control-plane Machine's addresses to its Node (the last etcd() call's). */
+  private readonly machineNodes = new Map<string, ReadonlyMap<string, string>>();
   private readonly checkedCertificates = new Map<string, { at: number; fingerprint: string }>();
   private readonly flavours: WorkloadFlavours;
   private readonly servingCertificates: ServingCertificateExpiries;
@@ -196,8 +198,15 @@ export class ClusterWorkloadAccess implements WorkloadAccess {
     return { secrets, kubeconfig };
   }
 
-  async etcd(controlPlane: QuorumControlPlane, cluster: Cluster, endpoints: string[]): Promise<EtcdClusterClient> {
+  async etcd(
+    controlPlane: QuorumControlPlane,
+    cluster: Cluster,
+    endpoints: string[],
+    machineNodes?: ReadonlyMap<string, string>,
+  ): Promise<EtcdClusterClient> {
     const namespace = namespaceOf(controlPlane);
+    // The latest reconcile's, read by the kept client's tunnel at each new connection.
+    if (machineNodes) this.machineNodes.set(clusterKey(namespace, cluster.metadata.name), machineNodes);
     const credentials = await this.etcdCertificates.get(namespace, cluster.metadata.name, this.clock());
     const options: EtcdClientOptions = {
       endpoints,
@@ -234,6 +243,7 @@ export class ClusterWorkloadAccess implements WorkloadAccess {
         new ApiServerTunnel({
           server: endpoint?.host ? `https://${server}` : `of cluster ${namespace}/${name}`,
           kubeConfig: () => this.workloadClients.kubeConfig(namespace, name, endpoint, this.clock()),
+          machineNode: (host) => this.machineNodes.get(clusterKey(namespace, name))?.get(host.toLowerCase()),
           listNodes: (scope) =>
             this.workloadClients.listNodes(namespace, name, endpoint, this.clock(), {
               ...(scope === "control-plane" ? { labelSelector: CONTROL_PLANE_NODE_LABEL } : {}),
@@ -347,6 +357,7 @@ export class ClusterWorkloadAccess implements WorkloadAccess {
     this.workloadClients.forget(namespace, clusterName);
     this.flavours.forget(namespace, clusterName);
     this.servingCertificates.forget(clusterKey(namespace, clusterName));
+    this.machineNodes.delete(clusterKey(namespace, clusterName));
     for (const purpose of CLUSTER_CERTIFICATE_PURPOSES)
       forgetCheckedCA({ namespace, name: secretName[purpose](clusterName) });
     await this.etcdClients.forget(clusterKey(namespace, clusterName));
@@ -361,6 +372,7 @@ export class ClusterWorkloadAccess implements WorkloadAccess {
     this.workloadClients.forget();
     this.checkedCertificates.clear();
     this.servingCertificates.clear();
+    this.machineNodes.clear();
     forgetCheckedCA();
     await this.etcdClients.closeAll();
   }

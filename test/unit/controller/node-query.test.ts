@@ -3,7 +3,7 @@
 // that stopped before its mark-control-plane phase). Another flavour may not label its Nodes: all of them.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { nodeQuery } from "../../../src/controller/observe.ts";
+import { machineNodes, nodeQuery } from "../../../src/controller/observe.ts";
 import { controlPlane, machine } from "./fixtures.ts";
 
 const KUBEADM = {
@@ -30,5 +30,30 @@ describe("the Nodes a reconcile reads", () => {
 
   it("for another bootstrap provider: every Node", () => {
     assert.deepEqual(nodeQuery(controlPlane(), [machine("cp-a", { node: "n1" })]), { names: [] });
+  });
+
+  it("maps each address of a Machine with a nodeRef to its Node, for the etcd tunnel (a Node may list another NIC's)", () => {
+    const withAddresses = (name: string, addresses: string[], extra: Parameters<typeof machine>[1]) => {
+      const found = machine(name, extra);
+      found.status = {
+        ...found.status,
+        addresses: addresses.map((address) => ({ type: address.includes(".") ? "InternalIP" : "Hostname", address })),
+      };
+      return found;
+    };
+    const machines = [
+      withAddresses("cp-a", ["10.0.1.2", "IP-10-0-0-2"], { node: "ip-10-0-0-2" }),
+      withAddresses("cp-b", ["10.0.1.3"], {}),
+      withAddresses("cp-c", ["10.0.1.4", "10.0.1.2"], { node: "ip-10-0-0-4", deleting: "2026-11-30T10:00:00Z" }),
+    ];
+    assert.deepEqual(
+      machineNodes(machines),
+      new Map([
+        ["10.0.1.4", "ip-10-0-0-4"],
+        ["10.0.1.2", "ip-10-0-0-2"],
+        ["ip-10-0-0-2", "ip-10-0-0-2"],
+      ]),
+      "cp-c is deleting: the address it shares with cp-a goes to cp-a's Node",
+    );
   });
 });

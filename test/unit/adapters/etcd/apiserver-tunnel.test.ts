@@ -133,6 +133,44 @@ describe("APIServerProxy tunnel", () => {
     }
   });
 
+  it("finds a member no Node lists the address of by its Machine's nodeRef, and says so when the pod is missing", async () => {
+    // kubeadm advertises etcd on the host's second NIC (localAPIEndpoint.advertiseAddress) while the kubelet reports
+    // the first one's address as the Node's InternalIP.
+    const scopes: string[] = [];
+    const tunnel = new ApiServerTunnel({
+      server: "https://api.example:6443",
+      // The API server's refusal of the port-forward, as the WebSocket client words it.
+      kubeConfig: async () => {
+        throw new Error("Unexpected server response: 404");
+      },
+      listNodes: async (scope) => {
+        scopes.push(scope);
+        return [node("cp-a", ["192.168.0.1"])];
+      },
+      machineNode: (host) => (host === "10.0.0.1" ? "cp-a" : undefined),
+      podExists: async () => false,
+      openTimeoutMs: 1_000,
+      now: () => 0,
+    });
+    try {
+      const endpoint = "https://10.0.0.1:2379";
+      await connectionThrough((await tunnel.dial(endpoint)).url);
+      assert.match(
+        tunnel.explain(endpoint, 0, "connection closed"),
+        /port-forward to pod kube-system\/etcd-cp-a \(node cp-a\) port 2379 failed: pod kube-system\/etcd-cp-a not found \(HTTP 404\): Node cp-a is the nodeRef of the Machine with the member's address 10\.0\.0\.1/,
+      );
+      assert.deepEqual(scopes, [], "no Node list is needed for a member whose Machine names its Node");
+      const unknown = "https://10.0.0.9:2379";
+      await connectionThrough((await tunnel.dial(unknown)).url);
+      assert.match(
+        tunnel.explain(unknown, 0, "connection closed"),
+        /no Node of the workload cluster has the address 10\.0\.0\.9 \(1 Nodes listed\) and no Machine with that address has a Node/,
+      );
+    } finally {
+      await tunnel.close();
+    }
+  });
+
   it("reports a Node list that fails as the member's error, and asks again only after the interval", async () => {
     let lists = 0;
     const tunnel = new ApiServerTunnel({
