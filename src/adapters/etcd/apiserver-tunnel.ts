@@ -3,11 +3,12 @@
 // 2379. Per member client URL `https://<host>:<port>` there is one loopback listener (127.0.0.1:0); every TCP
 // connection the etcd client makes to it gets its own port-forward (port-forward.ts), so a dead forward is replaced by
 // the client's ordinary reconnect. The client still verifies the member's serving certificate for <host> (client.ts
-// sets grpc.ssl_target_name_override). The Node is found by address from a cached list of the control-plane Nodes
-// (kubeadm's label), re-listed on a miss at most every relistIntervalMs; only when the address is not among them (a
-// Node that lost the label, a flavour that does not set it) are all Nodes listed, and of those only the Nodes with a
-// member's address are kept: a workload cluster's thousands of workers are not fetched for three members. A member no
-// Node lists the address of is found by its Machine's nodeRef (machineNode), as KCP finds members. Why a forward
+// sets grpc.ssl_target_name_override). The member's Node is the one whose addresses hold its host, from a cached list
+// of the control-plane Nodes (kubeadm's label), else the nodeRef of the Machine with that address (machineNode: no
+// list is needed, as KCP finds members; and a Node may report another NIC's address than the one etcd advertises).
+// Neither known, the list is re-read, at most every relistIntervalMs; only when the address is not among the
+// control-plane Nodes (a Node that lost the label, a flavour that does not set it) are all Nodes listed, and of those
+// only the ones with a member's address are kept: a workload cluster's thousands of workers are not held. Why a forward
 // failed (no Node, pod not found, 403, kubelet unreachable) is kept per member and becomes that member's error.
 import { createServer, type Server, type Socket } from "node:net";
 import type { KubeConfig } from "@kubernetes/client-node";
@@ -199,7 +200,7 @@ export class ApiServerTunnel implements EtcdTunnel {
     return `${forwardTo} failed: ${message}`;
   }
 
-  /** The name of the Node with address `host`, from the cached list, re-listed on a miss at most every interval. */
+  /** The member's Node (cachedNode); on a miss the Nodes are re-listed, at most every interval. */
   private async nodeFor(host: string): Promise<FoundNode> {
     const cached = this.cachedNode(host);
     if (cached && !this.stale) return cached;

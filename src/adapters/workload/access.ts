@@ -83,9 +83,9 @@ export class ClusterWorkloadAccess implements WorkloadAccess {
   private readonly etcdCallDeadlineMs: number;
   private readonly etcdClientFactory: EtcdClusterClientFactory;
   private readonly etcdClients: EtcdClientPool;
-  /** Per namespace/cluster: when its certificate Secrets last passed the check, and their versions then. */
   /** Per cluster: each control-plane Machine's addresses to its Node (the last etcd() call's). */
   private readonly machineNodes = new Map<string, ReadonlyMap<string, string>>();
+  /** Per namespace/cluster: when its certificate Secrets last passed the check, and their versions then. */
   private readonly checkedCertificates = new Map<string, { at: number; fingerprint: string }>();
   private readonly flavours: WorkloadFlavours;
   private readonly servingCertificates: ServingCertificateExpiries;
