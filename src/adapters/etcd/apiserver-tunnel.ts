@@ -61,6 +61,8 @@ export class ApiServerTunnel implements EtcdTunnel {
     "check that the workload API server is reachable, that each member's Node is registered and runs the static pod " +
     "kube-system/etcd-<node>, and that the API server can reach that Node's kubelet";
   private readonly listeners = new Map<string, Promise<{ server: Server; port: number }>>();
+  /** Every member host dialled: an all-Nodes list keeps the Node with each one's address. */
+  private readonly hosts = new Set<string>();
   private readonly sockets = new Set<Socket>();
   /** Per member host:port: why its last port-forward failed, and the pod it went to. */
   private readonly failures = new Map<string, Failure>();
@@ -89,6 +91,7 @@ export class ApiServerTunnel implements EtcdTunnel {
     const url = new URL(endpoint);
     const target = targetOf(endpoint);
     const key = keyOf(target);
+    this.hosts.add(target.host);
     let listener = this.listeners.get(key);
     if (!listener) {
       listener = this.listen(target);
@@ -234,10 +237,9 @@ export class ApiServerTunnel implements EtcdTunnel {
         if (!nodeWithAddress(this.nodes, host)) {
           const all = await this.options.listNodes("all");
           const listed = new Set(this.nodes.map((node) => node.metadata.name));
-          const hosts = new Set([host, ...[...this.listeners.keys()].map((key) => hostOf(key))]);
-          this.strays = all.filter(
-            (node) => !listed.has(node.metadata.name) && [...hosts].some((one) => nodeWithAddress([node], one)),
-          );
+          const others = all.filter((node) => !listed.has(node.metadata.name));
+          const kept = new Set([host, ...this.hosts].map((one) => nodeWithAddress(others, one)));
+          this.strays = others.filter((node) => kept.has(node.metadata.name));
           this.listedCount = all.length;
         }
         this.listError = undefined;
@@ -257,9 +259,4 @@ export class ApiServerTunnel implements EtcdTunnel {
 
 function keyOf(target: TunnelTarget): string {
   return `${target.host}:${target.port}`;
-}
-
-/** The host of a keyOf key (an IPv6 host has colons of its own; the port never does). */
-function hostOf(key: string): string {
-  return key.slice(0, key.lastIndexOf(":"));
 }

@@ -128,6 +128,9 @@ describe("APIServerProxy tunnel", () => {
         /no Node of the workload cluster has the address 10\.0\.0\.9 \(52 Nodes listed\)/,
       );
       assert.deepEqual(scopes.slice(3), ["control-plane", "all"]);
+      now += 5_000;
+      assert.match(await podFor("https://10.0.0.2:2379"), /pod kube-system\/etcd-cp-b \(node cp-b\)/);
+      assert.equal(scopes.length, 5, "a full list for another address keeps the Node of every member dialled");
     } finally {
       await tunnel.close();
     }
