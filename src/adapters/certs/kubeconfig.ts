@@ -4,7 +4,7 @@
 // and users (clusterctl get kubeconfig) read it, so it must always be valid.
 import { createHash, X509Certificate } from "node:crypto";
 import { isDeepStrictEqual } from "node:util";
-import { parse, stringify } from "yaml";
+import { parseAsGo, stringifyForGo } from "../go-yaml.ts";
 import { secretName } from "../../api/constants.ts";
 import { KubeconfigRefusedError, SecretGarbageError, type SecretRef } from "../errors.ts";
 import { checkCASecret, readCASecret } from "./ca-secret.ts";
@@ -27,7 +27,7 @@ export function buildKubeconfig(contents: KubeconfigContents): string {
   const user = `${contents.cluster}-admin`;
   const context = `${user}@${contents.cluster}`;
   const b64 = (text: string) => Buffer.from(text, "utf8").toString("base64");
-  return stringify({
+  return stringifyForGo({
     apiVersion: "v1",
     kind: "Config",
     clusters: [
@@ -100,9 +100,10 @@ function checkKubeconfig(
     return { rotate: true, reason: `unreadable: ${errorMessage(error)}` };
   }
   // An owned Secret holds exactly what Quorum writes: anything added (an exec stanza in another user, a second
-  // context) is rewritten, so the Secret never carries what someone else slipped in.
-  if (!isDeepStrictEqual(parse(current), parse(buildKubeconfig(contents))))
-    return { rotate: true, reason: "it holds fields Quorum does not write" };
+  // context) is rewritten, so the Secret never carries what someone else slipped in. Compared as client-go reads it:
+  // a Cluster named `yes` written plain (as before YAML 1.1 quoting) is a boolean there, and rewritten.
+  if (!isDeepStrictEqual(parseAsGo(current), parseAsGo(buildKubeconfig(contents))))
+    return { rotate: true, reason: "it holds fields Quorum does not write, or values client-go reads as another type" };
   if (contents.server !== wanted.server)
     return { rotate: true, reason: `server ${contents.server} is not the control-plane endpoint ${wanted.server}` };
   if (normalizePem(contents.caPem) !== normalizePem(wanted.caPem))

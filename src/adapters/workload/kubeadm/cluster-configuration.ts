@@ -8,7 +8,7 @@
 // keeps the dataDir kubeadm defaulted unless the template sets one). Everything else in the document (networking, controlPlaneEndpoint, clusterName, certificatesDir, dns...) stays as kubeadm init
 // wrote it. Pure: YAML in, YAML and the list of changes out.
 import jsonpatch from "fast-json-patch";
-import { parse, stringify } from "yaml";
+import { parseAsGo, stringifyForGo } from "../../go-yaml.ts";
 import { minorOf } from "../../../api/version.ts";
 
 /** The data key kubeadm keeps the document under. */
@@ -45,7 +45,7 @@ export function syncClusterConfiguration(
 ): ClusterConfigurationSync {
   let document: unknown;
   try {
-    document = parse(current);
+    document = parseAsGo(current);
   } catch (error) {
     throw new ClusterConfigurationError(
       `${where}: ${CLUSTER_CONFIGURATION_KEY} is not YAML (${(error instanceof Error ? error.message : String(error)).split("\n")[0]}); kubeadm joins read it, so restore it from a control-plane node (kubeadm init phase upload-config kubeadm)`,
@@ -71,7 +71,7 @@ export function syncClusterConfiguration(
     .compare(before, after)
     .map((op) => `${op.path}: ${show(valueAt(document, op.path))} → ${"value" in op ? show(op.value) : "(removed)"}`);
   if (changes.length === 0) return { changes };
-  return { yaml: stringify(after), changes };
+  return { yaml: stringifyForGo(after), changes };
 }
 
 function applyTemplate(document: Json, template: Json, version: string): void {

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { X509Certificate } from "node:crypto";
 import { before, describe, it } from "node:test";
+import { parse, stringify } from "yaml";
 import { ensureClusterCertificates } from "../../../../src/adapters/certs/cluster-secrets.ts";
 import {
   buildKubeconfig,
@@ -103,6 +104,14 @@ describe("kubeconfig rotation decision", () => {
         return text.replace("users:\n", "users:\n  - name: extra\n    user:\n      exec:\n        command: /bin/sh\n");
       },
       reason: /holds fields Quorum does not write/,
+    },
+    {
+      name: "its Cluster is named yes and the name is written plain, a boolean to client-go (YAML 1.1)",
+      text: async () => {
+        const contents = parseKubeconfig(await kubeconfigWith(ca, start, 100 * oneDay));
+        return stringify(parse(buildKubeconfig({ ...contents, cluster: "yes" })));
+      },
+      reason: /values client-go reads as another type/,
     },
     {
       name: "its CA data is not the cluster CA",

@@ -97,6 +97,20 @@ describe("syncing the kubeadm-config ClusterConfiguration", () => {
     assert.deepEqual(off.featureGates, { ControlPlaneKubeletLocalMode: false });
   });
 
+  it("writes strings Go's YAML 1.1 reads as booleans quoted, and rewrites a document that has one plain", () => {
+    // GOGC=off for the API server: kubeadm init (Go) uploads "off" quoted; a plain off is the boolean false to kubeadm
+    // (sigs.k8s.io/yaml), and `kubeadm join` cannot decode the document (test/integration/go-yaml-readers.test.ts).
+    const apiServer = { ...SAMPLE.apiServer, extraEnvs: [{ name: "GOGC", value: "off" }] };
+    const quoted = UPLOADED.replace("apiServer:\n", 'apiServer:\n  extraEnvs:\n  - name: GOGC\n    value: "off"\n');
+    assert.deepEqual(syncClusterConfiguration(quoted, { apiServer }, "v1.36.3").changes, []);
+    const upgraded = syncClusterConfiguration(quoted, { apiServer }, "v1.37.2").yaml ?? "";
+    assert.match(upgraded, /value: "off"/);
+    const plain = quoted.replace('value: "off"', "value: off");
+    const mended = syncClusterConfiguration(plain, { apiServer }, "v1.36.3");
+    assert.deepEqual(mended.changes, ['/apiServer/extraEnvs/0/value: false → "off"']);
+    assert.match(mended.yaml ?? "", /value: "off"/);
+  });
+
   it("only moves the version when the template sets no clusterConfiguration", () => {
     const result = syncClusterConfiguration(UPLOADED, undefined, "v1.37.2");
     assert.deepEqual(result.changes, ['/kubernetesVersion: "v1.36.3" → "v1.37.2"']);
