@@ -3,10 +3,11 @@
 // from its own bootstrap data. So before a Machine of a new version or a new template joins, the document must say
 // that version and carry the template's clusterConfiguration, as KCP's UpdateClusterConfiguration makes it (CAPI
 // v1.14 controlplane/kubeadm/reconcilers/kubeadmcontrolplane/update.go): kubernetesVersion always; when the template
-// defines a clusterConfiguration, imageRepository, certificate validity and encryptionAlgorithm when it sets them, and
-// featureGates, apiServer, controllerManager, scheduler and etcd.local (or etcd.external) replaced whole (etcd.local
-// keeps the dataDir kubeadm defaulted unless the template sets one). Everything else in the document (networking, controlPlaneEndpoint, clusterName, certificatesDir, dns...) stays as kubeadm init
-// wrote it. Pure: YAML in, YAML and the list of changes out.
+// defines a clusterConfiguration, imageRepository when it sets one, certificate validity and encryptionAlgorithm
+// (kubeadm's defaults where it sets none), and featureGates, apiServer, controllerManager, scheduler and etcd.local (or
+// etcd.external) replaced whole (etcd.local keeps the dataDir kubeadm defaulted unless the template sets one).
+// Everything else in the document (networking, controlPlaneEndpoint, clusterName, certificatesDir, dns...) stays as
+// kubeadm init wrote it. Pure: YAML in, YAML and the list of changes out.
 import jsonpatch from "fast-json-patch";
 import { parseAsGo, stringifyForGo } from "../../go-yaml.ts";
 import { minorOf } from "../../../api/version.ts";
@@ -15,6 +16,10 @@ import { minorOf } from "../../../api/version.ts";
 export const CLUSTER_CONFIGURATION_KEY = "ClusterConfiguration";
 /** kubeadm's config API since Kubernetes 1.31 (kubeadm init uploads the document in it). */
 export const KUBEADM_API_VERSION = "kubeadm.k8s.io/v1beta4";
+
+/** kubeadm v1beta4's defaults for what a template may leave unset (cmd/kubeadm/app/apis/kubeadm/v1beta4). */
+const DEFAULT_CERTIFICATE_VALIDITY = "8760h0m0s";
+const DEFAULT_ENCRYPTION_ALGORITHM = "RSA-2048";
 
 /** The kubelet local-mode gate exists from 1.31 and is GA (and gone) from 1.36; KCP turns it on in between. */
 const KUBELET_LOCAL_MODE_GATE = "ControlPlaneKubeletLocalMode";
@@ -80,12 +85,14 @@ function applyTemplate(document: Json, template: Json, version: string): void {
   setOrDelete(document, "featureGates", featureGates(template.featureGates, version));
   for (const component of ["apiServer", "controllerManager", "scheduler"] as const)
     document[component] = upstreamComponent(template[component]);
-  // Fields kubeadm defaults when it uploads the document are only set when the template sets them, so an upload's
-  // defaults never count as a difference.
+  // What the template leaves unset is kubeadm's default, as KCP writes it (it drops the field, and kubeadm defaults
+  // it): a validity or algorithm an earlier template set does not outlive it, and an upload's defaults are no change.
   const days = template.certificateValidityPeriodDays;
-  if (typeof days === "number" && days > 0) document.certificateValidityPeriod = `${days * 24}h0m0s`;
-  if (typeof template.encryptionAlgorithm === "string" && template.encryptionAlgorithm !== "")
-    document.encryptionAlgorithm = template.encryptionAlgorithm;
+  document.certificateValidityPeriod =
+    typeof days === "number" && days > 0 ? `${days * 24}h0m0s` : DEFAULT_CERTIFICATE_VALIDITY;
+  const algorithm = template.encryptionAlgorithm;
+  document.encryptionAlgorithm =
+    typeof algorithm === "string" && algorithm !== "" ? algorithm : DEFAULT_ENCRYPTION_ALGORITHM;
   const etcd = isObject(template.etcd) ? template.etcd : {};
   const current = isObject(document.etcd) ? document.etcd : {};
   // Local and external are mutually exclusive and, once set, never switched: the one the template names wins.

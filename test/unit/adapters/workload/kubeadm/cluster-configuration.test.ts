@@ -86,6 +86,26 @@ describe("syncing the kubeadm-config ClusterConfiguration", () => {
     assert.equal(written.certificateValidityPeriod, "2160h0m0s");
   });
 
+  it("goes back to kubeadm's certificate validity and key algorithm when a new template no longer sets them", () => {
+    // The cluster was created from a template asking for 30-day certificates and ECDSA keys; the upgrade's template
+    // asks for neither: KCP drops both fields, so joiners get kubeadm's defaults (a year, RSA-2048), not 30 days
+    // that nothing renews.
+    const fromOld = UPLOADED.replace(
+      "certificateValidityPeriod: 8760h0m0s",
+      "certificateValidityPeriod: 720h0m0s",
+    ).replace("encryptionAlgorithm: RSA-2048", "encryptionAlgorithm: ECDSA-P256");
+    const result = syncClusterConfiguration(fromOld, SAMPLE, "v1.36.3");
+    assert.deepEqual(result.changes, [
+      '/encryptionAlgorithm: "ECDSA-P256" → "RSA-2048"',
+      '/certificateValidityPeriod: "720h0m0s" → "8760h0m0s"',
+    ]);
+    // The old template's own values are no change.
+    const old = { ...SAMPLE, certificateValidityPeriodDays: 30, encryptionAlgorithm: "ECDSA-P256" };
+    assert.deepEqual(syncClusterConfiguration(fromOld, old, "v1.36.3").changes, []);
+    // Without a clusterConfiguration in the template, only the version moves (as KCP).
+    assert.deepEqual(syncClusterConfiguration(fromOld, undefined, "v1.36.3").changes, []);
+  });
+
   it("turns on the kubelet local mode for 1.31 to 1.35 unless the template sets it, as KCP does", () => {
     const old = UPLOADED.replace("v1.36.3", "v1.33.4");
     const on = parse(syncClusterConfiguration(old, SAMPLE, "v1.34.1").yaml ?? "") as { featureGates?: unknown };
