@@ -5,7 +5,7 @@
 // must find them done; CoreDNS moves only where the template pins it (as KCP).
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { parse } from "yaml";
+import { parse, stringify } from "yaml";
 import { ClusterWorkloadAccess } from "../../src/adapters/workload/access.ts";
 import { buildKubeconfig } from "../../src/adapters/certs/kubeconfig.ts";
 import { issueCertificate, oneDay, validFor } from "../../src/adapters/certs/pki.ts";
@@ -128,6 +128,16 @@ describe("the kubeadm flavour in a workload cluster kubeadm 1.36 initialised", {
 
   const readCoreDNS = () =>
     kubeRequestOk<CoreDNSDeployment>(api.kubeConfig, "/apis/apps/v1/namespaces/kube-system/deployments/coredns");
+
+  const KUBEADM_CONFIG_PATH = "/api/v1/namespaces/kube-system/configmaps/kubeadm-config";
+  const readKubeadmConfig = () =>
+    kubeRequestOk<{ metadata: { resourceVersion: string }; data: Record<string, string> }>(
+      api.kubeConfig,
+      KUBEADM_CONFIG_PATH,
+    );
+  /** kubeadm-config's dns, which `kubeadm join --control-plane` pre-pulls CoreDNS from. */
+  const kubeadmConfigDNS = async () =>
+    (parse((await readKubeadmConfig()).data.ClusterConfiguration) as { dns?: unknown }).dns;
 
   /** kube-system/coredns and its Corefile, as kubeadm's addon phase creates them (the fields the step must keep). */
   async function createCoreDNS(withCorefile = true): Promise<void> {
@@ -285,7 +295,12 @@ describe("the kubeadm flavour in a workload cluster kubeadm 1.36 initialised", {
       coredns.detail,
       `Deployment kube-system/coredns of the workload cluster runs ${COREDNS_1_36}, not ${COREDNS_1_37}`,
     );
-    assert.match(await access.prepareWorkload(target, cluster(), "coredns", pinned), /^moved .* to .*:v1\.14\.6$/);
+    assert.match(
+      await access.prepareWorkload(target, cluster(), "coredns", pinned),
+      /^moved .* to .*:v1\.14\.6; ConfigMap kube-system\/kubeadm-config of the workload cluster names it for joining Machines: \/dns: \(absent\) → \{"imageTag":"v1\.14\.6"\}$/,
+    );
+    // As KCP: every later control-plane join pre-pulls CoreDNS from what kubeadm-config names.
+    assert.deepEqual(await kubeadmConfigDNS(), { imageTag: "v1.14.6" });
     const moved = await readCoreDNS();
     assert.deepEqual(
       moved.spec.template.spec.containers.map(({ name, image, args }) => ({ name, image, args })),
@@ -305,6 +320,36 @@ describe("the kubeadm flavour in a workload cluster kubeadm 1.36 initialised", {
       "/api/v1/namespaces/kube-system/configmaps/coredns",
     );
     assert.deepEqual(corefile.data, { Corefile: COREFILE });
+  });
+
+  it("writes the pin into kubeadm-config where CoreDNS already runs it and kubeadm-config names a retired registry", async () => {
+    // kubeadm init from an older template that pinned CoreDNS in a mirror since retired (or a Quorum that moved the
+    // Deployment without writing kubeadm-config): every `kubeadm join --control-plane` would fail its image pre-pull.
+    const configMap = await readKubeadmConfig();
+    const document = parse(configMap.data.ClusterConfiguration) as Record<string, unknown>;
+    document.dns = { imageRepository: "old-mirror.example/coredns", imageTag: "v1.14.2" };
+    await kubeRequestOk(api.kubeConfig, KUBEADM_CONFIG_PATH, {
+      method: "PUT",
+      body: { ...configMap, data: { ClusterConfiguration: stringify(document) } },
+    });
+    const target = controlPlane("v1.37.2", {}, "kubeadm-coredns-config");
+    const pinned = pinningTemplate("kubeadm-coredns-config", "v1.14.6");
+    const coredns = step((await access.workloadSteps(target, cluster(), pinned)).steps, "coredns");
+    assert.equal(coredns.done, false);
+    assert.equal(
+      coredns.detail,
+      `Deployment kube-system/coredns of the workload cluster runs ${COREDNS_1_37}, but ConfigMap kube-system/kubeadm-config ` +
+        "of the workload cluster, which joining Machines pre-pull CoreDNS from, differs: " +
+        '/dns/imageTag: "v1.14.2" → "v1.14.6"; /dns/imageRepository: "old-mirror.example/coredns" → (removed)',
+    );
+    const deployment = await readCoreDNS();
+    assert.match(
+      await access.prepareWorkload(target, cluster(), "coredns", pinned),
+      /^updated ConfigMap kube-system\/kubeadm-config/,
+    );
+    assert.deepEqual(await kubeadmConfigDNS(), { imageTag: "v1.14.6" });
+    assert.equal((await readCoreDNS()).metadata.resourceVersion, deployment.metadata.resourceVersion);
+    assert.match(await access.prepareWorkload(target, cluster(), "coredns", pinned), /already done/);
   });
 
   it("leaves CoreDNS alone under KCP's skip annotation, and looks again once it is removed", async () => {
@@ -332,8 +377,10 @@ describe("the kubeadm flavour in a workload cluster kubeadm 1.36 initialised", {
     assert.equal(coredns.done, false);
     assert.match(coredns.blocked ?? "", /stays at .*:v1\.14\.6: dns\.imageTag v1\.14\.2 is older than the v1\.14\.6/);
     const before = await readCoreDNS();
+    const config = await readKubeadmConfig();
     await assert.rejects(access.prepareWorkload(target, cluster(), "coredns", older), /is older than/);
     assert.equal((await readCoreDNS()).metadata.resourceVersion, before.metadata.resourceVersion);
+    assert.equal((await readKubeadmConfig()).metadata.resourceVersion, config.metadata.resourceVersion);
   });
 
   it("finds a pinned CoreDNS done while its Deployment does not exist, and looks again once it does", async () => {

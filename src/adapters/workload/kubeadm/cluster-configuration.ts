@@ -12,6 +12,9 @@ import jsonpatch from "fast-json-patch";
 import { parseAsGo, stringifyForGo } from "../../go-yaml.ts";
 import { minorOf } from "../../../api/version.ts";
 
+/** The ConfigMap kubeadm init uploads the document to, and every control-plane join reads. */
+export const KUBEADM_CONFIG = { namespace: "kube-system", name: "kubeadm-config" } as const;
+const DEFAULT_WHERE = `ConfigMap ${KUBEADM_CONFIG.namespace}/${KUBEADM_CONFIG.name}`;
 /** The data key kubeadm keeps the document under. */
 export const CLUSTER_CONFIGURATION_KEY = "ClusterConfiguration";
 /** kubeadm's config API since Kubernetes 1.31 (kubeadm init uploads the document in it). */
@@ -46,8 +49,36 @@ export function syncClusterConfiguration(
   current: string,
   template: unknown,
   version: string,
-  where = "ConfigMap kube-system/kubeadm-config",
+  where = DEFAULT_WHERE,
 ): ClusterConfigurationSync {
+  return rewrite(current, where, (wanted) => {
+    wanted.kubernetesVersion = version;
+    if (isObject(template)) applyTemplate(wanted, template, version);
+  });
+}
+
+/** What a KubeadmConfigTemplate's clusterConfiguration says of CoreDNS's image in `dns` (empty strings are unset). */
+export interface DNSImage {
+  imageRepository?: string;
+  imageTag?: string;
+}
+
+/**
+ * The document's `dns` brought to the template's, as KCP writes it when it moves CoreDNS (updateCoreDNSImageInfoIn
+ * KubeadmConfigMap): `kubeadm join --control-plane` pre-pulls the CoreDNS image this names, so a pin left behind in a
+ * registry since retired fails every later join's preflight.
+ */
+export function syncDNSImage(current: string, dns: DNSImage, where = DEFAULT_WHERE): ClusterConfigurationSync {
+  return rewrite(current, where, (wanted) => {
+    const section = isObject(wanted.dns) ? { ...wanted.dns } : {};
+    setOrDelete(section, "imageRepository", dns.imageRepository);
+    setOrDelete(section, "imageTag", dns.imageTag);
+    wanted.dns = section;
+  });
+}
+
+/** `current` parsed as kubeadm reads it, changed by `change`, and written back when that changed anything. */
+function rewrite(current: string, where: string, change: (wanted: Json) => void): ClusterConfigurationSync {
   let document: unknown;
   try {
     document = parseAsGo(current);
@@ -67,8 +98,7 @@ export function syncClusterConfiguration(
     );
   }
   const wanted = structuredClone(document);
-  wanted.kubernetesVersion = version;
-  if (isObject(template)) applyTemplate(wanted, template, version);
+  change(wanted);
   // An empty mapping and an absent one mean the same to kubeadm (`apiServer: {}`): neither is a difference.
   const before = prune(document);
   const after = prune(wanted);

@@ -8,15 +8,19 @@
 //     current one, except that `coredns` in registry.k8s.io or k8s.gcr.io becomes `coredns/coredns` from CoreDNS
 //     1.8.0 (the upstream rename kubeadm follows); a digest is dropped;
 //   - a move to an older CoreDNS is refused (validateCoreDNSImageTag), and so is an image without a parseable tag.
-// KCP also migrates the Corefile with github.com/coredns/corefile-migration (and so refuses a running CoreDNS that
-// library does not list) and writes the pin into kubeadm-config's dns; Quorum does neither: it moves the image only and
-// says so when CoreDNS's minor changes. KCP acts whenever the
+// As KCP, the template's dns.imageRepository and dns.imageTag are written into kubeadm-config's dns (before the
+// Deployment moves, and again whenever they differ): `kubeadm join --control-plane` pre-pulls the CoreDNS image it
+// names, so a pin left in a retired registry would fail every later join. KCP also migrates the Corefile with
+// github.com/coredns/corefile-migration (and so refuses a running CoreDNS that library does not list); Quorum does
+// not: it moves the image and says so when CoreDNS's minor changes. KCP acts whenever the
 // template defines any clusterConfiguration, which without a pin only drops a digest or renames a pre-1.8 image;
 // Quorum leaves an unpinned CoreDNS, and the Deployment, unread.
 import type { V1Deployment } from "@kubernetes/client-node";
 import type { QuorumControlPlane } from "../../../api/types.ts";
 import type { WorkloadCaller } from "../client.ts";
+import { CLUSTER_CONFIGURATION_KEY, ClusterConfigurationError, syncDNSImage } from "./cluster-configuration.ts";
 import type { StepState } from "./flavour.ts";
+import { KUBEADM_CONFIG_WHERE, readKubeadmConfig, writeClusterConfiguration } from "./kubeadm-config-map.ts";
 
 export const COREDNS = { namespace: "kube-system", name: "coredns" } as const;
 /** The container of kubeadm's CoreDNS Deployment whose image moves. */
@@ -117,7 +121,8 @@ export async function coreDNS(
     ...(blocked ? { blocked } : {}),
   });
   if (controlPlane.metadata.annotations?.[SKIP_COREDNS_ANNOTATION] !== undefined) return { step: step(true, "") };
-  const pin = coreDNSPin(await clusterConfiguration());
+  const template = await clusterConfiguration();
+  const pin = coreDNSPin(template);
   if (!pin) return { step: step(true, "") };
   const where = `Deployment ${COREDNS.namespace}/${COREDNS.name} of the workload cluster`;
   const deployment = await call(
@@ -138,10 +143,33 @@ export async function coreDNS(
   }
   const from = container.image;
   const move = moveCoreDNSImage(from, pin);
-  if (move.kind === "unchanged") return { step: step(true, "") };
   if (move.kind === "refused") {
     const why = `${where} stays at ${from}: ${move.reason}`;
     return { step: step(false, why, why) };
+  }
+  // kubeadm-config's dns follows the pin too (as KCP writes it): every control-plane join pre-pulls CoreDNS from it.
+  let pinInConfig;
+  try {
+    pinInConfig = await dnsImageInKubeadmConfig(call, template);
+  } catch (error) {
+    if (!(error instanceof ClusterConfigurationError)) throw error;
+    return { step: step(false, error.message, error.message) };
+  }
+  const configChanged = pinInConfig
+    ? `; ${KUBEADM_CONFIG_WHERE} names it for joining Machines: ${pinInConfig.changes}`
+    : "";
+  if (move.kind === "unchanged") {
+    if (!pinInConfig) return { step: step(true, "") };
+    return {
+      step: step(
+        false,
+        `${where} runs ${from}, but ${KUBEADM_CONFIG_WHERE}, which joining Machines pre-pull CoreDNS from, differs: ${pinInConfig.changes}`,
+      ),
+      apply: async () => {
+        await pinInConfig.apply();
+        return `updated ${KUBEADM_CONFIG_WHERE} for joining Machines: ${pinInConfig.changes}`;
+      },
+    };
   }
   // Quorum has no Corefile migration (KCP runs corefile-migration): across minors the Corefile may need edits.
   const corefile = move.minorChanges
@@ -150,6 +178,8 @@ export async function coreDNS(
   return {
     step: step(false, `${where} runs ${from}, not ${move.image}${corefile}`),
     apply: async () => {
+      // kubeadm-config first, as KCP: a failure after it leaves only the Deployment to move on the next reconcile.
+      await pinInConfig?.apply();
       // Replaced at the resourceVersion read: someone else's edit in between is a conflict, re-read next reconcile.
       const body: V1Deployment = structuredClone(deployment);
       for (const candidate of body.spec?.template.spec?.containers ?? [])
@@ -157,9 +187,31 @@ export async function coreDNS(
       await call(`update ${where}`, (apis, options) =>
         apis.apps.replaceNamespacedDeployment({ ...COREDNS, body }, options),
       );
-      return `moved ${where} from ${from} to ${move.image}${corefile}`;
+      return `moved ${where} from ${from} to ${move.image}${corefile}${configChanged}`;
     },
   };
+}
+
+/**
+ * When kubeadm-config's dns is not the template's: what differs, and the write that makes it so. Undefined when it
+ * already is, or when there is no kubeadm-config to write (init has not uploaded it; the kubeadm-config step says so).
+ */
+async function dnsImageInKubeadmConfig(
+  call: WorkloadCaller,
+  template: unknown,
+): Promise<{ changes: string; apply: () => Promise<void> } | undefined> {
+  const configMap = await readKubeadmConfig(call);
+  const document = configMap?.data?.[CLUSTER_CONFIGURATION_KEY];
+  if (!configMap || document === undefined) return undefined;
+  const dns = isObject(template) && isObject(template.dns) ? template.dns : {};
+  const sync = syncDNSImage(
+    document,
+    { imageRepository: text(dns.imageRepository), imageTag: text(dns.imageTag) },
+    KUBEADM_CONFIG_WHERE,
+  );
+  const written = sync.yaml;
+  if (written === undefined) return undefined;
+  return { changes: sync.changes.join("; "), apply: () => writeClusterConfiguration(call, configMap, written) };
 }
 
 /**

@@ -11,7 +11,7 @@
 //                       annotation; the Corefile is left as is (coredns.ts).
 // Observing reads the workload API; a step seen done for the same version and template is not read again for
 // DONE_RECHECK_MS (an idle cluster costs no workload read), and any step Quorum carries out re-reads first.
-import type { V1ConfigMap, V1DaemonSet, V1Pod } from "@kubernetes/client-node";
+import type { V1DaemonSet, V1Pod } from "@kubernetes/client-node";
 import type { Cluster } from "../../../api/capi.ts";
 import type { QuorumControlPlane } from "../../../api/types.ts";
 import type { ControlPlaneComponent, TemplateReader, WorkloadStep, WorkloadSteps } from "../../../ports/workload.ts";
@@ -23,11 +23,11 @@ import {
   ClusterConfigurationError,
   syncClusterConfiguration,
 } from "./cluster-configuration.ts";
+import { KUBEADM_CONFIG_WHERE, readKubeadmConfig, writeClusterConfiguration } from "./kubeadm-config-map.ts";
 import { coreDNS, SKIP_COREDNS_ANNOTATION } from "./coredns.ts";
 import { retagImage } from "./images.ts";
 import { kubeadmBindings } from "./permissions.ts";
 
-export const KUBEADM_CONFIG = { namespace: "kube-system", name: "kubeadm-config" } as const;
 export const KUBE_PROXY = { namespace: "kube-system", name: "kube-proxy" } as const;
 /** KCP's annotation: the control plane leaves kube-proxy's image alone (a user runs another proxy, or none). */
 export const SKIP_KUBE_PROXY_ANNOTATION = "controlplane.cluster.x-k8s.io/skip-kube-proxy";
@@ -228,7 +228,7 @@ async function kubeadmConfig(
   call: WorkloadCaller,
   template: TemplateReader,
 ): Promise<StepState> {
-  const where = `ConfigMap ${KUBEADM_CONFIG.namespace}/${KUBEADM_CONFIG.name} of the workload cluster`;
+  const where = KUBEADM_CONFIG_WHERE;
   const step = (done: boolean, detail: string, blocked?: string): WorkloadStep => ({
     name: "kubeadm-config",
     when: "BeforeCreate",
@@ -236,11 +236,7 @@ async function kubeadmConfig(
     detail,
     ...(blocked ? { blocked } : {}),
   });
-  const configMap = await call(
-    `read ${where}`,
-    (apis, options) => apis.core.readNamespacedConfigMap(KUBEADM_CONFIG, options),
-    true,
-  );
+  const configMap = await readKubeadmConfig(call);
   const current = configMap?.data?.[CLUSTER_CONFIGURATION_KEY];
   if (!configMap || current === undefined) {
     const missing = configMap ? `${where} has no ${CLUSTER_CONFIGURATION_KEY}` : `${where} does not exist`;
@@ -267,15 +263,7 @@ async function kubeadmConfig(
   return {
     step: step(false, `${where} differs from what joining Machines need: ${changes}`),
     apply: async () => {
-      // Replaced at the resourceVersion read: someone else's edit in between is a conflict, and the next reconcile
-      // re-reads and re-applies.
-      const body: V1ConfigMap = {
-        ...configMap,
-        data: { ...configMap.data, [CLUSTER_CONFIGURATION_KEY]: desired },
-      };
-      await call(`update ${where}`, (apis, options) =>
-        apis.core.replaceNamespacedConfigMap({ ...KUBEADM_CONFIG, body }, options),
-      );
+      await writeClusterConfiguration(call, configMap, desired);
       return `updated ${where} for joining Machines: ${changes}`;
     },
   };

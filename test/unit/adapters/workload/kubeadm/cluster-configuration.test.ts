@@ -7,6 +7,7 @@ import { parse } from "yaml";
 import {
   ClusterConfigurationError,
   syncClusterConfiguration,
+  syncDNSImage,
 } from "../../../../../src/adapters/workload/kubeadm/cluster-configuration.ts";
 import { retagImage } from "../../../../../src/adapters/workload/kubeadm/images.ts";
 import { kubeadmBindings } from "../../../../../src/adapters/workload/kubeadm/permissions.ts";
@@ -129,6 +130,22 @@ describe("syncing the kubeadm-config ClusterConfiguration", () => {
     const mended = syncClusterConfiguration(plain, { apiServer }, "v1.36.3");
     assert.deepEqual(mended.changes, ['/apiServer/extraEnvs/0/value: false → "off"']);
     assert.match(mended.yaml ?? "", /value: "off"/);
+  });
+
+  it("brings dns to the template's CoreDNS pin, dropping what it leaves unset, and nothing else", () => {
+    const initial = UPLOADED.replace(
+      "dns: {}",
+      "dns:\n  imageRepository: old-mirror.example/coredns\n  imageTag: v1.14.2",
+    );
+    const result = syncDNSImage(initial, { imageTag: "v1.14.6" });
+    assert.deepEqual(result.changes, [
+      '/dns/imageTag: "v1.14.2" → "v1.14.6"',
+      '/dns/imageRepository: "old-mirror.example/coredns" → (removed)',
+    ]);
+    const written = parse(result.yaml ?? "") as Record<string, unknown>;
+    assert.deepEqual(written.dns, { imageTag: "v1.14.6" });
+    assert.deepEqual(syncDNSImage(result.yaml ?? "", { imageTag: "v1.14.6" }).changes, []);
+    assert.deepEqual(syncDNSImage(UPLOADED, {}).changes, []);
   });
 
   it("only moves the version when the template sets no clusterConfiguration", () => {
