@@ -23,8 +23,10 @@ export const LABEL_CONTROL_PLANE_NAME = "cluster.x-k8s.io/control-plane-name";
 /** `--watch-filter=<value>` reconciles only objects carrying this label with that value (CAPI's WatchLabel). */
 export const LABEL_WATCH_FILTER = "cluster.x-k8s.io/watch-filter";
 
-/** CAPI waits for every pre-terminate hook annotation to go before it deletes a Machine's infrastructure. */
-export const PRE_TERMINATE_HOOK = "pre-terminate.delete.hook.machine.cluster.x-k8s.io/quorum";
+/** CAPI waits for every pre-terminate hook annotation (this prefix, then the owner's name) to go before it deletes a
+ * Machine's infrastructure. */
+export const PRE_TERMINATE_HOOK_PREFIX = "pre-terminate.delete.hook.machine.cluster.x-k8s.io/";
+export const PRE_TERMINATE_HOOK = `${PRE_TERMINATE_HOOK_PREFIX}quorum`;
 /** Set by CAPI's MachineHealthCheck on a Machine it wants remediated (v1beta2 condition or legacy annotation). */
 export const REMEDIATE_ANNOTATION = "cluster.x-k8s.io/remediate-machine";
 export const PAUSED_ANNOTATION = "cluster.x-k8s.io/paused";

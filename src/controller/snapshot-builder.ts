@@ -13,6 +13,7 @@ import {
   MIN_CERTIFICATES_EXPIRY_DAYS,
   PAUSED_ANNOTATION,
   PRE_TERMINATE_HOOK,
+  PRE_TERMINATE_HOOK_PREFIX,
   REMOVE_MEMBER_ANNOTATION,
   TEMPLATE_HASH_ANNOTATION,
 } from "../api/constants.ts";
@@ -330,6 +331,7 @@ function machineView(machine: Machine): MachineView {
     // An unreadable value (a hand edit) counts as an unknown expiry: nothing is rolled out on a guess.
     ...(Number.isNaN(certificatesExpiry) ? {} : { certificatesExpiry }),
     hasPreTerminateHook: annotations[PRE_TERMINATE_HOOK] !== undefined,
+    ...otherHooks(annotations),
     remediationRequested: ownerRemediated?.status === "False" && healthCheck?.status === "False",
     ...(ownerRemediated?.status === "False" && healthCheck?.status === "True" ? { remediationWithdrawn: true } : {}),
     failed: Boolean(failure?.failureReason || failure?.failureMessage) || status.phase === "Failed",
@@ -337,6 +339,15 @@ function machineView(machine: Machine): MachineView {
     ...(drainFinished !== undefined ? { drainFinished } : {}),
     ...(drainDetail ? { drainDetail } : {}),
   };
+}
+
+/** The pre-terminate hooks on a Machine besides Quorum's, by the name after the prefix (sorted, for messages). */
+function otherHooks(annotations: Record<string, string>): { otherPreTerminateHooks?: string[] } {
+  const others = Object.keys(annotations)
+    .filter((key) => key.startsWith(PRE_TERMINATE_HOOK_PREFIX) && key !== PRE_TERMINATE_HOOK)
+    .map((key) => key.slice(PRE_TERMINATE_HOOK_PREFIX.length))
+    .sort();
+  return others.length > 0 ? { otherPreTerminateHooks: others } : {};
 }
 
 /** Reasons of CAPI's v1beta2 Deleting condition that come before the Node is drained and its volumes detached. */

@@ -506,6 +506,19 @@ class Context {
         });
         continue;
       }
+      // AfterDrain: other pre-terminate hooks run first, as KCP's (Kubernetes >= 1.31): their controllers (a backup,
+      // a storage detach) may need the node's kubelet and etcd, which stop working once its member is gone.
+      const others = machine.otherPreTerminateHooks ?? [];
+      if (this.spec.memberRemoval === "AfterDrain" && others.length > 0 && machine.hasPreTerminateHook) {
+        this.waits.push({
+          action: waitFor(
+            `${why} and carries other pre-terminate hooks (${others.join(", ")}); ${member.label} is removed once their controllers have taken them off, so that they find the node's kubelet and etcd working (memberRemoval AfterDrain)`,
+            RECHECK_MS.converging,
+            `machine ${machine.name}`,
+          ),
+        });
+        continue;
+      }
       const step = this.removeMember(member, machine.name, why, `then release its pre-terminate hook`);
       if (step.action.kind !== "Wait") return step;
       this.waits.push({ action: step.action, ...(step.check ? { check: step.check } : {}) });

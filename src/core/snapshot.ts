@@ -206,6 +206,12 @@ export interface MachineView {
   /** Carries Quorum's pre-terminate hook annotation. */
   hasPreTerminateHook: boolean;
   /**
+   * The other pre-terminate hooks it carries (what follows the annotation prefix: another controller's, a backup's or a
+   * storage detach's), which CAPI runs side by side with Quorum's. memberRemoval AfterDrain removes the member only once
+   * they are gone, as KCP does from Kubernetes 1.31: their controllers may need the node's kubelet and etcd working.
+   */
+  otherPreTerminateHooks?: string[];
+  /**
    * A MachineHealthCheck (or a user, through it) asked for this Machine to be remediated: OwnerRemediated and
    * HealthCheckSucceeded both False, as KCP reads it.
    */

@@ -259,6 +259,22 @@ describe("drain state for memberRemoval AfterDrain", () => {
     );
   });
 
+  it("names the Machine's pre-terminate hooks other than Quorum's, by what follows CAPI's prefix", () => {
+    const hooked = machine("cp-a", { deleting: "2026-11-29T11:59:00Z" });
+    hooked.metadata.annotations = {
+      ...hooked.metadata.annotations,
+      "pre-terminate.delete.hook.machine.cluster.x-k8s.io/quorum": "",
+      "pre-terminate.delete.hook.machine.cluster.x-k8s.io/volume-detach": "storage-controller",
+      "pre-terminate.delete.hook.machine.cluster.x-k8s.io/etcd-backup": "",
+      "pre-drain.delete.hook.machine.cluster.x-k8s.io/cordon": "",
+    };
+    const snapshot = buildSnapshot(observation({ machines: [hooked, machine("cp-b")] }));
+    assert.deepEqual(
+      snapshot.machines.map((m) => m.otherPreTerminateHooks),
+      [["etcd-backup", "volume-detach"], undefined],
+    );
+  });
+
   it("keeps what CAPI says the drain waits on, on one line and bounded, only while it drains", () => {
     const message =
       "Drain not completed yet (started at 2026-12-02T21:28:32Z):\n* Pod kube-system/coredns-589f44dc88-sc5k8: deletionTimestamp set, but still not removed from the Node";

@@ -677,6 +677,35 @@ const cases: Case[] = [
     expect: { kind: "RemoveMember", fields: { memberId: idOf("m-1") } },
   },
   {
+    name: "with memberRemoval AfterDrain the member waits for the Machine's other pre-terminate hooks, as KCP's",
+    snapshot: () => {
+      const h = surgeJoined();
+      h.machines[0].deleting = NOW - 60 * SECOND;
+      h.machines[0].drainFinished = true;
+      h.machines[0].otherPreTerminateHooks = ["etcd-backup", "volume-detach"];
+      return snapshot({
+        machines: h.machines,
+        members: withLeader(h.members, "n-1"),
+        controlPlane: { memberRemoval: "AfterDrain" },
+      });
+    },
+    expect: {
+      kind: "Wait",
+      reason: ["other pre-terminate hooks (etcd-backup, volume-detach)", "removed once their controllers"],
+      blockedBy: ["m-1"],
+    },
+  },
+  {
+    name: "with memberRemoval BeforeDelete other pre-terminate hooks do not hold the member (it leaves before the drain)",
+    snapshot: () => {
+      const h = surgeJoined();
+      h.machines[0].deleting = NOW - 60 * SECOND;
+      h.machines[0].otherPreTerminateHooks = ["etcd-backup"];
+      return snapshot({ machines: h.machines, members: withLeader(h.members, "n-1") });
+    },
+    expect: { kind: "RemoveMember", fields: { memberId: idOf("m-1") } },
+  },
+  {
     name: "an etcd alarm stops every disruptive step and is named",
     snapshot: () => {
       const h = surgeJoined();
