@@ -4,10 +4,10 @@
 // that version and carry the template's clusterConfiguration, as KCP's UpdateClusterConfiguration makes it (CAPI
 // v1.14 controlplane/kubeadm/reconcilers/kubeadmcontrolplane/update.go): kubernetesVersion always; when the template
 // defines a clusterConfiguration, imageRepository when it sets one, certificate validity and encryptionAlgorithm
-// (kubeadm's defaults where it sets none), and featureGates, apiServer, controllerManager, scheduler and etcd.local (or
-// etcd.external) replaced whole (etcd.local keeps the dataDir kubeadm defaulted unless the template sets one).
-// Everything else in the document (networking, controlPlaneEndpoint, clusterName, certificatesDir, dns...) stays as
-// kubeadm init wrote it. Pure: YAML in, YAML and the list of changes out.
+// (dropped where it sets none, so kubeadm defaults them), and featureGates, apiServer, controllerManager, scheduler
+// and etcd.local (or etcd.external) replaced whole (etcd.local keeps the dataDir kubeadm defaulted unless the template
+// sets one). Everything else in the document (networking, controlPlaneEndpoint, clusterName, certificatesDir, dns...)
+// stays as kubeadm init wrote it. Pure: YAML in, YAML and the list of changes out.
 import jsonpatch from "fast-json-patch";
 import { parseAsGo, stringifyForGo } from "../../go-yaml.ts";
 import { minorOf } from "../../../api/version.ts";
@@ -115,14 +115,22 @@ function applyTemplate(document: Json, template: Json, version: string): void {
   setOrDelete(document, "featureGates", featureGates(template.featureGates, version));
   for (const component of ["apiServer", "controllerManager", "scheduler"] as const)
     document[component] = upstreamComponent(template[component]);
-  // What the template leaves unset is kubeadm's default, as KCP writes it (it drops the field, and kubeadm defaults
-  // it): a validity or algorithm an earlier template set does not outlive it, and an upload's defaults are no change.
+  // What the template leaves unset is dropped, as KCP writes it, and kubeadm defaults it: a validity or algorithm an
+  // earlier template set does not outlive it. kubeadm's own default, as init uploads it, is no change.
   const days = template.certificateValidityPeriodDays;
-  document.certificateValidityPeriod =
-    typeof days === "number" && days > 0 ? `${days * 24}h0m0s` : DEFAULT_CERTIFICATE_VALIDITY;
+  setOrKeepDefault(
+    document,
+    "certificateValidityPeriod",
+    typeof days === "number" && days > 0 ? `${days * 24}h0m0s` : undefined,
+    DEFAULT_CERTIFICATE_VALIDITY,
+  );
   const algorithm = template.encryptionAlgorithm;
-  document.encryptionAlgorithm =
-    typeof algorithm === "string" && algorithm !== "" ? algorithm : DEFAULT_ENCRYPTION_ALGORITHM;
+  setOrKeepDefault(
+    document,
+    "encryptionAlgorithm",
+    typeof algorithm === "string" && algorithm !== "" ? algorithm : undefined,
+    DEFAULT_ENCRYPTION_ALGORITHM,
+  );
   const etcd = isObject(template.etcd) ? template.etcd : {};
   const current = isObject(document.etcd) ? document.etcd : {};
   // Local and external are mutually exclusive and, once set, never switched: the one the template names wins.
@@ -171,6 +179,12 @@ function prune(value: Json): Json {
     } else result[key] = field;
   }
   return result;
+}
+
+/** `value` when set; else the field goes, unless it holds kubeadm's default (what kubeadm would fill in anyway). */
+function setOrKeepDefault(document: Json, key: string, value: string | undefined, kubeadmDefault: string): void {
+  if (value !== undefined) document[key] = value;
+  else if (document[key] !== kubeadmDefault) delete document[key];
 }
 
 function setOrDelete(document: Json, key: string, value: unknown): void {

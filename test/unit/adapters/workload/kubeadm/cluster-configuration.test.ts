@@ -97,9 +97,16 @@ describe("syncing the kubeadm-config ClusterConfiguration", () => {
     ).replace("encryptionAlgorithm: RSA-2048", "encryptionAlgorithm: ECDSA-P256");
     const result = syncClusterConfiguration(fromOld, SAMPLE, "v1.36.3");
     assert.deepEqual(result.changes, [
-      '/encryptionAlgorithm: "ECDSA-P256" → "RSA-2048"',
-      '/certificateValidityPeriod: "720h0m0s" → "8760h0m0s"',
+      '/encryptionAlgorithm: "ECDSA-P256" → (removed)',
+      '/certificateValidityPeriod: "720h0m0s" → (removed)',
     ]);
+    // kubeadm's defaults, as init uploads them, and no field at all are both no change.
+    assert.deepEqual(syncClusterConfiguration(UPLOADED, SAMPLE, "v1.36.3").changes, []);
+    const bare = UPLOADED.replace("certificateValidityPeriod: 8760h0m0s\n", "").replace(
+      "encryptionAlgorithm: RSA-2048\n",
+      "",
+    );
+    assert.deepEqual(syncClusterConfiguration(bare, SAMPLE, "v1.36.3").changes, []);
     // The old template's own values are no change.
     const old = { ...SAMPLE, certificateValidityPeriodDays: 30, encryptionAlgorithm: "ECDSA-P256" };
     assert.deepEqual(syncClusterConfiguration(fromOld, old, "v1.36.3").changes, []);
