@@ -32,6 +32,7 @@ import {
   chooseFailureDomain,
   ETCD_HEALTH_INTERVAL_MS,
   hasDeadVoter,
+  joinMayAddMember,
   isUpToDate,
   outdatedReasons,
   removalMayBeOpen,
@@ -367,6 +368,17 @@ class Context {
       this.snapshot.machines.filter((candidate) => candidate.deleting !== undefined && candidate.hasPreTerminateHook),
     )) {
       if (this.info(machine.name)?.class !== "deleting-member-gone") continue;
+      if (joinMayAddMember(this.snapshot, machine)) {
+        const grace = this.spec.etcd.memberJoinGracePeriodMs - (this.snapshot.now - machine.created);
+        this.waits.push({
+          action: waitFor(
+            `machine ${machine.name} is being deleted while its join may still add its etcd member (no member yet, no Node past kubeadm's etcd phase): its pre-terminate hook is held, so that a member it adds is removed before CAPI takes the machine, for at most ${formatDuration(grace)} more (memberJoinGracePeriod)`,
+            RECHECK_MS.converging,
+            `machine ${machine.name}`,
+          ),
+        });
+        continue;
+      }
       const verdict = this.check({ kind: "ReleaseHook", machine: machine.name });
       if (verdict.allowed) {
         return {

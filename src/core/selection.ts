@@ -4,7 +4,7 @@ import type { MachineView, MemberView, Snapshot } from "./snapshot.ts";
 import type { MemberAssessment, Verdict } from "./assess.ts";
 import { formatDuration, formatTime } from "./format.ts";
 import { nodeOfMachine } from "./identity.ts";
-import { unlabelledNodes } from "./node-label.ts";
+import { judgesNodeLabel, unlabelledNodes } from "./node-label.ts";
 import { nodelessMachines, nodelessWhy } from "./nodeless.ts";
 import { componentsDown } from "./serving.ts";
 
@@ -105,22 +105,57 @@ export interface ScaleDownChoice {
 }
 
 /**
- * A Machine with no member counts as "member already gone" unless it is the new Machine a replacement is waiting
- * for: up to date, still inside its join grace period, and wanted because outdated Machines remain to replace, or
- * because another Machine is to be remediated (the surge of a one-replica control plane whose only voter is on it:
- * taken for gone, the replacement was deleted as soon as it was created, and created again, forever; sim seed
- * 2754155871).
+ * A Machine with no member counts as "member already gone" unless it may be joining or is the new Machine a
+ * replacement is waiting for: up to date, still inside its join grace period, and wanted because outdated Machines
+ * remain to replace, or because another Machine is to be remediated (the surge of a one-replica control plane whose
+ * only voter is on it: taken for gone, the replacement was deleted as soon as it was created, and created again,
+ * forever; sim seed 2754155871).
  */
 export function memberAlreadyGone(snapshot: Snapshot, verdict: Verdict, machine: MachineView): boolean {
   const info = verdict.machines.find((candidate) => candidate.name === machine.name);
   if (!info || info.memberId !== undefined) return false;
   if (snapshot.controlPlane.deleting || info.class === "member-lost") return true;
   if (machine.markedForDeletion || machine.remediationRequested || machine.failed) return true;
+  if (mayBeJoining(snapshot, machine)) return false;
   if (!isUpToDate(snapshot, machine)) return true;
   const replacementPending = activeMachines(snapshot).some(
     (other) => other !== machine && (!isUpToDate(snapshot, other) || other.remediationRequested || other.failed),
   );
   return !replacementPending;
+}
+
+/**
+ * Its VM runs (infrastructure ready) and it is younger than memberJoinGracePeriod: its kubeadm join may be adding its
+ * member right now. Deleted as "member already gone", the join went on until CAPI took the infrastructure, which waits
+ * for every pre-terminate hook, and could add the member after Quorum looked: a voter that never starts costs a
+ * one-voter control plane its quorum (a simulated world where another controller's hook held the VM, seed 190899511).
+ * A scale-down waits for it to join or for the grace period to end instead, as KCP's preflight waits for a Machine
+ * without a Node.
+ */
+function mayBeJoining(snapshot: Snapshot, machine: MachineView): boolean {
+  return machine.infrastructureReady && withinJoinGrace(snapshot, machine);
+}
+
+/**
+ * A deleting Machine that shows no member, whose join may still add one: it is inside its join grace, its VM runs (or
+ * another controller's pre-terminate hook keeps CAPI from cancelling its provisioning), and its join has not been seen
+ * past the etcd phase (no Node; a kubeadm Node without the control-plane label, which kubeadm join sets after its etcd
+ * phase). Released, its hook lets CAPI take the VM only once every other hook is gone too, and the join runs until
+ * then: a member it adds then is never started (sim seeds 415644426 and 4053796313: a user deleted a booting or a
+ * provisioning Machine of a one-voter control plane, another controller's hook held it, its join added a voter that
+ * never started, and quorum was lost). Held, the join finishes and the member is removed as any deleting Machine's. A
+ * Machine whose member Quorum removed got past its etcd phase, so its Node says so.
+ */
+export function joinMayAddMember(snapshot: Snapshot, machine: MachineView): boolean {
+  if (snapshot.controlPlane.deleting || machine.failed || !withinJoinGrace(snapshot, machine)) return false;
+  if (!machine.infrastructureReady && (machine.otherPreTerminateHooks ?? []).length === 0) return false;
+  const node = nodeOfMachine(machine, snapshot.nodes);
+  if (!node) return true;
+  return judgesNodeLabel(snapshot) && !node.controlPlaneLabel;
+}
+
+function withinJoinGrace(snapshot: Snapshot, machine: MachineView): boolean {
+  return snapshot.now - machine.created < snapshot.controlPlane.etcd.memberJoinGracePeriodMs;
 }
 
 function unhealthy(verdict: Verdict, machine: MachineView): boolean {

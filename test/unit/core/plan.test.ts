@@ -13,6 +13,7 @@ import {
   machine,
   member,
   MINUTE,
+  nodeFor,
   NOW,
   OLD_VERSION,
   SECOND,
@@ -704,6 +705,49 @@ const cases: Case[] = [
       return snapshot({ machines: h.machines, members: withLeader(h.members, "n-1") });
     },
     expect: { kind: "RemoveMember", fields: { memberId: idOf("m-1") } },
+  },
+  {
+    // The spec went to one replica while the second Machine's kubeadm join ran: deleted at once as "member already
+    // gone", the join went on under another controller's hook and added a voter that never started (sim seed
+    // 190899511, a world with such hooks): one healthy voter of two. As KCP, the scale-down waits for the join.
+    name: "a scale-down waits for a Machine whose join may be adding its member instead of deleting it as memberless",
+    snapshot: () => {
+      const h = healthyMachines(1);
+      return snapshot({
+        machines: [...h.machines, machine("m-2", { created: NOW - MINUTE })],
+        members: withLeader(h.members, "m-1"),
+        controlPlane: { replicas: 1 },
+      });
+    },
+    expect: { kind: "Wait", reason: ["machine m-2 is", "waits until it has joined"], blockedBy: ["m-2"] },
+  },
+  {
+    // A user deleted a Machine whose kubeadm join was running; another controller's hook keeps its VM after Quorum's
+    // is released, and the join would add a voter that never starts (sim seed 415644426): one-voter quorum lost.
+    name: "the hook of a deleting Machine whose join may still add its member is held",
+    snapshot: () => {
+      const h = healthyMachines(1);
+      const booting = machine("m-2", { created: NOW - MINUTE, deleting: NOW - 10 * SECOND });
+      return snapshot({
+        machines: [...h.machines, booting],
+        members: withLeader(h.members, "m-1"),
+        controlPlane: { replicas: 1 },
+      });
+    },
+    expect: { kind: "Wait", reason: ["join may still add its etcd member", "hook is held"], blockedBy: ["m-2"] },
+  },
+  {
+    name: "the hook of a deleting Machine with no member is released once its Node shows the join past etcd",
+    snapshot: () => {
+      const h = healthyMachines(1);
+      const joined = machine("m-2", { created: NOW - MINUTE, deleting: NOW - 10 * SECOND, nodeName: "m-2" });
+      return snapshot({
+        machines: [...h.machines, joined],
+        members: withLeader(h.members, "m-1"),
+        nodes: [...h.machines, joined].map(nodeFor),
+      });
+    },
+    expect: { kind: "ReleaseHook", fields: { machine: "m-2" } },
   },
   {
     name: "an etcd alarm stops every disruptive step and is named",

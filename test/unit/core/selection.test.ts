@@ -119,8 +119,29 @@ describe("scale-down selection", () => {
       expect: "a",
     },
     {
-      name: "in a plain scale-down a Machine that has not joined yet goes first",
-      entries: () => [joined("a"), joined("b"), { machine: machine("c", { created: NOW - MINUTE }) }],
+      name: "in a plain scale-down a Machine whose infrastructure is not ready yet goes first",
+      entries: () => [
+        joined("a"),
+        joined("b"),
+        { machine: machine("c", { created: NOW - MINUTE, infrastructureReady: false }) },
+      ],
+      controlPlane: { replicas: 1 },
+      expect: "c",
+    },
+    {
+      // Its kubeadm join may be adding its member: deleted now, the member could come after Quorum looked.
+      name: "in a plain scale-down a booting Machine (infrastructure ready, inside its join grace) is not taken as gone",
+      entries: () => [
+        joined("a", { created: NOW - 3 * MINUTE }),
+        joined("b"),
+        { machine: machine("c", { created: NOW - MINUTE }) },
+      ],
+      controlPlane: { replicas: 1 },
+      expect: "b",
+    },
+    {
+      name: "in a plain scale-down a Machine that got no member within its join grace goes first",
+      entries: () => [joined("a"), joined("b"), { machine: machine("c", { created: NOW - 60 * MINUTE }) }],
       controlPlane: { replicas: 1 },
       expect: "c",
     },
