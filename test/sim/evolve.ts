@@ -6,6 +6,7 @@ import {
   cameUp,
   electLeader,
   findMember,
+  foreignHookHeld,
   newMemberId,
   nodeReady,
   NETWORK_START_MAX_STEPS,
@@ -50,7 +51,9 @@ function endOutages(world: World): void {
 
 /** CAPI deletes the infrastructure (and the Node) of a deleting Machine once no pre-terminate hook holds it. */
 function deleteReleasedInfrastructure(world: World): void {
-  for (const machine of world.machines.filter((candidate) => candidate.deleting !== undefined && !candidate.hook)) {
+  const released = (candidate: SimMachine) =>
+    candidate.deleting !== undefined && !candidate.hook && !foreignHookHeld(world, candidate);
+  for (const machine of world.machines.filter(released)) {
     const member = machine.memberId === undefined ? undefined : findMember(world, machine.memberId);
     if (member) {
       // The etcd process goes with the host, but its membership stays: etcd only forgets members it is told to remove.

@@ -20,6 +20,7 @@ import {
   sameRemediation,
   youngConnections,
   findMember,
+  foreignHookHeld,
   healthy,
   healthyVoterCount,
   liveMachines,
@@ -48,6 +49,7 @@ export type Rule =
   | "10 an upgrade upgrades"
   | "10 kube-proxy never ahead of an API server"
   | "11 a starting or briefly down Machine is not offered as lost"
+  | "12 other pre-terminate hooks before the member (AfterDrain)"
   | "planner throws"
   | "reconcile throws";
 
@@ -117,7 +119,21 @@ export function checkQuorumKept(world: World, hadQuorum: boolean, actionText: st
 
 function checkRemoval(world: World, snapshot: Snapshot, memberId: string): Finding | undefined {
   const member = findMember(world, memberId);
-  if (!member || member.learner) return undefined;
+  if (!member) return undefined;
+  const machine = member.machine === undefined ? undefined : findMachine(world, member.machine);
+  if (
+    machine?.deleting !== undefined &&
+    machine.memberId === member.id &&
+    snapshot.controlPlane.memberRemoval === "AfterDrain" &&
+    foreignHookHeld(world, machine)
+  ) {
+    return {
+      kind: "violation",
+      rule: "12 other pre-terminate hooks before the member (AfterDrain)",
+      message: `removed member ${member.name || "(unstarted)"} ${member.id} of deleting machine ${machine.name} while another controller's pre-terminate hook is still on it`,
+    };
+  }
+  if (member.learner) return undefined;
   const projected = voters(world).length - 1;
   const projectedHealthy = healthyVoterCount(world) - (healthy(world, member) ? 1 : 0);
   const who = `${member.name || "(unstarted)"} ${member.id}`;

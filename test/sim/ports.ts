@@ -54,6 +54,8 @@ import {
   electLeader,
   etcdRefusesRemoval,
   findMachine,
+  FOREIGN_HOOK,
+  foreignHookHeld,
   findMember,
   drawLags,
   hostNameFor,
@@ -590,9 +592,12 @@ export class SimPorts {
   }
 }
 
-/** Keys Quorum sets itself on a Machine: machineObject adds them, so a SimMachine keeps only the template's. */
+/**
+ * Keys Quorum sets itself on a Machine (and the other controller's hook, which the world holds): machineObject adds
+ * them, so a SimMachine keeps only the template's.
+ */
 const OWN_LABELS = [LABEL_CLUSTER_NAME, LABEL_CONTROL_PLANE, LABEL_CONTROL_PLANE_NAME];
-const OWN_ANNOTATIONS = [TEMPLATE_HASH_ANNOTATION, PRE_TERMINATE_HOOK];
+const OWN_ANNOTATIONS = [TEMPLATE_HASH_ANNOTATION, PRE_TERMINATE_HOOK, FOREIGN_HOOK];
 
 function withoutKeys(values: Record<string, string> | undefined, keys: string[]): Record<string, string> {
   return Object.fromEntries(Object.entries(values ?? {}).filter(([key]) => !keys.includes(key)));
@@ -623,6 +628,7 @@ function resourceVersionOf(world: World, machine: SimMachine): string {
     machine.infrastructureReady,
     machine.bootstrapReady,
     world.step >= (machine.drainedAt ?? 0),
+    foreignHookHeld(world, machine),
     JSON.stringify(machine.labels),
     JSON.stringify(machine.annotations),
     JSON.stringify(machine.ownedConditions ?? []),
@@ -651,6 +657,7 @@ export function machineObject(world: World, machine: SimMachine): Machine {
     [TEMPLATE_HASH_ANNOTATION]: realTemplateHash(machine.templateHash, world.traits.kubeadm),
   };
   if (machine.hook) annotations[PRE_TERMINATE_HOOK] = "";
+  if (foreignHookHeld(world, machine)) annotations[FOREIGN_HOOK] = "";
   if (machine.markedForDeletion) annotations[DELETE_MACHINE_ANNOTATION] = "";
   const since = new Date(world.now).toISOString();
   const conditions: MetaV1Condition[] = [];

@@ -39,6 +39,7 @@ export const TRAIT_WEIGHTS = {
   halfJoins: 0.5,
   longName: 0.3,
   refusedNodes: 0.3,
+  foreignHooks: 0.3,
 } as const;
 
 /** Mixed into the schedule's seed for the longName trait's own stream. */
@@ -98,6 +99,7 @@ export function createScenario(seed: number): Scenario {
       halfJoins: false,
       longName: false,
       refusedNodes: false,
+      foreignHooks: false,
     },
     spec: {
       replicas,
@@ -137,6 +139,7 @@ export function createScenario(seed: number): Scenario {
     networkRng: new Prng(0),
     joinRng: new Prng(0),
     registerRng: new Prng(0),
+    hookRng: new Prng(0),
   };
   // Drawn here, the world built after the traits (a kubeadm world starts at another version).
   const startsConverged = setup.chance(0.75);
@@ -162,6 +165,7 @@ export function createScenario(seed: number): Scenario {
     halfJoins: false,
     longName: false,
     refusedNodes: false,
+    foreignHooks: false,
   };
   // From a stream of its own, seeded from the schedule's, so that every other draw of the schedule stays as it was.
   world.traits.longName = new Prng(seed ^ LONG_NAME_STREAM).chance(TRAIT_WEIGHTS.longName);
@@ -191,6 +195,9 @@ export function createScenario(seed: number): Scenario {
   // Refused registrations: after everything else from the traits' stream, for the same reason.
   world.registerRng = traits.fork();
   world.traits.refusedNodes = traits.chance(TRAIT_WEIGHTS.refusedNodes);
+  // Another controller's pre-terminate hooks: last, likewise.
+  world.hookRng = traits.fork();
+  world.traits.foreignHooks = traits.chance(TRAIT_WEIGHTS.foreignHooks);
   if (world.traits.secondOwner) world.copy = { finalizers: [] };
   for (const machine of world.machines) drawLags(world, machine);
   return { world, profile, rngs: { ...rngs, race, kubelet } };

@@ -2,13 +2,13 @@
 // controller crashed), and the world afterwards, compact enough to read a whole schedule.
 import type { Action } from "../../src/core/actions.ts";
 import { configVersion, kubeProxyVersion } from "./kubeadm.ts";
-import { findMember, type SimMachine, type SimMember, type World } from "./world.ts";
+import { findMember, foreignHookHeld, type SimMachine, type SimMember, type World } from "./world.ts";
 
 export function describeSetup(seed: number, world: World): string {
   const spec = world.spec;
   return [
     `schedule seed ${seed}: replicas ${spec.replicas}, ${spec.version}, maxSurge ${spec.maxSurge}, memberRemoval ${spec.memberRemoval}`,
-    `join ${world.joinMode}, node names ${world.nodeNaming}, failure domains [${world.failureDomains.join(",")}], faults until step ${world.faultsUntil}${world.traits.nodeRefLag ? ", nodeRefs lag" : ""}${world.traits.addressLag ? ", addresses lag" : ""}${world.traits.racingOutage ? ", voters go down between plan and removal" : ""}${world.traits.kubeadm ? ", kubeadm" : ""}${world.traits.longName ? `, control plane ${world.controlPlaneName}` : ""}${world.traits.refusedNodes ? ", kubelet registrations refused" : ""}${world.traits.noStartupTimeout ? ", no node startup timeout" : ""}${spec.certificatesExpiryDays !== undefined ? `, certificatesExpiryDays ${spec.certificatesExpiryDays}` : ""}`,
+    `join ${world.joinMode}, node names ${world.nodeNaming}, failure domains [${world.failureDomains.join(",")}], faults until step ${world.faultsUntil}${world.traits.nodeRefLag ? ", nodeRefs lag" : ""}${world.traits.addressLag ? ", addresses lag" : ""}${world.traits.racingOutage ? ", voters go down between plan and removal" : ""}${world.traits.kubeadm ? ", kubeadm" : ""}${world.traits.longName ? `, control plane ${world.controlPlaneName}` : ""}${world.traits.refusedNodes ? ", kubelet registrations refused" : ""}${world.traits.foreignHooks ? ", another controller's pre-terminate hooks" : ""}${world.traits.noStartupTimeout ? ", no node startup timeout" : ""}${spec.certificatesExpiryDays !== undefined ? `, certificatesExpiryDays ${spec.certificatesExpiryDays}` : ""}`,
     `start: ${describeWorld(world)}`,
   ].join("\n");
 }
@@ -68,6 +68,7 @@ function describeMachine(world: World, machine: SimMachine): string {
       : "",
     machine.deleting !== undefined ? "DELETING" : "",
     machine.hook ? "" : "no-hook",
+    machine.deleting !== undefined && foreignHookHeld(world, machine) ? "other-hook" : "",
     machine.remediationRequested ? "MHC" : "",
     machine.failed ? "failed" : "",
     machine.markedForDeletion ? "marked" : "",

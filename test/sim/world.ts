@@ -57,6 +57,8 @@ export interface SimMachine {
   deleting?: number;
   /** Step at which CAPI has drained a deleting Machine and waits only on pre-terminate hooks. */
   drainedAt?: number;
+  /** foreignHooks worlds: the step at which the other controller takes its hook off a deleting Machine. */
+  foreignHookUntil?: number;
   version: string;
   templateHash: string;
   /**
@@ -262,6 +264,12 @@ export interface WorldTraits {
    * is none (noStartupTimeout) status.nextAction must name it, and the operator deletes it (operator.ts).
    */
   refusedNodes: boolean;
+  /**
+   * Another controller (an etcd backup, a storage detach) keeps a pre-terminate hook of its own (FOREIGN_HOOK) on every
+   * control-plane Machine and takes it off 1 to 3 steps after CAPI drained the Machine; CAPI deletes the infrastructure
+   * only once every hook is gone. With memberRemoval AfterDrain, Quorum removes the member only after it (rule 12).
+   */
+  foreignHooks: boolean;
 }
 
 /**
@@ -341,6 +349,8 @@ export interface World {
   joinRng: Prng;
   /** Which registrations are refused (refusedNodes): a stream of its own, see scenario.ts. */
   registerRng: Prng;
+  /** When another controller takes its pre-terminate hook off (foreignHooks): a stream of its own, see scenario.ts. */
+  hookRng: Prng;
 }
 
 /**
@@ -393,7 +403,13 @@ export function voters(world: World): SimMember[] {
 /** A Machine deleting without hooks loses its infrastructure at the next step: count its process as gone already. */
 export function doomed(world: World, member: SimMember): boolean {
   const machine = member.machine === undefined ? undefined : findMachine(world, member.machine);
-  return machine !== undefined && machine.deleting !== undefined && !machine.hook && machine.memberId === member.id;
+  return (
+    machine !== undefined &&
+    machine.deleting !== undefined &&
+    !machine.hook &&
+    !foreignHookHeld(world, machine) &&
+    machine.memberId === member.id
+  );
 }
 
 export function healthy(world: World, member: SimMember): boolean {
@@ -550,6 +566,15 @@ export function markDeleting(world: World, machine: SimMachine): void {
   if (machine.deleting !== undefined) return;
   machine.deleting = world.now;
   machine.drainedAt = world.step + world.rng.int(0, 2);
+  if (world.traits.foreignHooks) machine.foreignHookUntil = machine.drainedAt + world.hookRng.int(1, 3);
+}
+
+/** Another controller's pre-terminate hook on control-plane Machines (foreignHooks). */
+export const FOREIGN_HOOK = "pre-terminate.delete.hook.machine.cluster.x-k8s.io/etcd-backup";
+
+/** The other controller's hook is on the Machine: always before its deletion, until foreignHookUntil after. */
+export function foreignHookHeld(world: World, machine: SimMachine): boolean {
+  return world.traits.foreignHooks && (machine.deleting === undefined || world.step < (machine.foreignHookUntil ?? 0));
 }
 
 /**
