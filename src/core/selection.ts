@@ -148,6 +148,8 @@ function mayBeJoining(snapshot: Snapshot, machine: MachineView): boolean {
  */
 export function joinMayAddMember(snapshot: Snapshot, machine: MachineView): boolean {
   if (snapshot.controlPlane.deleting || machine.failed || !withinJoinGrace(snapshot, machine)) return false;
+  // Only while the workload API's Nodes were read, so that "no Node" is known (Machines that run etcd only have none).
+  if (!snapshot.workload?.expected || !snapshot.workload.readable) return false;
   if (!machine.infrastructureReady && (machine.otherPreTerminateHooks ?? []).length === 0) return false;
   const node = nodeOfMachine(machine, snapshot.nodes);
   if (!node) return true;

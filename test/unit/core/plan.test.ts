@@ -728,24 +728,39 @@ const cases: Case[] = [
     snapshot: () => {
       const h = healthyMachines(1);
       const booting = machine("m-2", { created: NOW - MINUTE, deleting: NOW - 10 * SECOND });
+      const read = snapshot({
+        machines: [...h.machines, booting],
+        members: withLeader(h.members, "m-1"),
+        controlPlane: { replicas: 1 },
+      });
+      return { ...read, workload: { expected: true, readable: true } };
+    },
+    expect: { kind: "Wait", reason: ["join may still add its etcd member", "hook is held"], blockedBy: ["m-2"] },
+  },
+  {
+    name: "without the workload API's Nodes (Machines that run etcd only) a deleting memberless Machine's hook goes",
+    snapshot: () => {
+      const h = healthyMachines(1);
+      const booting = machine("m-2", { created: NOW - MINUTE, deleting: NOW - 10 * SECOND });
       return snapshot({
         machines: [...h.machines, booting],
         members: withLeader(h.members, "m-1"),
         controlPlane: { replicas: 1 },
       });
     },
-    expect: { kind: "Wait", reason: ["join may still add its etcd member", "hook is held"], blockedBy: ["m-2"] },
+    expect: { kind: "ReleaseHook", fields: { machine: "m-2" } },
   },
   {
     name: "the hook of a deleting Machine with no member is released once its Node shows the join past etcd",
     snapshot: () => {
       const h = healthyMachines(1);
       const joined = machine("m-2", { created: NOW - MINUTE, deleting: NOW - 10 * SECOND, nodeName: "m-2" });
-      return snapshot({
+      const read = snapshot({
         machines: [...h.machines, joined],
         members: withLeader(h.members, "m-1"),
         nodes: [...h.machines, joined].map(nodeFor),
       });
+      return { ...read, workload: { expected: true, readable: true } };
     },
     expect: { kind: "ReleaseHook", fields: { machine: "m-2" } },
   },
