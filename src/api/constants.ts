@@ -48,6 +48,12 @@ export const CERTIFICATES_EXPIRY_ANNOTATION = "machine.cluster.x-k8s.io/certific
 export const MIN_CERTIFICATES_EXPIRY_DAYS = 7;
 /** The member name Quorum expects this Machine's etcd member to use (defaults to the Machine name). */
 export const MEMBER_NAME_ANNOTATION = "controlplane.cluster.x-k8s.io/quorum-etcd-member";
+/**
+ * On a Machine: the id of its etcd member Quorum removed, written just before the removal. It tells a deleting Machine
+ * that shows no member because its member was removed from one whose kubeadm join may not have added its member yet
+ * (src/core/selection.ts joinMayAddMember): the first has its pre-terminate hook released at once, the second held.
+ */
+export const MEMBER_REMOVED_ANNOTATION = "controlplane.cluster.x-k8s.io/quorum-removed-etcd-member";
 /** A user asks for this Machine to be replaced, like KCP's remediation-in-progress / delete-machine. */
 export const DELETE_MACHINE_ANNOTATION = "cluster.x-k8s.io/delete-machine";
 /**

@@ -7,6 +7,7 @@ import {
   CAPI_API_VERSION,
   KIND,
   LAST_REMEDIATION_ANNOTATION,
+  MEMBER_REMOVED_ANNOTATION,
   PRE_TERMINATE_HOOK,
 } from "../api/constants.ts";
 import type { QuorumControlPlane } from "../api/types.ts";
@@ -15,7 +16,7 @@ import type { Snapshot } from "../core/snapshot.ts";
 import { unsupportedBootstrapTemplate } from "../core/template-support.ts";
 import { buildMachineObjects, nextMachineName } from "./machine-factory.ts";
 import { writtenRemediation } from "./remediation-record.ts";
-import type { EtcdClusterClient, ManagementApi } from "../ports/index.ts";
+import { isNotFound, type EtcdClusterClient, type ManagementApi } from "../ports/index.ts";
 import { confirmVotersStillHealthy } from "./preflight.ts";
 
 export interface ExecutionContext {
@@ -81,6 +82,8 @@ export async function execute(action: Action, context: ExecutionContext): Promis
           retryAfterMs: PREFLIGHT_RETRY_MS,
           message: `not removing etcd member ${action.memberName}: voter${lost.length === 1 ? "" : "s"} ${lost.join(", ")} stopped answering since the plan`,
         };
+      if (action.kind === "RemoveMember" && action.machine)
+        await recordRemoval(action.machine, action.memberId, context);
       const { removed } = await etcd.removeMember(action.memberId);
       return {
         message: `${removed ? "removed" : "found already removed"} etcd member ${action.memberName} (${action.memberId})`,
@@ -127,6 +130,23 @@ export async function execute(action: Action, context: ExecutionContext): Promis
               : `released the pre-terminate hook of Machine ${action.machine}: its etcd member is gone`,
       };
     }
+  }
+}
+
+/**
+ * Writes on the Machine which member Quorum removes, before it does (MEMBER_REMOVED_ANNOTATION): a crash in between
+ * leaves the record with the member still there, which changes nothing. A Machine already gone needs no record.
+ */
+async function recordRemoval(machineName: string, memberId: string, context: ExecutionContext): Promise<void> {
+  const machine = context.machines.find((candidate) => candidate.metadata.name === machineName);
+  if (!machine || machine.metadata.annotations?.[MEMBER_REMOVED_ANNOTATION] === memberId) return;
+  const namespace = context.controlPlane.metadata.namespace ?? "default";
+  try {
+    await context.management.patchAnnotations(CAPI_API_VERSION, "Machine", namespace, machineName, {
+      [MEMBER_REMOVED_ANNOTATION]: memberId,
+    });
+  } catch (error) {
+    if (!isNotFound(error)) throw error;
   }
 }
 

@@ -10,6 +10,7 @@ import {
   LAST_REMEDIATION_ANNOTATION,
   REMEDIATION_FOR_ANNOTATION,
   MEMBER_NAME_ANNOTATION,
+  MEMBER_REMOVED_ANNOTATION,
   MIN_CERTIFICATES_EXPIRY_DAYS,
   PAUSED_ANNOTATION,
   PRE_TERMINATE_HOOK,
@@ -290,6 +291,7 @@ function minimalMachineView(machine: Machine, problems: string[]): MachineView {
     infrastructureReady: false,
     bootstrapReady: false,
     hasPreTerminateHook: annotation(PRE_TERMINATE_HOOK) !== undefined,
+    ...(annotation(MEMBER_REMOVED_ANNOTATION) ? { memberRemoved: annotation(MEMBER_REMOVED_ANNOTATION) } : {}),
     remediationRequested: false,
     failed: false,
     markedForDeletion: annotation(DELETE_MACHINE_ANNOTATION) !== undefined,
@@ -331,6 +333,7 @@ function machineView(machine: Machine): MachineView {
     // An unreadable value (a hand edit) counts as an unknown expiry: nothing is rolled out on a guess.
     ...(Number.isNaN(certificatesExpiry) ? {} : { certificatesExpiry }),
     hasPreTerminateHook: annotations[PRE_TERMINATE_HOOK] !== undefined,
+    ...(annotations[MEMBER_REMOVED_ANNOTATION] ? { memberRemoved: annotations[MEMBER_REMOVED_ANNOTATION] } : {}),
     ...otherHooks(annotations),
     remediationRequested: ownerRemediated?.status === "False" && healthCheck?.status === "False",
     ...(ownerRemediated?.status === "False" && healthCheck?.status === "True" ? { remediationWithdrawn: true } : {}),

@@ -144,10 +144,12 @@ function mayBeJoining(snapshot: Snapshot, machine: MachineView): boolean {
  * then: a member it adds then is never started (sim seeds 415644426 and 4053796313: a user deleted a booting or a
  * provisioning Machine of a one-voter control plane, another controller's hook held it, its join added a voter that
  * never started, and quorum was lost). Held, the join finishes and the member is removed as any deleting Machine's. A
- * Machine whose member Quorum removed got past its etcd phase, so its Node says so.
+ * Machine whose member Quorum removed (memberRemoved) got past its etcd phase whatever its Node shows: a half-joined
+ * kubeadm Node lacks the label (the kubeadm e2e scenario held such a Machine's hook for the whole grace period).
  */
 export function joinMayAddMember(snapshot: Snapshot, machine: MachineView): boolean {
-  if (snapshot.controlPlane.deleting || machine.failed || !withinJoinGrace(snapshot, machine)) return false;
+  if (snapshot.controlPlane.deleting || machine.failed || machine.memberRemoved) return false;
+  if (!withinJoinGrace(snapshot, machine)) return false;
   // Only while the workload API's Nodes were read, so that "no Node" is known (Machines that run etcd only have none).
   if (!snapshot.workload?.expected || !snapshot.workload.readable) return false;
   if (!machine.infrastructureReady && (machine.otherPreTerminateHooks ?? []).length === 0) return false;

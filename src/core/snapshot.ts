@@ -206,6 +206,11 @@ export interface MachineView {
   /** Carries Quorum's pre-terminate hook annotation. */
   hasPreTerminateHook: boolean;
   /**
+   * The id of its etcd member Quorum removed (its quorum-removed-etcd-member annotation, written before the removal):
+   * the Machine had a member, so its join is past the etcd phase.
+   */
+  memberRemoved?: string;
+  /**
    * The other pre-terminate hooks it carries (what follows the annotation prefix: another controller's, a backup's or a
    * storage detach's), which CAPI runs side by side with Quorum's. memberRemoval AfterDrain removes the member only once
    * they are gone, as KCP does from Kubernetes 1.31: their controllers may need the node's kubelet and etcd working.

@@ -14,7 +14,7 @@ export {
   type PromoteResult,
 } from "./etcd.ts";
 export type { LogMeta, Logger } from "./log.ts";
-export { isConflict, type InPlacePatch, type ManagementApi } from "./management.ts";
+export { isConflict, isNotFound, type InPlacePatch, type ManagementApi } from "./management.ts";
 export type {
   ApiServerReadiness,
   CertificatesExpiries,

@@ -14,7 +14,16 @@ import type {
 
 /** How every write of this port reports a resourceVersion precondition that failed: an error with code 409. */
 export function isConflict(error: unknown): boolean {
-  return typeof error === "object" && error !== null && "code" in error && (error as { code: unknown }).code === 409;
+  return errorCode(error) === 409;
+}
+
+/** How every write of this port reports an object that is gone: an error with code 404. */
+export function isNotFound(error: unknown): boolean {
+  return errorCode(error) === 404;
+}
+
+function errorCode(error: unknown): unknown {
+  return typeof error === "object" && error !== null && "code" in error ? (error as { code: unknown }).code : undefined;
 }
 
 /** A merge patch of the fields spec.machineTemplate updates in place (src/core/in-place.ts decides it). */

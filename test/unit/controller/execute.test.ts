@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { execute, UnsupportedTemplateError, type ExecutionContext } from "../../../src/controller/execute.ts";
 import type { EtcdClusterClient, EtcdMember, ManagementApi } from "../../../src/ports/index.ts";
+import { MEMBER_REMOVED_ANNOTATION } from "../../../src/api/constants.ts";
 import { buildSnapshot } from "../../../src/controller/snapshot-builder.ts";
 import { cluster, controlPlane, machine } from "./fixtures.ts";
 
@@ -144,6 +145,35 @@ describe("executor", () => {
     assert.deepEqual(calls, ["memberStatuses a,b"]);
     assert.equal(result.deferred, true);
     assert.match(result.message, /voter b stopped answering since the plan/);
+  });
+
+  it("records on the Machine which member it removes before removing it, once, and goes on when the Machine is gone", async () => {
+    const calls: string[] = [];
+    const base = removalContext(calls, new Set());
+    const leaving = machine("cp-c");
+    const action = { kind: "RemoveMember", memberId: "3", memberName: "c", machine: "cp-c", reason: "test" } as const;
+    await execute(action, { ...base, machines: [...base.machines, leaving] });
+    assert.deepEqual(calls, [
+      "memberStatuses a,b",
+      `patchAnnotations Machine ns/cp-c {"${MEMBER_REMOVED_ANNOTATION}":"3"}`,
+      "removeMember 3",
+    ]);
+
+    calls.length = 0;
+    leaving.metadata.annotations = { ...leaving.metadata.annotations, [MEMBER_REMOVED_ANNOTATION]: "3" };
+    await execute(action, { ...base, machines: [...base.machines, leaving] });
+    assert.deepEqual(calls, ["memberStatuses a,b", "removeMember 3"]);
+
+    calls.length = 0;
+    const gone: ManagementApi = {
+      ...base.management,
+      patchAnnotations: async () => {
+        calls.push("patchAnnotations 404");
+        throw Object.assign(new Error('machines.cluster.x-k8s.io "cp-c" not found'), { code: 404 });
+      },
+    };
+    await execute(action, { ...base, management: gone, machines: [...base.machines, machine("cp-c")] });
+    assert.deepEqual(calls, ["memberStatuses a,b", "patchAnnotations 404", "removeMember 3"]);
   });
 
   it("refuses to create a Machine from a bootstrap template with external etcd, creating nothing and naming the field", async () => {

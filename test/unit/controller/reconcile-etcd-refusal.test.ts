@@ -54,6 +54,8 @@ function world(removeError: Error, status?: QuorumControlPlane["status"]) {
     event: async (_object, type, reason) => {
       events.push(`${type} ${reason}`);
     },
+    // The record of the removal on Machine a (MEMBER_REMOVED_ANNOTATION), written before etcd is asked.
+    patchAnnotations: async () => undefined,
   });
   const etcd = fakeEtcd(
     members,

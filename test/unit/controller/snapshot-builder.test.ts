@@ -259,6 +259,19 @@ describe("drain state for memberRemoval AfterDrain", () => {
     );
   });
 
+  it("reads the member Quorum recorded removing from a Machine's annotation", () => {
+    const removed = machine("cp-a", { deleting: "2026-11-29T11:59:00Z" });
+    removed.metadata.annotations = {
+      ...removed.metadata.annotations,
+      "controlplane.cluster.x-k8s.io/quorum-removed-etcd-member": "12345",
+    };
+    const snapshot = buildSnapshot(observation({ machines: [removed, machine("cp-b")] }));
+    assert.deepEqual(
+      snapshot.machines.map((m) => m.memberRemoved),
+      ["12345", undefined],
+    );
+  });
+
   it("names the Machine's pre-terminate hooks other than Quorum's, by what follows CAPI's prefix", () => {
     const hooked = machine("cp-a", { deleting: "2026-11-29T11:59:00Z" });
     hooked.metadata.annotations = {

@@ -765,6 +765,18 @@ const cases: Case[] = [
     expect: { kind: "ReleaseHook", fields: { machine: "m-2" } },
   },
   {
+    // The kubeadm e2e scenario: a join stopped before mark-control-plane (the Node never got kubeadm's label), and the
+    // scale-down removed that Machine's member. Judged by its Node alone, its hook was held the whole grace period.
+    name: "a deleting Machine whose member Quorum removed has its hook released although its kubeadm Node is unlabelled",
+    snapshot: () => halfJoinedAndDeleting("1234"),
+    expect: { kind: "ReleaseHook", fields: { machine: "m-2" } },
+  },
+  {
+    name: "a deleting memberless Machine whose kubeadm Node is unlabelled, with no member removal recorded, is held",
+    snapshot: () => halfJoinedAndDeleting(undefined),
+    expect: { kind: "Wait", reason: ["join may still add its etcd member"], blockedBy: ["m-2"] },
+  },
+  {
     name: "an etcd alarm stops every disruptive step and is named",
     snapshot: () => {
       const h = surgeJoined();
@@ -1143,3 +1155,21 @@ describe("plan: one step at a time", () => {
     }
   });
 });
+
+/** A kubeadm control plane (workload readable) whose newest Machine is deleting memberless, its Node unlabelled. */
+function halfJoinedAndDeleting(memberRemoved: string | undefined): Snapshot {
+  const h = healthyMachines(1);
+  const halfJoined = machine("m-2", { created: NOW - MINUTE, deleting: NOW - 10 * SECOND, nodeName: "m-2" });
+  if (memberRemoved !== undefined) halfJoined.memberRemoved = memberRemoved;
+  const read = snapshot({
+    machines: [...h.machines, halfJoined],
+    members: withLeader(h.members, "m-1"),
+    nodes: [nodeFor(h.machines[0]), { ...nodeFor(halfJoined), controlPlaneLabel: false }],
+    controlPlane: { replicas: 1 },
+  });
+  return {
+    ...read,
+    workload: { expected: true, readable: true },
+    workloadSteps: { flavour: "kubeadm", steps: [] },
+  };
+}
