@@ -6,8 +6,9 @@
 // defines a clusterConfiguration, imageRepository when it sets one, certificate validity and encryptionAlgorithm
 // (dropped where it sets none, so kubeadm defaults them), and featureGates, apiServer, controllerManager, scheduler
 // and etcd.local (or etcd.external) replaced whole (etcd.local keeps the dataDir kubeadm defaulted unless the template
-// sets one). Everything else in the document (networking, controlPlaneEndpoint, clusterName, certificatesDir, dns...)
-// stays as kubeadm init wrote it. Pure: YAML in, YAML and the list of changes out.
+// sets one). Everything else in the document (networking, controlPlaneEndpoint, clusterName, certificatesDir...)
+// stays as kubeadm init wrote it, except `dns`, whose image the coredns step writes (syncDNSImage). Pure: YAML in, YAML
+// and the list of changes out.
 import jsonpatch from "fast-json-patch";
 import { parseAsGo, stringifyForGo } from "../../go-yaml.ts";
 import { minorOf } from "../../../api/version.ts";
@@ -61,6 +62,16 @@ export function syncClusterConfiguration(
 export interface DNSImage {
   imageRepository?: string;
   imageTag?: string;
+}
+
+/** The `dns` image fields of a template's clusterConfiguration, as CABPK reads them: an empty string is unset. */
+export function dnsImageOf(clusterConfiguration: unknown): DNSImage {
+  const dns = isObject(clusterConfiguration) && isObject(clusterConfiguration.dns) ? clusterConfiguration.dns : {};
+  const { imageRepository, imageTag } = dns;
+  return {
+    ...(typeof imageRepository === "string" && imageRepository !== "" ? { imageRepository } : {}),
+    ...(typeof imageTag === "string" && imageTag !== "" ? { imageTag } : {}),
+  };
 }
 
 /**

@@ -18,7 +18,13 @@
 import type { V1Deployment } from "@kubernetes/client-node";
 import type { QuorumControlPlane } from "../../../api/types.ts";
 import type { WorkloadCaller } from "../client.ts";
-import { CLUSTER_CONFIGURATION_KEY, ClusterConfigurationError, syncDNSImage } from "./cluster-configuration.ts";
+import {
+  CLUSTER_CONFIGURATION_KEY,
+  ClusterConfigurationError,
+  dnsImageOf,
+  syncDNSImage,
+  type DNSImage,
+} from "./cluster-configuration.ts";
 import type { StepState } from "./flavour.ts";
 import { KUBEADM_CONFIG_WHERE, readKubeadmConfig, writeClusterConfiguration } from "./kubeadm-config-map.ts";
 
@@ -28,13 +34,11 @@ export const COREDNS_CONTAINER = "coredns";
 /** KCP's annotation: the control plane leaves CoreDNS alone (a user manages it, or runs another DNS). */
 export const SKIP_COREDNS_ANNOTATION = "controlplane.cluster.x-k8s.io/skip-coredns";
 
-/** What the template's clusterConfiguration pins of CoreDNS's image (empty strings are unset, as in CABPK). */
-export interface CoreDNSPin {
-  /** `dns.imageRepository`, else `imageRepository`. */
-  imageRepository?: string;
-  /** `dns.imageTag`. */
-  imageTag?: string;
-}
+/**
+ * What the template's clusterConfiguration pins of CoreDNS's image: `dns.imageTag`, and `dns.imageRepository` else the
+ * cluster-wide `imageRepository` (empty strings are unset, as in CABPK).
+ */
+export type CoreDNSPin = DNSImage;
 
 export type CoreDNSMove =
   | { kind: "unchanged" }
@@ -47,9 +51,9 @@ const RENAMING_REGISTRIES = ["registry.k8s.io", "k8s.gcr.io"];
 /** The pin in a KubeadmConfigTemplate's spec.template.spec.clusterConfiguration; undefined when it pins nothing. */
 export function coreDNSPin(clusterConfiguration: unknown): CoreDNSPin | undefined {
   if (!isObject(clusterConfiguration)) return undefined;
-  const dns = isObject(clusterConfiguration.dns) ? clusterConfiguration.dns : {};
-  const imageRepository = text(dns.imageRepository) ?? text(clusterConfiguration.imageRepository);
-  const imageTag = text(dns.imageTag);
+  const dns = dnsImageOf(clusterConfiguration);
+  const imageRepository = dns.imageRepository ?? text(clusterConfiguration.imageRepository);
+  const imageTag = dns.imageTag;
   if (imageRepository === undefined && imageTag === undefined) return undefined;
   return { ...(imageRepository ? { imageRepository } : {}), ...(imageTag ? { imageTag } : {}) };
 }
@@ -203,12 +207,7 @@ async function dnsImageInKubeadmConfig(
   const configMap = await readKubeadmConfig(call);
   const document = configMap?.data?.[CLUSTER_CONFIGURATION_KEY];
   if (!configMap || document === undefined) return undefined;
-  const dns = isObject(template) && isObject(template.dns) ? template.dns : {};
-  const sync = syncDNSImage(
-    document,
-    { imageRepository: text(dns.imageRepository), imageTag: text(dns.imageTag) },
-    KUBEADM_CONFIG_WHERE,
-  );
+  const sync = syncDNSImage(document, dnsImageOf(template), KUBEADM_CONFIG_WHERE);
   const written = sync.yaml;
   if (written === undefined) return undefined;
   return { changes: sync.changes.join("; "), apply: () => writeClusterConfiguration(call, configMap, written) };
