@@ -2,11 +2,16 @@
 // kubeadm 1.36 initialised: kube-system/kubeadm-config as kubeadm uploads it, kube-proxy's DaemonSet and CoreDNS's
 // Deployment as its addon phase creates them, and none of the RBAC kubeadm 1.37 expects. An upgrade to v1.37.2 must
 // bring all three along, through the same adapter (ClusterWorkloadAccess) the controller uses, and every later look
-// must find them done; CoreDNS moves only where the template pins it (as KCP).
+// must find them done; CoreDNS moves only where the template pins it (as KCP). Both pod templates carry a field that
+// client-node's models do not know (spec.schedulingGroup, alpha in Kubernetes 1.37 behind GenericWorkload, which this
+// API server enables): a field of a later Kubernetes that an image move must keep.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { parse, stringify } from "yaml";
 import { ClusterWorkloadAccess } from "../../src/adapters/workload/access.ts";
+import { WorkloadClients } from "../../src/adapters/workload/client.ts";
+import { KUBE_PROXY } from "../../src/adapters/workload/kubeadm/flavour.ts";
+import { moveImage } from "../../src/adapters/workload/kubeadm/move-image.ts";
 import { buildKubeconfig } from "../../src/adapters/certs/kubeconfig.ts";
 import { issueCertificate, oneDay, validFor } from "../../src/adapters/certs/pki.ts";
 import type { Cluster, Machine } from "../../src/api/capi.ts";
@@ -27,6 +32,8 @@ const CLUSTER = "c1";
 const COREDNS_1_36 = "registry.k8s.io/coredns/coredns:v1.14.2";
 /** kubeadm 1.37.2's CoreDNSVersion. */
 const COREDNS_1_37 = "registry.k8s.io/coredns/coredns:v1.14.6";
+/** A pod spec field the API server keeps and client-node 1.4.0's V1PodSpec lacks (a PUT of the model drops it). */
+const NEWER_FIELD = { schedulingGroup: { podGroupName: "control-plane-addons" } };
 const COREFILE =
   ".:53 {\n    errors\n    kubernetes cluster.local in-addr.arpa ip6.arpa\n    forward . /etc/resolv.conf\n}\n";
 
@@ -79,7 +86,11 @@ interface CoreDNSDeployment {
   metadata: { resourceVersion: string };
   spec: {
     template: {
-      spec: { containers: { name: string; image: string; args: string[] }[]; volumes: { name: string }[] };
+      spec: {
+        containers: { name: string; image: string; args: string[] }[];
+        volumes: { name: string }[];
+        schedulingGroup?: unknown;
+      };
     };
   };
 }
@@ -168,6 +179,7 @@ describe("the kubeadm flavour in a workload cluster kubeadm 1.36 initialised", {
                   configMap: { name: "coredns", items: [{ key: "Corefile", path: "Corefile" }] },
                 },
               ],
+              ...NEWER_FIELD,
             },
           },
         },
@@ -176,7 +188,7 @@ describe("the kubeadm flavour in a workload cluster kubeadm 1.36 initialised", {
   }
 
   before(async () => {
-    api = await startApiServer();
+    api = await startApiServer({ extraArgs: ["--feature-gates=GenericWorkload=true"] });
     await kubeconfigSecret(CLUSTER, api.url);
     access = new ClusterWorkloadAccess({ secrets });
     await createKubeadmConfig(UPLOADED);
@@ -198,6 +210,7 @@ describe("the kubeadm flavour in a workload cluster kubeadm 1.36 initialised", {
                   command: ["/usr/local/bin/kube-proxy", "--config=/var/lib/kube-proxy/config.conf"],
                 },
               ],
+              ...NEWER_FIELD,
             },
           },
         },
@@ -249,11 +262,11 @@ describe("the kubeadm flavour in a workload cluster kubeadm 1.36 initialised", {
     for (const key of ["controllerManager", "dns", "proxy", "scheduler"]) delete original[key];
     assert.deepEqual(written, { ...original, kubernetesVersion: "v1.37.2" });
 
-    const daemonSet = await kubeRequestOk<{ spec: { template: { spec: { containers: { image: string }[] } } } }>(
-      api.kubeConfig,
-      "/apis/apps/v1/namespaces/kube-system/daemonsets/kube-proxy",
-    );
+    const daemonSet = await kubeRequestOk<{
+      spec: { template: { spec: { containers: { image: string }[]; schedulingGroup?: unknown } } };
+    }>(api.kubeConfig, "/apis/apps/v1/namespaces/kube-system/daemonsets/kube-proxy");
     assert.equal(daemonSet.spec.template.spec.containers[0].image, "registry.k8s.io/kube-proxy:v1.37.2");
+    assert.deepEqual(daemonSet.spec.template.spec.schedulingGroup, NEWER_FIELD.schedulingGroup, "a newer field kept");
 
     for (const [name, role, subject] of [
       ["kubeadm:cluster-admins", "cluster-admin", "kubeadm:cluster-admins"],
@@ -310,6 +323,7 @@ describe("the kubeadm flavour in a workload cluster kubeadm 1.36 initialised", {
       moved.spec.template.spec.volumes.map(({ name }) => name),
       ["config-volume"],
     );
+    assert.deepEqual(moved.spec.template.spec.schedulingGroup, NEWER_FIELD.schedulingGroup, "a newer field kept");
 
     // A second run finds it done and writes nothing.
     assert.match(await access.prepareWorkload(target, cluster(), "coredns", pinned), /already done/);
@@ -395,6 +409,36 @@ describe("the kubeadm flavour in a workload cluster kubeadm 1.36 initialised", {
     const coredns = step((await access.workloadSteps(target, cluster(), pinned)).steps, "coredns");
     assert.equal(coredns.done, false);
     assert.match(coredns.detail, /runs registry\.k8s\.io\/coredns\/coredns:v1\.14\.2, not .*:v1\.14\.7$/);
+  });
+
+  it("moves an image only at the resourceVersion it read: someone else's edit in between is a conflict", async () => {
+    const path = "/apis/apps/v1/namespaces/kube-system/daemonsets/kube-proxy";
+    type DaemonSet = {
+      metadata: { resourceVersion: string };
+      spec: { template: { spec: { containers: { image: string }[] } } };
+    };
+    const read = await kubeRequestOk<DaemonSet>(api.kubeConfig, path);
+    await kubeRequestOk(api.kubeConfig, path, {
+      method: "PATCH",
+      body: { metadata: { annotations: { "example.com/edited": "by someone else" } } },
+    });
+    const call = new WorkloadClients(secrets).caller(NS, CLUSTER, undefined, new Date());
+    const move = {
+      ...KUBE_PROXY,
+      kind: "DaemonSet",
+      container: "kube-proxy",
+      image: "example.com/kube-proxy:v9",
+    } as const;
+    await assert.rejects(
+      moveImage(
+        call,
+        { ...move, resourceVersion: read.metadata.resourceVersion },
+        "update DaemonSet kube-system/kube-proxy",
+      ),
+      /HTTP 409/,
+    );
+    const after = await kubeRequestOk<DaemonSet>(api.kubeConfig, path);
+    assert.equal(after.spec.template.spec.containers[0].image, read.spec.template.spec.containers[0].image);
   });
 
   it("leaves kube-proxy alone under KCP's skip annotation", async () => {

@@ -17,6 +17,12 @@ const CREDENTIALS = "Quorum's client certificate, signed by Secret default/sim-c
 const CLUSTER_CONFIGURATION_KEY = "ClusterConfiguration";
 const KUBE_PROXY_CONTAINER = "kube-proxy";
 
+/** The patch body an image move sends. */
+interface ImagePatch {
+  metadata?: { resourceVersion?: string };
+  spec?: { template?: { spec?: { containers?: { name: string; image?: string }[] } } };
+}
+
 /** The caller the real flavour is handed for this world; `gate` is read at every call (a new one per reconcile). */
 export function simWorkloadCaller(world: World, gate: () => CallGate): WorkloadCaller {
   const apis = fakeApis(world, gate);
@@ -106,23 +112,17 @@ function fakeApis(world: World, gate: () => CallGate): WorkloadApis {
       if (!isKubeProxy(name, namespace) || image === undefined) throw notFound("daemonsets.apps", name);
       return gate().done(daemonSet(objects(), image));
     },
-    replaceNamespacedDaemonSet: async ({
-      name,
-      namespace,
-      body,
-    }: {
-      name: string;
-      namespace: string;
-      body: V1DaemonSet;
-    }) => {
-      const image = body.spec?.template.spec?.containers.find(
+    // A strategic merge patch of one container's image (src/adapters/workload/kubeadm/move-image.ts).
+    patchNamespacedDaemonSet: async ({ name, namespace, body }: { name: string; namespace: string; body: object }) => {
+      const patch = body as ImagePatch;
+      const image = patch.spec?.template?.spec?.containers?.find(
         (container) => container.name === KUBE_PROXY_CONTAINER,
       )?.image;
-      enter(`replace DaemonSet ${namespace}/${name}`, { kind: "move-kube-proxy", image: image ?? "" });
+      enter(`patch DaemonSet ${namespace}/${name}`, { kind: "move-kube-proxy", image: image ?? "" });
       const kubeadm = objects();
       if (!isKubeProxy(name, namespace) || kubeadm.kubeProxyImage === undefined)
         throw notFound("daemonsets.apps", name);
-      const expected = body.metadata?.resourceVersion;
+      const expected = patch.metadata?.resourceVersion;
       if (expected !== undefined && expected !== String(kubeadm.resourceVersion))
         throw conflict("daemonsets.apps", name);
       if (image !== undefined) kubeadm.kubeProxyImage = image;

@@ -15,7 +15,6 @@
 // not: it moves the image and says so when CoreDNS's minor changes. KCP acts whenever the
 // template defines any clusterConfiguration, which without a pin only drops a digest or renames a pre-1.8 image;
 // Quorum leaves an unpinned CoreDNS, and the Deployment, unread.
-import type { V1Deployment } from "@kubernetes/client-node";
 import type { QuorumControlPlane } from "../../../api/types.ts";
 import type { WorkloadCaller } from "../client.ts";
 import {
@@ -26,6 +25,7 @@ import {
   type DNSImage,
 } from "./cluster-configuration.ts";
 import type { StepState } from "./flavour.ts";
+import { moveImage } from "./move-image.ts";
 import { KUBEADM_CONFIG_WHERE, readKubeadmConfig, writeClusterConfiguration } from "./kubeadm-config-map.ts";
 
 export const COREDNS = { namespace: "kube-system", name: "coredns" } as const;
@@ -184,13 +184,8 @@ export async function coreDNS(
     apply: async () => {
       // kubeadm-config first, as KCP: a failure after it leaves only the Deployment to move on the next reconcile.
       await pinInConfig?.apply();
-      // Replaced at the resourceVersion read: someone else's edit in between is a conflict, re-read next reconcile.
-      const body: V1Deployment = structuredClone(deployment);
-      for (const candidate of body.spec?.template.spec?.containers ?? [])
-        if (candidate.name === COREDNS_CONTAINER) candidate.image = move.image;
-      await call(`update ${where}`, (apis, options) =>
-        apis.apps.replaceNamespacedDeployment({ ...COREDNS, body }, options),
-      );
+      const image = { ...COREDNS, kind: "Deployment", container: COREDNS_CONTAINER, image: move.image } as const;
+      await moveImage(call, { ...image, resourceVersion: deployment.metadata?.resourceVersion }, `update ${where}`);
       return `moved ${where} from ${from} to ${move.image}${corefile}${configChanged}`;
     },
   };

@@ -11,7 +11,7 @@
 //                       annotation; the Corefile is left as is (coredns.ts).
 // Observing reads the workload API; a step seen done for the same version and template is not read again for
 // DONE_RECHECK_MS (an idle cluster costs no workload read), and any step Quorum carries out re-reads first.
-import type { V1DaemonSet, V1Pod } from "@kubernetes/client-node";
+import type { V1Pod } from "@kubernetes/client-node";
 import type { Cluster } from "../../../api/capi.ts";
 import type { QuorumControlPlane } from "../../../api/types.ts";
 import type { ControlPlaneComponent, TemplateReader, WorkloadStep, WorkloadSteps } from "../../../ports/workload.ts";
@@ -26,6 +26,7 @@ import {
 import { KUBEADM_CONFIG_WHERE, readKubeadmConfig, writeClusterConfiguration } from "./kubeadm-config-map.ts";
 import { coreDNS, SKIP_COREDNS_ANNOTATION } from "./coredns.ts";
 import { retagImage } from "./images.ts";
+import { moveImage } from "./move-image.ts";
 import { kubeadmBindings } from "./permissions.ts";
 
 export const KUBE_PROXY = { namespace: "kube-system", name: "kube-proxy" } as const;
@@ -293,12 +294,8 @@ async function kubeProxy(
   return {
     step: { name: "kube-proxy", when: "AfterRollout", done: false, detail: `${where} runs ${from}, not ${image}` },
     apply: async () => {
-      const body: V1DaemonSet = structuredClone(daemonSet);
-      for (const candidate of body.spec?.template.spec?.containers ?? [])
-        if (candidate.name === "kube-proxy") candidate.image = image;
-      await call(`update ${where}`, (apis, options) =>
-        apis.apps.replaceNamespacedDaemonSet({ ...KUBE_PROXY, body }, options),
-      );
+      const move = { ...KUBE_PROXY, kind: "DaemonSet", container: "kube-proxy", image } as const;
+      await moveImage(call, { ...move, resourceVersion: daemonSet.metadata?.resourceVersion }, `update ${where}`);
       return `moved ${where} from ${from} to ${image}`;
     },
   };
