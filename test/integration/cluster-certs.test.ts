@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
+import { CoreV1Api, KubeConfig, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import type { Cluster } from "../../src/api/capi.ts";
 import type { QuorumControlPlane } from "../../src/api/types.ts";
 import { caSecretChecks, readCASecret } from "../../src/adapters/certs/ca-secret.ts";
@@ -273,6 +273,17 @@ describe("cluster certificates on a real kube-apiserver", () => {
       return true;
     });
 
+    // Another controller guards the Secret (a backup tool's finalizer and annotation): a rotation keeps both.
+    const guard = "backup.example.com/protect";
+    await core.patchNamespacedSecret(
+      {
+        name: "wl-kubeconfig",
+        namespace,
+        body: { metadata: { finalizers: [guard], annotations: { "backup.example.com/last": "2026-12-07" } } },
+      },
+      setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+    );
+
     // Rotation back to the real endpoint (new certificate, same CA) is picked up too.
     const rotated = await ensureKubeconfig(store, {
       cluster: "wl",
@@ -282,6 +293,13 @@ describe("cluster certificates on a real kube-apiserver", () => {
     });
     assert.equal(rotated.action, "rotated");
     assert.equal((await clients.listNodes(namespace, "wl")).length, 1);
+    const kept = await core.readNamespacedSecret({ name: "wl-kubeconfig", namespace });
+    assert.deepEqual(kept.metadata?.finalizers, [guard]);
+    assert.equal(kept.metadata?.annotations?.["backup.example.com/last"], "2026-12-07");
+    await core.patchNamespacedSecret(
+      { name: "wl-kubeconfig", namespace, body: { metadata: { finalizers: null } } },
+      setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+    );
   });
 });
 

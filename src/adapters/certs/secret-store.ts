@@ -18,6 +18,8 @@ export interface SecretObject {
     labels?: Record<string, string>;
     annotations?: Record<string, string>;
     ownerReferences?: OwnerReference[];
+    /** Kept so that a replace (a PUT, which sets what it is given) leaves another controller's finalizers on. */
+    finalizers?: string[];
   };
   type?: string;
   data?: Record<string, string>;
@@ -151,6 +153,7 @@ export function fromV1(secret: V1Secret): SecretObject {
       return reference;
     });
   }
+  if (metadata.finalizers && metadata.finalizers.length > 0) result.metadata.finalizers = [...metadata.finalizers];
   if (secret.type) result.type = secret.type;
   if (secret.data) result.data = { ...secret.data };
   return result;
