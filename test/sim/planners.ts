@@ -185,6 +185,17 @@ const lineageBlind: PlannerFactory = () => {
     real({ ...snapshot, machines: snapshot.machines.map(({ remediationFor: _ignored, ...machine }) => machine) });
 };
 
+/**
+ * The record of a member Quorum removed is never read (as before 2026-12-07): a deleting Machine whose member is gone
+ * is judged by its Node alone, so a half-joined kubeadm Machine (its Node never labelled) has its hook held for its
+ * join through the whole memberJoinGracePeriod.
+ */
+const removalBlind: PlannerFactory = () => {
+  const real = makePlanner();
+  return (snapshot) =>
+    real({ ...snapshot, machines: snapshot.machines.map(({ memberRemoved: _ignored, ...machine }) => machine) });
+};
+
 export const PLANNERS = {
   real: () => plan,
   "ghost-blind": ghostBlind,
@@ -202,6 +213,7 @@ export const PLANNERS = {
   "lost-at-once": lostAtOnce,
   "down-at-once": downAtOnce,
   "lineage-blind": lineageBlind,
+  "removal-blind": removalBlind,
 } satisfies Record<string, PlannerFactory>;
 
 export type PlannerName = keyof typeof PLANNERS;

@@ -20,6 +20,7 @@ import {
 import {
   certificatesDueWithin,
   certificatesShortOfSpec,
+  checkJoinHolds,
   checkLostMachineOffers,
   checkQuorumKept,
   converged,
@@ -211,8 +212,10 @@ export async function runSchedule(
     }
     const lostQuorum = checkQuorumKept(world, step.hadQuorum, action ? describeAction(action) : "a reconcile");
     if (lostQuorum) return finish("violation", lostQuorum);
-    // Rule 11 reads the status this reconcile wrote; a crashed one may have left an older one.
-    const offered = step.crashed ? undefined : checkLostMachineOffers(world);
+    // Rules 11 and 13 read the status this reconcile wrote; a crashed one may have left an older one.
+    const offered = step.crashed
+      ? undefined
+      : (checkLostMachineOffers(world) ?? (ports.lagging ? undefined : checkJoinHolds(world)));
     if (offered) return finish("violation", offered);
 
     if (faulting) continue;

@@ -121,6 +121,15 @@ describe("seed bugs the simulator must catch", () => {
     assert.match(found.finding!.message, /offers to delete machine \S+ if lost, but its Node is only starting/);
   });
 
+  it("reports a violation when a deleting Machine's hook is held for a join that added its member already (the kubeadm e2e scenario's half-joined Machine)", async () => {
+    const found = await firstWith("removal-blind", "violation", /^13 /);
+    assert.ok(found, `no rule 13 violation within ${BUDGET} schedules`);
+    assert.match(
+      found.finding!.message,
+      /holds the hook of machine \S+ for its join, but its join added member \S+, since removed/,
+    );
+  });
+
   it("reports a violation when a voter down for a moment (an etcd restart) is offered as lost at once", async () => {
     const found = await firstWith("down-at-once", "violation", /^11 /);
     assert.ok(found, `no rule 11 violation within ${BUDGET} schedules`);
