@@ -372,7 +372,7 @@ class Context {
         const grace = this.spec.etcd.memberJoinGracePeriodMs - (this.snapshot.now - machine.created);
         this.waits.push({
           action: waitFor(
-            `machine ${machine.name} is being deleted while its join may still add its etcd member (no member yet, no Node past kubeadm's etcd phase): its pre-terminate hook is held, so that a member it adds is removed before CAPI takes the machine, for at most ${formatDuration(grace)} more (memberJoinGracePeriod)`,
+            `machine ${machine.name} is being deleted while its join may still add its etcd member (no member yet, ${this.snapshot.workload?.readable === false ? `and its Node cannot be read: ${this.snapshot.workload.error ?? "the workload API did not answer"}` : "no Node past kubeadm's etcd phase"}): its pre-terminate hook is held, so that a member it adds is removed before CAPI takes the machine, for at most ${formatDuration(grace)} more (memberJoinGracePeriod)`,
             RECHECK_MS.converging,
             `machine ${machine.name}`,
           ),

@@ -146,13 +146,17 @@ function mayBeJoining(snapshot: Snapshot, machine: MachineView): boolean {
  * never started, and quorum was lost). Held, the join finishes and the member is removed as any deleting Machine's. A
  * Machine whose member Quorum removed (memberRemoved) got past its etcd phase whatever its Node shows: a half-joined
  * kubeadm Node lacks the label (the kubeadm e2e scenario held such a Machine's hook for the whole grace period).
+ * While the workload API cannot be read its Node is unknown, so the join may be adding its member (sim seed 888991025:
+ * the hook went while the API server was down, the join then added a voter that never started next to the one voter,
+ * and quorum was lost for good).
  */
 export function joinMayAddMember(snapshot: Snapshot, machine: MachineView): boolean {
   if (snapshot.controlPlane.deleting || machine.failed || machine.memberRemoved) return false;
   if (!withinJoinGrace(snapshot, machine)) return false;
-  // Only while the workload API's Nodes were read, so that "no Node" is known (Machines that run etcd only have none).
-  if (!snapshot.workload?.expected || !snapshot.workload.readable) return false;
+  // Machines that run etcd only have no Node, and no workload API to ask for one.
+  if (!snapshot.workload?.expected) return false;
   if (!machine.infrastructureReady && (machine.otherPreTerminateHooks ?? []).length === 0) return false;
+  if (!snapshot.workload.readable) return true;
   const node = nodeOfMachine(machine, snapshot.nodes);
   if (!node) return true;
   return judgesNodeLabel(snapshot) && !node.controlPlaneLabel;

@@ -751,6 +751,25 @@ const cases: Case[] = [
     expect: { kind: "ReleaseHook", fields: { machine: "m-2" } },
   },
   {
+    // Sim seed 888991025: released while the API server was down, the join added a voter that never started.
+    name: "while the workload API cannot be read, a deleting booting Machine's hook is held for its join",
+    snapshot: () => {
+      const h = healthyMachines(1);
+      const booting = machine("m-2", { created: NOW - MINUTE, deleting: NOW - 10 * SECOND });
+      const read = snapshot({
+        machines: [...h.machines, booting],
+        members: withLeader(h.members, "m-1"),
+        controlPlane: { replicas: 1 },
+      });
+      return { ...read, workload: { expected: true, readable: false, error: "etcdserver: no leader" } };
+    },
+    expect: {
+      kind: "Wait",
+      reason: ["join may still add its etcd member", "its Node cannot be read: etcdserver: no leader"],
+      blockedBy: ["m-2"],
+    },
+  },
+  {
     name: "the hook of a deleting Machine with no member is released once its Node shows the join past etcd",
     snapshot: () => {
       const h = healthyMachines(1);
