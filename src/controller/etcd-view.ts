@@ -7,6 +7,11 @@ export interface EtcdObservation {
   members: EtcdMember[];
   statuses: EtcdMemberStatus[];
   alarms: EtcdAlarm[];
+  /**
+   * Set when the leader could not confirm the member list (no leader, or none the answering members could reach):
+   * why, and the list is then the answering member's own view, which may miss a member added since.
+   */
+  unconfirmed?: string;
 }
 
 function errorMessage(error: unknown): string {
@@ -16,19 +21,34 @@ function errorMessage(error: unknown): string {
 export type EtcdObservationResult = { ok: true; observation: EtcdObservation } | { ok: false; error: string };
 
 /**
+ * The member list the leader confirms; without a leader, the answering member's own view, with why it is not
+ * confirmed (a cluster that lost quorum still shows its members in status). Throws when no member answers either.
+ */
+async function listMembers(client: EtcdClusterClient): Promise<{ members: EtcdMember[]; unconfirmed?: string }> {
+  try {
+    return { members: await client.listMembers() };
+  } catch (linearizable) {
+    // An error only a user can fix (a garbage CA Secret, an expired certificate) fails the same way again.
+    if ((linearizable as { needsUser?: unknown } | null)?.needsUser === true) throw linearizable;
+    const members = await client.listMembers({ serializable: true });
+    return { members, unconfirmed: errorMessage(linearizable) };
+  }
+}
+
+/**
  * One observation round: member list, then every member's status in parallel, plus alarms. Never throws:
  * when no endpoint answers, the result says why, for EtcdView.error and the Wait reason.
  */
 export async function observeEtcd(client: EtcdClusterClient): Promise<EtcdObservationResult> {
   try {
-    const members = await client.listMembers();
+    const { members, unconfirmed } = await listMembers(client);
     const [statuses, alarms] = await Promise.all([
       client.memberStatuses(members),
       // A failed alarm read must not hide the member list, nor pass for "no alarm": an unknown alarm blocks
       // disruptive actions like a real one until the next round reads them.
       client.alarms().catch((error: unknown) => [{ memberId: "0", alarm: `UNKNOWN (${errorMessage(error)})` }]),
     ]);
-    return { ok: true, observation: { members, statuses, alarms } };
+    return { ok: true, observation: { members, statuses, alarms, ...(unconfirmed ? { unconfirmed } : {}) } };
   } catch (error) {
     // The adapter's errors already say what failed and what to do; anything else gets a prefix that says where.
     if (error instanceof Error && typeof (error as { reason?: unknown }).reason === "string")
@@ -41,13 +61,15 @@ export async function observeEtcd(client: EtcdClusterClient): Promise<EtcdObserv
 export interface RawEtcdView {
   observed: boolean;
   error?: string;
+  /** The member list was not confirmed by the leader: why (EtcdObservation.unconfirmed). */
+  unconfirmed?: string;
   members: ObservedMember[];
   alarms: EtcdAlarm[];
 }
 
 export function toEtcdView(result: EtcdObservationResult): RawEtcdView {
   if (!result.ok) return { observed: false, error: result.error, members: [], alarms: [] };
-  const { members, statuses, alarms } = result.observation;
+  const { members, statuses, alarms, unconfirmed } = result.observation;
   const statusById = new Map(statuses.map((status) => [status.memberId, status]));
   const views = members.map((member): ObservedMember => {
     const status = statusById.get(member.id);
@@ -66,5 +88,10 @@ export function toEtcdView(result: EtcdObservationResult): RawEtcdView {
     if (status?.raftAppliedIndex !== undefined) view.raftAppliedIndex = status.raftAppliedIndex;
     return view;
   });
-  return { observed: true, members: views, alarms: alarms.map((alarm) => ({ ...alarm })) };
+  return {
+    observed: true,
+    ...(unconfirmed ? { unconfirmed } : {}),
+    members: views,
+    alarms: alarms.map((alarm) => ({ ...alarm })),
+  };
 }

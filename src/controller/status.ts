@@ -210,9 +210,12 @@ function conditionInputs(
       reason: !verdict.observed ? "EtcdNotObserved" : allVotersHealthy ? "Healthy" : "MembersUnhealthy",
       message: !verdict.observed
         ? (snapshot.etcd.error ?? "")
-        : unhealthySummary(verdict) ||
-          etcdProblems ||
-          `all ${verdict.quorum.voters} voters healthy, tolerates ${verdict.quorum.failuresTolerated} failure(s)`,
+        : (unhealthySummary(verdict) ||
+            etcdProblems ||
+            `all ${verdict.quorum.voters} voters healthy, tolerates ${verdict.quorum.failuresTolerated} failure(s)`) +
+          (snapshot.etcd.unconfirmed === undefined
+            ? ""
+            : `; the member list shown is one member's own view, the leader could not confirm it: ${snapshot.etcd.unconfirmed}`),
     },
     membersMappedCondition(verdict),
     {

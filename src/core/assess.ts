@@ -404,6 +404,8 @@ export function assess(
         why: `is joining and its member is not proven yet (${member ? member.state : machine.detail})`,
       });
     }
+    // A voluntary disruption is judged on the whole membership, which only the leader can vouch for.
+    if (snapshot.etcd.unconfirmed !== undefined) found.push(unconfirmedListBlocker(snapshot.etcd.unconfirmed));
     for (const alarm of snapshot.etcd.alarms) {
       const on = memberById.get(alarm.memberId);
       found.push({
@@ -616,6 +618,19 @@ export function assess(
             `machine ${machine.name} shows no member, but ${unmapped.map((candidate) => candidate.label).join(", ")} is not mapped yet`,
           );
         }
+        // A list the leader did not confirm is one member's own view: a member added since (this Machine's join,
+        // committed by a leader that member cannot hear) would be missing from it, and letting the Machine go would
+        // strand that member as a voter whose host is gone, in a cluster that has no quorum to spare.
+        if (snapshot.etcd.unconfirmed !== undefined && !snapshot.controlPlane.deleting) {
+          blockers.push(unconfirmedListBlocker(snapshot.etcd.unconfirmed, machine.name));
+          return finish(
+            current,
+            hasQuorum,
+            false,
+            false,
+            `machine ${machine.name} shows no member, but the member list is not confirmed by the leader`,
+          );
+        }
         // No member: taking the Machine (or its hook) away changes nothing in etcd. This is the step KCP refused
         // after a crash, because it counted Machines against members instead of asking about this operation.
         return finish(
@@ -662,6 +677,14 @@ export function assess(
       return voterRemoval(member, `deleting machine ${machine.name} and then removing ${member.label}`, machine.name);
     }
   }
+}
+
+/** Why a Machine absent from a member list the leader did not confirm may still have a member. */
+function unconfirmedListBlocker(cause: string, machine?: string): Blocker {
+  return {
+    subject: "etcd member list",
+    why: `was read from a member's own view because the leader could not confirm it (${cause}): a member added since may be missing from it${machine === undefined ? "" : `, and may be machine ${machine}'s`}`,
+  };
 }
 
 /** The quorum-remove-etcd-member annotation of the QuorumControlPlane names this member. */

@@ -273,6 +273,11 @@ export interface EtcdView {
    * less often, since waiting changes nothing. From the adapter error's `needsUser`.
    */
   needsUser?: boolean;
+  /**
+   * Set when the leader could not confirm the member list (etcd's linearizable read failed): why. The list is then
+   * one member's own view, which may lack a member added since, so a Machine absent from it may still have one.
+   */
+  unconfirmed?: string;
   members: MemberView[];
   /** Cluster-wide alarms (NOSPACE, CORRUPT), with the member they were raised on. */
   alarms: { memberId: string; alarm: string }[];

@@ -48,9 +48,22 @@ export interface AddMemberOptions {
   learner: boolean;
 }
 
+export interface ListMembersOptions {
+  /**
+   * Take the answering member's own view (etcd's serializable read) instead of one the leader confirms is current.
+   * It answers without a leader, but a member cut off from the leader, or a moment behind it, may list a member
+   * that was removed or miss one that was added.
+   */
+  serializable?: boolean;
+}
+
 export interface EtcdClusterClient {
-  /** The member list, from any member that answers first. Throws EndpointUnreachableError when none does. */
-  listMembers(): Promise<EtcdMember[]>;
+  /**
+   * The member list, from any member that answers first: linearizable unless asked otherwise (the leader confirms it
+   * is current, as etcd's own client and KCP read it), so it fails without a leader. Throws EndpointUnreachableError
+   * when no member answers.
+   */
+  listMembers(options?: ListMembersOptions): Promise<EtcdMember[]>;
   /**
    * Status of every member, asked in parallel with one deadline each, so the whole round takes at most about
    * one deadline however many members are dead or frozen. Never throws for an unreachable member: it is

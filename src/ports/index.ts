@@ -11,6 +11,7 @@ export {
   type EtcdMember,
   type EtcdMemberStatus,
   type EtcdRefusal,
+  type ListMembersOptions,
   type PromoteResult,
 } from "./etcd.ts";
 export type { LogMeta, Logger } from "./log.ts";

@@ -256,6 +256,37 @@ describe("etcd adapter on a real 3-member TLS cluster", () => {
     });
   }
 
+  it("with two of three members killed, lists members only as one member's own view, and says so", async () => {
+    const etcd = client();
+    const members = await etcd.listMembers();
+    const statuses = await etcd.memberStatuses(members);
+    // The survivor is a follower, so it is not the last leader still believing in itself for an election timeout.
+    const survivorId = statuses.find((status) => !status.leader)?.memberId;
+    const victims = members.filter((member) => member.id !== survivorId).map(harnessMember);
+    for (const victim of victims) await victim.kill();
+    try {
+      // The linearizable read (the default) needs the leader's read index, which no quorum can give.
+      await assert.rejects(etcd.listMembers(), /member list/);
+      const own = await etcd.listMembers({ serializable: true });
+      assert.deepEqual(own.map((member) => member.id).sort(), members.map((member) => member.id).sort());
+
+      const observation = await observeEtcd(client());
+      assert.ok(observation.ok, observation.ok ? "" : observation.error);
+      assert.equal(observation.observation.members.length, 3);
+      assert.match(observation.observation.unconfirmed ?? "", /member list/);
+      assert.deepEqual(
+        observation.observation.statuses.filter((status) => status.reachable).map((status) => status.memberId),
+        [survivorId],
+      );
+    } finally {
+      for (const victim of victims) await victim.start();
+    }
+    await eventually("a leader again, confirming the member list", async () => {
+      const observation = await observeEtcd(client());
+      return observation.ok && observation.observation.unconfirmed === undefined ? true : undefined;
+    });
+  });
+
   it("promotes a learner once it has caught up, answering 'not caught up' before that", async () => {
     const etcd = client();
     const learner = await cluster.addMember({ learner: true });

@@ -7,6 +7,7 @@ import {
   electLeader,
   findMember,
   foreignHookHeld,
+  addedByProposal,
   newMemberId,
   nodeReady,
   NETWORK_START_MAX_STEPS,
@@ -158,6 +159,7 @@ function kubeadm(world: World, machine: SimMachine): void {
     catchUpRate: 0,
     machine: machine.name,
     activeSince: world.now,
+    addedAt: addedByProposal(world),
   });
   machine.memberId = id;
   machine.phase = "member-added";

@@ -13,6 +13,7 @@ import {
   kubeletDown,
   liveMachines,
   markDeleting,
+  addedByProposal,
   newMemberId,
   nodeLabelled,
   quorumSize,
@@ -124,6 +125,7 @@ const FAULTS: Record<FaultKind, (world: World, rng: Prng) => string | undefined>
       appliedIndex: alive ? world.leaderIndex : 0,
       catchUpRate: 1,
       activeSince: world.now,
+      addedAt: addedByProposal(world),
     });
     return `ghost member stray-${n} ${alive ? "(alive)" : started ? "(dead)" : "(added, never started)"}`;
   },
@@ -150,6 +152,7 @@ const FAULTS: Record<FaultKind, (world: World, rng: Prng) => string | undefined>
       appliedIndex: alive ? world.leaderIndex : 0,
       catchUpRate: 1,
       activeSince: world.now,
+      addedAt: addedByProposal(world),
     });
     return `stale member named ${machine.hostName} (the name of machine ${machine.name}) at ${peerHost}, ${alive ? "alive" : "dead"}`;
   },

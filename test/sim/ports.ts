@@ -33,6 +33,7 @@ import type {
   EtcdClusterClient,
   EtcdMember,
   EtcdMemberStatus,
+  ListMembersOptions,
   ManagementApi,
   NodeQuery,
   PromoteResult,
@@ -839,8 +840,9 @@ class SimEtcdClient implements EtcdClusterClient {
     this.hosts = new Set(endpoints.map((endpoint) => new URL(endpoint).hostname));
   }
 
-  async listMembers(): Promise<EtcdMember[]> {
-    this.gate.call("etcd member list", { kind: "none" });
+  async listMembers(options: ListMembersOptions = {}): Promise<EtcdMember[]> {
+    const serializable = options.serializable === true;
+    this.gate.call(serializable ? "etcd member list (serializable)" : "etcd member list", { kind: "none" });
     // The client reaches etcd through the Machine addresses it was given: some member there must answer.
     if (!this.world.members.some((member) => member.up && this.hosts.has(member.peerHost))) {
       throw this.gate.fail(
@@ -851,7 +853,40 @@ class SimEtcdClient implements EtcdClusterClient {
         ),
       );
     }
-    return this.world.members.map((member) => ({
+    // A linearizable read waits for the leader's read index: without a leader it runs into its deadline.
+    if (!serializable && this.world.leaderId === undefined) {
+      throw this.gate.fail(
+        new SimApiError(
+          0,
+          `no etcd member answered within its deadline (${this.hosts.size} endpoints tried): context deadline exceeded`,
+          "EndpointUnreachable",
+        ),
+      );
+    }
+    // A serializable list is the answering voter's own view (learners refuse member lists): without a leader it has
+    // applied only what it had when it lost the leader, or when it went down before that, so a member added since is
+    // missing from it. The worst such view answers.
+    const answering =
+      serializable && this.world.leaderId === undefined
+        ? this.world.members
+            .filter((member) => member.up && !member.learner && this.hosts.has(member.peerHost))
+            .reduce<SimMember | undefined>(
+              (stalest, member) => (stalest && stalest.appliedIndex <= member.appliedIndex ? stalest : member),
+              undefined,
+            )
+        : undefined;
+    if (serializable && this.world.leaderId === undefined && !answering) {
+      throw this.gate.fail(
+        new SimApiError(0, "etcdserver: rpc not supported for learner (no voter answered)", "EndpointUnreachable"),
+      );
+    }
+    const listed = answering
+      ? this.world.members.filter(
+          (member) => member === answering || member.addedAt === undefined || member.addedAt <= answering.appliedIndex,
+        )
+      : this.world.members;
+    if (listed.length < this.world.members.length) this.gate.note(`${answering?.name}'s own view`);
+    return listed.map((member) => ({
       id: member.id,
       name: member.name,
       peerURLs: [`https://${member.peerHost}:${ETCD_PEER_PORT}`],

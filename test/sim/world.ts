@@ -177,6 +177,11 @@ export interface SimMember {
   catchUpRate: number;
   /** World truth: the Machine whose kubeadm added it; undefined for stray members. */
   machine?: string;
+  /**
+   * The raft index of the entry that added it (addedByProposal); undefined for members from before the simulation.
+   * A member that has not applied that index does not list it in its own (serializable) view.
+   */
+  addedAt?: number;
   /** When its process last came up (started or recovered): its peer connections are this old. */
   activeSince: number;
   /** A status write saw it down during its current outage (so the controller could know its connections restarted). */
@@ -474,6 +479,18 @@ export function electLeader(world: World): void {
   const next = answering.reduce((lowest, member) => (member.id < lowest.id ? member : lowest));
   world.leaderId = next.id;
   next.appliedIndex = world.leaderIndex;
+}
+
+/**
+ * A member add is a raft proposal: it takes the next index of the leader's log, and the leader applies it once a
+ * quorum has it. The followers apply it when they next hear from the leader (advanceRaft): one down until then, or
+ * left without a leader first, does not list the new member in its own view.
+ */
+export function addedByProposal(world: World): number {
+  world.leaderIndex += 1;
+  const leader = world.leaderId === undefined ? undefined : findMember(world, world.leaderId);
+  if (leader) leader.appliedIndex = world.leaderIndex;
+  return world.leaderIndex;
 }
 
 export function newMemberId(world: World): string {

@@ -30,6 +30,7 @@ import type {
   EtcdMember,
   EtcdMemberStatus,
   EtcdTunnel,
+  ListMembersOptions,
   PromoteResult,
 } from "./types.ts";
 
@@ -106,9 +107,11 @@ class Etcd3ClusterClient implements EtcdClusterClient {
     this.tunnel = options.tunnel?.open();
   }
 
-  async listMembers(): Promise<EtcdMember[]> {
-    const { value } = await this.firstAnswer("member list", (client, deadline) =>
-      client.cluster.memberList({}, { deadline }),
+  async listMembers(options: ListMembersOptions = {}): Promise<EtcdMember[]> {
+    const serializable = options.serializable === true;
+    const { value } = await this.firstAnswer(
+      serializable ? "member list (serializable)" : "member list",
+      (client, deadline) => client.cluster.memberList({ linearizable: !serializable }, { deadline }),
     );
     return value.members.map(toMember);
   }
@@ -268,8 +271,9 @@ class Etcd3ClusterClient implements EtcdClusterClient {
   /** Where a write goes: the last known leader (saves etcd a forward), else the first member to answer. */
   private async writeEndpoint(): Promise<string> {
     if (this.leaderEndpoint) return this.leaderEndpoint;
+    // Any member that answers will do (etcd forwards a write to its leader), so the cheap serializable read.
     const { endpoint } = await this.firstAnswer("member list", (client, deadline) =>
-      client.cluster.memberList({}, { deadline }),
+      client.cluster.memberList({ linearizable: false }, { deadline }),
     );
     return endpoint;
   }

@@ -22,6 +22,7 @@ import type {
   EtcdClusterClientFactory,
   EtcdMember,
   EtcdMemberStatus,
+  ListMembersOptions,
   PromoteResult,
 } from "./types.ts";
 
@@ -192,8 +193,8 @@ class EtcdClientLease implements EtcdClusterClient {
     private readonly onRelease: () => void,
   ) {}
 
-  async listMembers(): Promise<EtcdMember[]> {
-    return this.use().listMembers();
+  async listMembers(options?: ListMembersOptions): Promise<EtcdMember[]> {
+    return this.use().listMembers(options);
   }
 
   async memberStatuses(members?: EtcdMember[]): Promise<EtcdMemberStatus[]> {

@@ -8,6 +8,7 @@ export type {
   EtcdClusterClient,
   EtcdMember,
   EtcdMemberStatus,
+  ListMembersOptions,
   PromoteResult,
 } from "../../ports/etcd.ts";
 

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { EndpointUnreachableError } from "../../../src/adapters/errors.ts";
-import type { EtcdClusterClient, EtcdMember, EtcdMemberStatus } from "../../../src/ports/index.ts";
+import type { EtcdClusterClient, EtcdMember, EtcdMemberStatus, ListMembersOptions } from "../../../src/ports/index.ts";
 import { observeEtcd, toEtcdView, type EtcdObservation } from "../../../src/controller/etcd-view.ts";
 
 const members: EtcdMember[] = [
@@ -102,6 +102,50 @@ describe("etcd view", () => {
       view.error ?? "",
       /etcd of cluster team-a\/prod: not reachable: no endpoint answered within 1000 ms \(https:\/\/10\.0\.0\.1:2379: connection refused\)/,
     );
+  });
+
+  it("reads the member list linearizable, and without a leader shows a member's own view marked unconfirmed", async () => {
+    const asked: (ListMembersOptions | undefined)[] = [];
+    const leaderless = fakeClient({
+      listMembers: async (options) => {
+        asked.push(options);
+        if (options?.serializable) return members;
+        throw new EndpointUnreachableError(
+          "etcd of cluster team-a/prod",
+          new Map([["https://10.0.0.1:2379", "context deadline exceeded"]]),
+          2000,
+        );
+      },
+    });
+    const view = toEtcdView(await observeEtcd(leaderless));
+    assert.deepEqual(asked, [undefined, { serializable: true }]);
+    assert.equal(view.observed, true);
+    assert.equal(view.members.length, 3);
+    assert.match(view.unconfirmed ?? "", /no endpoint answered within 2000 ms .*context deadline exceeded/);
+
+    const askedWithLeader: (ListMembersOptions | undefined)[] = [];
+    const healthy = toEtcdView(
+      await observeEtcd(fakeClient({ listMembers: async (options) => (askedWithLeader.push(options), members) })),
+    );
+    assert.deepEqual(askedWithLeader, [undefined]);
+    assert.equal(healthy.unconfirmed, undefined);
+  });
+
+  it("does not ask again for a list it could not read for a reason only a user can fix", async () => {
+    const asked: (ListMembersOptions | undefined)[] = [];
+    const badCertificate = fakeClient({
+      listMembers: async (options) => {
+        asked.push(options);
+        throw Object.assign(new Error("etcd of cluster team-a/prod: the client certificate has expired"), {
+          reason: "CertificateExpired",
+          needsUser: true,
+        });
+      },
+    });
+    const view = toEtcdView(await observeEtcd(badCertificate));
+    assert.deepEqual(asked, [undefined]);
+    assert.equal(view.observed, false);
+    assert.match(view.error ?? "", /certificate has expired/);
   });
 
   it("treats alarms it could not read as an unknown alarm rather than as no alarm", async () => {

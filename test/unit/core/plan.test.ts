@@ -796,6 +796,21 @@ const cases: Case[] = [
     expect: { kind: "Wait", reason: ["join may still add its etcd member"], blockedBy: ["m-2"] },
   },
   {
+    // Two of three voters down: the linearizable member list fails, the serializable one is a member's own view.
+    name: "without a leader to confirm the member list, a deleting Machine that shows no member keeps its hook",
+    snapshot: () => quorumLostWithDeletingMachine("no endpoint answered within 2000 ms: context deadline exceeded"),
+    expect: {
+      kind: "Wait",
+      reason: ["machine m-4", "the leader could not confirm it (no endpoint answered within 2000 ms"],
+      blockedBy: ["etcd member list"],
+    },
+  },
+  {
+    name: "the same Machine's hook goes once the list is confirmed, even while quorum is lost",
+    snapshot: () => quorumLostWithDeletingMachine(undefined),
+    expect: { kind: "ReleaseHook", fields: { machine: "m-4" } },
+  },
+  {
     name: "an etcd alarm stops every disruptive step and is named",
     snapshot: () => {
       const h = surgeJoined();
@@ -1174,6 +1189,17 @@ describe("plan: one step at a time", () => {
     }
   });
 });
+
+/** m-2's and m-3's voters down (no leader), and m-4, whose member Quorum removed, deleting with its hook. */
+function quorumLostWithDeletingMachine(unconfirmed: string | undefined): Snapshot {
+  const h = healthyMachines(3);
+  const gone = machine("m-4", { created: NOW - 30 * MINUTE, deleting: NOW - 10 * SECOND, memberRemoved: "1234" });
+  const read = snapshot({
+    machines: [...h.machines, gone],
+    members: [{ ...h.members[0], leader: false, errors: ["etcdserver: no leader"] }, dead("m-2"), dead("m-3")],
+  });
+  return { ...read, etcd: { ...read.etcd, ...(unconfirmed === undefined ? {} : { unconfirmed }) } };
+}
 
 /** A kubeadm control plane (workload readable) whose newest Machine is deleting memberless, its Node unlabelled. */
 function halfJoinedAndDeleting(memberRemoved: string | undefined): Snapshot {
