@@ -21,17 +21,37 @@ function errorMessage(error: unknown): string {
 export type EtcdObservationResult = { ok: true; observation: EtcdObservation } | { ok: false; error: string };
 
 /**
+ * How long the confirmed member list may take before a member's own view is asked for as well. A healthy cluster
+ * confirms within milliseconds; without a leader the confirmed read waits out its whole deadline, and asking for the
+ * own view only after that would make an observation of a cluster whose members do not answer at all take two.
+ */
+const OWN_VIEW_AFTER_MS = 500;
+
+export interface ObserveOptions {
+  /** OWN_VIEW_AFTER_MS unless a test says otherwise. */
+  ownViewAfterMs?: number;
+}
+
+/**
  * The member list the leader confirms; without a leader, the answering member's own view, with why it is not
  * confirmed (a cluster that lost quorum still shows its members in status). Throws when no member answers either.
  */
-async function listMembers(client: EtcdClusterClient): Promise<{ members: EtcdMember[]; unconfirmed?: string }> {
+async function listMembers(
+  client: EtcdClusterClient,
+  ownViewAfterMs: number,
+): Promise<{ members: EtcdMember[]; unconfirmed?: string }> {
+  let ownView: Promise<EtcdMember[]> | undefined;
+  const askOwnView = () => (ownView ??= client.listMembers({ serializable: true }));
+  // Its answer is used only if the confirmed list fails; a failure is then read from the same promise.
+  const early = setTimeout(() => void askOwnView().catch(() => {}), ownViewAfterMs);
   try {
     return { members: await client.listMembers() };
   } catch (linearizable) {
     // An error only a user can fix (a garbage CA Secret, an expired certificate) fails the same way again.
     if ((linearizable as { needsUser?: unknown } | null)?.needsUser === true) throw linearizable;
-    const members = await client.listMembers({ serializable: true });
-    return { members, unconfirmed: errorMessage(linearizable) };
+    return { members: await askOwnView(), unconfirmed: errorMessage(linearizable) };
+  } finally {
+    clearTimeout(early);
   }
 }
 
@@ -39,9 +59,12 @@ async function listMembers(client: EtcdClusterClient): Promise<{ members: EtcdMe
  * One observation round: member list, then every member's status in parallel, plus alarms. Never throws:
  * when no endpoint answers, the result says why, for EtcdView.error and the Wait reason.
  */
-export async function observeEtcd(client: EtcdClusterClient): Promise<EtcdObservationResult> {
+export async function observeEtcd(
+  client: EtcdClusterClient,
+  options: ObserveOptions = {},
+): Promise<EtcdObservationResult> {
   try {
-    const { members, unconfirmed } = await listMembers(client);
+    const { members, unconfirmed } = await listMembers(client, options.ownViewAfterMs ?? OWN_VIEW_AFTER_MS);
     const [statuses, alarms] = await Promise.all([
       client.memberStatuses(members),
       // A failed alarm read must not hide the member list, nor pass for "no alarm": an unknown alarm blocks

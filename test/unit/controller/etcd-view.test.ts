@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { setTimeout as sleep } from "node:timers/promises";
 import { describe, it } from "node:test";
 import { EndpointUnreachableError } from "../../../src/adapters/errors.ts";
 import type { EtcdClusterClient, EtcdMember, EtcdMemberStatus, ListMembersOptions } from "../../../src/ports/index.ts";
@@ -129,6 +130,29 @@ describe("etcd view", () => {
     );
     assert.deepEqual(askedWithLeader, [undefined]);
     assert.equal(healthy.unconfirmed, undefined);
+  });
+
+  it("asks for a member's own view while a confirmed list is late, not only after it failed", async () => {
+    // Without a leader the confirmed list waits out its deadline: the own view asked only then would double it.
+    const asked: string[] = [];
+    let failConfirmed: (error: Error) => void = () => {};
+    const leaderless = fakeClient({
+      listMembers: (options) => {
+        asked.push(options?.serializable ? "own view" : "confirmed");
+        if (options?.serializable) return Promise.resolve(members);
+        return new Promise<EtcdMember[]>((_, reject) => {
+          failConfirmed = reject;
+        });
+      },
+    });
+    const observing = observeEtcd(leaderless, { ownViewAfterMs: 1 });
+    for (let waited = 0; !asked.includes("own view") && waited < 1000; waited++) await sleep(5);
+    assert.deepEqual(asked, ["confirmed", "own view"], "the own view is asked while the confirmed list is pending");
+    failConfirmed(new Error("no answer within 2000 ms"));
+    const view = toEtcdView(await observing);
+    assert.equal(view.members.length, 3);
+    assert.equal(view.unconfirmed, "no answer within 2000 ms");
+    assert.deepEqual(asked, ["confirmed", "own view"]);
   });
 
   it("does not ask again for a list it could not read for a reason only a user can fix", async () => {
