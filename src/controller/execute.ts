@@ -83,7 +83,7 @@ export async function execute(action: Action, context: ExecutionContext): Promis
           message: `not removing etcd member ${action.memberName}: voter${lost.length === 1 ? "" : "s"} ${lost.join(", ")} stopped answering since the plan`,
         };
       if (action.kind === "RemoveMember" && action.machine)
-        await recordRemoval(action.machine, action.memberId, context);
+        await recordRemoval(action.machine, action.memberId, namespace, context);
       const { removed } = await etcd.removeMember(action.memberId);
       return {
         message: `${removed ? "removed" : "found already removed"} etcd member ${action.memberName} (${action.memberId})`,
@@ -137,10 +137,14 @@ export async function execute(action: Action, context: ExecutionContext): Promis
  * Writes on the Machine which member Quorum removes, before it does (MEMBER_REMOVED_ANNOTATION): a crash in between
  * leaves the record with the member still there, which changes nothing. A Machine already gone needs no record.
  */
-async function recordRemoval(machineName: string, memberId: string, context: ExecutionContext): Promise<void> {
+async function recordRemoval(
+  machineName: string,
+  memberId: string,
+  namespace: string,
+  context: ExecutionContext,
+): Promise<void> {
   const machine = context.machines.find((candidate) => candidate.metadata.name === machineName);
   if (!machine || machine.metadata.annotations?.[MEMBER_REMOVED_ANNOTATION] === memberId) return;
-  const namespace = context.controlPlane.metadata.namespace ?? "default";
   try {
     await context.management.patchAnnotations(CAPI_API_VERSION, "Machine", namespace, machineName, {
       [MEMBER_REMOVED_ANNOTATION]: memberId,

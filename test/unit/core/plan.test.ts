@@ -725,44 +725,18 @@ const cases: Case[] = [
     // A user deleted a Machine whose kubeadm join was running; another controller's hook keeps its VM after Quorum's
     // is released, and the join would add a voter that never starts (sim seed 415644426): one-voter quorum lost.
     name: "the hook of a deleting Machine whose join may still add its member is held",
-    snapshot: () => {
-      const h = healthyMachines(1);
-      const booting = machine("m-2", { created: NOW - MINUTE, deleting: NOW - 10 * SECOND });
-      const read = snapshot({
-        machines: [...h.machines, booting],
-        members: withLeader(h.members, "m-1"),
-        controlPlane: { replicas: 1 },
-      });
-      return { ...read, workload: { expected: true, readable: true } };
-    },
+    snapshot: () => bootingAndDeleting({ expected: true, readable: true }),
     expect: { kind: "Wait", reason: ["join may still add its etcd member", "hook is held"], blockedBy: ["m-2"] },
   },
   {
     name: "without the workload API's Nodes (Machines that run etcd only) a deleting memberless Machine's hook goes",
-    snapshot: () => {
-      const h = healthyMachines(1);
-      const booting = machine("m-2", { created: NOW - MINUTE, deleting: NOW - 10 * SECOND });
-      return snapshot({
-        machines: [...h.machines, booting],
-        members: withLeader(h.members, "m-1"),
-        controlPlane: { replicas: 1 },
-      });
-    },
+    snapshot: () => bootingAndDeleting(undefined),
     expect: { kind: "ReleaseHook", fields: { machine: "m-2" } },
   },
   {
     // Sim seed 888991025: released while the API server was down, the join added a voter that never started.
     name: "while the workload API cannot be read, a deleting booting Machine's hook is held for its join",
-    snapshot: () => {
-      const h = healthyMachines(1);
-      const booting = machine("m-2", { created: NOW - MINUTE, deleting: NOW - 10 * SECOND });
-      const read = snapshot({
-        machines: [...h.machines, booting],
-        members: withLeader(h.members, "m-1"),
-        controlPlane: { replicas: 1 },
-      });
-      return { ...read, workload: { expected: true, readable: false, error: "etcdserver: no leader" } };
-    },
+    snapshot: () => bootingAndDeleting({ expected: true, readable: false, error: "etcdserver: no leader" }),
     expect: {
       kind: "Wait",
       reason: ["join may still add its etcd member", "its Node cannot be read: etcdserver: no leader"],
@@ -1189,6 +1163,18 @@ describe("plan: one step at a time", () => {
     }
   });
 });
+
+/** A one-replica control plane whose second Machine, booting (no member, no Node), is being deleted. */
+function bootingAndDeleting(workload: Snapshot["workload"]): Snapshot {
+  const h = healthyMachines(1);
+  const booting = machine("m-2", { created: NOW - MINUTE, deleting: NOW - 10 * SECOND });
+  const read = snapshot({
+    machines: [...h.machines, booting],
+    members: withLeader(h.members, "m-1"),
+    controlPlane: { replicas: 1 },
+  });
+  return workload === undefined ? read : { ...read, workload };
+}
 
 /** m-2's and m-3's voters down (no leader), and m-4, whose member Quorum removed, deleting with its hook. */
 function quorumLostWithDeletingMachine(unconfirmed: string | undefined): Snapshot {
