@@ -18,6 +18,14 @@ function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
+/**
+ * The adapters' errors say whether only a user can fix them (src/adapters/errors.ts), read structurally: the
+ * controller reaches adapters only through ports.
+ */
+export function needsUser(error: unknown): boolean {
+  return (error as { needsUser?: unknown } | null)?.needsUser === true;
+}
+
 export type EtcdObservationResult = { ok: true; observation: EtcdObservation } | { ok: false; error: string };
 
 /**
@@ -48,7 +56,7 @@ async function listMembers(
     return { members: await client.listMembers() };
   } catch (linearizable) {
     // An error only a user can fix (a garbage CA Secret, an expired certificate) fails the same way again.
-    if ((linearizable as { needsUser?: unknown } | null)?.needsUser === true) throw linearizable;
+    if (needsUser(linearizable)) throw linearizable;
     return { members: await askOwnView(), unconfirmed: errorMessage(linearizable) };
   } finally {
     clearTimeout(early);

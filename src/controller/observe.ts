@@ -16,7 +16,7 @@ import type {
 import { observe as observeMembers, recall } from "../core/memory.ts";
 import type { EtcdView, WorkloadStepsView, WorkloadView } from "../core/snapshot.ts";
 import { machinesToRead } from "./certificates-expiry.ts";
-import { observeEtcd, toEtcdView } from "./etcd-view.ts";
+import { needsUser, observeEtcd, toEtcdView } from "./etcd-view.ts";
 import type { Observation } from "./snapshot-builder.ts";
 
 export interface ObservedWorld {
@@ -133,11 +133,15 @@ async function observeEtcdOf(
     client = await workload.etcd(controlPlane, cluster, endpoints, machineNodes(machines));
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
-    // The adapters' errors say whether only a user can fix them (src/adapters/errors.ts, read structurally: the
-    // controller reaches adapters only through ports).
-    const needsUser = (error as { needsUser?: unknown } | null)?.needsUser === true;
+    const byUser = needsUser(error);
     return {
-      view: () => ({ observed: false, error: message, ...(needsUser ? { needsUser } : {}), members: [], alarms: [] }),
+      view: () => ({
+        observed: false,
+        error: message,
+        ...(byUser ? { needsUser: byUser } : {}),
+        members: [],
+        alarms: [],
+      }),
     };
   }
   const raw = toEtcdView(await observeEtcd(client));

@@ -866,26 +866,24 @@ class SimEtcdClient implements EtcdClusterClient {
     // A serializable list is the answering voter's own view (learners refuse member lists): without a leader it has
     // applied only what it had when it lost the leader, or when it went down before that, so a member added since is
     // missing from it. The worst such view answers.
-    const answering =
-      serializable && this.world.leaderId === undefined
-        ? this.world.members
-            .filter((member) => member.up && !member.learner && this.hosts.has(member.peerHost))
-            .reduce<SimMember | undefined>(
-              (stalest, member) => (stalest && stalest.appliedIndex <= member.appliedIndex ? stalest : member),
-              undefined,
-            )
-        : undefined;
-    if (serializable && this.world.leaderId === undefined && !answering) {
-      throw this.gate.fail(
-        new SimApiError(0, "etcdserver: rpc not supported for learner (no voter answered)", "EndpointUnreachable"),
+    let listed = this.world.members;
+    if (this.world.leaderId === undefined) {
+      const answering = this.world.members
+        .filter((member) => member.up && !member.learner && this.hosts.has(member.peerHost))
+        .reduce<SimMember | undefined>(
+          (stalest, member) => (stalest && stalest.appliedIndex <= member.appliedIndex ? stalest : member),
+          undefined,
+        );
+      if (!answering) {
+        throw this.gate.fail(
+          new SimApiError(0, "etcdserver: rpc not supported for learner (no voter answered)", "EndpointUnreachable"),
+        );
+      }
+      listed = listed.filter(
+        (member) => member === answering || member.addedAt === undefined || member.addedAt <= answering.appliedIndex,
       );
+      if (listed.length < this.world.members.length) this.gate.note(`${answering.name}'s own view`);
     }
-    const listed = answering
-      ? this.world.members.filter(
-          (member) => member === answering || member.addedAt === undefined || member.addedAt <= answering.appliedIndex,
-        )
-      : this.world.members;
-    if (listed.length < this.world.members.length) this.gate.note(`${answering?.name}'s own view`);
     return listed.map((member) => ({
       id: member.id,
       name: member.name,
